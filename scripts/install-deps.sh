@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+#===- scripts/install-deps.sh - Install dist-opt's build and test deps ---===#
+# SPDX-License-Identifier: Apache-2.0
+#
+# Installs every dependency of dist-opt from Debian packages on a Debian 12
+# machine. Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+PKGS=(
+  # Build tools.
+  cmake ninja-build ccache g++ pkg-config git
+  # LLVM / MLIR 22 (shared libLLVM and libMLIR, tablegen, lit, FileCheck).
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
+  # ONNX and protobuf.
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  # Unit tests.
+  libgtest-dev libgmock-dev
+  # Model export scripts (PyTorch) and ONNX python helpers for tests.
+  python3 python3-torch python3-onnx python3-numpy
+  # libFuzzer runtime for the importer fuzz target.
+  libclang-rt-22-dev
+)
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${PKGS[@]}"
+echo "install-deps: all dependencies present"
