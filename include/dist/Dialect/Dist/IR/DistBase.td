@@ -1,0 +1,73 @@
+//===- DistBase.td - dist dialect definition ---------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `dist` dialect: the unified distributed graph. This file holds the
+// dialect record and the type constraints shared by every op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_DIALECT_DIST_IR_DISTBASE_TD
+#define DIST_DIALECT_DIST_IR_DISTBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Dist_Dialect : Dialect {
+  let name = "dist";
+  let cppNamespace = "::mlir::dist";
+  let summary = "The unified distributed graph of dist-opt";
+  let description = [{
+    Graph-level tensor operations close to ONNX semantics, normalised to the
+    newest opset form (attributes that later opsets turned into inputs are
+    operands here), plus the attributes that describe how the graph is spread
+    over a cluster: device placement, pipeline stages, parameter-server tables
+    and expert axes. Sharding reuses upstream `shard.sharding`.
+
+    Model parameters live outside the IR text: `dist.param` declares one and
+    `dist.get_param` reads it; the bytes sit in the parameter file named by the
+    module attribute `dist.param_file`.
+  }];
+  let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Name of the module attribute holding the parameter file path.
+    static constexpr llvm::StringLiteral getParamFileAttrName() {
+      return llvm::StringLiteral("dist.param_file");
+    }
+    /// Name of the argument/result attribute holding the ONNX value name.
+    static constexpr llvm::StringLiteral getValueNameAttrName() {
+      return llvm::StringLiteral("dist.name");
+    }
+
+  private:
+    void registerAttributes();
+
+  public:
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Dist_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Dist_IntElement : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Dist_NumericElement : AnyTypeOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
+                                      UI8, UI16, UI32, UI64]>;
+def Dist_AnyElement : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64,
+                                  UI8, UI16, UI32, UI64]>;
+
+def Dist_Tensor : TensorOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64, UI8,
+                            UI16, UI32, UI64]>;
+def Dist_NumericTensor : TensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64, UI8,
+                                   UI16, UI32, UI64]>;
+def Dist_SignedNumericTensor : TensorOf<[F16, BF16, F32, F64, I8, I16, I32,
+                                         I64]>;
+def Dist_FloatTensor : TensorOf<[F16, BF16, F32, F64]>;
+def Dist_BoolTensor : TensorOf<[I1]>;
+def Dist_IndexTensor : TensorOf<[I32, I64]>;
+def Dist_I64Tensor : TensorOf<[I64]>;
+def Dist_IntOrBoolTensor : TensorOf<[I1, I8, I16, I32, I64, UI8, UI16, UI32,
+                                     UI64]>;
+
+#endif // DIST_DIALECT_DIST_IR_DISTBASE_TD

@@ -1,0 +1,46 @@
+//===- DistDialect.h - dist dialect declarations -------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Declares the dist dialect, its attributes, interfaces and ops. Include this
+// header to use anything from the dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_DIALECT_DIST_IR_DISTDIALECT_H
+#define DIST_DIALECT_DIST_IR_DISTDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::dist {
+namespace detail {
+/// Default cost: one operation per result element.
+FailureOr<int64_t> defaultFlopCount(Operation *op);
+/// Default traffic: bytes of every operand and result.
+FailureOr<int64_t> defaultBytesAccessed(Operation *op);
+} // namespace detail
+
+/// Whether inferred result types `l` and declared types `r` agree: same
+/// element types, and shapes that agree wherever both are known.
+bool areCompatibleInferredTypes(TypeRange l, TypeRange r);
+} // namespace mlir::dist
+
+#include "dist/Dialect/Dist/IR/DistDialect.h.inc"
+#include "dist/Dialect/Dist/IR/DistEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dist/Dialect/Dist/IR/DistAttrs.h.inc"
+
+#include "dist/Dialect/Dist/IR/DistInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "dist/Dialect/Dist/IR/DistOps.h.inc"
+
+#endif // DIST_DIALECT_DIST_IR_DISTDIALECT_H

@@ -1,0 +1,60 @@
+//===- DistInterfaces.td - dist op interfaces --------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Interfaces every graph op of the dist dialect implements: a cost query for
+// the planner and a gradient builder for training. The planner and autodiff
+// passes only talk to ops through these interfaces.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_DIALECT_DIST_IR_DISTINTERFACES_TD
+#define DIST_DIALECT_DIST_IR_DISTINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Dist_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::dist";
+  let description = [{
+    Static cost of one execution of the op, used by the cost model and the
+    planner. Quantities are counted for the op's result types as they stand;
+    a dynamic dimension makes the answer `failure()` unless the caller binds
+    it first. The default counts one floating-point operation per result
+    element and the bytes of all operands and results.
+  }];
+  let methods = [
+    InterfaceMethod<"Number of floating-point (or integer) operations.",
+      "::mlir::FailureOr<int64_t>", "getFlopCount", (ins), [{}], [{
+        return ::mlir::dist::detail::defaultFlopCount($_op);
+      }]>,
+    InterfaceMethod<"Bytes read from operands plus bytes written to results.",
+      "::mlir::FailureOr<int64_t>", "getBytesAccessed", (ins), [{}], [{
+        return ::mlir::dist::detail::defaultBytesAccessed($_op);
+      }]>,
+  ];
+}
+
+def Dist_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::dist";
+  let description = [{
+    Reverse-mode differentiation of one op. Given the gradients flowing into
+    the op's results (null where a result has no gradient), builds the ops
+    computing the gradients of the op's operands and returns them (null where
+    an operand is not differentiable, for example an index or a shape).
+    The default reports that the op has no gradient rule.
+  }];
+  let methods = [
+    InterfaceMethod<"Builds operand gradients from result gradients.",
+      "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "buildGradient",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::ValueRange":$resultGrads),
+      [{}], [{
+        return $_op->emitOpError("has no gradient rule"), ::mlir::failure();
+      }]>,
+    InterfaceMethod<"Whether operand `index` can carry a gradient.",
+      "bool", "isDifferentiableOperand", (ins "unsigned":$index), [{}], [{
+        return ::llvm::isa<::mlir::FloatType>(::mlir::getElementTypeOrSelf(
+            $_op->getOperand(index).getType()));
+      }]>,
+  ];
+}
+
+#endif // DIST_DIALECT_DIST_IR_DISTINTERFACES_TD

@@ -1,0 +1,28 @@
+//===- Passes.h - dist dialect passes ----------------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Declarations of the passes over the dist graph and their registration.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_DIALECT_DIST_TRANSFORMS_PASSES_H
+#define DIST_DIALECT_DIST_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::dist {
+class DistDialect;
+
+#define GEN_PASS_DECL
+#include "dist/Dialect/Dist/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dist/Dialect/Dist/Transforms/Passes.h.inc"
+
+/// Refines the result types of the dist ops in `op`'s regions in place.
+/// Returns failure (after emitting an error) if inference of an op fails.
+LogicalResult inferShapes(Operation *root, int64_t *numRefined = nullptr);
+} // namespace mlir::dist
+
+#endif // DIST_DIALECT_DIST_TRANSFORMS_PASSES_H

@@ -1,0 +1,151 @@
+//===- DistOps.cpp - dist dialect op definitions --------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Op verifiers that are not type inference (parameters, variadic ops),
+// canonicalisation patterns, the cost-interface defaults and the notion of
+// compatible inferred types. Type inference lives in ShapeInference.cpp and
+// folders in DistFolds.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+//===----------------------------------------------------------------------===//
+// Type compatibility
+//===----------------------------------------------------------------------===//
+
+bool mlir::dist::areCompatibleInferredTypes(TypeRange l, TypeRange r) {
+  if (l.size() != r.size())
+    return false;
+  for (auto [a, b] : llvm::zip(l, r)) {
+    if (a == b)
+      continue;
+    auto ta = dyn_cast<TensorType>(a);
+    auto tb = dyn_cast<TensorType>(b);
+    if (!ta || !tb || ta.getElementType() != tb.getElementType())
+      return false;
+    if (failed(verifyCompatibleShape(ta, tb)))
+      return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Cost interface defaults
+//===----------------------------------------------------------------------===//
+
+static FailureOr<int64_t> staticNumElements(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return failure();
+  return shaped.getNumElements();
+}
+
+static FailureOr<int64_t> staticBytes(Type type) {
+  FailureOr<int64_t> n = staticNumElements(type);
+  if (failed(n))
+    return failure();
+  unsigned bits = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
+  return *n * static_cast<int64_t>((bits + 7) / 8);
+}
+
+FailureOr<int64_t> mlir::dist::detail::defaultFlopCount(Operation *op) {
+  int64_t total = 0;
+  for (Type t : op->getResultTypes()) {
+    FailureOr<int64_t> n = staticNumElements(t);
+    if (failed(n))
+      return failure();
+    total += *n;
+  }
+  return total;
+}
+
+FailureOr<int64_t> mlir::dist::detail::defaultBytesAccessed(Operation *op) {
+  int64_t total = 0;
+  for (Type t : llvm::concat<Type>(llvm::to_vector(op->getOperandTypes()),
+                                   llvm::to_vector(op->getResultTypes()))) {
+    FailureOr<int64_t> n = staticBytes(t);
+    if (failed(n))
+      return failure();
+    total += *n;
+  }
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
+    return emitOpError("parameter '")
+           << getSymName() << "' must have a static shape, got " << type;
+  return success();
+}
+
+LogicalResult
+GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError("refers to unknown parameter ") << getNameAttr();
+  if (param.getType() != getResult().getType())
+    return emitOpError("result type ")
+           << getResult().getType() << " does not match parameter "
+           << getNameAttr() << " of type " << param.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers beyond type inference
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult verifyVariadic(OpTy op) {
+  if (op.getInputs().empty())
+    return op.emitOpError("needs at least one operand");
+  return success();
+}
+
+LogicalResult MaxOp::verify() { return verifyVariadic(*this); }
+LogicalResult MinOp::verify() { return verifyVariadic(*this); }
+LogicalResult SumOp::verify() { return verifyVariadic(*this); }
+LogicalResult MeanOp::verify() { return verifyVariadic(*this); }
+LogicalResult ConcatOp::verify() { return verifyVariadic(*this); }
+
+//===----------------------------------------------------------------------===//
+// Canonicalisation patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// cast_like(x, t) -> cast(x) {to = elt(t)}.
+struct CastLikeToCast : OpRewritePattern<CastLikeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastLikeOp op,
+                                PatternRewriter &rewriter) const override {
+    Type to = getElementTypeOrSelf(op.getTarget().getType());
+    rewriter.replaceOpWithNewOp<CastOp>(op, op.getType(), op.getInput(),
+                                        TypeAttr::get(to));
+    return success();
+  }
+};
+} // namespace
+
+void CastLikeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                             MLIRContext *context) {
+  results.add<CastLikeToCast>(context);
+}
+
+#define GET_OP_CLASSES
+#include "dist/Dialect/Dist/IR/DistOps.cpp.inc"
+
+#include "dist/Dialect/Dist/IR/DistInterfaces.cpp.inc"

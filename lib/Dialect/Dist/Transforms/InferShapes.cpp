@@ -1,0 +1,102 @@
+//===- InferShapes.cpp - refine dist result types in place ----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `dist-infer-shapes` pass: re-runs type inference of every dist op in
+// program order and refines result types that became more static, then
+// updates the enclosing function's signature.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_INFERSHAPESPASS
+#include "dist/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+
+/// Whether `refined` carries strictly more shape information than `old`.
+static bool isMoreStatic(Type refined, Type old) {
+  auto r = dyn_cast<TensorType>(refined);
+  auto o = dyn_cast<TensorType>(old);
+  if (!r || !o || r == o || r.getElementType() != o.getElementType())
+    return false;
+  if (!r.hasRank())
+    return false;
+  if (!o.hasRank())
+    return true;
+  if (r.getRank() != o.getRank())
+    return false;
+  bool gained = false;
+  for (auto [a, b] : llvm::zip(r.getShape(), o.getShape())) {
+    if (ShapedType::isDynamic(a) && !ShapedType::isDynamic(b))
+      return false;
+    if (!ShapedType::isDynamic(a) && ShapedType::isDynamic(b))
+      gained = true;
+  }
+  return gained;
+}
+
+LogicalResult mlir::dist::inferShapes(Operation *root, int64_t *numRefined) {
+  WalkResult result = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!isa<DistDialect>(op->getDialect()))
+      return WalkResult::advance();
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      return WalkResult::advance();
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)))
+      return WalkResult::interrupt();
+    if (types.size() != op->getNumResults()) {
+      op->emitOpError("inferred ") << types.size() << " result types for "
+                                   << op->getNumResults() << " results";
+      return WalkResult::interrupt();
+    }
+    for (auto [res, type] : llvm::zip(op->getResults(), types)) {
+      if (isMoreStatic(type, res.getType())) {
+        res.setType(type);
+        if (numRefined)
+          ++*numRefined;
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  // Keep function signatures in line with what they return.
+  root->walk([](func::FuncOp func) {
+    if (func.isExternal())
+      return;
+    Operation *terminator = func.getBody().back().getTerminator();
+    auto ret = dyn_cast<func::ReturnOp>(terminator);
+    if (!ret)
+      return;
+    auto type = func.getFunctionType();
+    SmallVector<Type> results(ret.getOperandTypes());
+    if (results != SmallVector<Type>(type.getResults()))
+      func.setFunctionType(
+          FunctionType::get(func.getContext(), type.getInputs(), results));
+  });
+  return success();
+}
+
+namespace {
+struct InferShapesPass
+    : public mlir::dist::impl::InferShapesPassBase<InferShapesPass> {
+  void runOnOperation() override {
+    int64_t refined = 0;
+    if (failed(inferShapes(getOperation(), &refined)))
+      return signalPassFailure();
+    numRefined += refined;
+  }
+};
+} // namespace

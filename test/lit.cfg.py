@@ -1,0 +1,31 @@
+# ===- lit.cfg.py - lit configuration for dist-opt -------------------------===#
+# SPDX-License-Identifier: Apache-2.0
+#
+# Runs .mlir, .onnxtext and .test files with dist-opt, FileCheck and the
+# project's scripts. Tools come from the build and from LLVM 22.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "dist-opt"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtext", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dist_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = (
+    "-enable-var-scope --allow-unused-prefixes=false")
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%scripts", os.path.join(config.dist_src_root,
+                                                      "scripts")))
+config.substitutions.append(("%onnx_node_data",
+                             "/usr/share/libonnx-testdata/data/node"))
+tool_dirs = [config.dist_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["dist-opt", "FileCheck", "not",
+                                    "split-file", "count"], tool_dirs)
