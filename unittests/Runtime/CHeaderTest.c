@@ -1,0 +1,32 @@
+/*===- CHeaderTest.c - Checks that dist_rt.h compiles as C ---------*- C -*-===*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Compiled as C into DistRuntimeTests so that a C++-only construct in the
+ * public runtime header breaks the build. ParamsTest.cpp calls the function
+ * below through the C ABI.
+ *===----------------------------------------------------------------------===*/
+
+#include "dist_rt/dist_rt.h"
+
+#include <string.h>
+
+/// Exercises the C API on cases that need no file. Returns 0 on success.
+int dist_rt_test_c_header_smoke(void);
+
+int dist_rt_test_c_header_smoke(void) {
+  dist_rt_param_info_t info;
+  dist_rt_params_t params = NULL;
+  dist_rt_status_t status;
+  int failures = 0;
+
+  memset(&info, 0, sizeof(info));
+  if (dist_rt_params_count(params) != 0)
+    ++failures;
+  if (dist_rt_dtype_size(DIST_RT_DTYPE_BFLOAT16) != 2)
+    ++failures;
+  status = dist_rt_params_get(params, 0, &info);
+  if (dist_rt_status_code(status) != DIST_RT_ERROR_INVALID_ARGUMENT)
+    ++failures;
+  dist_rt_status_free(status);
+  return failures;
+}
