@@ -1,0 +1,61 @@
+//===- ONNXImporter.h - ONNX model to dist IR ----------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Entry point of the ONNX importer: reads a binary or textual ONNX model,
+// normalises every node to the dist dialect's newest-opset form, resolves
+// shapes through the dialect's own inference and folding, and writes the
+// initializers to a parameter file outside the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_IMPORT_ONNX_ONNXIMPORTER_H
+#define DIST_IMPORT_ONNX_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::dist {
+
+/// Options of one import.
+struct ONNXImportOptions {
+  /// Where the parameter file is written. Empty: no file is written and the
+  /// import fails if the model has parameters.
+  std::string paramFile;
+  /// Fixed shapes for graph inputs (kDynamic for a dimension left open).
+  llvm::StringMap<std::vector<int64_t>> inputShapes;
+  /// Graph inputs bound to constant values read from files (serialized
+  /// TensorProto `.pb` files).
+  llvm::StringMap<std::string> inputValues;
+  /// Tensors with more elements than this go to the parameter file instead
+  /// of becoming `dist.constant`; floating-point initializers with more than
+  /// one element always do.
+  int64_t maxInlineElements = 4096;
+};
+
+/// Parses `--input-shape` text `NAME=D0,D1,...` (`?` or -1 for a dynamic
+/// dimension, nothing after `=` for a scalar) into `opts`. Returns an error
+/// message on malformed text.
+std::string parseInputShapeOption(llvm::StringRef text,
+                                  ONNXImportOptions &opts);
+
+/// Parses `--input-value` text `NAME=FILE` into `opts`.
+std::string parseInputValueOption(llvm::StringRef text,
+                                  ONNXImportOptions &opts);
+
+/// Whether `path` names an ONNX model (by extension or by content).
+bool looksLikeONNXFile(llvm::StringRef path);
+
+/// Imports the model at `path`. Errors are emitted as diagnostics located at
+/// the file, node or initializer; returns null on failure, and then no
+/// parameter file is left behind (an existing one is kept unchanged).
+OwningOpRef<ModuleOp> importONNXFile(MLIRContext *context,
+                                     llvm::StringRef path,
+                                     const ONNXImportOptions &options);
+
+} // namespace mlir::dist
+
+#endif // DIST_IMPORT_ONNX_ONNXIMPORTER_H
