@@ -58,11 +58,29 @@ std::string renderLocation(Location loc) {
   return "";
 }
 
+/// Keeps a message on one line: control characters and the Unicode line
+/// separators (NEL, LS, PS) become spaces (messages may quote model bytes).
 std::string oneLine(StringRef text) {
-  std::string s = text.str();
-  for (char &c : s)
-    if (c == '\n' || c == '\r')
-      c = ' ';
+  std::string s;
+  s.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      s += ' ';
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) == 0x85) {
+      s += ' ';
+      ++i;
+    } else if (c == 0xe2 && i + 2 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+               (static_cast<unsigned char>(text[i + 2]) == 0xa8 ||
+                static_cast<unsigned char>(text[i + 2]) == 0xa9)) {
+      s += ' ';
+      i += 2;
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
   return s;
 }
 
@@ -73,8 +91,10 @@ struct OneLineDiagnostics {
           if (diag.getSeverity() == DiagnosticSeverity::Error) {
             if (!printed) {
               std::string place = renderLocation(diag.getLocation());
-              llvm::errs() << "error: " << (place.empty() ? "" : place + ": ")
-                           << oneLine(diag.str()) << "\n";
+              llvm::errs() << "error: "
+                           << oneLine((place.empty() ? "" : place + ": ") +
+                                      diag.str())
+                           << "\n";
             }
             printed = true;
           } else if (diag.getSeverity() == DiagnosticSeverity::Warning) {

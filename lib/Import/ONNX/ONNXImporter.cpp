@@ -178,9 +178,10 @@ void packField(const google::protobuf::RepeatedField<Src> &field,
 namespace {
 class Importer {
 public:
-  Importer(MLIRContext *ctx, StringRef path, const ONNXImportOptions &opts)
+  Importer(MLIRContext *ctx, StringRef path, const ONNXImportOptions &opts,
+           std::optional<llvm::MemoryBufferRef> buffer = std::nullopt)
       : ctx(ctx), builder(ctx), path(path.str()), opts(opts),
-        fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {}
+        fileLoc(FileLineColLoc::get(ctx, path, 0, 0)), buffer(buffer) {}
 
   OwningOpRef<ModuleOp> run();
 
@@ -220,6 +221,7 @@ private:
   std::string path;
   const ONNXImportOptions &opts;
   Location fileLoc;
+  std::optional<llvm::MemoryBufferRef> buffer;
   onnx::ModelProto model;
   int64_t opset = 0;
   ParamWriter params;
@@ -234,14 +236,22 @@ private:
 } // namespace
 
 LogicalResult Importer::load() {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  llvm::MemoryBufferRef contents;
+  if (buffer) {
+    contents = *buffer;
+  } else {
+    auto read = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return error() << "cannot open model: " << buffer.getError().message();
+    if (!read)
+      return error() << "cannot open model: " << read.getError().message();
+    file = std::move(*read);
+    contents = file->getMemBufferRef();
+  }
   StringRef ext = llvm::sys::path::extension(path);
   bool text = ext == ".onnxtxt" || ext == ".onnxtext";
-  std::string err = mlir::dist::detail::parseModel((*buffer)->getBufferStart(),
-                                       (*buffer)->getBufferSize(), text, model);
+  std::string err = mlir::dist::detail::parseModel(
+      contents.getBufferStart(), contents.getBufferSize(), text, model);
   if (!err.empty())
     return error() << err;
   if (!model.has_graph())
@@ -766,6 +776,14 @@ OwningOpRef<ModuleOp> mlir::dist::importONNXFile(MLIRContext *context,
   return importer.run();
 }
 
+OwningOpRef<ModuleOp>
+mlir::dist::importONNXBuffer(MLIRContext *context, llvm::MemoryBufferRef buffer,
+                             const ONNXImportOptions &opts) {
+  context->loadDialect<DistDialect, func::FuncDialect>();
+  Importer importer(context, buffer.getBufferIdentifier(), opts, buffer);
+  return importer.run();
+}
+
 //===----------------------------------------------------------------------===//
 // Nodes
 //===----------------------------------------------------------------------===//
@@ -1026,6 +1044,28 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     if (failed(v))
       return failure();
     in.push_back(*v);
+  }
+  // Inputs an op takes only from some opset on (older opsets had attributes).
+  {
+    struct Limit {
+      const char *op;
+      int64_t since;
+      int maxBefore;
+    };
+    static const Limit limits[] = {
+        {"ReduceSum", 13, 1},  {"ReduceMean", 18, 1}, {"ReduceMax", 18, 1},
+        {"ReduceMin", 18, 1},  {"ReduceProd", 18, 1}, {"ReduceL2", 18, 1},
+        {"ReduceSumSquare", 18, 1}, {"ReduceLogSumExp", 18, 1},
+        {"Squeeze", 13, 1},    {"Unsqueeze", 13, 1},  {"Split", 13, 1},
+        {"Slice", 10, 1},      {"Pad", 11, 1},        {"TopK", 10, 1},
+        {"Clip", 11, 1},       {"Dropout", 12, 1}};
+    for (const Limit &l : limits)
+      if (type == l.op && opset < l.since &&
+          static_cast<int>(in.size()) > l.maxBefore)
+        return error(loc) << type << " takes at most " << l.maxBefore
+                          << " input" << (l.maxBefore == 1 ? "" : "s")
+                          << " before opset " << l.since << ", got "
+                          << in.size() << " (opset " << opset << ")";
   }
   auto input = [&](size_t i) { return i < in.size() ? in[i] : Value(); };
   auto need = [&](size_t n) -> LogicalResult {

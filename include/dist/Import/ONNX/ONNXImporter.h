@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBufferRef.h"
 
 #include <string>
 #include <vector>
@@ -55,6 +56,12 @@ bool looksLikeONNXFile(llvm::StringRef path);
 OwningOpRef<ModuleOp> importONNXFile(MLIRContext *context,
                                      llvm::StringRef path,
                                      const ONNXImportOptions &options);
+
+/// Imports a model held in memory; the buffer's identifier names it in
+/// diagnostics and locates external data.
+OwningOpRef<ModuleOp> importONNXBuffer(MLIRContext *context,
+                                       llvm::MemoryBufferRef buffer,
+                                       const ONNXImportOptions &options);
 
 } // namespace mlir::dist
 
