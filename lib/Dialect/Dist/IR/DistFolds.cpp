@@ -435,9 +435,19 @@ static OpFoldResult foldVariadic(Operation *op, ArrayRef<Attribute> operands,
                          });
 }
 
+/// NaN wins in Max/Min (IEEE maximum/minimum semantics, as ONNX specifies).
+static Attribute nanOperand(Attribute a, Attribute b) {
+  for (Attribute x : {a, b})
+    if (auto f = dyn_cast<FloatAttr>(x); f && f.getValue().isNaN())
+      return x;
+  return {};
+}
+
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
   MLIRContext *ctx = getContext();
   return foldVariadic(*this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
+    if (Attribute nan = nanOperand(a, b))
+      return nan;
     auto lt = dyn_cast_or_null<IntegerAttr>(
         compare(ctx, a, b, [](int c) { return c == -1; }));
     if (!lt)
@@ -449,6 +459,8 @@ OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
 OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   MLIRContext *ctx = getContext();
   return foldVariadic(*this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
+    if (Attribute nan = nanOperand(a, b))
+      return nan;
     auto gt = dyn_cast_or_null<IntegerAttr>(
         compare(ctx, a, b, [](int c) { return c == 1; }));
     if (!gt)

@@ -351,6 +351,10 @@ LogicalResult checkUnidirectional(std::optional<Location> loc, const Shape &from
   return success();
 }
 
+bool compatibleDims(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
 /// Inference for a unary op whose result is its operand's type.
 LogicalResult sameAsOperand(Value v, SmallVectorImpl<Type> &types) {
   types.push_back(v.getType());
@@ -439,6 +443,10 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location
 LogicalResult ConstantOfShapeOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
+  if (auto r = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+      r && r.getRank() != 1)
+    return fail(loc, "'input' must be a 1-D tensor, got rank " +
+                         Twine(r.getRank()));
   Type elt = Float32Type::get(ctx);
   if (auto value = adaptor.getValueAttr()) {
     if (value.getNumElements() != 1)
@@ -497,10 +505,6 @@ DIST_SAME_AS_INPUT(HardSwishOp)
 DIST_SAME_AS_INPUT(ErfOp)
 DIST_SAME_AS_INPUT(NotOp)
 DIST_SAME_AS_INPUT(IdentityOp)
-DIST_SAME_AS_INPUT(SoftmaxOp)
-DIST_SAME_AS_INPUT(LogSoftmaxOp)
-DIST_SAME_AS_INPUT(InstanceNormOp)
-DIST_SAME_AS_INPUT(TriluOp)
 #undef DIST_SAME_AS_INPUT
 
 LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -576,7 +580,6 @@ DIST_BINARY(SubOp, eltOf(adaptor.getLhs()))
 DIST_BINARY(MulOp, eltOf(adaptor.getLhs()))
 DIST_BINARY(DivOp, eltOf(adaptor.getLhs()))
 DIST_BINARY(PowOp, eltOf(adaptor.getLhs()))
-DIST_BINARY(ModOp, eltOf(adaptor.getLhs()))
 DIST_BINARY(EqualOp, IntegerType::get(ctx, 1))
 DIST_BINARY(LessOp, IntegerType::get(ctx, 1))
 DIST_BINARY(GreaterOp, IntegerType::get(ctx, 1))
@@ -586,6 +589,72 @@ DIST_BINARY(AndOp, IntegerType::get(ctx, 1))
 DIST_BINARY(OrOp, IntegerType::get(ctx, 1))
 DIST_BINARY(XorOp, IntegerType::get(ctx, 1))
 #undef DIST_BINARY
+
+LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  if (isa<FloatType>(eltOf(adaptor.getLhs())) && adaptor.getFmod() != 1)
+    return fail(loc, "'fmod' must be 1 for floating-point operands");
+  return inferBinary(loc, adaptor, eltOf(adaptor.getLhs()), types);
+}
+
+template <typename AdaptorT>
+static LogicalResult inferSoftmax(std::optional<Location> loc,
+                                  AdaptorT adaptor,
+                                  SmallVectorImpl<Type> &types) {
+  if (Shape x = shapeOf(adaptor.getInput())) {
+    auto axis = static_cast<int64_t>(adaptor.getAxis());
+    if (!normalizeAxis(axis, static_cast<int64_t>(x->size())))
+      return fail(loc, "'axis' " + Twine(axis) + " is out of range for rank " +
+                           Twine(x->size()));
+  }
+  return sameAsOperand(adaptor.getInput(), types);
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferSoftmax(loc, adaptor, types);
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferSoftmax(loc, adaptor, types);
+}
+
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  if (Shape x = shapeOf(adaptor.getInput()); x && x->size() < 2)
+    return fail(loc, "input must have at least 2 dimensions, got shape " +
+                         dimsToString(*x));
+  return sameAsOperand(adaptor.getInput(), types);
+}
+
+LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  Shape x = shapeOf(adaptor.getInput());
+  if (x && x->size() < 3)
+    return fail(loc, "input must be N x C x D1 ..., got shape " +
+                         dimsToString(*x));
+  int64_t c = x ? (*x)[1] : kDynamic;
+  for (auto [v, name] : {std::pair{adaptor.getScale(), "scale"},
+                         {adaptor.getB(), "B"}}) {
+    Shape s = shapeOf(v);
+    if (s && (s->size() != 1 || !compatibleDims((*s)[0], c)))
+      return fail(loc, "'" + Twine(name) + "' must be 1-D of size " +
+                           (ShapedType::isDynamic(c) ? std::string("C")
+                                                     : std::to_string(c)) +
+                           ", got shape " + dimsToString(*s));
+  }
+  return sameAsOperand(adaptor.getInput(), types);
+}
 
 template <typename AdaptorT>
 static LogicalResult inferVariadic(std::optional<Location> loc, AdaptorT adaptor,
@@ -640,9 +709,6 @@ LogicalResult PReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 // Linear algebra, convolution and pooling
 //===----------------------------------------------------------------------===//
 
-static bool compatibleDims(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
 
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
@@ -1146,10 +1212,21 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
+/// Shape-like operands (Reshape's shape, Expand's shape, ...) are 1-D.
+static LogicalResult checkVector(std::optional<Location> loc, Value v,
+                                 StringRef name) {
+  if (auto r = dyn_cast<RankedTensorType>(v.getType()); r && r.getRank() != 1)
+    return fail(loc, "'" + name + "' must be a 1-D tensor, got rank " +
+                         Twine(r.getRank()));
+  return success();
+}
+
 LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
+  if (failed(checkVector(loc, adaptor.getShape(), "shape")))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Value input = adaptor.getInput();
   Shape x = shapeOf(input);
@@ -1190,6 +1267,9 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
     outSyms.push_back(r);
     out.push_back(r.value);
   }
+  Dims requested = out; // For messages: keeps the -1.
+  if (inferIdx >= 0)
+    out[inferIdx] = kDynamic;
   if (x) {
     // Input elements as a static product and a list of symbolic factors.
     int64_t inStatic = 1;
@@ -1235,7 +1315,7 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
       if (exact) {
         if (outStatic == 0 || inStatic % outStatic != 0)
           return fail(loc, "cannot reshape " + shapeToString(x) + " into " +
-                               dimsToString(out));
+                               dimsToString(requested));
         out[inferIdx] = inStatic / outStatic;
       }
     } else if (exact && inStatic != outStatic) {
@@ -1673,6 +1753,8 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(checkVector(loc, adaptor.getShape(), "shape")))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   auto traced = traceShapeValue(adaptor.getShape());
   if (!traced) {

@@ -74,7 +74,7 @@ def Dist_ParamOp : Dist_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 
     ```mlir
     module attributes {dist.param_file = "mlp.params"} {
-      dist.param @fc1.weight : tensor<128x784xf32> {trainable}
+      dist.param @fc1.weight {trainable} : tensor<128x784xf32>
     }
     ```
   }];
