@@ -76,6 +76,7 @@ ELEMENT_TYPES = {
     onnx.TensorProto.UINT32: "ui32",
     onnx.TensorProto.UINT64: "ui64",
     onnx.TensorProto.BFLOAT16: "bf16",
+    onnx.TensorProto.STRING: "!dist.string",
 }
 
 INTEGER_TYPES = frozenset([
@@ -126,7 +127,13 @@ def parse_tensor_type(text):
     m = re.fullmatch(r"tensor<([^,>]*)(,.*)?>", text.strip())
     if not m:
         return None
-    parts = m.group(1).split("x")
+    body = m.group(1)
+    # The element type may itself contain an `x` (`!dist.string`).
+    if body.endswith("!dist.string"):
+        parts = body[:-len("!dist.string")].split("x")
+        parts[-1] = "!dist.string"
+    else:
+        parts = body.split("x")
     elem = parts[-1]
     if not elem:
         return None

@@ -115,6 +115,8 @@ Type onnxElementType(MLIRContext *ctx, int32_t code) {
     return IntegerType::get(ctx, 64, IntegerType::Unsigned);
   case onnx::TensorProto::BFLOAT16:
     return BFloat16Type::get(ctx);
+  case onnx::TensorProto::STRING:
+    return StringType::get(ctx);
   default:
     return {};
   }

@@ -625,3 +625,14 @@ func.func @dist_attrs(%x: tensor<?x64xf32>, %w: tensor<8x64x64xf32>) -> tensor<?
     }
   }
 #-}
+
+// String tensors (ONNX STRING) are cast and moved like any tensor.
+// CHECK-LABEL: func.func @strings
+// CHECK: dist.cast %{{.*}} {to = !dist.string} : (tensor<3xf32>) -> tensor<3x!dist.string>
+// CHECK: dist.reshape %{{.*}} -> tensor<1x3x!dist.string>
+func.func @strings(%x: tensor<3xf32>) -> tensor<1x3x!dist.string> {
+  %s = dist.cast %x {to = !dist.string} : (tensor<3xf32>) -> tensor<3x!dist.string>
+  %shape = dist.constant dense<[1, 3]> : tensor<2xi64>
+  %r = dist.reshape %s, %shape : (tensor<3x!dist.string>, tensor<2xi64>) -> tensor<1x3x!dist.string>
+  return %r : tensor<1x3x!dist.string>
+}

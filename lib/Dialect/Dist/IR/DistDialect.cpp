@@ -21,12 +21,23 @@ using namespace mlir::dist;
 #define GET_ATTRDEF_CLASSES
 #include "dist/Dialect/Dist/IR/DistAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dist/Dialect/Dist/IR/DistTypes.cpp.inc"
+
 void DistDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dist/Dialect/Dist/IR/DistOps.cpp.inc"
       >();
   registerAttributes();
+  registerTypes();
+}
+
+void DistDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dist/Dialect/Dist/IR/DistTypes.cpp.inc"
+      >();
 }
 
 void DistDialect::registerAttributes() {

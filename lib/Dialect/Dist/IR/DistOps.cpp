@@ -53,7 +53,10 @@ static FailureOr<int64_t> staticBytes(Type type) {
   FailureOr<int64_t> n = staticNumElements(type);
   if (failed(n))
     return failure();
-  unsigned bits = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
+  Type elt = getElementTypeOrSelf(type);
+  if (!elt.isIntOrFloat())
+    return failure(); // Strings have no fixed size.
+  unsigned bits = elt.getIntOrFloatBitWidth();
   return *n * static_cast<int64_t>((bits + 7) / 8);
 }
 

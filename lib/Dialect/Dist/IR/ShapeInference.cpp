@@ -541,8 +541,9 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   Type to = adaptor.getTo();
-  if (!to || !(isa<FloatType>(to) || isa<IntegerType>(to)))
-    return fail(loc, "cast target must be an integer or float type");
+  if (!to || !(isa<FloatType>(to) || isa<IntegerType>(to) ||
+               isa<StringType>(to)))
+    return fail(loc, "cast target must be an integer, float or string type");
   types.push_back(makeTensor(shapeOf(adaptor.getInput()), to));
   return success();
 }

@@ -29,6 +29,7 @@ def Dist_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Name of the module attribute holding the parameter file path.
     static constexpr llvm::StringLiteral getParamFileAttrName() {
@@ -41,6 +42,7 @@ def Dist_Dialect : Dialect {
 
   private:
     void registerAttributes();
+    void registerTypes();
 
   public:
   }];
@@ -57,8 +59,10 @@ def Dist_NumericElement : AnyTypeOf<[F16, BF16, F32, F64, I8, I16, I32, I64,
 def Dist_AnyElement : AnyTypeOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64,
                                   UI8, UI16, UI32, UI64]>;
 
+include "dist/Dialect/Dist/IR/DistTypes.td"
+
 def Dist_Tensor : TensorOf<[F16, BF16, F32, F64, I1, I8, I16, I32, I64, UI8,
-                            UI16, UI32, UI64]>;
+                            UI16, UI32, UI64, Dist_StringType]>;
 def Dist_NumericTensor : TensorOf<[F16, BF16, F32, F64, I8, I16, I32, I64, UI8,
                                    UI16, UI32, UI64]>;
 def Dist_SignedNumericTensor : TensorOf<[F16, BF16, F32, F64, I8, I16, I32,

@@ -38,6 +38,9 @@ bool areCompatibleInferredTypes(TypeRange l, TypeRange r);
 #define GET_ATTRDEF_CLASSES
 #include "dist/Dialect/Dist/IR/DistAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dist/Dialect/Dist/IR/DistTypes.h.inc"
+
 #include "dist/Dialect/Dist/IR/DistInterfaces.h.inc"
 
 #define GET_OP_CLASSES
