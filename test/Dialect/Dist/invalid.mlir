@@ -238,7 +238,7 @@ func.func @clip_bound_not_scalar(%x: tensor<4xf32>, %hi: tensor<2xf32>) {
 // -----
 
 func.func @cast_target(%x: tensor<4xf32>) {
-  // expected-error @+2 {{cast target must be an integer or float type}}
+  // expected-error @+2 {{cast target must be an integer, float or string type}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = dist.cast %x {to = index} : (tensor<4xf32>) -> tensor<4xf32>
   return
