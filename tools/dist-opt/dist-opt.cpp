@@ -249,8 +249,10 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   context.loadAllAvailableDialects();
   OneLineDiagnostics diagnostics(&context);
 
+  // The parameter file is moved into place only when everything succeeded.
+  std::unique_ptr<dist::PendingParamFile> pendingParams;
   OwningOpRef<ModuleOp> module =
-      dist::importONNXFile(&context, inputFile, opts);
+      dist::importONNXFile(&context, inputFile, opts, &pendingParams);
   if (!module) {
     if (!diagnostics.printed)
       errs() << "error: " << inputFile << ": import failed\n";
@@ -280,6 +282,13 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   }
   module->print(output->os());
   output->os() << "\n";
+  if (pendingParams) {
+    std::string commitErr = pendingParams->commit();
+    if (!commitErr.empty()) {
+      errs() << "error: " << oneLine(commitErr) << "\n";
+      return 1;
+    }
+  }
   if (summary)
     printSummary(*module, inputFile, errs());
   output->keep();

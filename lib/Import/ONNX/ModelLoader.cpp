@@ -36,20 +36,24 @@ std::string mlir::dist::detail::parseModel(const char *data, size_t size,
                           data[first] == '\n' || data[first] == '\r'))
     ++first;
   bool text = textFormat || (first < size && data[first] == '<');
-  try {
-    if (!text) {
-      if (size > static_cast<size_t>(INT32_MAX))
-        return "model is larger than 2 GiB; store weights as external data";
+  if (!text) {
+    if (size > static_cast<size_t>(INT32_MAX))
+      return "model is larger than 2 GiB; store weights as external data";
+    try {
       if (!model.ParseFromArray(data, static_cast<int>(size)))
         return "not a valid ONNX model (protobuf parse failed: truncated or "
                "corrupt file)";
-      return "";
+    } catch (...) {
+      return "not a valid ONNX model";
     }
-    // The text parser needs a NUL-terminated string without embedded NULs.
-    std::string buffer(data, size);
-    if (buffer.find('\0') != std::string::npos)
-      return "not a valid ONNX text model (contains NUL bytes)";
-    onnx::OnnxParser parser(buffer.c_str());
+    return "";
+  }
+  // The text parser needs a NUL-terminated string without embedded NULs.
+  std::string buffer(data, size);
+  if (buffer.find('\0') != std::string::npos)
+    return "not a valid ONNX text model (contains NUL bytes)";
+  onnx::OnnxParser parser(buffer.c_str());
+  try {
     onnx::Status status = parser.Parse(model);
     if (!status.IsOK())
       return "ONNX text parse error: " + oneLine(status.ErrorMessage());
@@ -57,7 +61,14 @@ std::string mlir::dist::detail::parseModel(const char *data, size_t size,
       return "ONNX text parse error: unexpected text after the graph";
     return "";
   } catch (const std::exception &e) {
-    return std::string("ONNX text parse error: ") + oneLine(e.what());
+    // std::stoll and friends throw on numbers out of range.
+    std::string where;
+    try {
+      where = " at position " + parser.GetCurrentPos();
+    } catch (...) {
+    }
+    return "ONNX text parse error" + where + ": bad number (" +
+           oneLine(e.what()) + ")";
   } catch (...) {
     return "ONNX text parse error";
   }

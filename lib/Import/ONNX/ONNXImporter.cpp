@@ -29,6 +29,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -186,6 +188,7 @@ public:
         fileLoc(FileLineColLoc::get(ctx, path, 0, 0)), buffer(buffer) {}
 
   OwningOpRef<ModuleOp> run();
+  void setPending(std::unique_ptr<PendingParamFile> *p) { pending = p; }
 
 private:
   // Model-level steps.
@@ -224,6 +227,7 @@ private:
   const ONNXImportOptions &opts;
   Location fileLoc;
   std::optional<llvm::MemoryBufferRef> buffer;
+  std::unique_ptr<PendingParamFile> *pending = nullptr;
   onnx::ModelProto model;
   int64_t opset = 0;
   ParamWriter params;
@@ -660,6 +664,12 @@ LogicalResult Importer::importGraph(ModuleOp module) {
                               << "' size " << shape[i] << " in dimension " << i
                               << ", the model declares " << d;
       }
+      int64_t numel = 1;
+      for (int64_t d : shape)
+        if (!ShapedType::isDynamic(d) &&
+            __builtin_mul_overflow(numel, d, &numel))
+          return error(loc) << "--input-shape gives input '" << vi.name()
+                            << "' more elements than fit in 64 bits";
       *type = RankedTensorType::get(shape, getElementTypeOrSelf(*type));
     }
     argTypes.push_back(*type);
@@ -704,9 +714,11 @@ LogicalResult Importer::importGraph(ModuleOp module) {
   SmallVector<Type> resultTypes;
   for (const onnx::ValueInfoProto &vi : graph.output()) {
     Location loc = NameLoc::get(builder.getStringAttr(vi.name()), fileLoc);
+    if (!values.count(vi.name()) && !initializers.count(vi.name()))
+      return error(loc) << "graph output '" << vi.name() << "' is not defined";
     FailureOr<Value> v = lookup(vi.name(), loc);
     if (failed(v))
-      return error(loc) << "graph output '" << vi.name() << "' is not defined";
+      return failure();
     // The model's declared type must agree with what inference found.
     std::string why;
     FailureOr<Type> declared = valueInfoType(ctx, vi, why);
@@ -749,11 +761,14 @@ OwningOpRef<ModuleOp> Importer::run() {
     return nullptr;
   }
   if (params.isOpen()) {
-    std::string err = params.commit();
+    std::string err = pending ? params.finish() : params.commit();
     if (!err.empty()) {
       error() << err;
       return nullptr;
     }
+    if (pending)
+      *pending = std::make_unique<PendingParamFile>(params.getTempPath(),
+                                                    params.getPath());
     module->getOperation()->setAttr(DistDialect::getParamFileAttrName(),
                                     builder.getStringAttr(opts.paramFile));
   }
@@ -764,17 +779,36 @@ OwningOpRef<ModuleOp> Importer::run() {
       builder.getNamedAttr("nodes", builder.getI64IntegerAttr(nodeCount))};
   if (!model.producer_name().empty())
     info.push_back(builder.getNamedAttr(
-        "producer", builder.getStringAttr(model.producer_name() + " " +
-                                          model.producer_version())));
+        "producer",
+        builder.getStringAttr(
+            StringRef(model.producer_name() + " " + model.producer_version())
+                .trim())));
   module->getOperation()->setAttr("dist.onnx", builder.getDictionaryAttr(info));
   return module;
 }
 
-OwningOpRef<ModuleOp> mlir::dist::importONNXFile(MLIRContext *context,
-                                                 StringRef path,
-                                                 const ONNXImportOptions &opts) {
+PendingParamFile::~PendingParamFile() {
+  if (!committed)
+    std::remove(tempPath.c_str());
+}
+
+std::string PendingParamFile::commit() {
+  if (committed)
+    return "";
+  if (std::rename(tempPath.c_str(), path.c_str()) != 0)
+    return path + ": cannot move parameter file into place: " +
+           std::strerror(errno);
+  committed = true;
+  return "";
+}
+
+OwningOpRef<ModuleOp>
+mlir::dist::importONNXFile(MLIRContext *context, StringRef path,
+                           const ONNXImportOptions &opts,
+                           std::unique_ptr<PendingParamFile> *pending) {
   context->loadDialect<DistDialect, func::FuncDialect>();
   Importer importer(context, path, opts);
+  importer.setPending(pending);
   return importer.run();
 }
 
@@ -1047,6 +1081,32 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       return failure();
     in.push_back(*v);
   }
+  // Attributes that later opsets turned into inputs are errors there (they
+  // would otherwise be ignored silently).
+  {
+    struct Moved {
+      const char *op;
+      int64_t since;
+      const char *attr;
+    };
+    static const Moved moved[] = {
+        {"ReduceSum", 13, "axes"},      {"ReduceMean", 18, "axes"},
+        {"ReduceMax", 18, "axes"},      {"ReduceMin", 18, "axes"},
+        {"ReduceProd", 18, "axes"},     {"ReduceL2", 18, "axes"},
+        {"ReduceSumSquare", 18, "axes"}, {"ReduceLogSumExp", 18, "axes"},
+        {"Squeeze", 13, "axes"},        {"Unsqueeze", 13, "axes"},
+        {"Split", 13, "split"},         {"Slice", 10, "starts"},
+        {"Slice", 10, "ends"},          {"Slice", 10, "axes"},
+        {"Pad", 11, "pads"},            {"Pad", 11, "value"},
+        {"TopK", 10, "k"},              {"Clip", 11, "min"},
+        {"Clip", 11, "max"},            {"Dropout", 12, "ratio"}};
+    for (const Moved &m : moved)
+      if (type == m.op && opset >= m.since && attrMap.count(m.attr))
+        return error(loc) << "attribute '" << m.attr << "' of " << type
+                          << " is an input since opset " << m.since
+                          << " (model opset " << opset << ")";
+  }
+
   // Inputs an op takes only from some opset on (older opsets had attributes).
   {
     struct Limit {
@@ -1445,6 +1505,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     if (i >= static_cast<int>(results->size()))
       return error(loc) << type << " output #" << i << " ('" << name
                         << "') is not supported";
+    if (values.count(name) || initializers.count(name))
+      return error(loc) << "value '" << name
+                        << "' is defined more than once (ONNX graphs are SSA)";
     values[name] = (*results)[i];
   }
   return success();

@@ -74,6 +74,18 @@ std::string ParamWriter::add(llvm::StringRef name, uint32_t dtype,
 }
 
 std::string ParamWriter::commit() {
+  std::string err = finish();
+  if (!err.empty())
+    return err;
+  if (std::rename(tmpPath.c_str(), path.c_str()) != 0) {
+    err = ioError(path, "cannot move parameter file into place");
+    std::remove(tmpPath.c_str());
+    return err;
+  }
+  return "";
+}
+
+std::string ParamWriter::finish() {
   if (!file)
     return "parameter file is not open";
   std::string index;
@@ -106,11 +118,6 @@ std::string ParamWriter::commit() {
   }
   std::fclose(file);
   file = nullptr;
-  if (std::rename(tmpPath.c_str(), path.c_str()) != 0) {
-    std::string err = ioError(path, "cannot move parameter file into place");
-    std::remove(tmpPath.c_str());
-    return err;
-  }
   return "";
 }
 

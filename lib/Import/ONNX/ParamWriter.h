@@ -40,6 +40,10 @@ public:
 
   /// Writes the index and moves the file into place.
   std::string commit();
+  /// Writes the index and closes the file, leaving it at getTempPath() for
+  /// the caller to move into place.
+  std::string finish();
+  const std::string &getTempPath() const { return tmpPath; }
   /// Drops the temporary file.
   void abort();
 

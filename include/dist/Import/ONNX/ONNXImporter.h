@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,34 @@ std::string parseInputValueOption(llvm::StringRef text,
 /// Whether `path` names an ONNX model (by extension or by content).
 bool looksLikeONNXFile(llvm::StringRef path);
 
+/// A complete parameter file still at a temporary path. The caller moves it
+/// into place with commit() once everything else succeeded; destroying it
+/// uncommitted removes the temporary file.
+class PendingParamFile {
+public:
+  PendingParamFile(std::string tempPath, std::string path)
+      : tempPath(std::move(tempPath)), path(std::move(path)) {}
+  PendingParamFile(const PendingParamFile &) = delete;
+  PendingParamFile &operator=(const PendingParamFile &) = delete;
+  ~PendingParamFile();
+  /// Renames the file into place; returns an error message, empty on success.
+  std::string commit();
+  const std::string &getPath() const { return path; }
+
+private:
+  std::string tempPath, path;
+  bool committed = false;
+};
+
 /// Imports the model at `path`. Errors are emitted as diagnostics located at
 /// the file, node or initializer; returns null on failure, and then no
-/// parameter file is left behind (an existing one is kept unchanged).
-OwningOpRef<ModuleOp> importONNXFile(MLIRContext *context,
-                                     llvm::StringRef path,
-                                     const ONNXImportOptions &options);
+/// parameter file is left behind (an existing one is kept unchanged). With
+/// `pending`, a written parameter file is handed to the caller uncommitted
+/// (null when the model has no parameters); otherwise it is moved into place.
+OwningOpRef<ModuleOp>
+importONNXFile(MLIRContext *context, llvm::StringRef path,
+               const ONNXImportOptions &options,
+               std::unique_ptr<PendingParamFile> *pending = nullptr);
 
 /// Imports a model held in memory; the buffer's identifier names it in
 /// diagnostics and locates external data.

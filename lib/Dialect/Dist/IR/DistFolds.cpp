@@ -177,6 +177,27 @@ OpFoldResult foldBinary(Operation *op, Attribute lhs, Attribute rhs, Fn fn) {
 }
 } // namespace
 
+
+/// Folds a small integer vector whose elements are all known through
+/// traceShapeValue, e.g. Gather(Shape(x), 1) when only x's dimension 0 is
+/// dynamic.
+static Attribute foldKnownShapeValue(Value result) {
+  RankedTensorType type = staticResultType(result.getType());
+  if (!type || type.getRank() > 1 || type.getNumElements() > 64 ||
+      !type.getElementType().isSignlessInteger(64))
+    return {};
+  std::optional<SmallVector<DimValue>> traced = traceShapeValue(result);
+  if (!traced || static_cast<int64_t>(traced->size()) != type.getNumElements())
+    return {};
+  Dims values;
+  for (const DimValue &d : *traced) {
+    if (!d.isKnown())
+      return {};
+    values.push_back(d.value);
+  }
+  return DenseElementsAttr::get(type, ArrayRef<int64_t>(values));
+}
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
@@ -248,6 +269,8 @@ static Attribute castElement(Attribute value, Type to) {
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   if (getInput().getType() == getType())
     return getInput();
   Type to = getTo();
@@ -260,6 +283,8 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
 //===----------------------------------------------------------------------===//
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   Type elt = resultElt(*this);
   return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(),
                     [&](Attribute a, Attribute b) {
@@ -276,6 +301,8 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   Type elt = resultElt(*this);
   return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(),
                     [&](Attribute a, Attribute b) {
@@ -292,6 +319,8 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   Type elt = resultElt(*this);
   return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(),
                     [&](Attribute a, Attribute b) {
@@ -308,6 +337,8 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   Type elt = resultElt(*this);
   return foldBinary(
       *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
@@ -590,15 +621,21 @@ static OpFoldResult foldReshapeLike(Operation *op, Attribute input) {
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   return foldReshapeLike(*this, adaptor.getInput());
 }
 OpFoldResult FlattenOp::fold(FoldAdaptor adaptor) {
   return foldReshapeLike(*this, adaptor.getInput());
 }
 OpFoldResult SqueezeOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   return foldReshapeLike(*this, adaptor.getInput());
 }
 OpFoldResult UnsqueezeOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   return foldReshapeLike(*this, adaptor.getInput());
 }
 
@@ -640,6 +677,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
     return getInputs()[0];
   RankedTensorType type = staticResultType(getType());
@@ -674,6 +713,8 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   auto in = dyn_cast<RankedTensorType>(getInput().getType());
   RankedTensorType type = staticResultType(getType());
   if (!in || !type || !in.hasStaticShape())
@@ -729,6 +770,8 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  if (Attribute known = foldKnownShapeValue(getResult()))
+    return known;
   auto dataType = dyn_cast<RankedTensorType>(getData().getType());
   RankedTensorType type = staticResultType(getType());
   auto data = asDense(adaptor.getData());
