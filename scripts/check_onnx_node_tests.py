@@ -153,18 +153,27 @@ def parse_tensor_type(text):
 class Expected:
     """The expected type of one graph output."""
 
-    def __init__(self, name, dims, elem):
+    def __init__(self, name, dims, elem, exact=None):
         self.name = name
         self.dims = dims  # list of ints
         self.elem = elem  # MLIR element type, or None if not importable
+        # The exact MLIR type, for sequence/optional outputs.
+        self.exact = exact
 
     def __str__(self):
+        if self.exact is not None:
+            return self.exact
         return tensor_type_str(self.dims, self.elem or "?unsupported")
 
 
 def compare(expected, got_text):
     """Compares an output's imported type with the expected one. Returns
     ("ok" | "dynamic" | "mismatch", reason)."""
+    if expected.exact is not None:
+        if got_text.strip() == expected.exact:
+            return "ok", ""
+        return "mismatch", "output '%s': got %s, expected %s" % (
+            expected.name, got_text, expected.exact)
     got = parse_tensor_type(got_text)
     what = "output '%s': got %s, expected %s" % (expected.name, got_text,
                                                 expected)
@@ -225,6 +234,29 @@ class Input:
                 self.data_type in INTEGER_TYPES)
 
 
+def declared_mlir_type(type_proto):
+    """MLIR spelling of a declared ONNX type (tensor, sequence, optional),
+    or None for kinds dist-opt does not represent."""
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        tt = type_proto.tensor_type
+        elem = ELEMENT_TYPES.get(tt.elem_type)
+        if elem is None:
+            return None
+        if not tt.HasField("shape"):
+            return "tensor<*x%s>" % elem
+        dims = ["%d" % d.dim_value if d.HasField("dim_value") else "?"
+                for d in tt.shape.dim]
+        return "tensor<%s>" % "x".join(dims + [elem])
+    if kind == "sequence_type":
+        inner = declared_mlir_type(type_proto.sequence_type.elem_type)
+        return None if inner is None else "!dist.sequence<%s>" % inner
+    if kind == "optional_type":
+        inner = declared_mlir_type(type_proto.optional_type.elem_type)
+        return None if inner is None else "!dist.optional<%s>" % inner
+    return None
+
+
 def declared_static(value_info):
     """Whether a graph input's declared shape is fully known."""
     tt = value_info.type.tensor_type
@@ -260,7 +292,7 @@ def load_case(data_dir, name):
     for i, vi in enumerate(graph_inputs):
         kind = value_kind(vi)
         if kind != "tensor":
-            notes.append("input '%s' has %s type, not tensor" % (vi.name, kind))
+            # Sequence/optional inputs keep their declared type.
             continue
         path = os.path.join(set_dir, "input_%d.pb" % i)
         if not os.path.exists(path):
@@ -273,8 +305,14 @@ def load_case(data_dir, name):
     for i, vi in enumerate(graph.output):
         kind = value_kind(vi)
         if kind != "tensor":
-            notes.append("output '%s' has %s type, not tensor" % (vi.name,
-                                                                 kind))
+            # The test data of sequence/optional outputs is not a
+            # TensorProto: compare with the model's declared type instead.
+            exact = declared_mlir_type(vi.type)
+            if exact is None:
+                notes.append("output '%s' has %s type, not tensor" %
+                             (vi.name, kind))
+                continue
+            expected.append(Expected(vi.name, None, None, exact=exact))
             continue
         path = os.path.join(set_dir, "output_%d.pb" % i)
         if not os.path.exists(path):

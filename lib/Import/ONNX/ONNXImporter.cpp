@@ -589,16 +589,47 @@ Importer::create(StringRef opName, Location loc, ArrayRef<Value> operands,
 //===----------------------------------------------------------------------===//
 
 /// Type of a graph input/output from its ValueInfo (null when not a tensor).
+static FailureOr<Type> onnxType(MLIRContext *ctx, const onnx::TypeProto &type,
+                                std::string &why);
+
 static FailureOr<Type> valueInfoType(MLIRContext *ctx,
                                      const onnx::ValueInfoProto &vi,
                                      std::string &why) {
-  if (!vi.has_type() || !vi.type().has_tensor_type()) {
-    why = vi.has_type() ? "is not a tensor (sequence, map or optional "
-                          "values are not supported)"
-                        : "has no type";
+  if (!vi.has_type()) {
+    why = "has no type";
     return failure();
   }
-  const auto &tt = vi.type().tensor_type();
+  return onnxType(ctx, vi.type(), why);
+}
+
+/// Tensor, seq(tensor) and optional(tensor | seq) types.
+static FailureOr<Type> onnxType(MLIRContext *ctx, const onnx::TypeProto &type,
+                                std::string &why) {
+  if (type.has_sequence_type()) {
+    const onnx::TypeProto &elt = type.sequence_type().elem_type();
+    FailureOr<Type> inner = onnxType(ctx, elt, why);
+    if (failed(inner))
+      return failure();
+    auto tensor = dyn_cast<TensorType>(*inner);
+    if (!tensor) {
+      why = "is a sequence of non-tensors, which is not supported";
+      return failure();
+    }
+    return Type(SequenceType::get(ctx, tensor));
+  }
+  if (type.has_optional_type()) {
+    FailureOr<Type> inner =
+        onnxType(ctx, type.optional_type().elem_type(), why);
+    if (failed(inner))
+      return failure();
+    return Type(OptionalType::get(ctx, *inner));
+  }
+  if (!type.has_tensor_type()) {
+    why = "is not a tensor, sequence or optional value (maps and sparse "
+          "tensors are not supported)";
+    return failure();
+  }
+  const auto &tt = type.tensor_type();
   Type elt = onnxElementType(ctx, tt.elem_type());
   if (!elt) {
     why = "has unsupported element type " + onnxTypeName(tt.elem_type());
@@ -652,6 +683,9 @@ LogicalResult Importer::importGraph(ModuleOp module) {
     if (auto it = opts.inputShapes.find(vi.name());
         it != opts.inputShapes.end()) {
       const std::vector<int64_t> &shape = it->second;
+      if (!isa<TensorType>(*type))
+        return error(loc) << "--input-shape names input '" << vi.name()
+                          << "', which is not a tensor but " << *type;
       if (auto ranked = dyn_cast<RankedTensorType>(*type)) {
         if (ranked.getRank() != static_cast<int64_t>(shape.size()))
           return error(loc) << "--input-shape gives input '" << vi.name()
@@ -722,7 +756,7 @@ LogicalResult Importer::importGraph(ModuleOp module) {
     // The model's declared type must agree with what inference found.
     std::string why;
     FailureOr<Type> declared = valueInfoType(ctx, vi, why);
-    if (vi.has_type() && !vi.type().has_tensor_type())
+    if (vi.has_type() && failed(declared))
       return error(loc) << "graph output '" << vi.name() << "' " << why;
     if (succeeded(declared) && !areCompatibleInferredTypes(*declared,
                                                            v->getType()))

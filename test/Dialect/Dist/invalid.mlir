@@ -1717,3 +1717,12 @@ func.func @expert_axis_mesh_axis(%x: tensor<4xf32>) {
   %0 = dist.relu %x {dist.expert_axis = #dist.expert_axis<dim = 0, experts = 8, mesh_axis = "">} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Only value-preserving ops take sequences.
+func.func @sequence_into_relu(%s: !dist.sequence<tensor<4xf32>>) {
+  // expected-error @+1 {{operand #0 must be tensor of}}
+  %0 = dist.relu %s : (!dist.sequence<tensor<4xf32>>) -> !dist.sequence<tensor<4xf32>>
+  return
+}

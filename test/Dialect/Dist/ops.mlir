@@ -636,3 +636,13 @@ func.func @strings(%x: tensor<3xf32>) -> tensor<1x3x!dist.string> {
   %r = dist.reshape %s, %shape : (tensor<3x!dist.string>, tensor<2xi64>) -> tensor<1x3x!dist.string>
   return %r : tensor<1x3x!dist.string>
 }
+
+// Sequences and optionals (ONNX seq/optional values) pass through identity.
+// CHECK-LABEL: func.func @sequence_and_optional
+// CHECK: dist.identity %{{.*}} : (!dist.sequence<tensor<?x4xf32>>) -> !dist.sequence<tensor<?x4xf32>>
+// CHECK: dist.identity %{{.*}} : (!dist.optional<tensor<5xf32>>) -> !dist.optional<tensor<5xf32>>
+func.func @sequence_and_optional(%s: !dist.sequence<tensor<?x4xf32>>, %o: !dist.optional<tensor<5xf32>>) -> (!dist.sequence<tensor<?x4xf32>>, !dist.optional<tensor<5xf32>>) {
+  %0 = dist.identity %s : (!dist.sequence<tensor<?x4xf32>>) -> !dist.sequence<tensor<?x4xf32>>
+  %1 = dist.identity %o : (!dist.optional<tensor<5xf32>>) -> !dist.optional<tensor<5xf32>>
+  return %0, %1 : !dist.sequence<tensor<?x4xf32>>, !dist.optional<tensor<5xf32>>
+}

@@ -192,7 +192,20 @@ def Dist_ErfOp : Dist_UnaryOp<"erf", Dist_NumericTensor, "Erf">;
 def Dist_GeluOp : Dist_UnaryOp<"gelu", Dist_FloatTensor, "Gelu",
     (ins DefaultValuedAttr<StrAttr, "\"none\"">:$approximate)>;
 def Dist_NotOp : Dist_UnaryOp<"not", Dist_BoolTensor, "Not">;
-def Dist_IdentityOp : Dist_UnaryOp<"identity", Dist_Tensor, "Identity"> {
+def Dist_IdentityOp : Dist_GraphOp<"identity", [Pure]> {
+  let summary = "identity";
+  let description = [{
+    ONNX `Identity`: the result is the operand (a tensor, a sequence or an
+    optional value). Folds away.
+
+    ```mlir
+    %y = dist.identity %x : (tensor<?x16xf32>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Dist_Tensor, Dist_SequenceType,
+                                  Dist_OptionalType]>:$input);
+  let results = (outs AnyTypeOf<[Dist_Tensor, Dist_SequenceType,
+                                 Dist_OptionalType]>:$output);
   let hasFolder = 1;
 }
 
