@@ -11,7 +11,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 PKGS=(
   # Build tools.
-  cmake ninja-build ccache g++ pkg-config git
+  cmake ninja-build ccache g++ pkg-config git clang-format-22
   # LLVM / MLIR 22 (shared libLLVM and libMLIR, tablegen, lit, FileCheck).
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   # ONNX and protobuf.

@@ -17,8 +17,8 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -265,9 +265,9 @@ dist_rt_status_t mapFile(const char *path, dist_rt_params &params) {
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int error = errno;
-    status = makeStatus(
-        DIST_RT_ERROR_IO, "%s: cannot stat: %s", path,
-        dist_rt::describeErrno(error, errorText, sizeof(errorText)));
+    status =
+        makeStatus(DIST_RT_ERROR_IO, "%s: cannot stat: %s", path,
+                   dist_rt::describeErrno(error, errorText, sizeof(errorText)));
   } else if (!S_ISREG(st.st_mode)) {
     status = makeStatus(DIST_RT_ERROR_IO, "%s: not a regular file", path);
   } else if (st.st_size == 0) {
@@ -276,11 +276,10 @@ dist_rt_status_t mapFile(const char *path, dist_rt_params &params) {
                         "the %d-byte header)",
                         path, DIST_RT_PARAM_HEADER_SIZE);
   } else if (st.st_size < DIST_RT_PARAM_HEADER_SIZE) {
-    status = makeStatus(DIST_RT_ERROR_FORMAT,
-                        "%s: file is too small for the header (%" PRIu64
-                        " bytes, need %d)",
-                        path, static_cast<uint64_t>(st.st_size),
-                        DIST_RT_PARAM_HEADER_SIZE);
+    status = makeStatus(
+        DIST_RT_ERROR_FORMAT,
+        "%s: file is too small for the header (%" PRIu64 " bytes, need %d)",
+        path, static_cast<uint64_t>(st.st_size), DIST_RT_PARAM_HEADER_SIZE);
   } else if (static_cast<uint64_t>(st.st_size) > SIZE_MAX) {
     status = makeStatus(DIST_RT_ERROR_IO,
                         "%s: file is too large to map (%" PRIu64 " bytes)",
@@ -342,13 +341,11 @@ dist_rt_status_t loadIndex(dist_rt_params &params) {
   // by the file size.
   uint64_t maxCount = (fileSize - indexOffset) / kMinEntrySize;
   if (count > maxCount)
-    return makeStatus(DIST_RT_ERROR_FORMAT,
-                      "%s: header declares %" PRIu64
-                      " parameters but the %" PRIu64
-                      "-byte index at offset %" PRIu64
-                      " has room for at most %" PRIu64,
-                      path, count, fileSize - indexOffset, indexOffset,
-                      maxCount);
+    return makeStatus(
+        DIST_RT_ERROR_FORMAT,
+        "%s: header declares %" PRIu64 " parameters but the %" PRIu64
+        "-byte index at offset %" PRIu64 " has room for at most %" PRIu64,
+        path, count, fileSize - indexOffset, indexOffset, maxCount);
   params.count = static_cast<size_t>(count);
   if (count == 0)
     return nullptr;
@@ -368,12 +365,11 @@ dist_rt_status_t loadIndex(dist_rt_params &params) {
     numDims += params.infos[i].rank;
   }
   if (reader.position() != fileSize)
-    return makeStatus(DIST_RT_ERROR_FORMAT,
-                      "%s: %" PRIu64 " unexpected bytes after the last of the %"
-                      PRIu64 " index entries (index ends at %" PRIu64
-                      ", file size %" PRIu64 ")",
-                      path, fileSize - reader.position(), count,
-                      reader.position(), fileSize);
+    return makeStatus(
+        DIST_RT_ERROR_FORMAT,
+        "%s: %" PRIu64 " unexpected bytes after the last of the %" PRIu64
+        " index entries (index ends at %" PRIu64 ", file size %" PRIu64 ")",
+        path, fileSize - reader.position(), count, reader.position(), fileSize);
 
   // Pass 2: copy names and dims into owned storage.
   params.nameStorage = static_cast<char *>(std::malloc(nameBytes));
@@ -511,9 +507,9 @@ extern "C" size_t dist_rt_params_count(dist_rt_params_t params) {
   return params ? params->count : 0;
 }
 
-extern "C" dist_rt_status_t
-dist_rt_params_get(dist_rt_params_t params, size_t index,
-                   dist_rt_param_info_t *out_info) {
+extern "C" dist_rt_status_t dist_rt_params_get(dist_rt_params_t params,
+                                               size_t index,
+                                               dist_rt_param_info_t *out_info) {
   clearInfo(out_info);
   if (!params)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
@@ -546,17 +542,17 @@ dist_rt_params_find(dist_rt_params_t params, const char *name,
                       params->path);
   const dist_rt_param_info_t *infos = params->infos;
   const size_t *end = params->sortedByName + params->count;
-  const size_t *it = std::lower_bound(
-      static_cast<const size_t *>(params->sortedByName), end, name,
-      [infos](size_t index, const char *key) {
-        return std::strcmp(infos[index].name, key) < 0;
-      });
+  const size_t *it =
+      std::lower_bound(static_cast<const size_t *>(params->sortedByName), end,
+                       name, [infos](size_t index, const char *key) {
+                         return std::strcmp(infos[index].name, key) < 0;
+                       });
   if (it == end || std::strcmp(infos[*it].name, name) != 0) {
     char escaped[kMessageNameSize];
     dist_rt::escapeForMessage(name, std::strlen(name), escaped,
                               sizeof(escaped));
-    return makeStatus(DIST_RT_ERROR_NOT_FOUND,
-                      "%s: no parameter named '%s'", params->path, escaped);
+    return makeStatus(DIST_RT_ERROR_NOT_FOUND, "%s: no parameter named '%s'",
+                      params->path, escaped);
   }
   *out_info = infos[*it];
   return nullptr;

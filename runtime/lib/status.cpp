@@ -26,9 +26,8 @@ struct dist_rt_status {
 namespace {
 
 /// Returned when a status itself cannot be allocated. Never freed.
-dist_rt_status outOfMemoryStatus = {
-    DIST_RT_ERROR_OUT_OF_MEMORY,
-    "out of memory while reporting an error"};
+dist_rt_status outOfMemoryStatus = {DIST_RT_ERROR_OUT_OF_MEMORY,
+                                    "out of memory while reporting an error"};
 
 } // namespace
 
@@ -78,8 +77,8 @@ void dist_rt::escapeForMessage(const char *bytes, size_t len, char *buffer,
   static const char ellipsis[] = "...";
   static const char hexDigits[] = "0123456789abcdef";
   // Reserve room for the terminator and a possible ellipsis.
-  size_t limit = bufferSize > sizeof(ellipsis) ? bufferSize - sizeof(ellipsis)
-                                               : 0;
+  size_t limit =
+      bufferSize > sizeof(ellipsis) ? bufferSize - sizeof(ellipsis) : 0;
   size_t out = 0;
   size_t i = 0;
   for (; i < len; ++i) {

@@ -21,8 +21,7 @@ namespace dist_rt {
 /// Never returns NULL: if the allocation fails, a shared, statically
 /// allocated OUT_OF_MEMORY status is returned instead (freeing it is a
 /// no-op). `code` must not be DIST_RT_OK.
-dist_rt_status_t makeStatus(dist_rt_status_code_t code, const char *format,
-                            ...)
+dist_rt_status_t makeStatus(dist_rt_status_code_t code, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

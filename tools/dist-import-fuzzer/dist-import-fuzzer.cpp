@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::ScopedDiagnosticHandler quiet(
       &context, [](mlir::Diagnostic &) { return mlir::success(); });
   mlir::dist::ONNXImportOptions opts;
-  opts.paramFile = "/tmp/dist-import-fuzzer-" + std::to_string(::getpid()) +
-                   ".params";
+  opts.paramFile =
+      "/tmp/dist-import-fuzzer-" + std::to_string(::getpid()) + ".params";
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
   for (const char *name : {"fuzz.onnx", "fuzz.onnxtext"}) {
     mlir::OwningOpRef<mlir::ModuleOp> module = mlir::dist::importONNXBuffer(

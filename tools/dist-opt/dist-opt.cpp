@@ -110,10 +110,9 @@ struct OneLineDiagnostics {
 
 /// Whether the command line names an ONNX model as its input.
 bool hasONNXInput(int argc, char **argv) {
-  static const char *valueOptions[] = {"-o",           "--params-file",
-                                       "-params-file", "--input-shape",
-                                       "-input-shape", "--input-value",
-                                       "-input-value", "-p"};
+  static const char *valueOptions[] = {
+      "-o",           "--params-file", "-params-file", "--input-shape",
+      "-input-shape", "--input-value", "-input-value", "-p"};
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
     if (llvm::is_contained(valueOptions, arg)) {

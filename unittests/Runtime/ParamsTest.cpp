@@ -36,9 +36,7 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 struct StatusDeleter {
-  void operator()(dist_rt_status *status) const {
-    dist_rt_status_free(status);
-  }
+  void operator()(dist_rt_status *status) const { dist_rt_status_free(status); }
 };
 /// Owns a status; empty means success.
 using StatusPtr = std::unique_ptr<dist_rt_status, StatusDeleter>;
@@ -167,9 +165,13 @@ std::vector<uint8_t> toBytes(const std::vector<T> &values) {
 /// Three parameters of different dtypes and ranks, including a scalar.
 std::vector<TestParam> sampleParams() {
   return {
-      {"fc1.weight", DIST_RT_DTYPE_FLOAT, {2, 3},
+      {"fc1.weight",
+       DIST_RT_DTYPE_FLOAT,
+       {2, 3},
        toBytes<float>({1.f, 2.f, 3.f, 4.f, 5.f, 6.f})},
-      {"embed.ids", DIST_RT_DTYPE_INT64, {4},
+      {"embed.ids",
+       DIST_RT_DTYPE_INT64,
+       {4},
        toBytes<int64_t>({10, -20, 30, -40})},
       {"scale", DIST_RT_DTYPE_DOUBLE, {}, toBytes<double>({0.125})},
   };
@@ -345,8 +347,7 @@ TEST_F(ParamsTest, GetOutOfRangeIsInvalidArgument) {
   dist_rt_param_info_t info;
   StatusPtr status(dist_rt_params_get(params.get(), 3, &info));
   ASSERT_NE(status, nullptr);
-  EXPECT_EQ(dist_rt_status_code(status.get()),
-            DIST_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(dist_rt_status_code(status.get()), DIST_RT_ERROR_INVALID_ARGUMENT);
   std::string message = dist_rt_status_message(status.get());
   EXPECT_TRUE(contains(message, path));
   EXPECT_TRUE(contains(message, "index 3"));

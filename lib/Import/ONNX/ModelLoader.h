@@ -1,4 +1,5 @@
-//===- ModelLoader.h - exception-safe ONNX parsing ----------------*- C++ -*-===//
+//===- ModelLoader.h - exception-safe ONNX parsing ----------------*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Reads ONNX models (binary protobuf or ONNX text format) and serialized

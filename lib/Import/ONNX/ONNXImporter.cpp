@@ -300,9 +300,8 @@ FailureOr<RankedTensorType> Importer::tensorType(const onnx::TensorProto &t,
   return RankedTensorType::get(dims, elt);
 }
 
-LogicalResult Importer::readTensorData(const onnx::TensorProto &t,
-                                       Location loc, StringRef what,
-                                       TensorData &out) {
+LogicalResult Importer::readTensorData(const onnx::TensorProto &t, Location loc,
+                                       StringRef what, TensorData &out) {
   // Element count with overflow checks.
   uint64_t numel = 1;
   for (int64_t d : t.dims()) {
@@ -419,9 +418,8 @@ LogicalResult Importer::readTensorData(const onnx::TensorProto &t,
   return success();
 }
 
-FailureOr<DenseElementsAttr> Importer::tensorAttr(const onnx::TensorProto &t,
-                                                  Location loc,
-                                                  StringRef what) {
+FailureOr<DenseElementsAttr>
+Importer::tensorAttr(const onnx::TensorProto &t, Location loc, StringRef what) {
   FailureOr<RankedTensorType> type = tensorType(t, loc, what);
   if (failed(type))
     return failure();
@@ -448,8 +446,8 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
     return failure();
   int64_t numel = type->getNumElements();
   bool isFloat = isa<FloatType>(type->getElementType());
-  bool inlineIt = numel <= opts.maxInlineElements && (mayInline || !isFloat ||
-                                                     numel <= 1);
+  bool inlineIt =
+      numel <= opts.maxInlineElements && (mayInline || !isFloat || numel <= 1);
   if (inlineIt) {
     FailureOr<DenseElementsAttr> attr = tensorAttr(t, loc, what);
     if (failed(attr))
@@ -457,8 +455,9 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
     return ConstantOp::create(builder, loc, *type, *attr).getResult();
   }
   // A parameter: bytes to the file, a declaration in the module.
-  std::string name = t.name().empty() ? ("param" + std::to_string(params.getCount()))
-                                      : t.name();
+  std::string name = t.name().empty()
+                         ? ("param" + std::to_string(params.getCount()))
+                         : t.name();
   if (!params.isOpen()) {
     if (opts.paramFile.empty())
       return error(loc) << what
@@ -470,8 +469,8 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
   TensorData data;
   if (failed(readTensorData(t, loc, what, data)))
     return failure();
-  std::string err = params.add(name, t.data_type(), type->getShape(),
-                               data.bytes());
+  std::string err =
+      params.add(name, t.data_type(), type->getShape(), data.bytes());
   if (!err.empty())
     return error(loc) << what << ": " << err;
   {
@@ -518,13 +517,15 @@ Value Importer::constScalar(Type elt, double value, Location loc) {
     a = FloatAttr::get(ft, value);
   else
     a = IntegerAttr::get(elt, static_cast<int64_t>(value));
-  return ConstantOp::create(builder, loc, type, DenseElementsAttr::get(type, a));
+  return ConstantOp::create(builder, loc, type,
+                            DenseElementsAttr::get(type, a));
 }
 
-FailureOr<SmallVector<Value>>
-Importer::create(StringRef opName, Location loc, ArrayRef<Value> operands,
-                 ArrayRef<NamedAttribute> attrs, unsigned numResults,
-                 ArrayRef<int32_t> segments) {
+FailureOr<SmallVector<Value>> Importer::create(StringRef opName, Location loc,
+                                               ArrayRef<Value> operands,
+                                               ArrayRef<NamedAttribute> attrs,
+                                               unsigned numResults,
+                                               ArrayRef<int32_t> segments) {
   OperationState state(loc, opName);
   state.addOperands(operands);
   // Placeholder result types; inference replaces them below.
@@ -537,11 +538,9 @@ Importer::create(StringRef opName, Location loc, ArrayRef<Value> operands,
     op->setAttr("operandSegmentSizes", builder.getDenseI32ArrayAttr(segments));
   auto infer = dyn_cast<InferTypeOpInterface>(op);
   SmallVector<Type> types;
-  if (!infer ||
-      failed(infer.inferReturnTypes(ctx, loc, op->getOperands(),
-                                    op->getRawDictionaryAttrs(),
-                                    op->getPropertiesStorage(),
-                                    op->getRegions(), types))) {
+  if (!infer || failed(infer.inferReturnTypes(
+                    ctx, loc, op->getOperands(), op->getRawDictionaryAttrs(),
+                    op->getPropertiesStorage(), op->getRegions(), types))) {
     op->erase();
     return failure();
   }
@@ -669,8 +668,8 @@ LogicalResult Importer::importGraph(ModuleOp module) {
         return error(loc) << "--input-value: cannot open '" << it->second
                           << "': " << buffer.getError().message();
       onnx::TensorProto &t = boundInputs[vi.name()];
-      std::string err = mlir::dist::detail::parseTensor((*buffer)->getBufferStart(),
-                                            (*buffer)->getBufferSize(), t);
+      std::string err = mlir::dist::detail::parseTensor(
+          (*buffer)->getBufferStart(), (*buffer)->getBufferSize(), t);
       if (!err.empty())
         return error(loc) << "--input-value '" << it->second << "': " << err;
       t.set_name(vi.name());
@@ -730,9 +729,9 @@ LogicalResult Importer::importGraph(ModuleOp module) {
   builder.setInsertionPointToStart(body);
   for (auto &entry : boundInputs) {
     Location loc = NameLoc::get(builder.getStringAttr(entry.getKey()), fileLoc);
-    FailureOr<Value> v = materializeTensor(
-        entry.getValue(), loc, "--input-value '" + entry.getKey().str() + "'",
-        true);
+    FailureOr<Value> v =
+        materializeTensor(entry.getValue(), loc,
+                          "--input-value '" + entry.getKey().str() + "'", true);
     if (failed(v))
       return failure();
     values[entry.getKey()] = *v;
@@ -758,8 +757,8 @@ LogicalResult Importer::importGraph(ModuleOp module) {
     FailureOr<Type> declared = valueInfoType(ctx, vi, why);
     if (vi.has_type() && failed(declared))
       return error(loc) << "graph output '" << vi.name() << "' " << why;
-    if (succeeded(declared) && !areCompatibleInferredTypes(*declared,
-                                                           v->getType()))
+    if (succeeded(declared) &&
+        !areCompatibleInferredTypes(*declared, v->getType()))
       return error(loc) << "graph output '" << vi.name()
                         << "': the model declares " << *declared
                         << " but its value has type " << v->getType();
@@ -830,8 +829,8 @@ std::string PendingParamFile::commit() {
   if (committed)
     return "";
   if (std::rename(tempPath.c_str(), path.c_str()) != 0)
-    return path + ": cannot move parameter file into place: " +
-           std::strerror(errno);
+    return path +
+           ": cannot move parameter file into place: " + std::strerror(errno);
   committed = true;
   return "";
 }
@@ -862,32 +861,104 @@ namespace {
 /// First opset of the default domain defining each supported op.
 const llvm::StringMap<int64_t> &opSinceVersions() {
   static const llvm::StringMap<int64_t> table = {
-      {"Abs", 1}, {"Neg", 1}, {"Exp", 1}, {"Log", 1}, {"Sqrt", 1},
-      {"Reciprocal", 1}, {"Floor", 1}, {"Ceil", 1}, {"Round", 11},
-      {"Sign", 9}, {"Sin", 7}, {"Cos", 7}, {"Tanh", 1}, {"Sigmoid", 1},
-      {"Relu", 1}, {"LeakyRelu", 1}, {"Elu", 1}, {"Selu", 1}, {"Celu", 12},
-      {"Softplus", 1}, {"Softsign", 1}, {"HardSigmoid", 1},
-      {"HardSwish", 14}, {"Erf", 9}, {"Gelu", 20}, {"Not", 1},
-      {"Identity", 1}, {"Clip", 1}, {"Cast", 1}, {"CastLike", 15},
-      {"PRelu", 1}, {"Add", 1}, {"Sub", 1}, {"Mul", 1}, {"Div", 1},
-      {"Pow", 1}, {"Mod", 10}, {"Max", 1}, {"Min", 1}, {"Sum", 1},
-      {"Mean", 1}, {"Equal", 1}, {"Less", 1}, {"Greater", 1},
-      {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"And", 1}, {"Or", 1},
-      {"Xor", 1}, {"Where", 9}, {"MatMul", 1}, {"Gemm", 1}, {"Conv", 1},
-      {"ConvTranspose", 1}, {"MaxPool", 1}, {"AveragePool", 1},
-      {"GlobalAveragePool", 1}, {"GlobalMaxPool", 1},
-      {"BatchNormalization", 1}, {"LayerNormalization", 17},
-      {"InstanceNormalization", 1}, {"Dropout", 1}, {"Softmax", 1},
-      {"LogSoftmax", 1}, {"ReduceSum", 1}, {"ReduceMean", 1},
-      {"ReduceMax", 1}, {"ReduceMin", 1}, {"ReduceProd", 1},
-      {"ReduceSumSquare", 1}, {"ReduceL2", 1}, {"ReduceLogSumExp", 1},
-      {"ArgMax", 1}, {"ArgMin", 1}, {"Reshape", 1}, {"Flatten", 1},
-      {"Transpose", 1}, {"Squeeze", 1}, {"Unsqueeze", 1}, {"Concat", 1},
-      {"Split", 1}, {"Slice", 1}, {"Gather", 1}, {"GatherElements", 11},
-      {"ScatterElements", 11}, {"Expand", 8}, {"Tile", 1}, {"Pad", 1},
-      {"Shape", 1}, {"Size", 1}, {"ConstantOfShape", 9}, {"Constant", 1},
-      {"Range", 11}, {"TopK", 1}, {"Trilu", 14}, {"CumSum", 11},
-      {"OneHot", 9}, {"SoftmaxCrossEntropyLoss", 12},
+      {"Abs", 1},
+      {"Neg", 1},
+      {"Exp", 1},
+      {"Log", 1},
+      {"Sqrt", 1},
+      {"Reciprocal", 1},
+      {"Floor", 1},
+      {"Ceil", 1},
+      {"Round", 11},
+      {"Sign", 9},
+      {"Sin", 7},
+      {"Cos", 7},
+      {"Tanh", 1},
+      {"Sigmoid", 1},
+      {"Relu", 1},
+      {"LeakyRelu", 1},
+      {"Elu", 1},
+      {"Selu", 1},
+      {"Celu", 12},
+      {"Softplus", 1},
+      {"Softsign", 1},
+      {"HardSigmoid", 1},
+      {"HardSwish", 14},
+      {"Erf", 9},
+      {"Gelu", 20},
+      {"Not", 1},
+      {"Identity", 1},
+      {"Clip", 1},
+      {"Cast", 1},
+      {"CastLike", 15},
+      {"PRelu", 1},
+      {"Add", 1},
+      {"Sub", 1},
+      {"Mul", 1},
+      {"Div", 1},
+      {"Pow", 1},
+      {"Mod", 10},
+      {"Max", 1},
+      {"Min", 1},
+      {"Sum", 1},
+      {"Mean", 1},
+      {"Equal", 1},
+      {"Less", 1},
+      {"Greater", 1},
+      {"LessOrEqual", 12},
+      {"GreaterOrEqual", 12},
+      {"And", 1},
+      {"Or", 1},
+      {"Xor", 1},
+      {"Where", 9},
+      {"MatMul", 1},
+      {"Gemm", 1},
+      {"Conv", 1},
+      {"ConvTranspose", 1},
+      {"MaxPool", 1},
+      {"AveragePool", 1},
+      {"GlobalAveragePool", 1},
+      {"GlobalMaxPool", 1},
+      {"BatchNormalization", 1},
+      {"LayerNormalization", 17},
+      {"InstanceNormalization", 1},
+      {"Dropout", 1},
+      {"Softmax", 1},
+      {"LogSoftmax", 1},
+      {"ReduceSum", 1},
+      {"ReduceMean", 1},
+      {"ReduceMax", 1},
+      {"ReduceMin", 1},
+      {"ReduceProd", 1},
+      {"ReduceSumSquare", 1},
+      {"ReduceL2", 1},
+      {"ReduceLogSumExp", 1},
+      {"ArgMax", 1},
+      {"ArgMin", 1},
+      {"Reshape", 1},
+      {"Flatten", 1},
+      {"Transpose", 1},
+      {"Squeeze", 1},
+      {"Unsqueeze", 1},
+      {"Concat", 1},
+      {"Split", 1},
+      {"Slice", 1},
+      {"Gather", 1},
+      {"GatherElements", 11},
+      {"ScatterElements", 11},
+      {"Expand", 8},
+      {"Tile", 1},
+      {"Pad", 1},
+      {"Shape", 1},
+      {"Size", 1},
+      {"ConstantOfShape", 9},
+      {"Constant", 1},
+      {"Range", 11},
+      {"TopK", 1},
+      {"Trilu", 14},
+      {"CumSum", 11},
+      {"OneHot", 9},
+      {"SoftmaxCrossEntropyLoss", 12},
       {"NegativeLogLikelihoodLoss", 12}};
   return table;
 }
@@ -896,32 +967,79 @@ const llvm::StringMap<int64_t> &opSinceVersions() {
 /// operands and no attribute changes beyond copying.
 const llvm::StringMap<StringRef> &directOps() {
   static const llvm::StringMap<StringRef> table = {
-      {"Abs", "abs"}, {"Neg", "neg"}, {"Exp", "exp"}, {"Log", "log"},
-      {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"}, {"Floor", "floor"},
-      {"Ceil", "ceil"}, {"Round", "round"}, {"Sign", "sign"}, {"Sin", "sin"},
-      {"Cos", "cos"}, {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"},
-      {"Relu", "relu"}, {"Softplus", "softplus"}, {"Softsign", "softsign"},
-      {"HardSwish", "hard_swish"}, {"Erf", "erf"}, {"Not", "not"},
-      {"Identity", "identity"}, {"LeakyRelu", "leaky_relu"}, {"Elu", "elu"},
-      {"Selu", "selu"}, {"Celu", "celu"}, {"HardSigmoid", "hard_sigmoid"},
-      {"Gelu", "gelu"}, {"CastLike", "cast_like"}, {"PRelu", "prelu"},
-      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"},
-      {"Pow", "pow"}, {"Mod", "mod"}, {"Max", "max"}, {"Min", "min"},
-      {"Sum", "sum"}, {"Mean", "mean"}, {"Equal", "equal"}, {"Less", "less"},
-      {"Greater", "greater"}, {"LessOrEqual", "less_or_equal"},
-      {"GreaterOrEqual", "greater_or_equal"}, {"And", "and"}, {"Or", "or"},
-      {"Xor", "xor"}, {"Where", "where"}, {"MatMul", "matmul"},
+      {"Abs", "abs"},
+      {"Neg", "neg"},
+      {"Exp", "exp"},
+      {"Log", "log"},
+      {"Sqrt", "sqrt"},
+      {"Reciprocal", "reciprocal"},
+      {"Floor", "floor"},
+      {"Ceil", "ceil"},
+      {"Round", "round"},
+      {"Sign", "sign"},
+      {"Sin", "sin"},
+      {"Cos", "cos"},
+      {"Tanh", "tanh"},
+      {"Sigmoid", "sigmoid"},
+      {"Relu", "relu"},
+      {"Softplus", "softplus"},
+      {"Softsign", "softsign"},
+      {"HardSwish", "hard_swish"},
+      {"Erf", "erf"},
+      {"Not", "not"},
+      {"Identity", "identity"},
+      {"LeakyRelu", "leaky_relu"},
+      {"Elu", "elu"},
+      {"Selu", "selu"},
+      {"Celu", "celu"},
+      {"HardSigmoid", "hard_sigmoid"},
+      {"Gelu", "gelu"},
+      {"CastLike", "cast_like"},
+      {"PRelu", "prelu"},
+      {"Add", "add"},
+      {"Sub", "sub"},
+      {"Mul", "mul"},
+      {"Div", "div"},
+      {"Pow", "pow"},
+      {"Mod", "mod"},
+      {"Max", "max"},
+      {"Min", "min"},
+      {"Sum", "sum"},
+      {"Mean", "mean"},
+      {"Equal", "equal"},
+      {"Less", "less"},
+      {"Greater", "greater"},
+      {"LessOrEqual", "less_or_equal"},
+      {"GreaterOrEqual", "greater_or_equal"},
+      {"And", "and"},
+      {"Or", "or"},
+      {"Xor", "xor"},
+      {"Where", "where"},
+      {"MatMul", "matmul"},
       {"GlobalAveragePool", "global_average_pool"},
       {"GlobalMaxPool", "global_max_pool"},
-      {"InstanceNormalization", "instance_norm"}, {"Flatten", "flatten"},
-      {"Transpose", "transpose"}, {"Concat", "concat"}, {"Gather", "gather"},
+      {"InstanceNormalization", "instance_norm"},
+      {"Flatten", "flatten"},
+      {"Transpose", "transpose"},
+      {"Concat", "concat"},
+      {"Gather", "gather"},
       {"GatherElements", "gather_elements"},
-      {"ScatterElements", "scatter_elements"}, {"Expand", "expand"},
-      {"Tile", "tile"}, {"Shape", "shape"}, {"Size", "size"},
-      {"ConstantOfShape", "constant_of_shape"}, {"Range", "range"},
-      {"Trilu", "trilu"}, {"CumSum", "cum_sum"}, {"OneHot", "one_hot"},
-      {"ArgMax", "arg_max"}, {"ArgMin", "arg_min"}, {"Reshape", "reshape"},
-      {"Gemm", "gemm"}, {"Conv", "conv"}, {"ConvTranspose", "conv_transpose"},
+      {"ScatterElements", "scatter_elements"},
+      {"Expand", "expand"},
+      {"Tile", "tile"},
+      {"Shape", "shape"},
+      {"Size", "size"},
+      {"ConstantOfShape", "constant_of_shape"},
+      {"Range", "range"},
+      {"Trilu", "trilu"},
+      {"CumSum", "cum_sum"},
+      {"OneHot", "one_hot"},
+      {"ArgMax", "arg_max"},
+      {"ArgMin", "arg_min"},
+      {"Reshape", "reshape"},
+      {"Gemm", "gemm"},
+      {"Conv", "conv"},
+      {"ConvTranspose", "conv_transpose"},
       {"AveragePool", "average_pool"},
       {"InstanceNormalization", "instance_norm"},
       {"LayerNormalization", "layer_norm"},
@@ -940,16 +1058,21 @@ struct AttrSpec {
 const llvm::StringMap<std::vector<AttrSpec>> &copiedAttrs() {
   using K = AttrSpec::Kind;
   static const std::vector<AttrSpec> convAttrs = {
-      {"auto_pad", "auto_pad", K::String}, {"dilations", "dilations", K::Ints},
-      {"group", "group", K::Int}, {"kernel_shape", "kernel_shape", K::Ints},
-      {"pads", "pads", K::Ints}, {"strides", "strides", K::Ints},
+      {"auto_pad", "auto_pad", K::String},
+      {"dilations", "dilations", K::Ints},
+      {"group", "group", K::Int},
+      {"kernel_shape", "kernel_shape", K::Ints},
+      {"pads", "pads", K::Ints},
+      {"strides", "strides", K::Ints},
       {"output_padding", "output_padding", K::Ints},
       {"output_shape", "output_shape", K::Ints}};
   static const std::vector<AttrSpec> poolAttrs = {
-      {"auto_pad", "auto_pad", K::String}, {"ceil_mode", "ceil_mode", K::Int},
+      {"auto_pad", "auto_pad", K::String},
+      {"ceil_mode", "ceil_mode", K::Int},
       {"count_include_pad", "count_include_pad", K::Int},
       {"dilations", "dilations", K::Ints},
-      {"kernel_shape", "kernel_shape", K::Ints}, {"pads", "pads", K::Ints},
+      {"kernel_shape", "kernel_shape", K::Ints},
+      {"pads", "pads", K::Ints},
       {"storage_order", "storage_order", K::Int},
       {"strides", "strides", K::Ints}};
   static const std::vector<AttrSpec> lossAttrs = {
@@ -965,15 +1088,18 @@ const llvm::StringMap<std::vector<AttrSpec>> &copiedAttrs() {
       {"Gelu", {{"approximate", "approximate", K::String}}},
       {"Mod", {{"fmod", "fmod", K::Int}}},
       {"Gemm",
-       {{"alpha", "alpha", K::Float}, {"beta", "beta", K::Float},
-        {"transA", "trans_a", K::Int}, {"transB", "trans_b", K::Int}}},
+       {{"alpha", "alpha", K::Float},
+        {"beta", "beta", K::Float},
+        {"transA", "trans_a", K::Int},
+        {"transB", "trans_b", K::Int}}},
       {"Conv", convAttrs},
       {"ConvTranspose", convAttrs},
       {"AveragePool", poolAttrs},
       {"MaxPool", poolAttrs},
       {"InstanceNormalization", {{"epsilon", "epsilon", K::Float}}},
       {"LayerNormalization",
-       {{"axis", "axis", K::Int}, {"epsilon", "epsilon", K::Float},
+       {{"axis", "axis", K::Int},
+        {"epsilon", "epsilon", K::Float},
         {"stash_type", "stash_type", K::Int}}},
       {"Flatten", {{"axis", "axis", K::Int}}},
       {"Transpose", {{"perm", "perm", K::Ints}}},
@@ -989,10 +1115,12 @@ const llvm::StringMap<std::vector<AttrSpec>> &copiedAttrs() {
        {{"exclusive", "exclusive", K::Int}, {"reverse", "reverse", K::Int}}},
       {"OneHot", {{"axis", "axis", K::Int}}},
       {"ArgMax",
-       {{"axis", "axis", K::Int}, {"keepdims", "keepdims", K::Int},
+       {{"axis", "axis", K::Int},
+        {"keepdims", "keepdims", K::Int},
         {"select_last_index", "select_last_index", K::Int}}},
       {"ArgMin",
-       {{"axis", "axis", K::Int}, {"keepdims", "keepdims", K::Int},
+       {{"axis", "axis", K::Int},
+        {"keepdims", "keepdims", K::Int},
         {"select_last_index", "select_last_index", K::Int}}},
       {"Reshape", {{"allowzero", "allowzero", K::Int}}},
       {"NegativeLogLikelihoodLoss", lossAttrs},
@@ -1020,8 +1148,7 @@ const char *attrTypeName(int type) {
 }
 } // namespace
 
-LogicalResult Importer::importNode(const onnx::NodeProto &node,
-                                   int64_t index) {
+LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
   std::string label =
       node.name().empty() ? "#" + std::to_string(index) : node.name();
   Location loc = NameLoc::get(builder.getStringAttr(label),
@@ -1036,17 +1163,15 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     return error(loc) << "unsupported op '" << type << "' (opset " << opset
                       << ")";
   if (since->second > opset)
-    return error(loc) << "op '" << type << "' does not exist in opset "
-                      << opset << " (it was added in opset " << since->second
-                      << ")";
+    return error(loc) << "op '" << type << "' does not exist in opset " << opset
+                      << " (it was added in opset " << since->second << ")";
 
   // Attributes, with kind checks.
   llvm::StringMap<const onnx::AttributeProto *> attrMap;
   for (const onnx::AttributeProto &a : node.attribute())
     attrMap[a.name()] = &a;
   bool attrError = false;
-  auto getAttr = [&](StringRef name,
-                     int kind) -> const onnx::AttributeProto * {
+  auto getAttr = [&](StringRef name, int kind) -> const onnx::AttributeProto * {
     auto it = attrMap.find(name);
     if (it == attrMap.end())
       return nullptr;
@@ -1123,17 +1248,26 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       int64_t since;
       const char *attr;
     };
-    static const Moved moved[] = {
-        {"ReduceSum", 13, "axes"},      {"ReduceMean", 18, "axes"},
-        {"ReduceMax", 18, "axes"},      {"ReduceMin", 18, "axes"},
-        {"ReduceProd", 18, "axes"},     {"ReduceL2", 18, "axes"},
-        {"ReduceSumSquare", 18, "axes"}, {"ReduceLogSumExp", 18, "axes"},
-        {"Squeeze", 13, "axes"},        {"Unsqueeze", 13, "axes"},
-        {"Split", 13, "split"},         {"Slice", 10, "starts"},
-        {"Slice", 10, "ends"},          {"Slice", 10, "axes"},
-        {"Pad", 11, "pads"},            {"Pad", 11, "value"},
-        {"TopK", 10, "k"},              {"Clip", 11, "min"},
-        {"Clip", 11, "max"},            {"Dropout", 12, "ratio"}};
+    static const Moved moved[] = {{"ReduceSum", 13, "axes"},
+                                  {"ReduceMean", 18, "axes"},
+                                  {"ReduceMax", 18, "axes"},
+                                  {"ReduceMin", 18, "axes"},
+                                  {"ReduceProd", 18, "axes"},
+                                  {"ReduceL2", 18, "axes"},
+                                  {"ReduceSumSquare", 18, "axes"},
+                                  {"ReduceLogSumExp", 18, "axes"},
+                                  {"Squeeze", 13, "axes"},
+                                  {"Unsqueeze", 13, "axes"},
+                                  {"Split", 13, "split"},
+                                  {"Slice", 10, "starts"},
+                                  {"Slice", 10, "ends"},
+                                  {"Slice", 10, "axes"},
+                                  {"Pad", 11, "pads"},
+                                  {"Pad", 11, "value"},
+                                  {"TopK", 10, "k"},
+                                  {"Clip", 11, "min"},
+                                  {"Clip", 11, "max"},
+                                  {"Dropout", 12, "ratio"}};
     for (const Moved &m : moved)
       if (type == m.op && opset >= m.since && attrMap.count(m.attr))
         return error(loc) << "attribute '" << m.attr << "' of " << type
@@ -1148,16 +1282,25 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       int64_t since;
       int maxBefore;
     };
-    static const Limit limits[] = {
-        {"ReduceSum", 13, 1},  {"ReduceMean", 18, 1}, {"ReduceMax", 18, 1},
-        {"ReduceMin", 18, 1},  {"ReduceProd", 18, 1}, {"ReduceL2", 18, 1},
-        {"ReduceSumSquare", 18, 1}, {"ReduceLogSumExp", 18, 1},
-        {"Squeeze", 13, 1},    {"Unsqueeze", 13, 1},  {"Split", 13, 1},
-        {"Slice", 10, 1},      {"Pad", 11, 1},        {"TopK", 10, 1},
-        {"Clip", 11, 1},       {"Dropout", 12, 1}};
+    static const Limit limits[] = {{"ReduceSum", 13, 1},
+                                   {"ReduceMean", 18, 1},
+                                   {"ReduceMax", 18, 1},
+                                   {"ReduceMin", 18, 1},
+                                   {"ReduceProd", 18, 1},
+                                   {"ReduceL2", 18, 1},
+                                   {"ReduceSumSquare", 18, 1},
+                                   {"ReduceLogSumExp", 18, 1},
+                                   {"Squeeze", 13, 1},
+                                   {"Unsqueeze", 13, 1},
+                                   {"Split", 13, 1},
+                                   {"Slice", 10, 1},
+                                   {"Pad", 11, 1},
+                                   {"TopK", 10, 1},
+                                   {"Clip", 11, 1},
+                                   {"Dropout", 12, 1}};
     for (const Limit &l : limits)
-      if (type == l.op && opset < l.since &&
-          static_cast<int>(in.size()) > l.maxBefore)
+      if (type == l.op &&
+          opset<l.since &&static_cast<int>(in.size())> l.maxBefore)
         return error(loc) << type << " takes at most " << l.maxBefore
                           << " input" << (l.maxBefore == 1 ? "" : "s")
                           << " before opset " << l.since << ", got "
@@ -1196,8 +1339,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
         break;
       case AttrSpec::String:
         if (auto v = stringAttr(spec.onnxName))
-          attrs.push_back(builder.getNamedAttr(spec.distName,
-                                               builder.getStringAttr(*v)));
+          attrs.push_back(
+              builder.getNamedAttr(spec.distName, builder.getStringAttr(*v)));
         break;
       case AttrSpec::Ints:
         if (auto v = intsAttr(spec.onnxName))
@@ -1307,8 +1450,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       ops.push_back(lo);
     if (hi)
       ops.push_back(hi);
-    results = create("dist.clip", loc, ops, attrs, 1,
-                     {1, lo ? 1 : 0, hi ? 1 : 0});
+    results =
+        create("dist.clip", loc, ops, attrs, 1, {1, lo ? 1 : 0, hi ? 1 : 0});
   } else if (type == "Dropout") {
     if (failed(need(1)))
       return failure();
@@ -1329,9 +1472,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     if (failed(need(1)))
       return failure();
     if (!intsAttr("kernel_shape"))
-      return attrError ? failure()
-                       : (error(loc) << "MaxPool needs attribute 'kernel_shape'",
-                          failure());
+      return attrError
+                 ? failure()
+                 : (error(loc) << "MaxPool needs attribute 'kernel_shape'",
+                    failure());
     // count_include_pad is not a MaxPool attribute.
     llvm::erase_if(attrs, [](NamedAttribute a) {
       return a.getName() == "count_include_pad";
@@ -1345,9 +1489,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
                  ? failure()
                  : (error(loc) << "AveragePool needs attribute 'kernel_shape'",
                     failure());
-    llvm::erase_if(attrs, [](NamedAttribute a) {
-      return a.getName() == "storage_order";
-    });
+    llvm::erase_if(
+        attrs, [](NamedAttribute a) { return a.getName() == "storage_order"; });
     results = create("dist.average_pool", loc, {input(0)}, attrs, 1);
   } else if (type == "BatchNormalization") {
     if (failed(need(5)))
@@ -1368,9 +1511,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
           return error(loc) << "BatchNormalization output #" << i
                             << " (saved mean/variance) is not supported";
     addI("training_mode", training);
-    results = create("dist.batch_norm", loc,
-                     {input(0), input(1), input(2), input(3), input(4)}, attrs,
-                     3);
+    results =
+        create("dist.batch_norm", loc,
+               {input(0), input(1), input(2), input(3), input(4)}, attrs, 3);
   } else if (type == "LayerNormalization") {
     if (failed(need(2)))
       return failure();
@@ -1383,23 +1526,21 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     auto ranked = dyn_cast<RankedTensorType>(input(0).getType());
     bool lastAxis = ranked && (axis == -1 || axis == ranked.getRank() - 1);
     if (opset >= 13 || lastAxis) {
-      results = create(op, loc, {input(0)},
-                       {builder.getNamedAttr(
-                           "axis", builder.getI64IntegerAttr(
-                                       opset >= 13 ? axis : -1))},
-                       1);
+      results =
+          create(op, loc, {input(0)},
+                 {builder.getNamedAttr("axis", builder.getI64IntegerAttr(
+                                                   opset >= 13 ? axis : -1))},
+                 1);
     } else {
       // Older opsets flatten to [prod(:axis), prod(axis:)] first.
-      auto flat = create("dist.flatten", loc, {input(0)},
-                         {builder.getNamedAttr("axis",
-                                               builder.getI64IntegerAttr(axis))},
-                         1);
+      auto flat = create(
+          "dist.flatten", loc, {input(0)},
+          {builder.getNamedAttr("axis", builder.getI64IntegerAttr(axis))}, 1);
       if (failed(flat))
         return failure();
-      auto soft = create(op, loc, {(*flat)[0]},
-                         {builder.getNamedAttr("axis",
-                                               builder.getI64IntegerAttr(-1))},
-                         1);
+      auto soft = create(
+          op, loc, {(*flat)[0]},
+          {builder.getNamedAttr("axis", builder.getI64IntegerAttr(-1))}, 1);
       if (failed(soft))
         return failure();
       auto shape = create("dist.shape", loc, {input(0)}, {}, 1);
@@ -1411,10 +1552,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     if (failed(need(1)))
       return failure();
     static const llvm::StringMap<StringRef> reduces = {
-        {"ReduceSum", "reduce_sum"}, {"ReduceMean", "reduce_mean"},
-        {"ReduceMax", "reduce_max"}, {"ReduceMin", "reduce_min"},
+        {"ReduceSum", "reduce_sum"},
+        {"ReduceMean", "reduce_mean"},
+        {"ReduceMax", "reduce_max"},
+        {"ReduceMin", "reduce_min"},
         {"ReduceProd", "reduce_prod"},
-        {"ReduceSumSquare", "reduce_sum_square"}, {"ReduceL2", "reduce_l2"},
+        {"ReduceSumSquare", "reduce_sum_square"},
+        {"ReduceL2", "reduce_l2"},
         {"ReduceLogSumExp", "reduce_log_sum_exp"}};
     bool axesInput = opset >= (type == "ReduceSum" ? 13 : 18);
     Value axes = axesInput ? input(1) : intsOperand("axes");
@@ -1437,16 +1581,16 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     SmallVector<Value> ops{input(0)};
     if (axes)
       ops.push_back(axes);
-    results = create(type == "Squeeze" ? "dist.squeeze" : "dist.unsqueeze",
-                     loc, ops, attrs, 1);
+    results = create(type == "Squeeze" ? "dist.squeeze" : "dist.unsqueeze", loc,
+                     ops, attrs, 1);
   } else if (type == "Split") {
     if (failed(need(1)))
       return failure();
     Value split = opset >= 13 ? input(1) : intsOperand("split");
     int64_t n = node.output_size();
     if (auto num = intAttr("num_outputs"); num && *num != n)
-      return error(loc) << "Split has num_outputs = " << *num << " but "
-                        << n << " outputs";
+      return error(loc) << "Split has num_outputs = " << *num << " but " << n
+                        << " outputs";
     addI("axis", intAttr("axis").value_or(0));
     addI("num_outputs", n);
     SmallVector<Value> ops{input(0)};
@@ -1456,8 +1600,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
   } else if (type == "Slice") {
     if (failed(need(1)))
       return failure();
-    Value starts = input(1), ends = input(2), axes = input(3),
-          steps = input(4);
+    Value starts = input(1), ends = input(2), axes = input(3), steps = input(4);
     if (opset < 10) {
       starts = intsOperand("starts");
       ends = intsOperand("ends");
@@ -1465,8 +1608,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       steps = Value();
     }
     if (!starts || !ends)
-      return attrError ? failure()
-                       : (error(loc) << "Slice needs starts and ends", failure());
+      return attrError
+                 ? failure()
+                 : (error(loc) << "Slice needs starts and ends", failure());
     SmallVector<Value> ops{input(0), starts, ends};
     if (axes)
       ops.push_back(axes);
@@ -1502,8 +1646,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     if (opset < 10) {
       auto kv = intAttr("k");
       if (!kv)
-        return attrError ? failure()
-                         : (error(loc) << "TopK needs attribute 'k'", failure());
+        return attrError
+                   ? failure()
+                   : (error(loc) << "TopK needs attribute 'k'", failure());
       k = constI64({*kv}, loc);
     }
     if (!k)

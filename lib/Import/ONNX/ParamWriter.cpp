@@ -106,11 +106,11 @@ std::string ParamWriter::finish() {
   appendLE<uint64_t>(header, entries.size());
   appendLE<uint64_t>(header, indexOffset);
   appendLE<uint64_t>(header, fileSize);
-  bool ok = std::fwrite(index.data(), 1, index.size(), file) == index.size() &&
-            std::fseek(file, 0, SEEK_SET) == 0 &&
-            std::fwrite(header.data(), 1, header.size(), file) ==
-                header.size() &&
-            std::fflush(file) == 0;
+  bool ok =
+      std::fwrite(index.data(), 1, index.size(), file) == index.size() &&
+      std::fseek(file, 0, SEEK_SET) == 0 &&
+      std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
+      std::fflush(file) == 0;
   if (!ok) {
     std::string err = ioError(tmpPath, "cannot write parameter file");
     abort();

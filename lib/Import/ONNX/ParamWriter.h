@@ -1,4 +1,5 @@
-//===- ParamWriter.h - writes dist-opt parameter files -------------*- C++ -*-===//
+//===- ParamWriter.h - writes dist-opt parameter files -------------*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Streams parameters into a parameter file (layout in dist_rt/param_format.h)

@@ -141,9 +141,8 @@ DIST_RT_API dist_rt_status_t dist_rt_params_get(dist_rt_params_t params,
 /// Describes the parameter called `name` (NUL-terminated, exact match). If
 /// there is none, `*out_info` is zeroed and a NOT_FOUND status naming the
 /// parameter and the file is returned. Lookup is O(log count).
-DIST_RT_API dist_rt_status_t
-dist_rt_params_find(dist_rt_params_t params, const char *name,
-                    dist_rt_param_info_t *out_info);
+DIST_RT_API dist_rt_status_t dist_rt_params_find(
+    dist_rt_params_t params, const char *name, dist_rt_param_info_t *out_info);
 
 #ifdef __cplusplus
 } /* extern "C" */

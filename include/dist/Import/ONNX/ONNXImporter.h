@@ -1,4 +1,5 @@
-//===- ONNXImporter.h - ONNX model to dist IR ----------------------*- C++ -*-===//
+//===- ONNXImporter.h - ONNX model to dist IR ----------------------*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Entry point of the ONNX importer: reads a binary or textual ONNX model,

@@ -146,8 +146,8 @@ Attribute compare(MLIRContext *ctx, Attribute a, Attribute b, Pred pred) {
     auto ib = dyn_cast<IntegerAttr>(b);
     if (!ib)
       return {};
-    bool isUnsigned = ia.getType().isUnsignedInteger() ||
-                      ia.getType().isInteger(1);
+    bool isUnsigned =
+        ia.getType().isUnsignedInteger() || ia.getType().isInteger(1);
     const APInt &x = ia.getValue(), &y = ib.getValue();
     cmp = x == y ? 0 : ((isUnsigned ? x.ult(y) : x.slt(y)) ? -1 : 1);
   } else if (auto fa = dyn_cast<FloatAttr>(a)) {
@@ -176,7 +176,6 @@ OpFoldResult foldBinary(Operation *op, Attribute lhs, Attribute rhs, Fn fn) {
                          [&](ArrayRef<Attribute> a) { return fn(a[0], a[1]); });
 }
 } // namespace
-
 
 /// Folds a small integer vector whose elements are all known through
 /// traceShapeValue, e.g. Gather(Shape(x), 1) when only x's dimension 0 is
@@ -212,10 +211,10 @@ OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {
     auto dense = dyn_cast<DenseElementsAttr>(value);
     if (!dense)
       return {};
-    return DenseElementsAttr::get(type,
-                                  *dense.getValues<Attribute>().begin());
+    return DenseElementsAttr::get(type, *dense.getValues<Attribute>().begin());
   }
-  return DenseElementsAttr::get(type, FloatAttr::get(type.getElementType(), 0.0));
+  return DenseElementsAttr::get(type,
+                                FloatAttr::get(type.getElementType(), 0.0));
 }
 
 OpFoldResult IdentityOp::fold(FoldAdaptor) {
@@ -230,7 +229,8 @@ OpFoldResult IdentityOp::fold(FoldAdaptor) {
 
 static Attribute castElement(Attribute value, Type to) {
   if (auto i = dyn_cast<IntegerAttr>(value)) {
-    bool srcUnsigned = i.getType().isUnsignedInteger() || i.getType().isInteger(1);
+    bool srcUnsigned =
+        i.getType().isUnsignedInteger() || i.getType().isInteger(1);
     const APInt &v = i.getValue();
     if (auto it = dyn_cast<IntegerType>(to)) {
       if (it.getWidth() == 1)
@@ -274,8 +274,9 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
   Type to = getTo();
-  return foldElementwise(staticResultType(getType()), {asDense(adaptor.getInput())},
-                         [&](ArrayRef<Attribute> a) { return castElement(a[0], to); });
+  return foldElementwise(
+      staticResultType(getType()), {asDense(adaptor.getInput())},
+      [&](ArrayRef<Attribute> a) { return castElement(a[0], to); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -286,54 +287,54 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   if (Attribute known = foldKnownShapeValue(getResult()))
     return known;
   Type elt = resultElt(*this);
-  return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(),
-                    [&](Attribute a, Attribute b) {
-                      return arith(
-                          elt, a, b,
-                          [](const APInt &x, const APInt &y, bool)
-                              -> std::optional<APInt> { return x + y; },
-                          [](APFloat x, const APFloat &y)
-                              -> std::optional<APFloat> {
-                            x.add(y, APFloat::rmNearestTiesToEven);
-                            return x;
-                          });
-                    });
+  return foldBinary(
+      *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
+        return arith(
+            elt, a, b,
+            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+              return x + y;
+            },
+            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+              x.add(y, APFloat::rmNearestTiesToEven);
+              return x;
+            });
+      });
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   if (Attribute known = foldKnownShapeValue(getResult()))
     return known;
   Type elt = resultElt(*this);
-  return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(),
-                    [&](Attribute a, Attribute b) {
-                      return arith(
-                          elt, a, b,
-                          [](const APInt &x, const APInt &y, bool)
-                              -> std::optional<APInt> { return x - y; },
-                          [](APFloat x, const APFloat &y)
-                              -> std::optional<APFloat> {
-                            x.subtract(y, APFloat::rmNearestTiesToEven);
-                            return x;
-                          });
-                    });
+  return foldBinary(
+      *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
+        return arith(
+            elt, a, b,
+            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+              return x - y;
+            },
+            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+              x.subtract(y, APFloat::rmNearestTiesToEven);
+              return x;
+            });
+      });
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   if (Attribute known = foldKnownShapeValue(getResult()))
     return known;
   Type elt = resultElt(*this);
-  return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(),
-                    [&](Attribute a, Attribute b) {
-                      return arith(
-                          elt, a, b,
-                          [](const APInt &x, const APInt &y, bool)
-                              -> std::optional<APInt> { return x * y; },
-                          [](APFloat x, const APFloat &y)
-                              -> std::optional<APFloat> {
-                            x.multiply(y, APFloat::rmNearestTiesToEven);
-                            return x;
-                          });
-                    });
+  return foldBinary(
+      *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
+        return arith(
+            elt, a, b,
+            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+              return x * y;
+            },
+            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+              x.multiply(y, APFloat::rmNearestTiesToEven);
+              return x;
+            });
+      });
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
@@ -346,8 +347,8 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
             elt, a, b,
             [](const APInt &x, const APInt &y,
                bool isUnsigned) -> std::optional<APInt> {
-              if (y.isZero() || (!isUnsigned && x.isMinSignedValue() &&
-                                 y.isAllOnes()))
+              if (y.isZero() ||
+                  (!isUnsigned && x.isMinSignedValue() && y.isAllOnes()))
                 return std::nullopt;
               return isUnsigned ? x.udiv(y) : x.sdiv(y);
             },
@@ -404,8 +405,8 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
                         e = static_cast<double>(ib.getValue().getSExtValue());
                       else
                         return {};
-                      return FloatAttr::get(
-                          elt, std::pow(fa.getValueAsDouble(), e));
+                      return FloatAttr::get(elt,
+                                            std::pow(fa.getValueAsDouble(), e));
                     });
 }
 
@@ -439,7 +440,7 @@ DIST_FOLD_COMPARE(GreaterOrEqualOp, c == 1 || c == 0)
                         return IntegerAttr::get(i1, (EXPR) ? 1 : 0);           \
                       });                                                      \
   }
-DIST_FOLD_LOGIC(AndOp, p && q)
+DIST_FOLD_LOGIC(AndOp, p &&q)
 DIST_FOLD_LOGIC(OrOp, p || q)
 DIST_FOLD_LOGIC(XorOp, p != q)
 #undef DIST_FOLD_LOGIC
@@ -476,43 +477,46 @@ static Attribute nanOperand(Attribute a, Attribute b) {
 
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
   MLIRContext *ctx = getContext();
-  return foldVariadic(*this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
-    if (Attribute nan = nanOperand(a, b))
-      return nan;
-    auto lt = dyn_cast_or_null<IntegerAttr>(
-        compare(ctx, a, b, [](int c) { return c == -1; }));
-    if (!lt)
-      return Attribute();
-    return lt.getValue().isZero() ? a : b;
-  });
+  return foldVariadic(*this, adaptor.getInputs(),
+                      [&](Attribute a, Attribute b) {
+                        if (Attribute nan = nanOperand(a, b))
+                          return nan;
+                        auto lt = dyn_cast_or_null<IntegerAttr>(
+                            compare(ctx, a, b, [](int c) { return c == -1; }));
+                        if (!lt)
+                          return Attribute();
+                        return lt.getValue().isZero() ? a : b;
+                      });
 }
 
 OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   MLIRContext *ctx = getContext();
-  return foldVariadic(*this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
-    if (Attribute nan = nanOperand(a, b))
-      return nan;
-    auto gt = dyn_cast_or_null<IntegerAttr>(
-        compare(ctx, a, b, [](int c) { return c == 1; }));
-    if (!gt)
-      return Attribute();
-    return gt.getValue().isZero() ? a : b;
-  });
+  return foldVariadic(*this, adaptor.getInputs(),
+                      [&](Attribute a, Attribute b) {
+                        if (Attribute nan = nanOperand(a, b))
+                          return nan;
+                        auto gt = dyn_cast_or_null<IntegerAttr>(
+                            compare(ctx, a, b, [](int c) { return c == 1; }));
+                        if (!gt)
+                          return Attribute();
+                        return gt.getValue().isZero() ? a : b;
+                      });
 }
 
 OpFoldResult SumOp::fold(FoldAdaptor adaptor) {
   Type elt = resultElt(*this);
-  return foldVariadic(*this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
-    return arith(
-        elt, a, b,
-        [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
-          return x + y;
-        },
-        [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
-          x.add(y, APFloat::rmNearestTiesToEven);
-          return x;
-        });
-  });
+  return foldVariadic(
+      *this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
+        return arith(
+            elt, a, b,
+            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+              return x + y;
+            },
+            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+              x.add(y, APFloat::rmNearestTiesToEven);
+              return x;
+            });
+      });
 }
 
 OpFoldResult MeanOp::fold(FoldAdaptor) {
@@ -527,16 +531,15 @@ OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
     if (chosen.getType() == getType())
       return chosen;
   }
-  return foldElementwise(
-      staticResultType(getType()),
-      {asDense(adaptor.getCondition()), asDense(adaptor.getX()),
-       asDense(adaptor.getY())},
-      [](ArrayRef<Attribute> a) -> Attribute {
-        auto c = dyn_cast<IntegerAttr>(a[0]);
-        if (!c)
-          return {};
-        return c.getValue().isZero() ? a[2] : a[1];
-      });
+  return foldElementwise(staticResultType(getType()),
+                         {asDense(adaptor.getCondition()),
+                          asDense(adaptor.getX()), asDense(adaptor.getY())},
+                         [](ArrayRef<Attribute> a) -> Attribute {
+                           auto c = dyn_cast<IntegerAttr>(a[0]);
+                           if (!c)
+                             return {};
+                           return c.getValue().isZero() ? a[2] : a[1];
+                         });
 }
 
 //===----------------------------------------------------------------------===//
@@ -613,9 +616,8 @@ static OpFoldResult foldReshapeLike(Operation *op, Attribute input) {
   RankedTensorType result = staticResultType(type);
   if (in.getType() == type && result)
     return in;
-  if (auto dense = asDense(input); dense && result &&
-                                   dense.getNumElements() ==
-                                       result.getNumElements())
+  if (auto dense = asDense(input);
+      dense && result && dense.getNumElements() == result.getNumElements())
     return dense.reshape(result);
   return {};
 }
@@ -698,8 +700,8 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
     if (!dense)
       return {};
     values.push_back(llvm::to_vector(dense.getValues<Attribute>()));
-    chunks.push_back(outer ? dense.getNumElements() / std::max<int64_t>(outer, 1)
-                           : 0);
+    chunks.push_back(
+        outer ? dense.getNumElements() / std::max<int64_t>(outer, 1) : 0);
   }
   SmallVector<Attribute> out;
   out.reserve(type.getNumElements());
@@ -779,7 +781,8 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   if (!dataType || !type || !data || !indices || !smallEnough(type) ||
       !dataType.hasStaticShape())
     return {};
-  auto axis = normalizeAxis(static_cast<int64_t>(getAxis()), dataType.getRank());
+  auto axis =
+      normalizeAxis(static_cast<int64_t>(getAxis()), dataType.getRank());
   if (!axis)
     return {};
   int64_t outer = 1, inner = 1, dim = dataType.getDimSize(*axis);
@@ -812,15 +815,15 @@ template <typename IntFn, typename FloatFn>
 static OpFoldResult foldUnary(Operation *op, Attribute input, IntFn intFn,
                               FloatFn floatFn) {
   Type elt = resultElt(op);
-  return foldElementwise(
-      staticResultType(op->getResult(0).getType()), {asDense(input)},
-      [&](ArrayRef<Attribute> a) -> Attribute {
-        if (auto i = dyn_cast<IntegerAttr>(a[0]))
-          return IntegerAttr::get(elt, intFn(i.getValue()));
-        if (auto f = dyn_cast<FloatAttr>(a[0]))
-          return FloatAttr::get(elt, floatFn(f.getValue()));
-        return {};
-      });
+  return foldElementwise(staticResultType(op->getResult(0).getType()),
+                         {asDense(input)},
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+                           if (auto i = dyn_cast<IntegerAttr>(a[0]))
+                             return IntegerAttr::get(elt, intFn(i.getValue()));
+                           if (auto f = dyn_cast<FloatAttr>(a[0]))
+                             return FloatAttr::get(elt, floatFn(f.getValue()));
+                           return {};
+                         });
 }
 
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {

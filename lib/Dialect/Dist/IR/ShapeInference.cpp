@@ -87,8 +87,8 @@ static std::optional<SmallVector<DimValue>> unknownOfLength(Value v) {
 /// Elementwise integer arithmetic on traced values (with 1-element
 /// broadcasting); symbols survive only through the identity cases.
 template <typename Fn>
-static std::optional<SmallVector<DimValue>>
-traceBinary(Value lhs, Value rhs, int depth, Fn fn) {
+static std::optional<SmallVector<DimValue>> traceBinary(Value lhs, Value rhs,
+                                                        int depth, Fn fn) {
   auto a = traceShapeValueImpl(lhs, depth + 1);
   auto b = traceShapeValueImpl(rhs, depth + 1);
   if (!a || !b)
@@ -136,8 +136,8 @@ static std::optional<SmallVector<DimValue>> traceShapeValueImpl(Value v,
       return std::clamp<int64_t>(i, 0, rank);
     };
     int64_t start = clampIdx(static_cast<int64_t>(shape.getStart()));
-    int64_t end = shape.getEnd() ? clampIdx(static_cast<int64_t>(*shape.getEnd()))
-                                 : rank;
+    int64_t end =
+        shape.getEnd() ? clampIdx(static_cast<int64_t>(*shape.getEnd())) : rank;
     SmallVector<DimValue> out;
     for (int64_t i = start; i < end; ++i) {
       DimValue d;
@@ -222,20 +222,17 @@ static std::optional<SmallVector<DimValue>> traceShapeValueImpl(Value v,
     return out;
   }
   if (auto add = dyn_cast<AddOp>(def))
-    return traceBinary(add.getLhs(), add.getRhs(), depth,
-                       [](int64_t a, int64_t b) -> std::optional<int64_t> {
-                         return a + b;
-                       });
+    return traceBinary(
+        add.getLhs(), add.getRhs(), depth,
+        [](int64_t a, int64_t b) -> std::optional<int64_t> { return a + b; });
   if (auto sub = dyn_cast<SubOp>(def))
-    return traceBinary(sub.getLhs(), sub.getRhs(), depth,
-                       [](int64_t a, int64_t b) -> std::optional<int64_t> {
-                         return a - b;
-                       });
+    return traceBinary(
+        sub.getLhs(), sub.getRhs(), depth,
+        [](int64_t a, int64_t b) -> std::optional<int64_t> { return a - b; });
   if (auto mul = dyn_cast<MulOp>(def))
-    return traceBinary(mul.getLhs(), mul.getRhs(), depth,
-                       [](int64_t a, int64_t b) -> std::optional<int64_t> {
-                         return a * b;
-                       });
+    return traceBinary(
+        mul.getLhs(), mul.getRhs(), depth,
+        [](int64_t a, int64_t b) -> std::optional<int64_t> { return a * b; });
   if (auto div = dyn_cast<DivOp>(def))
     return traceBinary(div.getLhs(), div.getRhs(), depth,
                        [](int64_t a, int64_t b) -> std::optional<int64_t> {
@@ -333,8 +330,9 @@ LogicalResult broadcastShapes(std::optional<Location> loc, const Shape &a,
 }
 
 /// Whether `from` broadcasts to `to` unidirectionally.
-LogicalResult checkUnidirectional(std::optional<Location> loc, const Shape &from,
-                                  const Shape &to, StringRef what) {
+LogicalResult checkUnidirectional(std::optional<Location> loc,
+                                  const Shape &from, const Shape &to,
+                                  StringRef what) {
   if (!from || !to)
     return success();
   if (from->size() > to->size())
@@ -343,7 +341,8 @@ LogicalResult checkUnidirectional(std::optional<Location> loc, const Shape &from
   size_t off = to->size() - from->size();
   for (size_t i = 0; i < from->size(); ++i) {
     int64_t f = (*from)[i], t = (*to)[off + i];
-    if (f == 1 || ShapedType::isDynamic(f) || ShapedType::isDynamic(t) || f == t)
+    if (f == 1 || ShapedType::isDynamic(f) || ShapedType::isDynamic(t) ||
+        f == t)
       continue;
     return fail(loc, what + " shape " + dimsToString(*from) +
                          " does not broadcast to " + dimsToString(*to));
@@ -415,9 +414,10 @@ LogicalResult inferWindow(std::optional<Location> loc, ArrayRef<int64_t> input,
         pb = pe = 0;
       int64_t span = in + pb + pe - ek;
       if (span < 0)
-        return fail(loc, "window of size " + Twine(ek) + " is larger than the " +
-                             "padded input size " + Twine(in + pb + pe) +
-                             " in spatial dimension " + Twine(i));
+        return fail(loc, "window of size " + Twine(ek) +
+                             " is larger than the " + "padded input size " +
+                             Twine(in + pb + pe) + " in spatial dimension " +
+                             Twine(i));
       o = (p.ceilMode ? (span + s - 1) / s : span / s) + 1;
       // The last window must start inside the input or the begin padding.
       if (p.ceilMode && (o - 1) * s >= in + pb)
@@ -433,7 +433,8 @@ LogicalResult inferWindow(std::optional<Location> loc, ArrayRef<int64_t> input,
 // Constants and parameters
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
   types.push_back(cast<TypedAttr>(adaptor.getValue()).getType());
@@ -445,8 +446,8 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(
     SmallVectorImpl<Type> &types) {
   if (auto r = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
       r && r.getRank() != 1)
-    return fail(loc, "'input' must be a 1-D tensor, got rank " +
-                         Twine(r.getRank()));
+    return fail(loc,
+                "'input' must be a 1-D tensor, got rank " + Twine(r.getRank()));
   Type elt = Float32Type::get(ctx);
   if (auto value = adaptor.getValueAttr()) {
     if (value.getNumElements() != 1)
@@ -507,7 +508,8 @@ DIST_SAME_AS_INPUT(NotOp)
 DIST_SAME_AS_INPUT(IdentityOp)
 #undef DIST_SAME_AS_INPUT
 
-LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   if (adaptor.getApproximate() != "none" && adaptor.getApproximate() != "tanh")
@@ -528,21 +530,25 @@ static LogicalResult checkScalarBound(std::optional<Location> loc, Value bound,
   return success();
 }
 
-LogicalResult ClipOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ClipOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
-  if (failed(checkScalarBound(loc, adaptor.getMin(), adaptor.getInput(), "min")) ||
-      failed(checkScalarBound(loc, adaptor.getMax(), adaptor.getInput(), "max")))
+  if (failed(
+          checkScalarBound(loc, adaptor.getMin(), adaptor.getInput(), "min")) ||
+      failed(
+          checkScalarBound(loc, adaptor.getMax(), adaptor.getInput(), "max")))
     return failure();
   return sameAsOperand(adaptor.getInput(), types);
 }
 
-LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult CastOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   Type to = adaptor.getTo();
-  if (!to || !(isa<FloatType>(to) || isa<IntegerType>(to) ||
-               isa<StringType>(to)))
+  if (!to ||
+      !(isa<FloatType>(to) || isa<IntegerType>(to) || isa<StringType>(to)))
     return fail(loc, "cast target must be an integer, float or string type");
   types.push_back(makeTensor(shapeOf(adaptor.getInput()), to));
   return success();
@@ -569,10 +575,9 @@ static LogicalResult inferBinary(std::optional<Location> loc, AdaptorT adaptor,
 }
 
 #define DIST_BINARY(OP, ELT)                                                   \
-  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,          \
+      SmallVectorImpl<Type> &types) {                                          \
     (void)ctx;                                                                 \
     return inferBinary(loc, adaptor, ELT, types);                              \
   }
@@ -591,7 +596,8 @@ DIST_BINARY(OrOp, IntegerType::get(ctx, 1))
 DIST_BINARY(XorOp, IntegerType::get(ctx, 1))
 #undef DIST_BINARY
 
-LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ModOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
   if (isa<FloatType>(eltOf(adaptor.getLhs())) && adaptor.getFmod() != 1)
@@ -600,8 +606,7 @@ LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 }
 
 template <typename AdaptorT>
-static LogicalResult inferSoftmax(std::optional<Location> loc,
-                                  AdaptorT adaptor,
+static LogicalResult inferSoftmax(std::optional<Location> loc, AdaptorT adaptor,
                                   SmallVectorImpl<Type> &types) {
   if (Shape x = shapeOf(adaptor.getInput())) {
     auto axis = static_cast<int64_t>(adaptor.getAxis());
@@ -642,11 +647,11 @@ LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *,
                                                SmallVectorImpl<Type> &types) {
   Shape x = shapeOf(adaptor.getInput());
   if (x && x->size() < 3)
-    return fail(loc, "input must be N x C x D1 ..., got shape " +
-                         dimsToString(*x));
+    return fail(loc,
+                "input must be N x C x D1 ..., got shape " + dimsToString(*x));
   int64_t c = x ? (*x)[1] : kDynamic;
-  for (auto [v, name] : {std::pair{adaptor.getScale(), "scale"},
-                         {adaptor.getB(), "B"}}) {
+  for (auto [v, name] :
+       {std::pair{adaptor.getScale(), "scale"}, {adaptor.getB(), "B"}}) {
     Shape s = shapeOf(v);
     if (s && (s->size() != 1 || !compatibleDims((*s)[0], c)))
       return fail(loc, "'" + Twine(name) + "' must be 1-D of size " +
@@ -658,7 +663,8 @@ LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *,
 }
 
 template <typename AdaptorT>
-static LogicalResult inferVariadic(std::optional<Location> loc, AdaptorT adaptor,
+static LogicalResult inferVariadic(std::optional<Location> loc,
+                                   AdaptorT adaptor,
                                    SmallVectorImpl<Type> &types) {
   if (adaptor.getInputs().empty())
     return fail(loc, "needs at least one operand");
@@ -671,10 +677,9 @@ static LogicalResult inferVariadic(std::optional<Location> loc, AdaptorT adaptor
 }
 
 #define DIST_VARIADIC(OP)                                                      \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
     return inferVariadic(loc, adaptor, types);                                 \
   }
 DIST_VARIADIC(MaxOp)
@@ -683,7 +688,8 @@ DIST_VARIADIC(SumOp)
 DIST_VARIADIC(MeanOp)
 #undef DIST_VARIADIC
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
   if (eltOf(adaptor.getX()) != eltOf(adaptor.getY()))
@@ -697,7 +703,8 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-LogicalResult PReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PReluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
   if (failed(checkUnidirectional(loc, shapeOf(adaptor.getSlope()),
@@ -709,7 +716,6 @@ LogicalResult PReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 //===----------------------------------------------------------------------===//
 // Linear algebra, convolution and pooling
 //===----------------------------------------------------------------------===//
-
 
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
@@ -746,7 +752,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   Shape a = shapeOf(adaptor.getA()), b = shapeOf(adaptor.getB());
@@ -781,8 +788,9 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 }
 
 template <typename AdaptorT>
-static LogicalResult inferConvLike(std::optional<Location> loc, AdaptorT adaptor,
-                                   bool transposed, SmallVectorImpl<Type> &types) {
+static LogicalResult inferConvLike(std::optional<Location> loc,
+                                   AdaptorT adaptor, bool transposed,
+                                   SmallVectorImpl<Type> &types) {
   Shape x = shapeOf(adaptor.getInput()), w = shapeOf(adaptor.getWeight());
   Type elt = eltOf(adaptor.getInput());
   if (eltOf(adaptor.getWeight()) != elt)
@@ -791,8 +799,8 @@ static LogicalResult inferConvLike(std::optional<Location> loc, AdaptorT adaptor
   if (group < 1)
     return fail(loc, "'group' must be positive, got " + Twine(group));
   if (x && x->size() < 3)
-    return fail(loc, "input must be N x C x D1 ..., got shape " +
-                         dimsToString(*x));
+    return fail(loc,
+                "input must be N x C x D1 ..., got shape " + dimsToString(*x));
   if (w && w->size() < 3)
     return fail(loc, "weight must have at least 3 dimensions, got shape " +
                          dimsToString(*w));
@@ -844,8 +852,9 @@ static LogicalResult inferConvLike(std::optional<Location> loc, AdaptorT adaptor
       if (!compatibleDims((*w)[i + 2], kernel[i]))
         return fail(loc, "'kernel_shape' disagrees with the weight's shape " +
                              dimsToString(*w));
-  WindowParams p{adaptor.getAutoPad(), kernel, adaptor.getStrides(),
-                 adaptor.getDilations(), adaptor.getPads(), false};
+  WindowParams p{adaptor.getAutoPad(), kernel,
+                 adaptor.getStrides(), adaptor.getDilations(),
+                 adaptor.getPads(),    false};
   ArrayRef<int64_t> spatial = ArrayRef(*x).drop_front(2);
   if (!transposed) {
     if (failed(inferWindow(loc, spatial, p, out)))
@@ -860,7 +869,8 @@ static LogicalResult inferConvLike(std::optional<Location> loc, AdaptorT adaptor
   return success();
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   return inferConvLike(loc, adaptor, /*transposed=*/false, types);
@@ -935,14 +945,14 @@ static LogicalResult inferPool(std::optional<Location> loc, AdaptorT adaptor,
     return success();
   }
   if (x->size() < 3)
-    return fail(loc, "input must be N x C x D1 ..., got shape " +
-                         dimsToString(*x));
+    return fail(loc,
+                "input must be N x C x D1 ..., got shape " + dimsToString(*x));
   if (adaptor.getCeilMode() != 0 && adaptor.getCeilMode() != 1)
     return fail(loc, "'ceil_mode' must be 0 or 1");
   out = {(*x)[0], (*x)[1]};
-  WindowParams p{adaptor.getAutoPad(), kernel, adaptor.getStrides(),
-                 adaptor.getDilations(), adaptor.getPads(),
-                 adaptor.getCeilMode() == 1};
+  WindowParams p{adaptor.getAutoPad(), kernel,
+                 adaptor.getStrides(), adaptor.getDilations(),
+                 adaptor.getPads(),    adaptor.getCeilMode() == 1};
   return inferWindow(loc, ArrayRef(*x).drop_front(2), p, out);
 }
 
@@ -1010,12 +1020,13 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             SmallVectorImpl<Type> &types) {
   Shape x = shapeOf(adaptor.getInput());
   if (x && x->size() < 2)
-    return fail(loc, "input must be N x C x ..., got shape " + dimsToString(*x));
+    return fail(loc,
+                "input must be N x C x ..., got shape " + dimsToString(*x));
   int64_t c = x ? (*x)[1] : kDynamic;
-  for (auto [v, name] :
-       {std::pair{adaptor.getScale(), "scale"}, {adaptor.getB(), "B"},
-        {adaptor.getInputMean(), "input_mean"},
-        {adaptor.getInputVar(), "input_var"}}) {
+  for (auto [v, name] : {std::pair{adaptor.getScale(), "scale"},
+                         {adaptor.getB(), "B"},
+                         {adaptor.getInputMean(), "input_mean"},
+                         {adaptor.getInputVar(), "input_var"}}) {
     Shape s = shapeOf(v);
     if (s && (s->size() != 1 || !compatibleDims((*s)[0], c)))
       return fail(loc, "'" + Twine(name) + "' must be 1-D of size " +
@@ -1060,11 +1071,12 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
     auto axis = normalizeAxis(static_cast<int64_t>(adaptor.getAxis()),
                               static_cast<int64_t>(x->size()));
     if (!axis)
-      return fail(loc, "'axis' " + Twine(static_cast<int64_t>(adaptor.getAxis())) +
+      return fail(loc, "'axis' " +
+                           Twine(static_cast<int64_t>(adaptor.getAxis())) +
                            " is out of range for rank " + Twine(x->size()));
     Dims normalized(x->begin() + *axis, x->end());
-    for (auto [v, name] : {std::pair{adaptor.getScale(), "scale"},
-                           {adaptor.getBias(), "bias"}})
+    for (auto [v, name] :
+         {std::pair{adaptor.getScale(), "scale"}, {adaptor.getBias(), "bias"}})
       if (failed(checkUnidirectional(loc, shapeOf(v), normalized,
                                      "'" + std::string(name) + "'")))
         return failure();
@@ -1084,9 +1096,11 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
   if (failed(checkScalarBound(loc, adaptor.getRatio(), adaptor.getRatio(),
                               "ratio")))
     return failure();
-  if (std::optional<SmallVector<double>> r = getConstantDoubles(adaptor.getRatio()))
+  if (std::optional<SmallVector<double>> r =
+          getConstantDoubles(adaptor.getRatio()))
     if (!r->empty() && ((*r)[0] < 0.0 || (*r)[0] >= 1.0))
-      return fail(loc, "'ratio' must be in [0, 1), got " + std::to_string((*r)[0]));
+      return fail(loc,
+                  "'ratio' must be in [0, 1), got " + std::to_string((*r)[0]));
   types.push_back(adaptor.getInput().getType());
   types.push_back(
       makeTensor(shapeOf(adaptor.getInput()), IntegerType::get(ctx, 1)));
@@ -1154,10 +1168,9 @@ static LogicalResult inferReduce(std::optional<Location> loc, AdaptorT adaptor,
 }
 
 #define DIST_REDUCE(OP)                                                        \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
     return inferReduce(loc, adaptor, types);                                   \
   }
 DIST_REDUCE(ReduceSumOp)
@@ -1171,10 +1184,9 @@ DIST_REDUCE(ReduceLogSumExpOp)
 #undef DIST_REDUCE
 
 template <typename AdaptorT>
-static LogicalResult inferArgReduce(MLIRContext *ctx,
-                                    std::optional<Location> loc,
-                                    AdaptorT adaptor,
-                                    SmallVectorImpl<Type> &types) {
+static LogicalResult
+inferArgReduce(MLIRContext *ctx, std::optional<Location> loc, AdaptorT adaptor,
+               SmallVectorImpl<Type> &types) {
   Type i64 = IntegerType::get(ctx, 64);
   Shape x = shapeOf(adaptor.getInput());
   if (!x) {
@@ -1184,8 +1196,8 @@ static LogicalResult inferArgReduce(MLIRContext *ctx,
   auto axisAttr = static_cast<int64_t>(adaptor.getAxis());
   auto axis = normalizeAxis(axisAttr, static_cast<int64_t>(x->size()));
   if (!axis)
-    return fail(loc, "'axis' " + Twine(axisAttr) + " is out of range for rank " +
-                         Twine(x->size()));
+    return fail(loc, "'axis' " + Twine(axisAttr) +
+                         " is out of range for rank " + Twine(x->size()));
   Dims out = *x;
   if (adaptor.getKeepdims() != 0)
     out[*axis] = 1;
@@ -1310,8 +1322,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
         ++it;
       }
     }
-    bool exact = inSyms.empty() && outFactors.empty() && !outUnknown &&
-                 !inUnknown;
+    bool exact =
+        inSyms.empty() && outFactors.empty() && !outUnknown && !inUnknown;
     if (inferIdx >= 0) {
       if (exact) {
         if (outStatic == 0 || inStatic % outStatic != 0)
@@ -1381,7 +1393,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   Dims out;
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p])
-      return fail(loc, "'perm' " + dimsToString(perm) + " is not a permutation");
+      return fail(loc,
+                  "'perm' " + dimsToString(perm) + " is not a permutation");
     seen[p] = true;
     out.push_back((*x)[p]);
   }
@@ -1466,7 +1479,8 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
   for (int64_t a : *axes) {
     auto axis = normalizeAxis(a, outRank);
     if (!axis)
-      return fail(loc, "axis " + Twine(a) + " is out of range for result rank " +
+      return fail(loc, "axis " + Twine(a) +
+                           " is out of range for result rank " +
                            Twine(outRank));
     if (inserted[*axis])
       return fail(loc, "axis " + Twine(a) + " is repeated");
@@ -1505,8 +1519,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       continue;
     }
     if (s->size() != result->size())
-      return fail(loc, "operands have different ranks " + dimsToString(*result) +
-                           " and " + dimsToString(*s));
+      return fail(loc, "operands have different ranks " +
+                           dimsToString(*result) + " and " + dimsToString(*s));
     for (int64_t i = 0; i < rank; ++i) {
       if (i == axis)
         continue;
@@ -1548,16 +1562,16 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   auto axisAttr = static_cast<int64_t>(adaptor.getAxis());
   auto axis = normalizeAxis(axisAttr, static_cast<int64_t>(x->size()));
   if (!axis)
-    return fail(loc, "'axis' " + Twine(axisAttr) + " is out of range for rank " +
-                         Twine(x->size()));
+    return fail(loc, "'axis' " + Twine(axisAttr) +
+                         " is out of range for rank " + Twine(x->size()));
   int64_t dim = (*x)[*axis];
   Dims sizes;
   if (Value split = adaptor.getSplit()) {
     std::optional<Dims> s = getConstantInts(split);
     if (s) {
       if (static_cast<int64_t>(s->size()) != n)
-        return fail(loc, "'split' has " + Twine(s->size()) +
-                             " sizes for " + Twine(n) + " outputs");
+        return fail(loc, "'split' has " + Twine(s->size()) + " sizes for " +
+                             Twine(n) + " outputs");
       int64_t sum = 0;
       for (int64_t v : *s) {
         if (v < 0)
@@ -1626,8 +1640,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   std::optional<Dims> steps;
   if (adaptor.getSteps())
     steps = getConstantInts(adaptor.getSteps());
-  std::optional<int64_t> count = starts ? std::optional<int64_t>(starts->size())
-                                        : vectorLength(adaptor.getStarts().getType());
+  std::optional<int64_t> count =
+      starts ? std::optional<int64_t>(starts->size())
+             : vectorLength(adaptor.getStarts().getType());
   if (!adaptor.getAxes() && count) {
     axes = Dims();
     for (int64_t i = 0; i < *count; ++i)
@@ -1685,8 +1700,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   auto axisAttr = static_cast<int64_t>(adaptor.getAxis());
   auto axis = normalizeAxis(axisAttr, static_cast<int64_t>(data->size()));
   if (!axis)
-    return fail(loc, "'axis' " + Twine(axisAttr) + " is out of range for rank " +
-                         Twine(data->size()));
+    return fail(loc, "'axis' " + Twine(axisAttr) +
+                         " is out of range for rank " + Twine(data->size()));
   int64_t dim = (*data)[*axis];
   if (!ShapedType::isDynamic(dim))
     if (std::optional<Dims> idx = getConstantInts(adaptor.getIndices()))
@@ -1708,10 +1723,12 @@ static LogicalResult checkElementsAxis(std::optional<Location> loc,
   Shape indices = shapeOf(adaptor.getIndices());
   if (data && indices && data->size() != indices->size())
     return fail(loc, "data and indices must have the same rank, got " +
-                         dimsToString(*data) + " and " + dimsToString(*indices));
+                         dimsToString(*data) + " and " +
+                         dimsToString(*indices));
   if (data && !normalizeAxis(static_cast<int64_t>(adaptor.getAxis()),
                              static_cast<int64_t>(data->size())))
-    return fail(loc, "'axis' " + Twine(static_cast<int64_t>(adaptor.getAxis())) +
+    return fail(loc, "'axis' " +
+                         Twine(static_cast<int64_t>(adaptor.getAxis())) +
                          " is out of range for rank " + Twine(data->size()));
   return success();
 }
@@ -1727,14 +1744,16 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult ScatterElementsOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult
+ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
   if (failed(checkElementsAxis(loc, adaptor)))
     return failure();
   if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
     return fail(loc, "updates and data must have the same element type");
-  Shape idx = shapeOf(adaptor.getIndices()), upd = shapeOf(adaptor.getUpdates());
+  Shape idx = shapeOf(adaptor.getIndices()),
+        upd = shapeOf(adaptor.getUpdates());
   if (idx && upd &&
       (idx->size() != upd->size() ||
        !llvm::all_of(llvm::zip(*idx, *upd), [](auto p) {
@@ -1774,7 +1793,8 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult TileOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   Type elt = eltOf(adaptor.getInput());
@@ -1799,7 +1819,8 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
   Type elt = eltOf(adaptor.getInput());
@@ -1871,14 +1892,17 @@ LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
     return std::clamp<int64_t>(i, 0, rank);
   };
   int64_t start = clampIdx(static_cast<int64_t>(adaptor.getStart()));
-  int64_t end =
-      adaptor.getEnd() ? clampIdx(static_cast<int64_t>(*adaptor.getEnd())) : rank;
-  types.push_back(RankedTensorType::get({std::max<int64_t>(end - start, 0)}, i64));
+  int64_t end = adaptor.getEnd()
+                    ? clampIdx(static_cast<int64_t>(*adaptor.getEnd()))
+                    : rank;
+  types.push_back(
+      RankedTensorType::get({std::max<int64_t>(end - start, 0)}, i64));
   return success();
 }
 
-LogicalResult SizeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
-                                       Adaptor, SmallVectorImpl<Type> &types) {
+LogicalResult SizeOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location>, Adaptor,
+                                       SmallVectorImpl<Type> &types) {
   types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
   return success();
 }
@@ -1890,7 +1914,8 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
   Type elt = eltOf(adaptor.getStart());
   for (Value v : {adaptor.getStart(), adaptor.getLimit(), adaptor.getDelta()}) {
     if (eltOf(v) != elt)
-      return fail(loc, "start, limit and delta must have the same element type");
+      return fail(loc,
+                  "start, limit and delta must have the same element type");
     if (auto r = dyn_cast<RankedTensorType>(v.getType()))
       if (r.hasStaticShape() && r.getNumElements() != 1)
         return fail(loc, "start, limit and delta must be scalars");
@@ -1903,7 +1928,8 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
     return fail(loc, "'delta' must not be zero");
   if (s && l && d && !s->empty() && !l->empty() && !d->empty()) {
     if (isa<IntegerType>(elt)) {
-      auto si = static_cast<int64_t>((*s)[0]), li = static_cast<int64_t>((*l)[0]),
+      auto si = static_cast<int64_t>((*s)[0]),
+           li = static_cast<int64_t>((*l)[0]),
            di = static_cast<int64_t>((*d)[0]);
       n = static_cast<int64_t>(
           std::ceil(static_cast<double>(li - si) / static_cast<double>(di)));
@@ -1931,8 +1957,8 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
   auto axisAttr = static_cast<int64_t>(adaptor.getAxis());
   auto axis = normalizeAxis(axisAttr, static_cast<int64_t>(x->size()));
   if (!axis)
-    return fail(loc, "'axis' " + Twine(axisAttr) + " is out of range for rank " +
-                         Twine(x->size()));
+    return fail(loc, "'axis' " + Twine(axisAttr) +
+                         " is out of range for rank " + Twine(x->size()));
   Dims out = *x;
   int64_t k = kDynamic;
   if (std::optional<Dims> kv = getConstantInts(adaptor.getK())) {
@@ -1991,8 +2017,8 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
   auto axisAttr = static_cast<int64_t>(adaptor.getAxis());
   auto axis = normalizeAxis(axisAttr, outRank);
   if (!axis)
-    return fail(loc, "'axis' " + Twine(axisAttr) + " is out of range for rank " +
-                         Twine(outRank));
+    return fail(loc, "'axis' " + Twine(axisAttr) +
+                         " is out of range for rank " + Twine(outRank));
   Dims out = *x;
   out.insert(out.begin() + *axis, depth);
   types.push_back(RankedTensorType::get(out, elt));
@@ -2011,8 +2037,8 @@ static LogicalResult inferLoss(std::optional<Location> loc, Value scores,
     return fail(loc, "unknown reduction '" + reduction + "'");
   Shape s = shapeOf(scores), l = shapeOf(labels);
   if (s && s->size() < 2)
-    return fail(loc, "scores must be N x C x ..., got shape " +
-                         dimsToString(*s));
+    return fail(loc,
+                "scores must be N x C x ..., got shape " + dimsToString(*s));
   if (s && l) {
     if (l->size() + 1 != s->size())
       return fail(loc, "labels shape " + dimsToString(*l) +
@@ -2021,7 +2047,8 @@ static LogicalResult inferLoss(std::optional<Location> loc, Value scores,
       int64_t sd = (*s)[i == 0 ? 0 : i + 1];
       if (!compatibleDims((*l)[i], sd))
         return fail(loc, "labels shape " + dimsToString(*l) +
-                             " does not match scores shape " + dimsToString(*s));
+                             " does not match scores shape " +
+                             dimsToString(*s));
     }
   }
   if (Shape w = shapeOf(weights))

@@ -1,4 +1,5 @@
-//===- ShapeUtils.h - shape helpers shared by inference and folds -*- C++ -*-===//
+//===- ShapeUtils.h - shape helpers shared by inference and folds -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Helpers for reading constant operands and partially known shape values

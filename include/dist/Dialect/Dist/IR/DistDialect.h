@@ -1,4 +1,5 @@
-//===- DistDialect.h - dist dialect declarations -------------------*- C++ -*-===//
+//===- DistDialect.h - dist dialect declarations -------------------*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Declares the dist dialect, its attributes, interfaces and ops. Include this

@@ -1,4 +1,5 @@
-//===- Passes.h - dist dialect passes ----------------------------*- C++ -*-===//
+//===- Passes.h - dist dialect passes ----------------------------*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Declarations of the passes over the dist graph and their registration.
