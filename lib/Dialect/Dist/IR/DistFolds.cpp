@@ -283,58 +283,63 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
 // Elementwise arithmetic and comparisons
 //===----------------------------------------------------------------------===//
 
-OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (Attribute known = foldKnownShapeValue(getResult()))
-    return known;
-  Type elt = resultElt(*this);
-  return foldBinary(
-      *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
-        return arith(
-            elt, a, b,
-            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
-              return x + y;
-            },
-            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
-              x.add(y, APFloat::rmNearestTiesToEven);
-              return x;
-            });
+/// `a + b`, `a - b`, `a * b` on element attributes (integers wrap).
+static Attribute addElements(Type elt, Attribute a, Attribute b) {
+  return arith(
+      elt, a, b,
+      [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+        return x + y;
+      },
+      [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+        x.add(y, APFloat::rmNearestTiesToEven);
+        return x;
       });
+}
+
+static Attribute subElements(Type elt, Attribute a, Attribute b) {
+  return arith(
+      elt, a, b,
+      [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+        return x - y;
+      },
+      [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+        x.subtract(y, APFloat::rmNearestTiesToEven);
+        return x;
+      });
+}
+
+static Attribute mulElements(Type elt, Attribute a, Attribute b) {
+  return arith(
+      elt, a, b,
+      [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
+        return x * y;
+      },
+      [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
+        x.multiply(y, APFloat::rmNearestTiesToEven);
+        return x;
+      });
+}
+
+/// Folds a binary op whose element function is `fn(elt, a, b)`.
+static OpFoldResult foldArith(Operation *op, Attribute lhs, Attribute rhs,
+                              Attribute (*fn)(Type, Attribute, Attribute)) {
+  if (Attribute known = foldKnownShapeValue(op->getResult(0)))
+    return known;
+  Type elt = resultElt(op);
+  return foldBinary(op, lhs, rhs,
+                    [&](Attribute a, Attribute b) { return fn(elt, a, b); });
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldArith(*this, adaptor.getLhs(), adaptor.getRhs(), addElements);
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  if (Attribute known = foldKnownShapeValue(getResult()))
-    return known;
-  Type elt = resultElt(*this);
-  return foldBinary(
-      *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
-        return arith(
-            elt, a, b,
-            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
-              return x - y;
-            },
-            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
-              x.subtract(y, APFloat::rmNearestTiesToEven);
-              return x;
-            });
-      });
+  return foldArith(*this, adaptor.getLhs(), adaptor.getRhs(), subElements);
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
-  if (Attribute known = foldKnownShapeValue(getResult()))
-    return known;
-  Type elt = resultElt(*this);
-  return foldBinary(
-      *this, adaptor.getLhs(), adaptor.getRhs(), [&](Attribute a, Attribute b) {
-        return arith(
-            elt, a, b,
-            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
-              return x * y;
-            },
-            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
-              x.multiply(y, APFloat::rmNearestTiesToEven);
-              return x;
-            });
-      });
+  return foldArith(*this, adaptor.getLhs(), adaptor.getRhs(), mulElements);
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
@@ -506,17 +511,8 @@ OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
 OpFoldResult SumOp::fold(FoldAdaptor adaptor) {
   Type elt = resultElt(*this);
   return foldVariadic(
-      *this, adaptor.getInputs(), [&](Attribute a, Attribute b) {
-        return arith(
-            elt, a, b,
-            [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
-              return x + y;
-            },
-            [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
-              x.add(y, APFloat::rmNearestTiesToEven);
-              return x;
-            });
-      });
+      *this, adaptor.getInputs(),
+      [&](Attribute a, Attribute b) { return addElements(elt, a, b); });
 }
 
 OpFoldResult MeanOp::fold(FoldAdaptor) {
@@ -590,15 +586,7 @@ OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
   SmallVector<Attribute> values;
   for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
     values.push_back(value);
-    value = arith(
-        elt, value, step,
-        [](const APInt &x, const APInt &y, bool) -> std::optional<APInt> {
-          return x + y;
-        },
-        [](APFloat x, const APFloat &y) -> std::optional<APFloat> {
-          x.add(y, APFloat::rmNearestTiesToEven);
-          return x;
-        });
+    value = addElements(elt, value, step);
     if (!value)
       return {};
   }

@@ -429,6 +429,17 @@ LogicalResult inferWindow(std::optional<Location> loc, ArrayRef<int64_t> input,
 }
 } // namespace
 
+/// Defines OP::inferReturnTypes as a call to a shared helper; `CALL` may use
+/// `ctx`, `loc`, `adaptor` and `types`.
+#define DIST_INFER_VIA(OP, CALL)                                               \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,          \
+      SmallVectorImpl<Type> &types) {                                          \
+    (void)ctx;                                                                 \
+    (void)loc;                                                                 \
+    return CALL;                                                               \
+  }
+
 //===----------------------------------------------------------------------===//
 // Constants and parameters
 //===----------------------------------------------------------------------===//
@@ -617,19 +628,9 @@ static LogicalResult inferSoftmax(std::optional<Location> loc, AdaptorT adaptor,
   return sameAsOperand(adaptor.getInput(), types);
 }
 
-LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &types) {
-  return inferSoftmax(loc, adaptor, types);
-}
+DIST_INFER_VIA(SoftmaxOp, inferSoftmax(loc, adaptor, types))
 
-LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &types) {
-  return inferSoftmax(loc, adaptor, types);
-}
+DIST_INFER_VIA(LogSoftmaxOp, inferSoftmax(loc, adaptor, types))
 
 LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
@@ -676,17 +677,10 @@ static LogicalResult inferVariadic(std::optional<Location> loc,
   return success();
 }
 
-#define DIST_VARIADIC(OP)                                                      \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &types) {                                          \
-    return inferVariadic(loc, adaptor, types);                                 \
-  }
-DIST_VARIADIC(MaxOp)
-DIST_VARIADIC(MinOp)
-DIST_VARIADIC(SumOp)
-DIST_VARIADIC(MeanOp)
-#undef DIST_VARIADIC
+DIST_INFER_VIA(MaxOp, inferVariadic(loc, adaptor, types))
+DIST_INFER_VIA(MinOp, inferVariadic(loc, adaptor, types))
+DIST_INFER_VIA(SumOp, inferVariadic(loc, adaptor, types))
+DIST_INFER_VIA(MeanOp, inferVariadic(loc, adaptor, types))
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
@@ -787,10 +781,13 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-template <typename AdaptorT>
-static LogicalResult inferConvLike(std::optional<Location> loc,
-                                   AdaptorT adaptor, bool transposed,
-                                   SmallVectorImpl<Type> &types) {
+/// Shared inference of Conv and ConvTranspose: checks channels, bias and
+/// kernel, then `spatialFn(spatial input sizes, window, out)` appends the
+/// spatial output sizes.
+template <typename AdaptorT, typename SpatialFn>
+static LogicalResult
+inferConvLike(std::optional<Location> loc, AdaptorT adaptor, bool transposed,
+              SmallVectorImpl<Type> &types, SpatialFn spatialFn) {
   Shape x = shapeOf(adaptor.getInput()), w = shapeOf(adaptor.getWeight());
   Type elt = eltOf(adaptor.getInput());
   if (eltOf(adaptor.getWeight()) != elt)
@@ -855,17 +852,9 @@ static LogicalResult inferConvLike(std::optional<Location> loc,
   WindowParams p{adaptor.getAutoPad(), kernel,
                  adaptor.getStrides(), adaptor.getDilations(),
                  adaptor.getPads(),    false};
-  ArrayRef<int64_t> spatial = ArrayRef(*x).drop_front(2);
-  if (!transposed) {
-    if (failed(inferWindow(loc, spatial, p, out)))
-      return failure();
-    types.push_back(RankedTensorType::get(out, elt));
-    return success();
-  }
-  if (failed(checkAttrLen(loc, p.strides, n, "strides")) ||
-      failed(checkAttrLen(loc, p.dilations, n, "dilations")) ||
-      failed(checkAttrLen(loc, p.pads, 2 * n, "pads")))
+  if (failed(spatialFn(ArrayRef(*x).drop_front(2), p, out)))
     return failure();
+  types.push_back(RankedTensorType::get(out, elt));
   return success();
 }
 
@@ -873,66 +862,62 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
-  return inferConvLike(loc, adaptor, /*transposed=*/false, types);
+  return inferConvLike(
+      loc, adaptor, /*transposed=*/false, types,
+      [&](ArrayRef<int64_t> spatial, const WindowParams &p, Dims &out) {
+        return inferWindow(loc, spatial, p, out);
+      });
 }
 
 LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,
                                                 SmallVectorImpl<Type> &types) {
-  if (failed(inferConvLike(loc, adaptor, /*transposed=*/true, types)))
-    return failure();
-  if (!types.empty())
-    return success(); // Rank unknown or kernel unknown: already decided.
-  Shape x = shapeOf(adaptor.getInput()), w = shapeOf(adaptor.getWeight());
-  size_t n = x->size() - 2;
-  Dims kernel;
-  if (auto ks = adaptor.getKernelShape())
-    kernel.assign(ks->begin(), ks->end());
-  else
-    kernel.assign(w->begin() + 2, w->end());
-  int64_t outChannels = w ? mulDims((*w)[1], adaptor.getGroup()) : kDynamic;
-  Dims out{(*x)[0], outChannels};
-  auto outPad = adaptor.getOutputPadding();
-  if (failed(checkAttrLen(loc, outPad, n, "output_padding")))
-    return failure();
-  if (auto os = adaptor.getOutputShape()) {
-    if (os->size() != n && os->size() != n + 2)
-      return fail(loc, "'output_shape' has " + Twine(os->size()) +
-                           " values, expected " + Twine(n));
-    out.append(os->end() - n, os->end());
-    types.push_back(RankedTensorType::get(out, eltOf(adaptor.getInput())));
+  auto spatialFn = [&](ArrayRef<int64_t> spatial, const WindowParams &p,
+                       Dims &out) -> LogicalResult {
+    size_t n = spatial.size();
+    auto outPad = adaptor.getOutputPadding();
+    if (failed(checkAttrLen(loc, p.strides, n, "strides")) ||
+        failed(checkAttrLen(loc, p.dilations, n, "dilations")) ||
+        failed(checkAttrLen(loc, p.pads, 2 * n, "pads")) ||
+        failed(checkAttrLen(loc, outPad, n, "output_padding")))
+      return failure();
+    if (auto os = adaptor.getOutputShape()) {
+      if (os->size() != n && os->size() != n + 2)
+        return fail(loc, "'output_shape' has " + Twine(os->size()) +
+                             " values, expected " + Twine(n));
+      out.append(os->end() - n, os->end());
+      return success();
+    }
+    for (size_t i = 0; i < n; ++i) {
+      int64_t s = p.strides ? (*p.strides)[i] : 1;
+      int64_t d = p.dilations ? (*p.dilations)[i] : 1;
+      int64_t pb = p.pads ? (*p.pads)[i] : 0;
+      int64_t pe = p.pads ? (*p.pads)[i + n] : 0;
+      int64_t op = outPad ? (*outPad)[i] : 0;
+      if (s < 1 || d < 1)
+        return fail(loc, "strides and dilations must be positive");
+      if (ShapedType::isDynamic(spatial[i])) {
+        out.push_back(kDynamic);
+        continue;
+      }
+      int64_t size;
+      if (p.autoPad == "SAME_UPPER" || p.autoPad == "SAME_LOWER") {
+        size = spatial[i] * s;
+      } else {
+        if (p.autoPad == "VALID")
+          pb = pe = 0;
+        size = s * (spatial[i] - 1) + op + (p.kernel[i] - 1) * d + 1 - pb - pe;
+      }
+      if (size < 1)
+        return fail(loc, "output size " + Twine(size) +
+                             " in spatial dimension " + Twine(i) +
+                             " is not positive");
+      out.push_back(size);
+    }
     return success();
-  }
-  StringRef autoPad = adaptor.getAutoPad();
-  for (size_t i = 0; i < n; ++i) {
-    int64_t in = (*x)[i + 2];
-    int64_t s = adaptor.getStrides() ? (*adaptor.getStrides())[i] : 1;
-    int64_t d = adaptor.getDilations() ? (*adaptor.getDilations())[i] : 1;
-    int64_t pb = adaptor.getPads() ? (*adaptor.getPads())[i] : 0;
-    int64_t pe = adaptor.getPads() ? (*adaptor.getPads())[i + n] : 0;
-    int64_t op = outPad ? (*outPad)[i] : 0;
-    if (s < 1 || d < 1)
-      return fail(loc, "strides and dilations must be positive");
-    if (ShapedType::isDynamic(in)) {
-      out.push_back(kDynamic);
-      continue;
-    }
-    int64_t size;
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")
-      size = in * s;
-    else {
-      if (autoPad == "VALID")
-        pb = pe = 0;
-      size = s * (in - 1) + op + (kernel[i] - 1) * d + 1 - pb - pe;
-    }
-    if (size < 1)
-      return fail(loc, "output size " + Twine(size) + " in spatial dimension " +
-                           Twine(i) + " is not positive");
-    out.push_back(size);
-  }
-  types.push_back(RankedTensorType::get(out, eltOf(adaptor.getInput())));
-  return success();
+  };
+  return inferConvLike(loc, adaptor, /*transposed=*/true, types, spatialFn);
 }
 
 template <typename AdaptorT>
@@ -997,18 +982,9 @@ static LogicalResult inferGlobalPool(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult GlobalAveragePoolOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
-  return inferGlobalPool(loc, adaptor, types);
-}
+DIST_INFER_VIA(GlobalAveragePoolOp, inferGlobalPool(loc, adaptor, types))
 
-LogicalResult GlobalMaxPoolOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferGlobalPool(loc, adaptor, types);
-}
+DIST_INFER_VIA(GlobalMaxPoolOp, inferGlobalPool(loc, adaptor, types))
 
 //===----------------------------------------------------------------------===//
 // Normalisation, dropout
@@ -1061,7 +1037,6 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   Shape x = shapeOf(adaptor.getInput());
-  Type elt = eltOf(adaptor.getInput());
   Type stash = stashType(ctx, adaptor.getStashType(), Type());
   if (!stash)
     return fail(loc, "unsupported 'stash_type' " +
@@ -1085,7 +1060,6 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
   types.push_back(adaptor.getInput().getType());
   types.push_back(makeTensor(stats, stash));
   types.push_back(makeTensor(stats, stash));
-  (void)elt;
   return success();
 }
 
@@ -1167,21 +1141,14 @@ static LogicalResult inferReduce(std::optional<Location> loc, AdaptorT adaptor,
   return success();
 }
 
-#define DIST_REDUCE(OP)                                                        \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &types) {                                          \
-    return inferReduce(loc, adaptor, types);                                   \
-  }
-DIST_REDUCE(ReduceSumOp)
-DIST_REDUCE(ReduceMeanOp)
-DIST_REDUCE(ReduceMaxOp)
-DIST_REDUCE(ReduceMinOp)
-DIST_REDUCE(ReduceProdOp)
-DIST_REDUCE(ReduceSumSquareOp)
-DIST_REDUCE(ReduceL2Op)
-DIST_REDUCE(ReduceLogSumExpOp)
-#undef DIST_REDUCE
+DIST_INFER_VIA(ReduceSumOp, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceMeanOp, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceMaxOp, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceMinOp, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceProdOp, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceSumSquareOp, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceL2Op, inferReduce(loc, adaptor, types))
+DIST_INFER_VIA(ReduceLogSumExpOp, inferReduce(loc, adaptor, types))
 
 template <typename AdaptorT>
 static LogicalResult
@@ -1207,19 +1174,9 @@ inferArgReduce(MLIRContext *ctx, std::optional<Location> loc, AdaptorT adaptor,
   return success();
 }
 
-LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  return inferArgReduce(ctx, loc, adaptor, types);
-}
+DIST_INFER_VIA(ArgMaxOp, inferArgReduce(ctx, loc, adaptor, types))
 
-LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  return inferArgReduce(ctx, loc, adaptor, types);
-}
+DIST_INFER_VIA(ArgMinOp, inferArgReduce(ctx, loc, adaptor, types))
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement
