@@ -44,11 +44,9 @@ std::string renderLocation(Location loc) {
     std::string s = inner.empty() ? "" : inner + ": ";
     return s + what + " '" + name.getName().str() + "'";
   }
-  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
-    if (file.getLine() == 0)
-      return file.getFilename().str();
+  // Line numbers of imported ops are node indices; the node name says more.
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
     return file.getFilename().str();
-  }
   if (auto fused = dyn_cast<FusedLoc>(loc))
     return fused.getLocations().empty()
                ? ""
