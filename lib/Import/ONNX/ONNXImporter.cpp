@@ -207,7 +207,8 @@ private:
   FailureOr<RankedTensorType> tensorType(const onnx::TensorProto &t,
                                          Location loc, StringRef what);
   FailureOr<Value> materializeTensor(const onnx::TensorProto &t, Location loc,
-                                     StringRef what, bool mayInline);
+                                     StringRef what, bool mayInline,
+                                     StringRef paramName = {});
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &t,
                                           Location loc, StringRef what);
   FailureOr<Value> lookup(StringRef name, Location loc);
@@ -440,7 +441,8 @@ Importer::tensorAttr(const onnx::TensorProto &t, Location loc, StringRef what) {
 
 FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
                                              Location loc, StringRef what,
-                                             bool mayInline) {
+                                             bool mayInline,
+                                             StringRef paramName) {
   FailureOr<RankedTensorType> type = tensorType(t, loc, what);
   if (failed(type))
     return failure();
@@ -455,9 +457,10 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
     return ConstantOp::create(builder, loc, *type, *attr).getResult();
   }
   // A parameter: bytes to the file, a declaration in the module.
-  std::string name = t.name().empty()
-                         ? ("param" + std::to_string(params.getCount()))
-                         : t.name();
+  // A parameter is named after the tensor, else after the value it defines.
+  std::string name = !paramName.empty() ? paramName.str() : t.name();
+  if (name.empty())
+    return error(loc) << what << " has no name to store it under";
   if (!params.isOpen()) {
     if (opts.paramFile.empty())
       return error(loc) << what
@@ -1384,8 +1387,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
     if (name == "value") {
       if (!getAttr("value", onnx::AttributeProto::TENSOR))
         return failure();
-      FailureOr<Value> v =
-          materializeTensor(valueAttr->t(), loc, "Constant value", true);
+      if (node.output_size() < 1 || node.output(0).empty())
+        return error(loc) << "Constant has no output";
+      FailureOr<Value> v = materializeTensor(
+          valueAttr->t(), loc, "Constant value", true, node.output(0));
       if (failed(v))
         return failure();
       results = SmallVector<Value>{*v};
