@@ -464,6 +464,39 @@ extern "C" size_t dist_rt_dtype_size(uint32_t dtype) {
   }
 }
 
+extern "C" const char *dist_rt_dtype_name(uint32_t dtype) {
+  switch (dtype) {
+  case DIST_RT_DTYPE_FLOAT:
+    return "float32";
+  case DIST_RT_DTYPE_UINT8:
+    return "uint8";
+  case DIST_RT_DTYPE_INT8:
+    return "int8";
+  case DIST_RT_DTYPE_UINT16:
+    return "uint16";
+  case DIST_RT_DTYPE_INT16:
+    return "int16";
+  case DIST_RT_DTYPE_INT32:
+    return "int32";
+  case DIST_RT_DTYPE_INT64:
+    return "int64";
+  case DIST_RT_DTYPE_BOOL:
+    return "bool";
+  case DIST_RT_DTYPE_FLOAT16:
+    return "float16";
+  case DIST_RT_DTYPE_DOUBLE:
+    return "float64";
+  case DIST_RT_DTYPE_UINT32:
+    return "uint32";
+  case DIST_RT_DTYPE_UINT64:
+    return "uint64";
+  case DIST_RT_DTYPE_BFLOAT16:
+    return "bfloat16";
+  default:
+    return "unknown";
+  }
+}
+
 extern "C" dist_rt_status_t dist_rt_params_open(const char *path,
                                                 dist_rt_params_t *out_params) {
   if (!out_params)

@@ -125,6 +125,17 @@ const char *dist_rt::describeErrno(int errnum, char *buffer,
   return pickStrerror(strerror_r(errnum, buffer, bufferSize), buffer);
 }
 
+std::string dist_rt::formatShape(uint32_t rank, const int64_t *dims) {
+  std::string text = "[";
+  for (uint32_t d = 0; d < rank; ++d) {
+    if (d != 0)
+      text += ',';
+    text += dims[d] < 0 ? std::string("?") : std::to_string(dims[d]);
+  }
+  text += ']';
+  return text;
+}
+
 //===----------------------------------------------------------------------===//
 // C API
 //===----------------------------------------------------------------------===//

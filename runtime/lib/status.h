@@ -13,6 +13,8 @@
 #include "dist_rt/dist_rt.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 namespace dist_rt {
 
@@ -38,6 +40,10 @@ void escapeForMessage(const char *bytes, size_t len, char *buffer,
 /// from several threads. The result is written into `buffer` or points to
 /// static storage.
 const char *describeErrno(int errnum, char *buffer, size_t bufferSize);
+
+/// Renders a shape for messages as "[64,784]" ("[]" for a scalar); negative
+/// extents (dynamic dimensions) are shown as "?".
+std::string formatShape(uint32_t rank, const int64_t *dims);
 
 } // namespace dist_rt
 

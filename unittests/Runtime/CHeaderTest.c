@@ -1,12 +1,15 @@
-/*===- CHeaderTest.c - Checks that dist_rt.h compiles as C ---------*- C -*-===*
+/*===- CHeaderTest.c - Checks that the headers compile as C --------*- C -*-===*
  * SPDX-License-Identifier: Apache-2.0
  *
- * Compiled as C into DistRuntimeTests so that a C++-only construct in the
+ * Compiled as C into DistRuntimeTests so that a C++-only construct in a
  * public runtime header breaks the build. ParamsTest.cpp calls the function
  * below through the C ABI.
  *===----------------------------------------------------------------------===*/
 
 #include "dist_rt/dist_rt.h"
+#include "dist_rt/kernels.h"
+#include "dist_rt/model.h"
+#include "dist_rt/npy.h"
 
 #include <string.h>
 
@@ -17,6 +20,8 @@ int dist_rt_test_c_header_smoke(void) {
   dist_rt_param_info_t info;
   dist_rt_params_t params = NULL;
   dist_rt_status_t status;
+  dist_rt_model_options_t options;
+  dist_rt_npy_array_t array;
   int failures = 0;
 
   memset(&info, 0, sizeof(info));
@@ -28,5 +33,15 @@ int dist_rt_test_c_header_smoke(void) {
   if (dist_rt_status_code(status) != DIST_RT_ERROR_INVALID_ARGUMENT)
     ++failures;
   dist_rt_status_free(status);
+
+  dist_rt_model_options_initialize(&options);
+  if (options.param_path != NULL || options.num_threads != 0)
+    ++failures;
+  status = dist_rt_npy_read(NULL, &array);
+  if (dist_rt_status_code(status) != DIST_RT_ERROR_INVALID_ARGUMENT)
+    ++failures;
+  dist_rt_status_free(status);
+  if (dist_rt_get_num_threads() < 1)
+    ++failures;
   return failures;
 }

@@ -3,8 +3,10 @@
  *
  * Public C API of the dist-opt runtime: status objects and the read-only
  * parameter-file reader. The layout of parameter files is described in
- * dist_rt/param_format.h. This header compiles as C99 and as C++ and pulls
- * in no MLIR or LLVM headers.
+ * dist_rt/param_format.h. Compiled models use dist_rt/model.h, .npy files
+ * are read and written through dist_rt/npy.h, and the entry points that
+ * generated code calls are declared in dist_rt/kernels.h. This header
+ * compiles as C99 and as C++ and pulls in no MLIR or LLVM headers.
  *
  * Error handling: every fallible call returns a dist_rt_status_t. NULL means
  * success; a non-NULL status carries a code and a one-line message and is
@@ -53,7 +55,10 @@ typedef enum {
   /// The caller passed an invalid argument (NULL pointer, bad index, ...).
   DIST_RT_ERROR_INVALID_ARGUMENT,
   /// An allocation failed.
-  DIST_RT_ERROR_OUT_OF_MEMORY
+  DIST_RT_ERROR_OUT_OF_MEMORY,
+  /// The runtime or the compiled code broke one of its own invariants (an
+  /// unexpected C++ exception, an output of the wrong shape, ...).
+  DIST_RT_ERROR_INTERNAL
 } dist_rt_status_code_t;
 
 /// Result of a fallible call. NULL means success. A non-NULL status is owned
@@ -78,6 +83,11 @@ DIST_RT_API void dist_rt_status_free(dist_rt_status_t status);
 /// Returns the size in bytes of one element of `dtype` (one of the
 /// DIST_RT_DTYPE_* codes from param_format.h), or 0 if the code is unknown.
 DIST_RT_API size_t dist_rt_dtype_size(uint32_t dtype);
+
+/// Returns the name of `dtype` as used in messages ("float32", "int64",
+/// "bool", ...), or "unknown" for a code the runtime does not know. The
+/// string is static.
+DIST_RT_API const char *dist_rt_dtype_name(uint32_t dtype);
 
 /*===----------------------------------------------------------------------===*
  * Parameter files

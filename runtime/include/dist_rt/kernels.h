@@ -1,0 +1,130 @@
+/*===- kernels.h - Entry points called by generated code -----------*- C -*-===*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Functions that code compiled by dist-compile calls directly, plus the
+ * controls that go with them:
+ *
+ *  - the memory allocator that MLIR's memref lowering calls
+ *    (_mlir_memref_to_llvm_alloc/_aligned_alloc/_free) and MLIR's
+ *    memrefCopy. Their names and signatures are fixed by MLIR and therefore
+ *    do not carry the dist_rt_ prefix;
+ *  - strided, batched matrix multiplication backed by OpenBLAS, which is
+ *    loaded with dlopen on first use (a slow built-in loop is used, with a
+ *    one-line warning on stderr, when it cannot be loaded);
+ *  - the process-wide thread count and a persistent thread pool.
+ *
+ * Pointers that generated code passes as integers are intptr_t values
+ * widened to int64_t. The exact signatures below are part of the ABI that
+ * include/dist/Codegen/RuntimeABI.h describes to the compiler.
+ *
+ * Thread-safety: every function here may be called from any thread. The
+ * allocator serializes its bookkeeping with a lock. Concurrent gemm calls
+ * must not write the same C matrix.
+ *
+ * This header compiles as C99 and as C++.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef DIST_RT_KERNELS_H
+#define DIST_RT_KERNELS_H
+
+#include "dist_rt/dist_rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Memory
+ *===----------------------------------------------------------------------===*/
+
+/// Returns a block of at least `size` bytes aligned to at least 64 bytes, or
+/// NULL when the system is out of memory. Freed blocks are cached per size
+/// class (multiples of 64 bytes up to 4 KiB, then four classes per power of
+/// two), so repeated runs of a model do no system allocation once warm.
+/// `size` 0 yields a distinct, valid block.
+DIST_RT_API void *_mlir_memref_to_llvm_alloc(size_t size);
+
+/// Like _mlir_memref_to_llvm_alloc, but aligned to `alignment` bytes when
+/// that is larger than 64. A non-power-of-two alignment is rounded up to the
+/// next power of two.
+DIST_RT_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                     size_t size);
+
+/// Returns a block obtained from the two functions above to the cache.
+/// NULL, pointers the allocator did not hand out and blocks that are
+/// already free are ignored.
+DIST_RT_API void _mlir_memref_to_llvm_free(void *ptr);
+
+/// Returns 1 if `ptr` is the start of a block handed out by the allocator
+/// and not yet freed, 0 otherwise.
+DIST_RT_API int dist_rt_alloc_owns(const void *ptr);
+
+/// Releases every cached (free) block to the system. Live blocks are not
+/// affected.
+DIST_RT_API void dist_rt_alloc_trim(void);
+
+/// MLIR's memref copy: `src` and `dst` point to unranked memref descriptors
+/// { int64_t rank; void *descriptor; } whose `descriptor` is a ranked memref
+/// descriptor (see dist_rt/model.h) of the same rank and sizes. Copies every
+/// element of `elem_size` bytes honouring offsets and strides; contiguous
+/// operands are copied with a single memcpy.
+DIST_RT_API void memrefCopy(int64_t elem_size, void *src, void *dst);
+
+/*===----------------------------------------------------------------------===*
+ * Matrix multiplication
+ *===----------------------------------------------------------------------===*/
+
+/// For every batch index t in [0, batch):
+///   C_t[i, j] += sum over p in [0, k) of A_t[i, p] * B_t[p, j]
+/// with i in [0, m) and j in [0, n), where (strides in elements)
+///   A_t[i, p] = ((float *)a_ptr)[t * a_sb + i * a_sm + p * a_sk]
+///   B_t[p, j] = ((float *)b_ptr)[t * b_sb + p * b_sk + j * b_sn]
+///   C_t[i, j] = ((float *)c_ptr)[t * c_sb + i * c_sm + j * c_sn]
+/// A batch stride may be 0 (the matrix is shared by all batches). Note that
+/// b_sb comes last. Operands with a unit stride in one dimension go to BLAS
+/// directly; others are packed into temporary copies.
+DIST_RT_API void dist_rt_gemm_f32(int64_t batch, int64_t m, int64_t n,
+                                  int64_t k, int64_t a_ptr, int64_t a_sb,
+                                  int64_t a_sm, int64_t a_sk, int64_t b_ptr,
+                                  int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                                  int64_t c_sb, int64_t c_sm, int64_t c_sn,
+                                  int64_t b_sb);
+
+/// dist_rt_gemm_f32 for double elements.
+DIST_RT_API void dist_rt_gemm_f64(int64_t batch, int64_t m, int64_t n,
+                                  int64_t k, int64_t a_ptr, int64_t a_sb,
+                                  int64_t a_sm, int64_t a_sk, int64_t b_ptr,
+                                  int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                                  int64_t c_sb, int64_t c_sm, int64_t c_sn,
+                                  int64_t b_sb);
+
+/*===----------------------------------------------------------------------===*
+ * Threads
+ *===----------------------------------------------------------------------===*/
+
+/// Sets the process-wide number of threads used by dist_rt_parallel_for and
+/// by OpenBLAS (now if it is loaded, else when it gets loaded). `n` <= 0
+/// means one thread per hardware thread.
+DIST_RT_API void dist_rt_set_num_threads(int32_t n);
+
+/// Returns the current thread count (at least 1). Until
+/// dist_rt_set_num_threads is called it is the number of hardware threads.
+DIST_RT_API int32_t dist_rt_get_num_threads(void);
+
+/// Body of a parallel loop: processes the indices [begin, end).
+typedef void (*dist_rt_parallel_fn_t)(void *ctx, int64_t begin, int64_t end);
+
+/// Splits [0, n) into at most dist_rt_get_num_threads() contiguous chunks
+/// and calls `fn(ctx, begin, end)` once per chunk, the calling thread taking
+/// part, on a persistent pool of worker threads; returns when every chunk is
+/// done. Calls made from inside a chunk, or while the pool is busy with
+/// another caller's loop, run serially as one chunk on the calling thread.
+/// `n` <= 0 does nothing.
+DIST_RT_API void dist_rt_parallel_for(int64_t n, dist_rt_parallel_fn_t fn,
+                                      void *ctx);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DIST_RT_KERNELS_H */

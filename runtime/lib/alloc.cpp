@@ -1,0 +1,346 @@
+//===- alloc.cpp - Caching allocator and memref copies ----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements the allocator that MLIR's memref lowering calls from generated
+// code (_mlir_memref_to_llvm_alloc/_aligned_alloc/_free) and MLIR's
+// memrefCopy. Freed blocks are kept on per-size-class free lists so that a
+// model that runs repeatedly stops asking the system for memory after its
+// first run. Every block handed out is recorded, which lets the model
+// runner ask whether an output buffer came from here (dist_rt_alloc_owns).
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include "dist_rt/kernels.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+static_assert(sizeof(void *) == sizeof(int64_t),
+              "memref descriptors are read as 64-bit words");
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Size classes
+//===----------------------------------------------------------------------===//
+
+/// Every block is aligned to at least this many bytes, and small sizes are
+/// rounded up to a multiple of it.
+constexpr size_t kMinAlignment = 64;
+
+/// Above this size, classes are four steps per power of two.
+constexpr size_t kSmallLimit = 4096;
+
+/// Rounds `size` up to its size class: a multiple of 64 up to 4 KiB, then
+/// 2^k + j * 2^(k-2) for j in 1..4. Returns 0 when the size is too large to
+/// round. A size of 0 gets the smallest class.
+size_t roundToClass(size_t size) {
+  if (size <= kSmallLimit)
+    return size == 0 ? kMinAlignment
+                     : (size + kMinAlignment - 1) & ~(kMinAlignment - 1);
+  if (size > (SIZE_MAX >> 2))
+    return 0;
+  // size lies in (2^k, 2^(k+1)] with k >= 12.
+  unsigned k = 63 - static_cast<unsigned>(__builtin_clzll(
+                        static_cast<unsigned long long>(size - 1)));
+  size_t step = size_t{1} << (k - 2);
+  return (size + step - 1) & ~(step - 1);
+}
+
+/// Rounds `alignment` up to a power of two of at least kMinAlignment and
+/// returns its log2, or 0 when it is too large.
+unsigned alignmentLog2(size_t alignment) {
+  if (alignment <= kMinAlignment)
+    return 6;
+  if (alignment > (SIZE_MAX >> 2))
+    return 0;
+  unsigned log2 = 63 -
+                  static_cast<unsigned>(__builtin_clzll(
+                      static_cast<unsigned long long>(alignment - 1))) +
+                  1;
+  return log2;
+}
+
+//===----------------------------------------------------------------------===//
+// CachingAllocator
+//===----------------------------------------------------------------------===//
+
+/// A thread-safe allocator that caches freed blocks per (size class,
+/// alignment). One global instance that is never destroyed, so blocks may
+/// still be freed from static destructors at exit.
+class CachingAllocator {
+public:
+  void *allocate(size_t size, size_t alignment);
+  void release(void *ptr);
+  bool owns(const void *ptr);
+  void trim();
+
+private:
+  /// What is known about a block handed out at least once.
+  struct Block {
+    /// The free-list key: the rounded size with the log2 of the alignment
+    /// in its low six bits (rounded sizes are multiples of 64).
+    size_t key;
+    /// False while the block waits on a free list.
+    bool live;
+  };
+
+  std::mutex mutex;
+  /// Every block obtained from the system and not yet returned to it.
+  std::unordered_map<const void *, Block> blocks;
+  /// Free blocks by key.
+  std::unordered_map<size_t, std::vector<void *>> freeLists;
+};
+
+void *CachingAllocator::allocate(size_t size, size_t alignment) {
+  size_t rounded = roundToClass(size);
+  unsigned log2 = alignmentLog2(alignment);
+  if (rounded == 0 || log2 == 0)
+    return nullptr;
+  size_t key = rounded | log2;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto list = freeLists.find(key);
+    if (list != freeLists.end() && !list->second.empty()) {
+      void *ptr = list->second.back();
+      list->second.pop_back();
+      blocks.find(ptr)->second.live = true;
+      return ptr;
+    }
+  }
+
+  void *ptr = nullptr;
+  if (posix_memalign(&ptr, size_t{1} << log2, rounded) != 0)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+#if DIST_RT_HAS_EXCEPTIONS
+  try {
+    blocks.emplace(ptr, Block{key, true});
+  } catch (...) {
+    std::free(ptr);
+    return nullptr;
+  }
+#else
+  blocks.emplace(ptr, Block{key, true});
+#endif
+  return ptr;
+}
+
+void CachingAllocator::release(void *ptr) {
+  if (!ptr)
+    return;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto block = blocks.find(ptr);
+  // Unknown pointers and double frees are ignored rather than corrupting
+  // the free lists.
+  if (block == blocks.end() || !block->second.live)
+    return;
+  block->second.live = false;
+#if DIST_RT_HAS_EXCEPTIONS
+  try {
+    freeLists[block->second.key].push_back(ptr);
+  } catch (...) {
+    // Could not cache it: give it back to the system instead.
+    blocks.erase(block);
+    std::free(ptr);
+  }
+#else
+  freeLists[block->second.key].push_back(ptr);
+#endif
+}
+
+bool CachingAllocator::owns(const void *ptr) {
+  if (!ptr)
+    return false;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto block = blocks.find(ptr);
+  return block != blocks.end() && block->second.live;
+}
+
+void CachingAllocator::trim() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto &entry : freeLists) {
+    for (void *ptr : entry.second) {
+      blocks.erase(ptr);
+      std::free(ptr);
+    }
+  }
+  freeLists.clear();
+}
+
+CachingAllocator &allocator() {
+  // Deliberately leaked; see CachingAllocator.
+  static CachingAllocator *instance = new CachingAllocator();
+  return *instance;
+}
+
+//===----------------------------------------------------------------------===//
+// Strided copy helpers
+//===----------------------------------------------------------------------===//
+
+/// Copies `count` elements of `ElemSize` bytes between strided rows (strides
+/// in bytes).
+template <size_t ElemSize>
+void copyRow(const char *src, int64_t srcStride, char *dst, int64_t dstStride,
+             int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + i * dstStride, src + i * srcStride, ElemSize);
+}
+
+void copyRowAnySize(size_t elemSize, const char *src, int64_t srcStride,
+                    char *dst, int64_t dstStride, int64_t count) {
+  switch (elemSize) {
+  case 1:
+    return copyRow<1>(src, srcStride, dst, dstStride, count);
+  case 2:
+    return copyRow<2>(src, srcStride, dst, dstStride, count);
+  case 4:
+    return copyRow<4>(src, srcStride, dst, dstStride, count);
+  case 8:
+    return copyRow<8>(src, srcStride, dst, dstStride, count);
+  default:
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(dst + i * dstStride, src + i * srcStride, elemSize);
+  }
+}
+
+/// The fixed part of an MLIR ranked memref descriptor; `rank` sizes and
+/// `rank` strides follow it.
+struct RankedDescriptorHeader {
+  char *allocated;
+  char *aligned;
+  int64_t offset;
+};
+
+/// MLIR's UnrankedMemRefType.
+struct UnrankedDescriptor {
+  int64_t rank;
+  void *descriptor;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Internal API
+//===----------------------------------------------------------------------===//
+
+bool dist_rt::isContiguous(uint32_t rank, const int64_t *sizes,
+                           const int64_t *strides) {
+  for (uint32_t d = 0; d < rank; ++d)
+    if (sizes[d] == 0)
+      return true;
+  int64_t expected = 1;
+  for (uint32_t d = rank; d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != expected)
+      return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+void dist_rt::copyStrided(size_t elemSize, uint32_t rank, const int64_t *sizes,
+                          const char *src, const int64_t *srcStrides, char *dst,
+                          const int64_t *dstStrides) {
+  int64_t total = 1;
+  for (uint32_t d = 0; d < rank; ++d) {
+    if (sizes[d] <= 0)
+      return;
+    total *= sizes[d];
+  }
+  if (isContiguous(rank, sizes, srcStrides) &&
+      isContiguous(rank, sizes, dstStrides)) {
+    std::memcpy(dst, src, static_cast<size_t>(total) * elemSize);
+    return;
+  }
+
+  // Walk all but the innermost dimension with an odometer; copy one
+  // innermost row per step. Offsets are kept in bytes.
+  auto byteStride = [elemSize](int64_t stride) {
+    return stride * static_cast<int64_t>(elemSize);
+  };
+  uint32_t inner = rank - 1;
+  int64_t rowLength = sizes[inner];
+  int64_t srcRowStride = byteStride(srcStrides[inner]);
+  int64_t dstRowStride = byteStride(dstStrides[inner]);
+  bool rowsContiguous = srcStrides[inner] == 1 && dstStrides[inner] == 1;
+
+  int64_t smallIndex[16] = {0};
+  std::vector<int64_t> largeIndex;
+  int64_t *index = smallIndex;
+  if (rank > 16) {
+    largeIndex.assign(rank, 0);
+    index = largeIndex.data();
+  }
+  int64_t srcOffset = 0;
+  int64_t dstOffset = 0;
+  while (true) {
+    if (rowsContiguous)
+      std::memcpy(dst + dstOffset, src + srcOffset,
+                  static_cast<size_t>(rowLength) * elemSize);
+    else
+      copyRowAnySize(elemSize, src + srcOffset, srcRowStride, dst + dstOffset,
+                     dstRowStride, rowLength);
+    uint32_t d = inner;
+    for (; d > 0; --d) {
+      uint32_t dim = d - 1;
+      if (++index[dim] < sizes[dim]) {
+        srcOffset += byteStride(srcStrides[dim]);
+        dstOffset += byteStride(dstStrides[dim]);
+        break;
+      }
+      srcOffset -= (sizes[dim] - 1) * byteStride(srcStrides[dim]);
+      dstOffset -= (sizes[dim] - 1) * byteStride(dstStrides[dim]);
+      index[dim] = 0;
+    }
+    if (d == 0)
+      return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
+  return allocator().allocate(size, kMinAlignment);
+}
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t size) {
+  return allocator().allocate(size, alignment);
+}
+
+extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
+  allocator().release(ptr);
+}
+
+extern "C" int dist_rt_alloc_owns(const void *ptr) {
+  return allocator().owns(ptr) ? 1 : 0;
+}
+
+extern "C" void dist_rt_alloc_trim(void) { allocator().trim(); }
+
+extern "C" void memrefCopy(int64_t elem_size, void *src, void *dst) {
+  auto *srcMemref = static_cast<UnrankedDescriptor *>(src);
+  auto *dstMemref = static_cast<UnrankedDescriptor *>(dst);
+  auto rank = static_cast<uint32_t>(srcMemref->rank);
+  auto *srcHeader =
+      static_cast<RankedDescriptorHeader *>(srcMemref->descriptor);
+  auto *dstHeader =
+      static_cast<RankedDescriptorHeader *>(dstMemref->descriptor);
+  const auto *srcSizes = reinterpret_cast<const int64_t *>(srcHeader + 1);
+  const int64_t *srcStrides = srcSizes + rank;
+  const auto *dstSizes = reinterpret_cast<const int64_t *>(dstHeader + 1);
+  const int64_t *dstStrides = dstSizes + rank;
+  auto elemSize = static_cast<size_t>(elem_size);
+  dist_rt::copyStrided(
+      elemSize, rank, srcSizes,
+      srcHeader->aligned + srcHeader->offset * elem_size, srcStrides,
+      dstHeader->aligned + dstHeader->offset * elem_size, dstStrides);
+}

@@ -1,0 +1,394 @@
+//===- blas.cpp - Strided batched gemm on top of OpenBLAS -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements dist_rt_gemm_f32/f64. OpenBLAS (libopenblas.so.0, Debian's
+// pthread build) is loaded with dlopen on the first call and its CBLAS
+// entry points are resolved with dlsym, so the runtime never links it at
+// build time. Each matrix is handed to row-major cblas_?gemm with beta = 1
+// when it has a unit stride in one dimension (transposed or not); other
+// layouts are packed into temporary contiguous copies. Batches of small
+// matrices are spread over the thread pool; large ones let OpenBLAS thread.
+// When OpenBLAS cannot be loaded a plain loop computes the same result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include "dist_rt/kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include <dlfcn.h>
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Loading OpenBLAS
+//===----------------------------------------------------------------------===//
+
+/// CBLAS enum values (cblas.h).
+constexpr int kCblasRowMajor = 101;
+constexpr int kCblasNoTrans = 111;
+constexpr int kCblasTrans = 112;
+
+/// cblas_sgemm/cblas_dgemm with 32-bit indices (libopenblas.so.0 is the
+/// LP64 build). The CBLAS enums are passed as int.
+template <typename T>
+using GemmFn = void (*)(int order, int transA, int transB, int m, int n, int k,
+                        T alpha, const T *a, int lda, const T *b, int ldb,
+                        T beta, T *c, int ldc);
+using SetNumThreadsFn = void (*)(int numThreads);
+
+/// The resolved entry points; published once by loadBlas.
+struct BlasApi {
+  GemmFn<float> sgemm = nullptr;
+  GemmFn<double> dgemm = nullptr;
+  SetNumThreadsFn setNumThreads = nullptr;
+};
+
+BlasApi blasApi;
+/// Set (with release order) once blasApi is filled in.
+std::atomic<bool> blasLoaded{false};
+std::once_flag blasOnce;
+std::atomic<bool> forceBuiltin{false};
+
+/// Selects the SkylakeX kernels on AVX-512 machines: OpenBLAS 0.3.21
+/// detects some of them as Haswell, which runs gemm about half as fast. An
+/// explicit OPENBLAS_CORETYPE from the user wins.
+void pickCoreType() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!std::getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx512f"))
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+#endif
+}
+
+void loadBlas() {
+  pickCoreType();
+  void *handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  const char *problem = nullptr;
+  if (!handle) {
+    problem = dlerror();
+  } else {
+    BlasApi api;
+    api.sgemm = reinterpret_cast<GemmFn<float>>(dlsym(handle, "cblas_sgemm"));
+    api.dgemm = reinterpret_cast<GemmFn<double>>(dlsym(handle, "cblas_dgemm"));
+    api.setNumThreads = reinterpret_cast<SetNumThreadsFn>(
+        dlsym(handle, "openblas_set_num_threads"));
+    if (!api.sgemm || !api.dgemm) {
+      problem = "cblas_sgemm or cblas_dgemm is missing";
+      // Keep the handle: unloading a threaded library is not worth the risk.
+    } else {
+      blasApi = api;
+      blasLoaded.store(true, std::memory_order_release);
+      if (api.setNumThreads)
+        api.setNumThreads(dist_rt_get_num_threads());
+      return;
+    }
+  }
+  std::fprintf(stderr,
+               "warning: dist_rt: cannot load libopenblas.so.0 (%s); matrix "
+               "products use a slow built-in loop\n",
+               problem ? problem : "unknown error");
+}
+
+/// Returns the loaded API, or NULL when the built-in loops must be used.
+const BlasApi *blas() {
+  std::call_once(blasOnce, loadBlas);
+  if (forceBuiltin.load(std::memory_order_relaxed) ||
+      !blasLoaded.load(std::memory_order_acquire))
+    return nullptr;
+  return &blasApi;
+}
+
+GemmFn<float> gemmFn(const BlasApi &api, float *) { return api.sgemm; }
+GemmFn<double> gemmFn(const BlasApi &api, double *) { return api.dgemm; }
+
+//===----------------------------------------------------------------------===//
+// Matrix views
+//===----------------------------------------------------------------------===//
+
+/// A rows x cols matrix with element strides.
+template <typename T>
+struct View {
+  T *ptr;
+  int64_t rows;
+  int64_t cols;
+  int64_t rowStride;
+  int64_t colStride;
+
+  T &at(int64_t i, int64_t j) const {
+    return ptr[i * rowStride + j * colStride];
+  }
+  View transposed() const { return {ptr, cols, rows, colStride, rowStride}; }
+};
+
+/// How a view is passed to row-major CBLAS.
+struct BlasOperand {
+  bool transposed;
+  int64_t ld;
+};
+
+bool fitsInt(int64_t value) { return value >= 0 && value <= INT_MAX; }
+
+/// Returns true if `view` can be passed to row-major CBLAS as is, either
+/// plain (unit column stride) or transposed (unit row stride), and says
+/// how. A dimension of extent 1 may have any stride.
+template <typename T>
+bool asBlasOperand(const View<T> &view, bool allowTranspose, BlasOperand &out) {
+  int64_t rows = std::max<int64_t>(view.rows, 1);
+  int64_t cols = std::max<int64_t>(view.cols, 1);
+  if (view.colStride == 1 || view.cols <= 1) {
+    int64_t ld = view.rows <= 1 ? cols : view.rowStride;
+    if (ld >= cols && fitsInt(ld)) {
+      out = {false, ld};
+      return true;
+    }
+  }
+  if (allowTranspose && (view.rowStride == 1 || view.rows <= 1)) {
+    int64_t ld = view.cols <= 1 ? rows : view.colStride;
+    if (ld >= rows && fitsInt(ld)) {
+      out = {true, ld};
+      return true;
+    }
+  }
+  return false;
+}
+
+/// A temporary contiguous row-major copy of a view, in allocator memory.
+template <typename T>
+class PackedCopy {
+public:
+  PackedCopy() = default;
+  PackedCopy(const PackedCopy &) = delete;
+  PackedCopy &operator=(const PackedCopy &) = delete;
+  ~PackedCopy() { _mlir_memref_to_llvm_free(buffer); }
+
+  /// Copies `source` into the buffer. Returns false when out of memory.
+  bool pack(const View<T> &source) {
+    size_t count =
+        static_cast<size_t>(source.rows) * static_cast<size_t>(source.cols);
+    buffer = static_cast<T *>(_mlir_memref_to_llvm_alloc(count * sizeof(T)));
+    if (!buffer)
+      return false;
+    view = {buffer, source.rows, source.cols, source.cols, 1};
+    for (int64_t i = 0; i < source.rows; ++i)
+      for (int64_t j = 0; j < source.cols; ++j)
+        view.at(i, j) = source.at(i, j);
+    return true;
+  }
+
+  /// Copies the buffer back into `target` (the view it was packed from).
+  void unpack(const View<T> &target) const {
+    for (int64_t i = 0; i < target.rows; ++i)
+      for (int64_t j = 0; j < target.cols; ++j)
+        target.at(i, j) = view.at(i, j);
+  }
+
+  View<T> view{};
+
+private:
+  T *buffer = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// One matrix product
+//===----------------------------------------------------------------------===//
+
+/// C += A * B with plain loops; any strides.
+template <typename T>
+void gemmBuiltin(const View<const T> &a, const View<const T> &b,
+                 const View<T> &c) {
+  for (int64_t i = 0; i < c.rows; ++i) {
+    for (int64_t p = 0; p < a.cols; ++p) {
+      T aip = a.at(i, p);
+      for (int64_t j = 0; j < c.cols; ++j)
+        c.at(i, j) += aip * b.at(p, j);
+    }
+  }
+}
+
+/// C (m x n) += A (m x k) * B (k x n) on OpenBLAS when `api` is set.
+template <typename T>
+void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
+             const View<T> &c) {
+  int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (m <= 0 || n <= 0 || k <= 0)
+    return;
+  if (!api || !fitsInt(m) || !fitsInt(n) || !fitsInt(k)) {
+    gemmBuiltin(a, b, c);
+    return;
+  }
+
+  // C must be row-major for CBLAS. A column-major C is handled by computing
+  // C^T += B^T * A^T instead; anything else goes through a packed copy.
+  BlasOperand cOp;
+  if (!asBlasOperand(c, /*allowTranspose=*/false, cOp)) {
+    if (asBlasOperand(c.transposed(), /*allowTranspose=*/false, cOp)) {
+      gemmOne<T>(api, b.transposed(), a.transposed(), c.transposed());
+      return;
+    }
+    PackedCopy<T> packedC;
+    if (!packedC.pack(c)) {
+      gemmBuiltin(a, b, c);
+      return;
+    }
+    gemmOne<T>(api, a, b, packedC.view);
+    packedC.unpack(c);
+    return;
+  }
+
+  PackedCopy<T> packedA, packedB;
+  View<const T> aView = a, bView = b;
+  BlasOperand aOp, bOp;
+  if (!asBlasOperand(a, /*allowTranspose=*/true, aOp)) {
+    if (!packedA.pack({const_cast<T *>(a.ptr), a.rows, a.cols, a.rowStride,
+                       a.colStride})) {
+      gemmBuiltin(a, b, c);
+      return;
+    }
+    aView = {packedA.view.ptr, m, k, k, 1};
+    aOp = {false, k};
+  }
+  if (!asBlasOperand(b, /*allowTranspose=*/true, bOp)) {
+    if (!packedB.pack({const_cast<T *>(b.ptr), b.rows, b.cols, b.rowStride,
+                       b.colStride})) {
+      gemmBuiltin(a, b, c);
+      return;
+    }
+    bView = {packedB.view.ptr, k, n, n, 1};
+    bOp = {false, n};
+  }
+  gemmFn(*api, static_cast<T *>(nullptr))(
+      kCblasRowMajor, aOp.transposed ? kCblasTrans : kCblasNoTrans,
+      bOp.transposed ? kCblasTrans : kCblasNoTrans, static_cast<int>(m),
+      static_cast<int>(n), static_cast<int>(k), T(1), aView.ptr,
+      static_cast<int>(aOp.ld), bView.ptr, static_cast<int>(bOp.ld), T(1),
+      c.ptr, static_cast<int>(cOp.ld));
+}
+
+//===----------------------------------------------------------------------===//
+// Batches
+//===----------------------------------------------------------------------===//
+
+/// Below this many multiply-adds per matrix OpenBLAS runs single-threaded
+/// (its SMP threshold for gemm), so batches are spread over the pool.
+constexpr int64_t kSmallGemmWork = 65536 * 4;
+
+/// All arguments of one dist_rt_gemm_* call.
+template <typename T>
+struct BatchedGemm {
+  const BlasApi *api;
+  int64_t m, n, k;
+  const T *a;
+  int64_t aBatch, aRow, aCol;
+  const T *b;
+  int64_t bBatch, bRow, bCol;
+  T *c;
+  int64_t cBatch, cRow, cCol;
+
+  void runBatch(int64_t t) const {
+    gemmOne<T>(api, {a + t * aBatch, m, k, aRow, aCol},
+               {b + t * bBatch, k, n, bRow, bCol},
+               {c + t * cBatch, m, n, cRow, cCol});
+  }
+
+  static void runRange(void *ctx, int64_t begin, int64_t end) {
+    const auto *self = static_cast<const BatchedGemm *>(ctx);
+    for (int64_t t = begin; t < end; ++t)
+      self->runBatch(t);
+  }
+
+  /// True when the C matrices of different batches cannot overlap, so the
+  /// batches may run concurrently.
+  bool batchesAreDisjoint() const {
+    int64_t span = 1;
+    if (m > 0 && n > 0)
+      span += (m - 1) * (cRow < 0 ? -cRow : cRow) +
+              (n - 1) * (cCol < 0 ? -cCol : cCol);
+    return (cBatch < 0 ? -cBatch : cBatch) >= span;
+  }
+};
+
+template <typename T>
+void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
+                 int64_t aSb, int64_t aSm, int64_t aSk, int64_t bPtr,
+                 int64_t bSk, int64_t bSn, int64_t cPtr, int64_t cSb,
+                 int64_t cSm, int64_t cSn, int64_t bSb) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0)
+    return;
+  BatchedGemm<T> gemm{blas(),
+                      m,
+                      n,
+                      k,
+                      reinterpret_cast<const T *>(static_cast<intptr_t>(aPtr)),
+                      aSb,
+                      aSm,
+                      aSk,
+                      reinterpret_cast<const T *>(static_cast<intptr_t>(bPtr)),
+                      bSb,
+                      bSk,
+                      bSn,
+                      reinterpret_cast<T *>(static_cast<intptr_t>(cPtr)),
+                      cSb,
+                      cSm,
+                      cSn};
+  // m * n * k <= kSmallGemmWork, without overflow.
+  bool small =
+      m <= kSmallGemmWork && n <= kSmallGemmWork && m * n <= kSmallGemmWork / k;
+  if (batch > 1 && small && gemm.batchesAreDisjoint() &&
+      dist_rt_get_num_threads() > 1) {
+    dist_rt_parallel_for(batch, &BatchedGemm<T>::runRange, &gemm);
+    return;
+  }
+  for (int64_t t = 0; t < batch; ++t)
+    gemm.runBatch(t);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Internal API
+//===----------------------------------------------------------------------===//
+
+void dist_rt::blasSetNumThreads(int32_t numThreads) {
+  if (blasLoaded.load(std::memory_order_acquire) && blasApi.setNumThreads)
+    blasApi.setNumThreads(numThreads);
+}
+
+bool dist_rt::blasAvailable() {
+  std::call_once(blasOnce, loadBlas);
+  return blasLoaded.load(std::memory_order_acquire);
+}
+
+void dist_rt::setForceBuiltinGemm(bool builtin) {
+  forceBuiltin.store(builtin, std::memory_order_relaxed);
+}
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+extern "C" void dist_rt_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                 int64_t a_ptr, int64_t a_sb, int64_t a_sm,
+                                 int64_t a_sk, int64_t b_ptr, int64_t b_sk,
+                                 int64_t b_sn, int64_t c_ptr, int64_t c_sb,
+                                 int64_t c_sm, int64_t c_sn, int64_t b_sb) {
+  gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk, b_sn,
+                     c_ptr, c_sb, c_sm, c_sn, b_sb);
+}
+
+extern "C" void dist_rt_gemm_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                 int64_t a_ptr, int64_t a_sb, int64_t a_sm,
+                                 int64_t a_sk, int64_t b_ptr, int64_t b_sk,
+                                 int64_t b_sn, int64_t c_ptr, int64_t c_sb,
+                                 int64_t c_sm, int64_t c_sn, int64_t b_sb) {
+  gemmBatched<double>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk,
+                      b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb);
+}

@@ -1,0 +1,94 @@
+//===- internal.h - Helpers shared by the runtime sources -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Declarations that several runtime sources share but that are not part of
+// the C API: strided copies, the link between the thread count and
+// OpenBLAS, a switch that tests use to pick the built-in gemm, and a guard
+// that turns C++ exceptions into statuses at the C API boundary. Internal to
+// the runtime library (hidden visibility); tests reach them by linking the
+// static library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_RT_LIB_INTERNAL_H
+#define DIST_RT_LIB_INTERNAL_H
+
+#include "status.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#include <exception>
+#include <new>
+#define DIST_RT_HAS_EXCEPTIONS 1
+#else
+#define DIST_RT_HAS_EXCEPTIONS 0
+#endif
+
+namespace dist_rt {
+
+//===----------------------------------------------------------------------===//
+// Strided copies (alloc.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Copies the `rank`-dimensional array of `sizes` elements of `elemSize`
+/// bytes from `src` to `dst`. Strides are in elements and may be zero or
+/// negative; `src` and `dst` point to the element at index 0. Contiguous
+/// row-major operands are copied with one memcpy.
+void copyStrided(size_t elemSize, uint32_t rank, const int64_t *sizes,
+                 const char *src, const int64_t *srcStrides, char *dst,
+                 const int64_t *dstStrides);
+
+/// Returns true when `strides` are the contiguous row-major strides of
+/// `sizes` (dimensions of extent 1 may have any stride; an array without
+/// elements is contiguous).
+bool isContiguous(uint32_t rank, const int64_t *sizes, const int64_t *strides);
+
+//===----------------------------------------------------------------------===//
+// OpenBLAS (blas.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Forwards a new thread count to OpenBLAS if it is loaded. Called by
+/// dist_rt_set_num_threads; blas.cpp reads dist_rt_get_num_threads when it
+/// loads OpenBLAS later.
+void blasSetNumThreads(int32_t numThreads);
+
+/// Loads OpenBLAS if that was not tried yet and says whether it is usable.
+bool blasAvailable();
+
+/// When `builtin` is true, gemm calls use the built-in loops even if
+/// OpenBLAS is loaded. For tests; not meant to be toggled while gemms run.
+void setForceBuiltinGemm(bool builtin);
+
+//===----------------------------------------------------------------------===//
+// Exception guard
+//===----------------------------------------------------------------------===//
+
+/// Runs `body` (which returns a dist_rt_status_t) and turns any C++
+/// exception it throws into a status whose message starts with `function`,
+/// so that no exception crosses the C API.
+template <typename Body>
+dist_rt_status_t guardStatus(const char *function, Body &&body) {
+#if DIST_RT_HAS_EXCEPTIONS
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY, "%s: out of memory",
+                      function);
+  } catch (const std::exception &error) {
+    return makeStatus(DIST_RT_ERROR_INTERNAL, "%s: unexpected exception: %s",
+                      function, error.what());
+  } catch (...) {
+    return makeStatus(DIST_RT_ERROR_INTERNAL, "%s: unexpected exception",
+                      function);
+  }
+#else
+  (void)function;
+  return body();
+#endif
+}
+
+} // namespace dist_rt
+
+#endif // DIST_RT_LIB_INTERNAL_H

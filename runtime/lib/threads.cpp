@@ -1,0 +1,261 @@
+//===- threads.cpp - Thread count and persistent thread pool ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements the process-wide thread count (shared with OpenBLAS) and
+// dist_rt_parallel_for on a pool of worker threads that are created on
+// first use and live until the library is unloaded. A loop is published as
+// a Job; workers and the caller claim its chunks with an atomic counter.
+// Idle workers spin briefly so that back-to-back loops do not pay for a
+// wake-up, then sleep on a condition variable.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include "dist_rt/kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// 0 until dist_rt_set_num_threads is called.
+std::atomic<int32_t> configuredThreads{0};
+
+int32_t hardwareThreads() {
+  unsigned count = std::thread::hardware_concurrency();
+  if (count == 0)
+    return 1;
+  return count > 4096 ? 4096 : static_cast<int32_t>(count);
+}
+
+/// How long an idle worker, or a caller waiting for its loop to finish,
+/// polls before it blocks.
+constexpr std::chrono::microseconds kSpinTime{50};
+
+/// Tells the CPU that this is a spin loop.
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// Polls `done` for up to kSpinTime. Returns true if it became true.
+template <typename Predicate>
+bool spinUntil(Predicate done) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (done())
+        return true;
+      cpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return done();
+  }
+}
+
+/// True on pool workers and on a caller while it runs chunks of its own
+/// loop; nested loops then run serially.
+thread_local bool insideParallelRegion = false;
+
+/// One parallel loop. Lives on the caller's stack; the caller does not
+/// return before every worker that joined it has left.
+struct Job {
+  dist_rt_parallel_fn_t fn;
+  void *ctx;
+  int64_t n;
+  int64_t numChunks;
+  /// Workers that may join (numChunks - 1; the caller is the other one).
+  int64_t maxWorkers;
+  /// Next chunk to claim. Chunk 0 is reserved for the caller.
+  std::atomic<int64_t> nextChunk{1};
+  /// Chunks finished.
+  std::atomic<int64_t> doneChunks{0};
+  /// Workers currently inside the job. Guarded by ThreadPool::mutex.
+  int64_t workers = 0;
+
+  /// Runs chunk `chunk`. Returns true if it was the last one to finish.
+  bool runChunk(int64_t chunk) {
+    int64_t base = n / numChunks;
+    int64_t extra = n % numChunks;
+    int64_t begin = chunk * base + std::min(chunk, extra);
+    int64_t end = begin + base + (chunk < extra ? 1 : 0);
+    fn(ctx, begin, end);
+    return doneChunks.fetch_add(1, std::memory_order_acq_rel) + 1 == numChunks;
+  }
+
+  /// Claims and runs chunks until none are left. Returns true if this call
+  /// finished the last chunk.
+  bool runChunks() {
+    bool finishedLast = false;
+    while (true) {
+      int64_t chunk = nextChunk.fetch_add(1, std::memory_order_relaxed);
+      if (chunk >= numChunks)
+        return finishedLast;
+      finishedLast |= runChunk(chunk);
+    }
+  }
+};
+
+/// The persistent pool. Workers are started on demand, up to one less than
+/// the largest thread count asked for.
+class ThreadPool {
+public:
+  ~ThreadPool();
+
+  /// Runs `job` on the pool and the calling thread. Returns false, without
+  /// running anything, if the pool is busy with another caller's job.
+  bool run(Job &job);
+
+private:
+  void workerMain(uint64_t seenGeneration);
+
+  /// Held by the caller of run() for the whole loop.
+  std::mutex dispatchMutex;
+  /// Guards everything below (generation is also read without it).
+  std::mutex mutex;
+  /// Wakes sleeping workers when a job is published or on shutdown.
+  std::condition_variable workAvailable;
+  /// Wakes a caller waiting for its job to drain.
+  std::condition_variable jobDrained;
+  /// Incremented for every published job.
+  std::atomic<uint64_t> generation{0};
+  Job *current = nullptr;
+  bool stopping = false;
+  std::vector<std::thread> threads;
+};
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+    generation.fetch_add(1, std::memory_order_release);
+  }
+  workAvailable.notify_all();
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
+void ThreadPool::workerMain(uint64_t seenGeneration) {
+  insideParallelRegion = true;
+  while (true) {
+    auto published = [&] {
+      return generation.load(std::memory_order_acquire) != seenGeneration;
+    };
+    bool spun = spinUntil(published);
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!spun)
+      workAvailable.wait(lock, [&] { return stopping || published(); });
+    if (stopping)
+      return;
+    seenGeneration = generation.load(std::memory_order_relaxed);
+    Job *job = current;
+    if (!job || job->workers >= job->maxWorkers)
+      continue;
+    ++job->workers;
+    lock.unlock();
+
+    bool finishedLast = job->runChunks();
+
+    lock.lock();
+    --job->workers;
+    if (finishedLast || job->workers == 0)
+      jobDrained.notify_all();
+  }
+}
+
+bool ThreadPool::run(Job &job) {
+  std::unique_lock<std::mutex> dispatch(dispatchMutex, std::try_to_lock);
+  if (!dispatch.owns_lock())
+    return false;
+
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (stopping)
+      return false;
+    // Start missing workers. Each begins with the current generation so
+    // that it sees the job published below.
+    auto wanted = static_cast<size_t>(job.maxWorkers);
+    uint64_t startGeneration = generation.load(std::memory_order_relaxed);
+    while (threads.size() < wanted) {
+#if DIST_RT_HAS_EXCEPTIONS
+      try {
+        threads.emplace_back(&ThreadPool::workerMain, this, startGeneration);
+      } catch (...) {
+        // Could not start a thread: run with the workers there are.
+        break;
+      }
+#else
+      threads.emplace_back(&ThreadPool::workerMain, this, startGeneration);
+#endif
+    }
+    current = &job;
+    generation.fetch_add(1, std::memory_order_release);
+  }
+  workAvailable.notify_all();
+
+  insideParallelRegion = true;
+  job.runChunk(0);
+  job.runChunks();
+  insideParallelRegion = false;
+
+  auto allDone = [&] {
+    return job.doneChunks.load(std::memory_order_acquire) == job.numChunks;
+  };
+  spinUntil(allDone);
+  std::unique_lock<std::mutex> lock(mutex);
+  // No worker can join once `current` is cleared; wait for those inside.
+  current = nullptr;
+  jobDrained.wait(lock, [&] { return allDone() && job.workers == 0; });
+  return true;
+}
+
+ThreadPool &threadPool() {
+  static ThreadPool pool;
+  return pool;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+extern "C" void dist_rt_set_num_threads(int32_t n) {
+  int32_t count = n > 0 ? n : hardwareThreads();
+  configuredThreads.store(count, std::memory_order_relaxed);
+  dist_rt::blasSetNumThreads(count);
+}
+
+extern "C" int32_t dist_rt_get_num_threads(void) {
+  int32_t count = configuredThreads.load(std::memory_order_relaxed);
+  return count > 0 ? count : hardwareThreads();
+}
+
+extern "C" void dist_rt_parallel_for(int64_t n, dist_rt_parallel_fn_t fn,
+                                     void *ctx) {
+  if (n <= 0 || !fn)
+    return;
+  int64_t numChunks = std::min<int64_t>(n, dist_rt_get_num_threads());
+  if (numChunks <= 1 || insideParallelRegion) {
+    fn(ctx, 0, n);
+    return;
+  }
+  Job job;
+  job.fn = fn;
+  job.ctx = ctx;
+  job.n = n;
+  job.numChunks = numChunks;
+  job.maxWorkers = numChunks - 1;
+  if (!threadPool().run(job))
+    fn(ctx, 0, n);
+}

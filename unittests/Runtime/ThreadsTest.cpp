@@ -1,0 +1,201 @@
+//===- ThreadsTest.cpp - Tests for the thread count and pool ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// GoogleTest tests for dist_rt_set/get_num_threads and dist_rt_parallel_for:
+// every index is visited exactly once for many sizes and thread counts, the
+// chunks are contiguous and at most as many as threads, nested loops run
+// serially on the calling thread, and loops started concurrently from
+// several threads all complete.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist_rt/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+/// Restores the thread count a test changed.
+class ThreadsTest : public ::testing::Test {
+protected:
+  void SetUp() override { saved = dist_rt_get_num_threads(); }
+  void TearDown() override { dist_rt_set_num_threads(saved); }
+  int32_t saved = 0;
+};
+
+/// Records what a parallel loop did.
+struct Recorder {
+  explicit Recorder(int64_t n) : visits(static_cast<size_t>(n)) {}
+
+  std::vector<std::atomic<int>> visits;
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  std::vector<std::thread::id> threadIds;
+
+  static void body(void *ctx, int64_t begin, int64_t end) {
+    auto *self = static_cast<Recorder *>(ctx);
+    for (int64_t i = begin; i < end; ++i)
+      self->visits[static_cast<size_t>(i)].fetch_add(1);
+    std::lock_guard<std::mutex> lock(self->mutex);
+    self->chunks.emplace_back(begin, end);
+    self->threadIds.push_back(std::this_thread::get_id());
+  }
+};
+
+/// Checks that `recorder` saw every index once, in at most `maxChunks`
+/// non-empty contiguous chunks that tile [0, n).
+void expectCovered(Recorder &recorder, int64_t n, int64_t maxChunks) {
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(recorder.visits[static_cast<size_t>(i)].load(), 1)
+        << "index " << i;
+  std::vector<std::pair<int64_t, int64_t>> chunks = recorder.chunks;
+  std::sort(chunks.begin(), chunks.end());
+  EXPECT_LE(static_cast<int64_t>(chunks.size()), maxChunks);
+  int64_t next = 0;
+  for (const auto &chunk : chunks) {
+    EXPECT_EQ(chunk.first, next);
+    EXPECT_LT(chunk.first, chunk.second);
+    next = chunk.second;
+  }
+  EXPECT_EQ(next, n);
+}
+
+TEST_F(ThreadsTest, SetAndGet) {
+  dist_rt_set_num_threads(3);
+  EXPECT_EQ(dist_rt_get_num_threads(), 3);
+  dist_rt_set_num_threads(1);
+  EXPECT_EQ(dist_rt_get_num_threads(), 1);
+  unsigned hardware = std::thread::hardware_concurrency();
+  dist_rt_set_num_threads(0);
+  EXPECT_EQ(dist_rt_get_num_threads(),
+            hardware ? static_cast<int32_t>(hardware) : 1);
+  dist_rt_set_num_threads(-5);
+  EXPECT_GE(dist_rt_get_num_threads(), 1);
+}
+
+TEST_F(ThreadsTest, CoversEveryIndexOnce) {
+  for (int32_t threads : {1, 2, 3, 4, 7, 16}) {
+    dist_rt_set_num_threads(threads);
+    for (int64_t n : {1, 2, 3, 5, 16, 100, 1000, 10007}) {
+      SCOPED_TRACE(testing::Message() << threads << " threads, n = " << n);
+      Recorder recorder(n);
+      dist_rt_parallel_for(n, &Recorder::body, &recorder);
+      expectCovered(recorder, n, std::min<int64_t>(n, threads));
+      if (threads > 1 && n >= threads) {
+        // The pool is idle here, so the loop really was split evenly.
+        EXPECT_EQ(static_cast<int64_t>(recorder.chunks.size()),
+                  std::min<int64_t>(n, threads));
+        for (const auto &chunk : recorder.chunks) {
+          int64_t size = chunk.second - chunk.first;
+          EXPECT_GE(size, n / threads);
+          EXPECT_LE(size, n / threads + 1);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ThreadsTest, EmptyAndNegativeRangesDoNothing) {
+  dist_rt_set_num_threads(4);
+  Recorder recorder(1);
+  dist_rt_parallel_for(0, &Recorder::body, &recorder);
+  dist_rt_parallel_for(-3, &Recorder::body, &recorder);
+  EXPECT_TRUE(recorder.chunks.empty());
+}
+
+TEST_F(ThreadsTest, CallerTakesPartAndWorkersAreReused) {
+  std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::thread::id> everSeen;
+  for (int32_t threads : {4, 2, 4}) {
+    dist_rt_set_num_threads(threads);
+    for (int round = 0; round < 50; ++round) {
+      Recorder recorder(4000);
+      dist_rt_parallel_for(4000, &Recorder::body, &recorder);
+      expectCovered(recorder, 4000, threads);
+      // The caller always runs a chunk; at most threads - 1 workers join.
+      std::vector<std::thread::id> ids = recorder.threadIds;
+      EXPECT_NE(std::find(ids.begin(), ids.end(), caller), ids.end());
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      EXPECT_LE(static_cast<int64_t>(ids.size()), threads);
+      for (std::thread::id id : ids)
+        if (std::find(everSeen.begin(), everSeen.end(), id) == everSeen.end())
+          everSeen.push_back(id);
+    }
+  }
+  // Workers are persistent: 150 loops did not start 150 sets of threads.
+  // Earlier tests may have grown the pool to 15 workers, or to one per
+  // hardware thread.
+  size_t poolBound = std::max<size_t>(16, std::thread::hardware_concurrency());
+  EXPECT_LE(everSeen.size(), poolBound);
+}
+
+/// Runs an inner loop from inside every chunk of an outer one.
+struct NestedRecorder {
+  std::atomic<int> innerChunks{0};
+  std::atomic<int> innerOnOtherThread{0};
+  std::atomic<int64_t> innerIndices{0};
+
+  static void inner(void *ctx, int64_t begin, int64_t end) {
+    auto *pair =
+        static_cast<std::pair<NestedRecorder *, std::thread::id> *>(ctx);
+    pair->first->innerChunks.fetch_add(1);
+    pair->first->innerIndices.fetch_add(end - begin);
+    if (std::this_thread::get_id() != pair->second)
+      pair->first->innerOnOtherThread.fetch_add(1);
+  }
+
+  static void outer(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      std::pair<NestedRecorder *, std::thread::id> pair(
+          static_cast<NestedRecorder *>(ctx), std::this_thread::get_id());
+      dist_rt_parallel_for(100, &NestedRecorder::inner, &pair);
+    }
+  }
+};
+
+TEST_F(ThreadsTest, NestedLoopsRunSeriallyOnTheCallingThread) {
+  dist_rt_set_num_threads(4);
+  NestedRecorder recorder;
+  dist_rt_parallel_for(8, &NestedRecorder::outer, &recorder);
+  // One inner chunk [0, 100) per outer index, each on its own thread.
+  EXPECT_EQ(recorder.innerChunks.load(), 8);
+  EXPECT_EQ(recorder.innerIndices.load(), 800);
+  EXPECT_EQ(recorder.innerOnOtherThread.load(), 0);
+}
+
+TEST_F(ThreadsTest, ConcurrentCallersAllComplete) {
+  dist_rt_set_num_threads(3);
+  constexpr int kCallers = 4;
+  constexpr int kRounds = 100;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t) {
+    callers.emplace_back([&failures] {
+      for (int round = 0; round < kRounds; ++round) {
+        int64_t n = 50 + round;
+        auto recorder = std::make_unique<Recorder>(n);
+        dist_rt_parallel_for(n, &Recorder::body, recorder.get());
+        for (int64_t i = 0; i < n; ++i)
+          if (recorder->visits[static_cast<size_t>(i)].load() != 1)
+            ++failures;
+        if (recorder->chunks.size() > 3)
+          ++failures;
+      }
+    });
+  }
+  for (std::thread &caller : callers)
+    caller.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+} // namespace
