@@ -1225,11 +1225,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
     return std::nullopt;
   };
 
-  // Opsets before 7 had an explicit, axis-aligned broadcast for binary ops.
-  if (opset < 7 && intAttr("broadcast").value_or(0) != 0)
-    return error(loc) << type
-                      << " with the legacy 'broadcast' attribute (opset < 7) "
-                         "is not supported";
+  // Opsets before 7 had an explicit, axis-aligned broadcast for binary ops:
+  // B's dims line up with A's from `axis` on (default: the trailing dims).
+  // It is rewritten below into numpy broadcasting by appending size-1 dims
+  // to B. Gemm's C broadcasts unidirectionally in every opset.
+  bool legacyBroadcast =
+      opset < 7 && intAttr("broadcast").value_or(0) != 0 && type != "Gemm";
+  std::optional<int64_t> legacyAxis = opset < 7 ? intAttr("axis") : std::nullopt;
 
   // Inputs ("" marks an absent optional input).
   SmallVector<Value> in;
@@ -1308,6 +1310,50 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
                           << " input" << (l.maxBefore == 1 ? "" : "s")
                           << " before opset " << l.since << ", got "
                           << in.size() << " (opset " << opset << ")";
+  }
+  // Appends `count` size-1 dims to v.
+  auto appendUnitDims = [&](Value v, int64_t count) -> FailureOr<Value> {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || count <= 0)
+      return v;
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < count; ++i)
+      axes.push_back(t.getRank() + i);
+    auto r = create("dist.unsqueeze", loc, {v, constI64(axes, loc)}, {}, 1);
+    if (failed(r))
+      return failure();
+    return (*r)[0];
+  };
+  if (legacyBroadcast && in.size() >= 2 && in[0] && in[1]) {
+    auto a = dyn_cast<RankedTensorType>(in[0].getType());
+    auto b = dyn_cast<RankedTensorType>(in[1].getType());
+    if (!a || !b)
+      return error(loc) << type << " with the legacy 'broadcast' attribute "
+                                   "needs ranked inputs";
+    int64_t axis = legacyAxis.value_or(a.getRank() - b.getRank());
+    if (axis < 0)
+      axis += a.getRank();
+    if (axis < 0 || axis + b.getRank() > a.getRank())
+      return error(loc) << "broadcast axis " << axis << " does not fit a "
+                        << b.getRank() << "-D input into a " << a.getRank()
+                        << "-D one";
+    auto r = appendUnitDims(in[1], a.getRank() - axis - b.getRank());
+    if (failed(r))
+      return failure();
+    in[1] = *r;
+  }
+  // PRelu before opset 7: a 1-D slope of size C applies along the channel
+  // dim 1.
+  if (type == "PRelu" && opset < 7 && in.size() == 2 && in[0] && in[1]) {
+    auto x = dyn_cast<RankedTensorType>(in[0].getType());
+    auto sl = dyn_cast<RankedTensorType>(in[1].getType());
+    if (x && sl && sl.getRank() == 1 && x.getRank() >= 3 &&
+        sl.getDimSize(0) != 1 && sl.getDimSize(0) == x.getDimSize(1)) {
+      auto r = appendUnitDims(in[1], x.getRank() - 2);
+      if (failed(r))
+        return failure();
+      in[1] = *r;
+    }
   }
   auto input = [&](size_t i) { return i < in.size() ? in[i] : Value(); };
   auto need = [&](size_t n) -> LogicalResult {

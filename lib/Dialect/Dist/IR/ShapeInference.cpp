@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ShapeUtils.h"
+#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 
 #include "mlir/IR/Matchers.h"
