@@ -16,6 +16,9 @@ PKGS=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   # ONNX and protobuf.
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  # Compiled models: gcc links the artifacts; the runtime loads OpenBLAS
+  # (pthread variant) at run time for matrix products.
+  gcc libc6-dev libopenblas0-pthread
   # Unit tests.
   libgtest-dev libgmock-dev
   # Model export scripts (PyTorch) and ONNX python helpers for tests.

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dist/Codegen/Emit.h"
+#include "dist/Codegen/Passes.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 #include "dist/Import/ONNX/ONNXImporter.h"
@@ -26,6 +28,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <map>
@@ -89,6 +93,7 @@ struct OneLineDiagnostics {
           if (diag.getSeverity() == DiagnosticSeverity::Error) {
             if (!printed) {
               std::string place = renderLocation(diag.getLocation());
+              first = diag.str();
               llvm::errs() << "error: "
                            << oneLine((place.empty() ? "" : place + ": ") +
                                       diag.str())
@@ -104,13 +109,20 @@ struct OneLineDiagnostics {
         }) {}
   ScopedDiagnosticHandler handler;
   bool printed = false;
+  std::string first;
+  /// Exit code: 3 when the first error says code generation does not
+  /// support something (see the README), 1 otherwise.
+  int exitCode() const {
+    return StringRef(first).contains("not supported by codegen") ? 3 : 1;
+  }
 };
 
 /// Whether the command line names an ONNX model as its input.
 bool hasONNXInput(int argc, char **argv) {
   static const char *valueOptions[] = {
       "-o",           "--params-file", "-params-file", "--input-shape",
-      "-input-shape", "--input-value", "-input-value", "-p"};
+      "-input-shape", "--input-value", "-input-value", "-p",
+      "--name",       "-name",         "--emit",       "-emit"};
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
     if (llvm::is_contained(valueOptions, arg)) {
@@ -175,6 +187,185 @@ void printSummary(ModuleOp module, StringRef modelPath, raw_ostream &os) {
   os << "\n";
 }
 
+/// A C identifier made from `text` (the artifacts' name and API prefix).
+std::string cIdentifier(StringRef text) {
+  std::string s;
+  for (char c : text)
+    s += isAlnum(c) ? c : '_';
+  if (s.empty() || isDigit(s[0]))
+    s = "m_" + s;
+  return s;
+}
+
+std::string defaultRuntimeLib() {
+  std::string exe = sys::fs::getMainExecutable(nullptr, nullptr);
+  SmallString<256> p(sys::path::parent_path(sys::path::parent_path(exe)));
+  sys::path::append(p, "lib", "libdist_rt.a");
+  return p.str().str();
+}
+
+/// `dist-opt model.onnx -o DIR`: import, lower, emit and link.
+int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
+                StringRef nameOpt, StringRef paramsFile, StringRef runtimeLib,
+                StringRef runtimeInclude, ArrayRef<std::string> inputShapes,
+                ArrayRef<std::string> inputValues, int64_t maxInline,
+                DialectRegistry &registry) {
+  if (!paramsFile.empty()) {
+    errs() << "error: --params-file is not used with -o DIR (the parameter "
+              "file is written into DIR)\n";
+    return 1;
+  }
+  std::string name =
+      cIdentifier(nameOpt.empty() ? sys::path::stem(inputFile) : nameOpt);
+  if (!nameOpt.empty() && name != nameOpt) {
+    errs() << "error: --name '" << nameOpt
+           << "' is not a C identifier (letters, digits, _)\n";
+    return 1;
+  }
+  dist::ONNXImportOptions opts;
+  opts.maxInlineElements = maxInline;
+  for (const std::string &s : inputShapes) {
+    std::string err = dist::parseInputShapeOption(s, opts);
+    if (!err.empty()) {
+      errs() << "error: " << err << "\n";
+      return 1;
+    }
+  }
+  for (const std::string &s : inputValues) {
+    std::string err = dist::parseInputValueOption(s, opts);
+    if (!err.empty()) {
+      errs() << "error: " << err << "\n";
+      return 1;
+    }
+  }
+  if (auto ec = sys::fs::create_directories(outDir)) {
+    errs() << "error: cannot create " << outDir << ": " << ec.message()
+           << "\n";
+    return 1;
+  }
+  SmallString<256> paramPath(outDir);
+  sys::path::append(paramPath, name + ".params");
+  opts.paramFile = paramPath.str().str();
+
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OneLineDiagnostics diagnostics(&context);
+  std::unique_ptr<dist::PendingParamFile> pendingParams;
+  OwningOpRef<ModuleOp> module =
+      dist::importONNXFile(&context, inputFile, opts, &pendingParams);
+  if (!module) {
+    if (!diagnostics.printed)
+      errs() << "error: " << inputFile << ": import failed\n";
+    return 1;
+  }
+  auto outPath = [&](const Twine &file) {
+    SmallString<256> p(outDir);
+    sys::path::append(p, file);
+    return p.str().str();
+  };
+  auto writeText = [&](const std::string &path, auto &&print) {
+    std::string err;
+    auto out = openOutputFile(path, &err);
+    if (!out) {
+      errs() << "error: " << oneLine(err) << "\n";
+      return false;
+    }
+    print(out->os());
+    out->keep();
+    return true;
+  };
+  auto commitParams = [&]() {
+    if (!pendingParams)
+      return true;
+    std::string err = pendingParams->commit();
+    if (!err.empty()) {
+      errs() << "error: " << oneLine(err) << "\n";
+      return false;
+    }
+    return true;
+  };
+  if (emit == "dist") {
+    if (!writeText(outPath(name + ".mlir"),
+                   [&](raw_ostream &os) { module->print(os); }))
+      return 1;
+    return commitParams() ? 0 : 1;
+  }
+
+  auto signature = dist::getModelSignature(*module);
+  auto entryName = dist::getEntryName(*module);
+  if (failed(signature) || failed(entryName))
+    return diagnostics.exitCode();
+  bool hasParams = !signature->params.empty();
+
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  dist::HostCodegenOptions cgOpts;
+  cgOpts.entrySymbol = "dist_model_entry_" + name;
+  // The graph function gets a name that cannot clash with C's main.
+  cgOpts.entryName = "dist_graph_" + name;
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          StringAttr::get(&context, *entryName),
+          StringAttr::get(&context, cgOpts.entryName), *module)))
+    return 1;
+  module->lookupSymbol<func::FuncOp>(*entryName).setSymName(cgOpts.entryName);
+  dist::buildHostCodegenPipeline(pm, cgOpts);
+  if (failed(pm.run(*module))) {
+    if (!diagnostics.printed)
+      errs() << "error: " << inputFile << ": code generation failed\n";
+    return diagnostics.exitCode();
+  }
+  if (emit == "mlir") {
+    if (!writeText(outPath(name + ".mlir"),
+                   [&](raw_ostream &os) { module->print(os); }))
+      return 1;
+    return commitParams() ? 0 : 1;
+  }
+  if (emit == "llvm") {
+    std::string ir;
+    if (failed(dist::emitLLVMIR(*module, name, ir)))
+      return diagnostics.exitCode();
+    if (!writeText(outPath(name + ".ll"), [&](raw_ostream &os) { os << ir; }))
+      return 1;
+    return commitParams() ? 0 : 1;
+  }
+  if (emit == "obj") {
+    if (failed(dist::emitObjectFile(*module, name, outPath(name + ".o"))))
+      return diagnostics.exitCode();
+    return commitParams() ? 0 : 1;
+  }
+  SmallString<128> obj;
+  int fd;
+  if (sys::fs::createTemporaryFile("dist-opt-" + name, "o", fd, obj)) {
+    errs() << "error: cannot create a temporary file\n";
+    return 1;
+  }
+  sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeObj = llvm::make_scope_exit([&] { sys::fs::remove(obj); });
+  if (failed(dist::emitObjectFile(*module, name, obj)))
+    return diagnostics.exitCode();
+  dist::EmitOptions emitOpts;
+  emitOpts.name = name;
+  emitOpts.outDir = outDir.str();
+  emitOpts.paramFileName = hasParams ? name + ".params" : "";
+  emitOpts.runtimeLib =
+      runtimeLib.empty() ? defaultRuntimeLib() : runtimeLib.str();
+  emitOpts.runtimeInclude =
+      runtimeInclude.empty() ? DIST_RUNTIME_INCLUDE_DIR : runtimeInclude.str();
+  const char *cc = getenv("CC");
+  emitOpts.cc = cc && *cc ? cc : "cc";
+  emitOpts.entrySymbol = cgOpts.entrySymbol;
+  if (!sys::fs::exists(emitOpts.runtimeLib)) {
+    errs() << "error: the runtime library " << emitOpts.runtimeLib
+           << " does not exist (build the dist_rt_static target or pass "
+              "--runtime-lib)\n";
+    return 1;
+  }
+  if (failed(dist::linkArtifacts(*module, *signature, emitOpts, obj)))
+    return diagnostics.exitCode();
+  return commitParams() ? 0 : 1;
+}
+
 int importMain(int argc, char **argv, DialectRegistry &registry) {
   cl::OptionCategory category("dist-opt ONNX import options");
   cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
@@ -204,6 +395,23 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       "max-inline-elements",
       cl::desc("Tensors up to this size stay in the IR as constants"),
       cl::init(4096), cl::cat(category));
+  cl::opt<std::string> emit(
+      "emit",
+      cl::desc("With -o DIR: what to write: exe (default: executable, shared "
+               "library, header, manifest, parameters), obj, llvm, mlir "
+               "(lowered), dist (imported IR)"),
+      cl::value_desc("kind"), cl::cat(category));
+  cl::opt<std::string> modelName(
+      "name",
+      cl::desc("Name of the artifacts and prefix of the C API (default: the "
+               "model file's stem)"),
+      cl::value_desc("name"), cl::cat(category));
+  cl::opt<std::string> runtimeLib(
+      "runtime-lib", cl::desc("The runtime library to link (libdist_rt.a)"),
+      cl::value_desc("file"), cl::cat(category), cl::Hidden);
+  cl::opt<std::string> runtimeInclude(
+      "runtime-include", cl::desc("The runtime's include directory"),
+      cl::value_desc("dir"), cl::cat(category), cl::Hidden);
   PassPipelineCLParser passPipeline("", "Passes to run after import", "p");
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -213,6 +421,32 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       argc, argv,
       "dist-opt: import ONNX models into the dist dialect, or run passes on "
       "MLIR files like mlir-opt\n");
+
+  // `-o DIR` (a directory, or a name without extension) or --emit compiles;
+  // otherwise the imported IR is printed.
+  bool compile = false;
+  if (!emit.empty() && emit != "dist") {
+    compile = true;
+  } else if (emit.empty() && outputFile != "-") {
+    StringRef out = outputFile.getValue();
+    compile = out.ends_with("/") || sys::fs::is_directory(out) ||
+              (!sys::fs::exists(out) && !sys::path::has_extension(out));
+  }
+  if (compile && outputFile == "-") {
+    errs() << "error: --emit=" << emit << " needs -o DIR\n";
+    return 1;
+  }
+  if (!emit.empty() && !llvm::is_contained(
+                           {"exe", "obj", "llvm", "mlir", "dist"}, emit.getValue())) {
+    errs() << "error: unknown --emit kind '" << emit
+           << "' (expected exe, obj, llvm, mlir or dist)\n";
+    return 1;
+  }
+  if (compile)
+    return compileMain(inputFile, outputFile,
+                       emit.empty() ? std::string("exe") : emit.getValue(),
+                       modelName, paramsFile, runtimeLib, runtimeInclude,
+                       inputShapes, inputValues, maxInline, registry);
 
   dist::ONNXImportOptions opts;
   opts.maxInlineElements = maxInline;
@@ -300,6 +534,8 @@ int main(int argc, char **argv) {
   registry.insert<dist::DistDialect>();
   registerAllPasses();
   dist::registerDistPasses();
+  dist::registerDistCodegenPasses();
+  dist::registerHostCodegenPipeline();
   if (hasONNXInput(argc, argv))
     return importMain(argc, argv, registry);
   return asMainReturnCode(MlirOptMain(

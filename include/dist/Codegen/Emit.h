@@ -1,0 +1,77 @@
+//===- Emit.h - objects and deployable artifacts ----------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Turns a module lowered to the LLVM dialect into an object file for the
+// host CPU (in-process: translation, LLVM O3, object emission), and links
+// the artifacts a deployment picks up: an executable, a shared library with
+// a C header, and a JSON manifest, next to the parameter file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_CODEGEN_EMIT_H
+#define DIST_CODEGEN_EMIT_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::dist {
+
+/// One tensor of the model's interface, recorded before lowering.
+struct TensorSignature {
+  std::string name;
+  /// ONNX TensorProto data type code (DIST_RT_DTYPE_*).
+  unsigned dtype = 0;
+  /// Dimensions; -1 for a dimension known only at run time.
+  std::vector<int64_t> dims;
+};
+
+/// The model's interface: parameters (in the entry function's argument
+/// order), inputs and outputs.
+struct ModelSignature {
+  std::vector<TensorSignature> params, inputs, outputs;
+};
+
+/// Reads the signature of the (single, public) entry function of a dist
+/// module and its parameters. Fails with an error naming the problem (no
+/// entry function, an element type without an ONNX code, ...).
+FailureOr<ModelSignature> getModelSignature(ModuleOp module);
+
+/// Name of the public entry function of a dist module ("main" for
+/// imported models).
+FailureOr<std::string> getEntryName(ModuleOp module);
+
+struct EmitOptions {
+  /// Model name: file stem of the artifacts and prefix of the C API.
+  std::string name;
+  /// Output directory (created if missing).
+  std::string outDir;
+  /// File name of the parameter file inside outDir ("" when there is none).
+  std::string paramFileName;
+  /// Runtime static library (libdist_rt.a) and public headers.
+  std::string runtimeLib, runtimeInclude;
+  /// C compiler driver used to link ("cc" unless $CC is set).
+  std::string cc;
+  /// Symbol of the packed entry point in the object.
+  std::string entrySymbol;
+};
+
+/// Translates `module` (LLVM dialect) to LLVM IR for the host, optimises it
+/// at O3 for the host CPU and returns the textual IR (`asText`) or writes
+/// an object file to `objPath`.
+LogicalResult emitLLVMIR(ModuleOp module, llvm::StringRef name,
+                         std::string &llvmIRText);
+LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef name,
+                             llvm::StringRef objPath);
+
+/// Writes <outDir>/<name>.h and <name>.json, compiles the C glue and links
+/// <outDir>/<name> (executable) and <outDir>/lib<name>.so from `objPath`
+/// and the runtime. Errors are emitted on `module`'s location.
+LogicalResult linkArtifacts(ModuleOp module, const ModelSignature &sig,
+                            const EmitOptions &options,
+                            llvm::StringRef objPath);
+
+} // namespace mlir::dist
+
+#endif // DIST_CODEGEN_EMIT_H

@@ -1,0 +1,50 @@
+//===- Passes.h - dist code generation passes -------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Passes and the host code generation pipeline (dist graph to LLVM dialect).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_CODEGEN_PASSES_H
+#define DIST_CODEGEN_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::dist {
+
+#define GEN_PASS_DECL
+#include "dist/Codegen/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dist/Codegen/Passes.h.inc"
+
+/// Options of the host code generation pipeline.
+struct HostCodegenOptions {
+  /// Symbol of the packed entry point the runtime calls.
+  std::string entrySymbol = "dist_model_entry";
+  /// Name of the function it wraps.
+  std::string entryName = "main";
+};
+
+/// dist graph (shapes inferred) -> linalg on tensors -> fused -> bufferized
+/// -> BLAS calls for contractions -> loops -> LLVM dialect with a packed
+/// entry wrapper.
+void buildHostCodegenPipeline(OpPassManager &pm,
+                              const HostCodegenOptions &options);
+
+/// Registers the pipeline as `dist-host-codegen-pipeline`.
+void registerHostCodegenPipeline();
+
+} // namespace mlir::dist
+
+#endif // DIST_CODEGEN_PASSES_H

@@ -1,0 +1,40 @@
+//===- RuntimeABI.h - runtime symbols named by generated code ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The only place where the compiler names symbols of the runtime
+// (runtime/include/dist_rt/*.h). The compiler never links the runtime; the
+// artifacts it writes do.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_CODEGEN_RUNTIMEABI_H
+#define DIST_CODEGEN_RUNTIMEABI_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::dist::runtime_abi {
+
+/// Batched strided GEMM (dist_rt/kernels.h).
+inline constexpr llvm::StringLiteral kGemmF32 = "dist_rt_gemm_f32";
+inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
+
+/// Generic allocation functions the memref lowering calls
+/// (finalize-memref-to-llvm with use-generic-functions).
+inline constexpr llvm::StringLiteral kAlloc = "_mlir_memref_to_llvm_alloc";
+inline constexpr llvm::StringLiteral kFree = "_mlir_memref_to_llvm_free";
+
+/// Model descriptor type and entry calling convention (dist_rt/model.h).
+inline constexpr unsigned kModelABIVersion = 1;
+inline constexpr llvm::StringLiteral kModelDescType = "dist_rt_model_desc_t";
+inline constexpr llvm::StringLiteral kTensorDescType = "dist_rt_tensor_desc_t";
+inline constexpr llvm::StringLiteral kModelHeader = "dist_rt/model.h";
+
+/// Generic model API the generated library wraps.
+inline constexpr llvm::StringLiteral kModelCreate = "dist_rt_model_create";
+inline constexpr llvm::StringLiteral kModelRun = "dist_rt_model_run";
+inline constexpr llvm::StringLiteral kModelDestroy = "dist_rt_model_destroy";
+inline constexpr llvm::StringLiteral kMain = "dist_rt_main";
+
+} // namespace mlir::dist::runtime_abi
+
+#endif // DIST_CODEGEN_RUNTIMEABI_H

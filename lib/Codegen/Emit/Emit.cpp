@@ -1,0 +1,626 @@
+//===- Emit.cpp - objects and deployable artifacts ------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// In-process LLVM IR translation, O3 optimisation and object emission for
+// the host CPU, then the artifact directory: C glue holding the model
+// descriptor, a self-contained C header, a JSON manifest, and the link of
+// the executable and the shared library against the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Emit.h"
+#include "dist/Codegen/RuntimeABI.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+//===----------------------------------------------------------------------===//
+// Signature
+//===----------------------------------------------------------------------===//
+
+static std::optional<unsigned> onnxDType(Type t) {
+  if (t.isF32())
+    return 1;
+  if (t.isF64())
+    return 11;
+  if (t.isF16())
+    return 10;
+  if (t.isBF16())
+    return 16;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 1:
+      return 9;
+    case 8:
+      return u ? 2 : 3;
+    case 16:
+      return u ? 4 : 5;
+    case 32:
+      return u ? 12 : 6;
+    case 64:
+      return u ? 13 : 7;
+    }
+  }
+  return std::nullopt;
+}
+
+static const char *numpyName(unsigned dtype) {
+  switch (dtype) {
+  case 1:
+    return "float32";
+  case 2:
+    return "uint8";
+  case 3:
+    return "int8";
+  case 4:
+    return "uint16";
+  case 5:
+    return "int16";
+  case 6:
+    return "int32";
+  case 7:
+    return "int64";
+  case 9:
+    return "bool";
+  case 10:
+    return "float16";
+  case 11:
+    return "float64";
+  case 12:
+    return "uint32";
+  case 13:
+    return "uint64";
+  case 16:
+    return "bfloat16";
+  }
+  return "unknown";
+}
+
+FailureOr<std::string> dist::getEntryName(ModuleOp module) {
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f.isExternal() || !f.isPublic())
+      continue;
+    if (entry) {
+      module.emitError("the module has more than one public function");
+      return failure();
+    }
+    entry = f;
+  }
+  if (!entry) {
+    module.emitError("the module has no public function to compile");
+    return failure();
+  }
+  return entry.getSymName().str();
+}
+
+FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
+  ModelSignature sig;
+  auto entryName = getEntryName(module);
+  if (failed(entryName))
+    return failure();
+  auto entry = module.lookupSymbol<func::FuncOp>(*entryName);
+  auto describe = [&](Location loc, StringRef name,
+                      Type type) -> FailureOr<TensorSignature> {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t) {
+      emitError(loc) << "'" << name << "' has type " << type
+                     << ", which is not supported by codegen";
+      return failure();
+    }
+    auto code = onnxDType(t.getElementType());
+    if (!code) {
+      emitError(loc) << "'" << name << "' has element type "
+                     << t.getElementType()
+                     << ", which is not supported by codegen";
+      return failure();
+    }
+    TensorSignature s;
+    s.name = name.str();
+    s.dtype = *code;
+    for (int64_t d : t.getShape())
+      s.dims.push_back(ShapedType::isDynamic(d) ? -1 : d);
+    return s;
+  };
+  for (auto p : module.getOps<dist::ParamOp>()) {
+    auto s = describe(p.getLoc(), p.getSymName(), p.getType());
+    if (failed(s))
+      return failure();
+    sig.params.push_back(*s);
+  }
+  auto nameOf = [](DictionaryAttr attrs, StringRef prefix, unsigned i) {
+    if (attrs)
+      if (auto n = attrs.getAs<StringAttr>(DistDialect::getValueNameAttrName()))
+        return n.str();
+    return (prefix + Twine(i)).str();
+  };
+  auto type = entry.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    auto s = describe(entry.getLoc(),
+                      nameOf(entry.getArgAttrDict(i), "input", i),
+                      type.getInput(i));
+    if (failed(s))
+      return failure();
+    sig.inputs.push_back(*s);
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    auto s = describe(entry.getLoc(),
+                      nameOf(entry.getResultAttrDict(i), "output", i),
+                      type.getResult(i));
+    if (failed(s))
+      return failure();
+    sig.outputs.push_back(*s);
+  }
+  return sig;
+}
+
+//===----------------------------------------------------------------------===//
+// LLVM IR and objects
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Host target machine (PIC so the object goes into the shared library).
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &err) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return nullptr;
+  llvm::SubtargetFeatures features;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(f.first(), f.second);
+  llvm::TargetOptions opts;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), opts,
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
+                                                   llvm::StringRef name,
+                                                   llvm::LLVMContext &llvmCtx,
+                                                   llvm::TargetMachine &tm) {
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+  // Interface names (dist.name, dist.param) mean nothing to LLVM.
+  module.walk([](LLVM::LLVMFuncOp f) {
+    auto strip = [](DictionaryAttr d) -> DictionaryAttr {
+      if (!d)
+        return d;
+      NamedAttrList kept;
+      for (NamedAttribute a : d)
+        if (!a.getName().strref().starts_with("dist."))
+          kept.push_back(a);
+      return kept.getDictionary(d.getContext());
+    };
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      f.setArgAttrs(i, strip(f.getArgAttrDict(i)));
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      f.setResultAttrs(i, strip(f.getResultAttrDict(i)));
+  });
+  auto llvmModule = translateModuleToLLVMIR(module, llvmCtx, name);
+  if (!llvmModule)
+    return nullptr;
+  llvmModule->setDataLayout(tm.createDataLayout());
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  for (llvm::Function &f : *llvmModule) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", tm.getTargetCPU());
+    f.addFnAttr("target-features", tm.getTargetFeatureString());
+  }
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, pto);
+  // Vector math (exp, log, sin, ...) from glibc's libmvec.
+  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
+  tlii.addVectorizableFunctionsFromVecLib(llvm::VectorLibrary::LIBMVEC,
+                                          tm.getTargetTriple());
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*llvmModule, mam);
+  return llvmModule;
+}
+} // namespace
+
+LogicalResult dist::emitLLVMIR(ModuleOp module, llvm::StringRef name,
+                               std::string &text) {
+  std::string err;
+  auto tm = hostTargetMachine(err);
+  if (!tm)
+    return module.emitError() << "no target for the host: " << err;
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = translateAndOptimize(module, name, llvmCtx, *tm);
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed");
+  llvm::raw_string_ostream os(text);
+  llvmModule->print(os, nullptr);
+  return success();
+}
+
+LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
+                                   llvm::StringRef objPath) {
+  std::string err;
+  auto tm = hostTargetMachine(err);
+  if (!tm)
+    return module.emitError() << "no target for the host: " << err;
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = translateAndOptimize(module, name, llvmCtx, *tm);
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed");
+  std::error_code ec;
+  llvm::ToolOutputFile out(objPath, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return module.emitError() << "cannot write " << objPath << ": "
+                              << ec.message();
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, out.os(), nullptr,
+                              llvm::CodeGenFileType::ObjectFile))
+    return module.emitError("the host target cannot emit object files");
+  pm.run(*llvmModule);
+  out.os().flush();
+  if (out.os().has_error())
+    return module.emitError() << "cannot write " << objPath;
+  out.keep();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Artifacts
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string cString(StringRef s) {
+  std::string r = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      r += '\\';
+      r += c;
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\%03o", c);
+      r += buf;
+    } else {
+      r += c;
+    }
+  }
+  return r + "\"";
+}
+
+std::string dimsText(const TensorSignature &t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    if (i)
+      s += ",";
+    s += t.dims[i] < 0 ? "?" : std::to_string(t.dims[i]);
+  }
+  return s + "]";
+}
+
+std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "/* Generated by dist-opt: descriptor and C API of model '" << o.name
+     << "'. */\n"
+     << "#include \"dist_rt/dist_rt.h\"\n#include \"dist_rt/model.h\"\n\n"
+     << "extern void " << o.entrySymbol << "(void **args);\n\n";
+  auto table = [&](StringRef kind, const std::vector<TensorSignature> &ts) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      os << "static const int64_t " << kind << i << "_dims[] = {";
+      for (int64_t d : ts[i].dims)
+        os << d << ", ";
+      os << "0};\n";
+    }
+    if (ts.empty())
+      return;
+    os << "static const dist_rt_tensor_desc_t " << kind << "s[] = {\n";
+    for (size_t i = 0; i < ts.size(); ++i)
+      os << "  {" << cString(ts[i].name) << ", " << ts[i].dtype << ", "
+         << ts[i].dims.size() << ", " << kind << i << "_dims},\n";
+    os << "};\n";
+  };
+  table("param", sig.params);
+  table("input", sig.inputs);
+  table("output", sig.outputs);
+  auto ref = [&](StringRef kind, const std::vector<TensorSignature> &ts) {
+    return ts.empty() ? std::string("0, NULL")
+                      : std::to_string(ts.size()) + ", " + kind.str() + "s";
+  };
+  os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
+     << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "
+     << (o.paramFileName.empty() ? std::string("NULL")
+                                 : cString(o.paramFileName))
+     << ",\n  " << ref("param", sig.params) << ",\n  "
+     << ref("input", sig.inputs) << ",\n  " << ref("output", sig.outputs)
+     << ",\n  " << o.entrySymbol << "};\n\n";
+  os << "#ifdef DIST_MODEL_MAIN\n"
+     << "int main(int argc, char **argv) {\n"
+     << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"
+     << "}\n#else\n"
+     << "#include \"" << o.name << ".h\"\n"
+     << "_Static_assert(sizeof(" << o.name
+     << "_tensor_t) == sizeof(dist_rt_tensor_t), \"tensor layout\");\n"
+     << o.name << "_status_t " << o.name << "_create(const char *param_path, "
+     << "int32_t num_threads, " << o.name << "_model_t **out_model) {\n"
+     << "  dist_rt_model_options_t opts;\n"
+     << "  dist_rt_model_options_initialize(&opts);\n"
+     << "  opts.param_path = param_path;\n"
+     << "  opts.num_threads = num_threads;\n"
+     << "  return (" << o.name << "_status_t)dist_rt_model_create(&" << o.name
+     << "_model_desc, &opts, (dist_rt_model_t *)out_model);\n}\n"
+     << o.name << "_status_t " << o.name << "_run(" << o.name
+     << "_model_t *model, const " << o.name
+     << "_tensor_t *inputs, size_t num_inputs, const " << o.name
+     << "_tensor_t **out_outputs) {\n"
+     << "  return (" << o.name
+     << "_status_t)dist_rt_model_run((dist_rt_model_t)model, "
+        "(const dist_rt_tensor_t *)inputs, num_inputs, "
+        "(const dist_rt_tensor_t **)out_outputs);\n}\n"
+     << "void " << o.name << "_destroy(" << o.name << "_model_t *model) {\n"
+     << "  dist_rt_model_destroy((dist_rt_model_t)model);\n}\n"
+     << "const char *" << o.name << "_status_message(" << o.name
+     << "_status_t status) {\n"
+     << "  return dist_rt_status_message((dist_rt_status_t)status);\n}\n"
+     << "void " << o.name << "_status_free(" << o.name
+     << "_status_t status) {\n"
+     << "  dist_rt_status_free((dist_rt_status_t)status);\n}\n"
+     << "#endif\n";
+  return s;
+}
+
+std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
+  std::string guard = StringRef(o.name).upper() + "_H";
+  std::string up = StringRef(o.name).upper();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "/* Generated by dist-opt: C API of model '" << o.name << "'.\n"
+     << " *\n * Link with lib" << o.name << ".so. The parameter file "
+     << (o.paramFileName.empty() ? std::string("(none)") : o.paramFileName)
+     << " is found next to the library unless a path is given.\n *\n"
+     << " * Inputs, in order:\n";
+  for (auto &t : sig.inputs)
+    os << " *   " << t.name << ": " << numpyName(t.dtype) << " " << dimsText(t)
+       << "\n";
+  os << " * Outputs, in order:\n";
+  for (auto &t : sig.outputs)
+    os << " *   " << t.name << ": " << numpyName(t.dtype) << " " << dimsText(t)
+       << "\n";
+  os << " *\n * Errors: every call that can fail returns a status; NULL means "
+        "success.\n * A non-NULL status holds a one-line message and must be "
+        "freed with\n * "
+     << o.name << "_status_free.\n *\n * Thread-safety: a model may be used "
+                  "by one thread at a time; distinct\n * models are "
+                  "independent.\n */\n"
+     << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+     << "#include <stddef.h>\n#include <stdint.h>\n\n"
+     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+     << "/* Element types (ONNX TensorProto codes). */\n"
+     << "#define " << up << "_FLOAT 1\n#define " << up << "_UINT8 2\n"
+     << "#define " << up << "_INT8 3\n#define " << up << "_UINT16 4\n"
+     << "#define " << up << "_INT16 5\n#define " << up << "_INT32 6\n"
+     << "#define " << up << "_INT64 7\n#define " << up << "_BOOL 9\n"
+     << "#define " << up << "_FLOAT16 10\n#define " << up << "_DOUBLE 11\n"
+     << "#define " << up << "_UINT32 12\n#define " << up << "_UINT64 13\n\n"
+     << "#define " << up << "_NUM_INPUTS " << sig.inputs.size() << "\n"
+     << "#define " << up << "_NUM_OUTPUTS " << sig.outputs.size() << "\n\n"
+     << "/* A dense row-major tensor. */\n"
+     << "typedef struct " << o.name << "_tensor_t {\n"
+     << "  uint32_t dtype;      /* element type code */\n"
+     << "  uint32_t rank;       /* number of dimensions */\n"
+     << "  const int64_t *dims; /* rank extents */\n"
+     << "  void *data;          /* elements, row-major */\n"
+     << "} " << o.name << "_tensor_t;\n\n"
+     << "typedef struct " << o.name << "_model " << o.name << "_model_t;\n"
+     << "typedef struct " << o.name << "_status *" << o.name
+     << "_status_t;\n\n"
+     << "/* Loads the model: maps the parameter file (param_path, or NULL "
+        "for the\n * one next to the library) and sets the thread count (0: "
+        "all cores). */\n"
+     << o.name << "_status_t " << o.name
+     << "_create(const char *param_path, int32_t num_threads, " << o.name
+     << "_model_t **out_model);\n\n"
+     << "/* Runs the model on inputs (in the order above). *out_outputs "
+        "points to\n * the outputs, owned by the model and valid until the "
+        "next run or destroy. */\n"
+     << o.name << "_status_t " << o.name << "_run(" << o.name
+     << "_model_t *model, const " << o.name
+     << "_tensor_t *inputs, size_t num_inputs, const " << o.name
+     << "_tensor_t **out_outputs);\n\n"
+     << "/* Frees the model and its outputs. NULL is a no-op. */\n"
+     << "void " << o.name << "_destroy(" << o.name << "_model_t *model);\n\n"
+     << "/* One-line message of a status (\"ok\" for NULL). */\n"
+     << "const char *" << o.name << "_status_message(" << o.name
+     << "_status_t status);\n"
+     << "void " << o.name << "_status_free(" << o.name
+     << "_status_t status);\n\n"
+     << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
+  return s;
+}
+
+llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
+  auto list = [](const std::vector<TensorSignature> &ts) {
+    llvm::json::Array a;
+    for (auto &t : ts)
+    {
+      llvm::json::Array shape;
+      for (int64_t d : t.dims)
+        shape.push_back(d);
+      a.push_back(llvm::json::Object{{"name", t.name},
+                                     {"dtype", numpyName(t.dtype)},
+                                     {"shape", std::move(shape)}});
+    }
+    return a;
+  };
+  return llvm::json::Object{
+      {"name", o.name},
+      {"inputs", list(sig.inputs)},
+      {"outputs", list(sig.outputs)},
+      {"params_file", o.paramFileName.empty()
+                          ? llvm::json::Value(nullptr)
+                          : llvm::json::Value(o.paramFileName)},
+      {"executable", o.name},
+      {"library", "lib" + o.name + ".so"},
+      {"header", o.name + ".h"}};
+}
+
+LogicalResult writeFile(ModuleOp module, StringRef path, StringRef text) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return module.emitError() << "cannot write " << path << ": "
+                              << ec.message();
+  out.os() << text;
+  out.os().flush();
+  if (out.os().has_error())
+    return module.emitError() << "cannot write " << path;
+  out.keep();
+  return success();
+}
+
+/// Runs `args` and fails with the tool's first output line on error.
+LogicalResult runTool(ModuleOp module, ArrayRef<std::string> args,
+                      StringRef what) {
+  auto program = llvm::sys::findProgramByName(args[0]);
+  if (!program)
+    return module.emitError() << "cannot " << what << ": '" << args[0]
+                              << "' not found (install gcc or set CC)";
+  SmallString<128> log;
+  llvm::sys::fs::createTemporaryFile("dist-opt-link", "log", log);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  SmallVector<StringRef> argv(args.begin(), args.end());
+  std::string errMsg;
+  int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects,
+                                     0, 0, &errMsg);
+  std::string firstLine;
+  if (rc != 0) {
+    auto buf = llvm::MemoryBuffer::getFile(log);
+    if (buf) {
+      StringRef text = (*buf)->getBuffer();
+      // The first line naming an undefined symbol or an error says most.
+      for (StringRef line : llvm::split(text, '\n'))
+        if (line.contains("undefined reference") ||
+            (line.contains("error") && !line.contains("collect2"))) {
+          firstLine = line.str();
+          break;
+        }
+      if (firstLine.empty())
+        firstLine = text.split('\n').first.str();
+    }
+  }
+  llvm::sys::fs::remove(log);
+  if (rc != 0)
+    return module.emitError() << "cannot " << what << ": " << args[0]
+                              << " failed"
+                              << (firstLine.empty() ? errMsg : ": " + firstLine);
+  return success();
+}
+} // namespace
+
+LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
+                                  const EmitOptions &o, StringRef objPath) {
+  SmallString<256> dir(o.outDir);
+  auto path = [&](const Twine &file) {
+    SmallString<256> p(dir);
+    llvm::sys::path::append(p, file);
+    return std::string(p);
+  };
+  if (failed(writeFile(module, path(o.name + ".h"), headerSource(sig, o))))
+    return failure();
+  std::string json;
+  llvm::raw_string_ostream js(json);
+  js << llvm::formatv("{0:2}", manifest(sig, o)) << "\n";
+  if (failed(writeFile(module, path(o.name + ".json"), json)))
+    return failure();
+
+  SmallString<128> glue;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("dist-opt-" + o.name, "c", fd, glue))
+    return module.emitError("cannot create a temporary file");
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeGlue = llvm::make_scope_exit([&] { llvm::sys::fs::remove(glue); });
+  if (failed(writeFile(module, glue, glueSource(sig, o))))
+    return failure();
+
+  std::vector<std::string> common{
+      "-O2", "-I" + o.runtimeInclude, "-I" + std::string(dir), glue.str().str(),
+      objPath.str(), o.runtimeLib, "-lstdc++", "-lm", "-lpthread", "-ldl"};
+  // Executable (linked to a temporary name first: nothing half-written is
+  // left under the final name).
+  std::string exe = path(o.name), exeTmp = exe + ".tmp";
+  std::vector<std::string> exeArgs{o.cc, "-DDIST_MODEL_MAIN", "-o", exeTmp};
+  exeArgs.insert(exeArgs.end(), common.begin(), common.end());
+  if (failed(runTool(module, exeArgs, "link the executable"))) {
+    llvm::sys::fs::remove(exeTmp);
+    return failure();
+  }
+  // Shared library exporting only <name>_*.
+  SmallString<128> vs;
+  if (llvm::sys::fs::createTemporaryFile("dist-opt-exports", "map", fd, vs))
+    return module.emitError("cannot create a temporary file");
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeVs = llvm::make_scope_exit([&] { llvm::sys::fs::remove(vs); });
+  if (failed(writeFile(module, vs,
+                       "{ global: " + o.name + "_*; local: *; };\n")))
+    return failure();
+  std::string lib = path("lib" + o.name + ".so"), libTmp = lib + ".tmp";
+  std::vector<std::string> libArgs{o.cc, "-shared", "-fPIC",
+                                   "-Wl,--version-script=" + vs.str().str(),
+                                   "-o", libTmp};
+  libArgs.insert(libArgs.end(), common.begin(), common.end());
+  if (failed(runTool(module, libArgs, "link the shared library"))) {
+    llvm::sys::fs::remove(exeTmp);
+    llvm::sys::fs::remove(libTmp);
+    return failure();
+  }
+  if (auto ec = llvm::sys::fs::rename(exeTmp, exe))
+    return module.emitError() << "cannot write " << exe << ": "
+                              << ec.message();
+  if (auto ec = llvm::sys::fs::rename(libTmp, lib))
+    return module.emitError() << "cannot write " << lib << ": "
+                              << ec.message();
+  return success();
+}

@@ -1,0 +1,700 @@
+//===- LowerLinearAlgebra.cpp - MatMul, Gemm, Conv, ConvTranspose ---------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Matrix products become contraction linalg.generic ops with a plain
+// multiply-accumulate body, so that dist-contractions-to-runtime can hand
+// the f32/f64 ones to BLAS after bufferization. 2-D f32/f64 convolutions
+// are rewritten as im2col (an affine gather generic) plus such a
+// contraction; other convolutions are direct generics over expanded group
+// dimensions. ConvTranspose is a direct generic reading the input at
+// (o + pad - k*d) / s.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+using namespace mlir::dist::codegen;
+
+namespace {
+
+using IT = utils::IteratorType;
+
+Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
+  return ofrToValue(b, loc, tensor::getMixedSize(b, loc, v, i));
+}
+
+/// out += lhs * rhs over `maps`/`iters` (a contraction generic).
+Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       Value init, ArrayRef<AffineMap> maps,
+                       ArrayRef<IT> iters, Type origElem) {
+  bool isFloat = isa<FloatType>(origElem);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+      ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value r;
+        if (isFloat) {
+          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+          r = arith::AddFOp::create(nb, l, a[2], m);
+        } else if (a[0].getType().isInteger(1)) {
+          Value m = arith::AndIOp::create(nb, l, a[0], a[1]);
+          r = arith::OrIOp::create(nb, l, a[2], m);
+        } else {
+          Value m = arith::MulIOp::create(nb, l, a[0], a[1]);
+          r = arith::AddIOp::create(nb, l, a[2], m);
+        }
+        linalg::YieldOp::create(nb, l, r);
+      });
+  return g.getResult(0);
+}
+
+struct MatMulLowering : OpConversionPattern<dist::MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lt = cast<RankedTensorType>(lhs.getType());
+    auto rt = cast<RankedTensorType>(rhs.getType());
+    auto resultType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    Type elem = resultType.getElementType();
+    Type origElem = elemTypeOf(op.getLhs());
+
+    // Rank >= 4 operands with identical batch dims: fold the batch dims
+    // into one so that the contraction has a single batch dimension.
+    if (lt.getRank() >= 4 && lt.getRank() == rt.getRank() &&
+        lt.getShape().drop_back(2) == rt.getShape().drop_back(2) &&
+        llvm::count_if(lt.getShape().drop_back(2), ShapedType::isDynamic) <= 1) {
+      int64_t r = lt.getRank();
+      SmallVector<ReassociationIndices> re(1);
+      for (int64_t i = 0; i < r - 2; ++i)
+        re[0].push_back(i);
+      re.push_back({r - 2});
+      re.push_back({r - 1});
+      lhs = tensor::CollapseShapeOp::create(rewriter, loc, lhs, re);
+      rhs = tensor::CollapseShapeOp::create(rewriter, loc, rhs, re);
+      lt = cast<RankedTensorType>(lhs.getType());
+      rt = cast<RankedTensorType>(rhs.getType());
+      SmallVector<int64_t> shape{lt.getDimSize(0), lt.getDimSize(1),
+                                 rt.getDimSize(2)};
+      auto flatType = RankedTensorType::get(shape, elem);
+      Value prod = contract(rewriter, loc, lhs, rhs, flatType, origElem, ctx);
+      SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, adaptor.getLhs());
+      sizes.back() = tensor::getMixedSize(rewriter, loc, adaptor.getRhs(), r - 1);
+      Value out = tensor::ExpandShapeOp::create(rewriter, loc, resultType, prod,
+                                                re, sizes);
+      rewriter.replaceOp(op, out);
+      return success();
+    }
+    rewriter.replaceOp(op, contract(rewriter, loc, lhs, rhs, resultType,
+                                    origElem, ctx));
+    return success();
+  }
+
+  static Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                        RankedTensorType resultType, Type origElem,
+                        MLIRContext *ctx) {
+    auto lt = cast<RankedTensorType>(lhs.getType());
+    auto rt = cast<RankedTensorType>(rhs.getType());
+    int64_t R = resultType.getRank();
+    bool hasM = lt.getRank() >= 2, hasN = rt.getRank() >= 2;
+    int64_t B = R - (hasM ? 1 : 0) - (hasN ? 1 : 0);
+    int64_t numLoops = R + 1;
+    int64_t mDim = B, nDim = B + (hasM ? 1 : 0), kDim = R;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    auto batchExprs = [&](RankedTensorType t, int64_t batchRank) {
+      SmallVector<AffineExpr> e;
+      for (int64_t i = 0; i < batchRank; ++i) {
+        int64_t resDim = B - batchRank + i;
+        bool bcast = t.getDimSize(i) == 1 && resultType.getDimSize(resDim) != 1;
+        e.push_back(bcast ? getAffineConstantExpr(0, ctx) : d(resDim));
+      }
+      return e;
+    };
+    SmallVector<AffineExpr> le, re, oe;
+    if (hasM) {
+      le = batchExprs(lt, lt.getRank() - 2);
+      le.push_back(d(mDim));
+    }
+    le.push_back(d(kDim));
+    if (hasN) {
+      re = batchExprs(rt, rt.getRank() - 2);
+      re.push_back(d(kDim));
+      re.push_back(d(nDim));
+    } else {
+      re.push_back(d(kDim));
+    }
+    for (int64_t i = 0; i < R; ++i)
+      oe.push_back(d(i));
+    SmallVector<AffineMap> maps{AffineMap::get(numLoops, 0, le, ctx),
+                                AffineMap::get(numLoops, 0, re, ctx),
+                                AffineMap::get(numLoops, 0, oe, ctx)};
+    SmallVector<IT> iters(R, IT::parallel);
+    iters.push_back(IT::reduction);
+    // Output sizes: batch dims by broadcasting, then m and n.
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < B; ++i) {
+      if (!resultType.isDynamicDim(i)) {
+        sizes.push_back(b.getIndexAttr(resultType.getDimSize(i)));
+        continue;
+      }
+      OpFoldResult s = b.getIndexAttr(1);
+      int64_t lb = hasM ? lt.getRank() - 2 : 0, rb = hasN ? rt.getRank() - 2 : 0;
+      int64_t li = i - (B - lb), ri = i - (B - rb);
+      if (li >= 0 && lt.getDimSize(li) != 1)
+        s = tensor::getMixedSize(b, loc, lhs, li);
+      else if (ri >= 0 && rt.getDimSize(ri) != 1)
+        s = tensor::getMixedSize(b, loc, rhs, ri);
+      sizes.push_back(s);
+    }
+    if (hasM)
+      sizes.push_back(tensor::getMixedSize(b, loc, lhs, lt.getRank() - 2));
+    if (hasN)
+      sizes.push_back(tensor::getMixedSize(b, loc, rhs, rt.getRank() - 1));
+    Value zero = scalarConst(b, loc, resultType.getElementType(), 0);
+    Value init = filledTensor(b, loc, resultType, sizes, zero);
+    return buildContraction(b, loc, lhs, rhs, init, maps, iters, origElem);
+  }
+};
+
+struct GemmLowering : OpConversionPattern<dist::GemmOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::GemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value a = adaptor.getA(), b = adaptor.getB();
+    auto resultType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    Type elem = resultType.getElementType();
+    Type origElem = elemTypeOf(op.getA());
+    bool ta = op.getTransA() != 0, tb = op.getTransB() != 0;
+    double alpha = op.getAlpha().convertToDouble();
+    double beta = op.getBeta().convertToDouble();
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Loops (m, n, k).
+    AffineMap aMap = AffineMap::get(3, 0, ta ? ArrayRef<AffineExpr>{d(2), d(0)}
+                                             : ArrayRef<AffineExpr>{d(0), d(2)},
+                                    ctx);
+    AffineMap bMap = AffineMap::get(3, 0, tb ? ArrayRef<AffineExpr>{d(1), d(2)}
+                                             : ArrayRef<AffineExpr>{d(2), d(1)},
+                                    ctx);
+    AffineMap oMap = AffineMap::get(3, 0, {d(0), d(1)}, ctx);
+    SmallVector<OpFoldResult> sizes{
+        tensor::getMixedSize(rewriter, loc, a, ta ? 1 : 0),
+        tensor::getMixedSize(rewriter, loc, b, tb ? 0 : 1)};
+    Value c = adaptor.getC();
+    bool biasAsInit = c && alpha == 1.0 && beta == 1.0;
+    Value init;
+    if (biasAsInit) {
+      init = buildElementwise(rewriter, loc, resultType, sizes, ValueRange{c},
+                              [](OpBuilder &, Location, ValueRange x) {
+                                return x[0];
+                              });
+    } else {
+      init = filledTensor(rewriter, loc, resultType, sizes,
+                          scalarConst(rewriter, loc, elem, 0));
+    }
+    Value acc = buildContraction(rewriter, loc, a, b, init,
+                                 {aMap, bMap, oMap},
+                                 {IT::parallel, IT::parallel, IT::reduction},
+                                 origElem);
+    if (!biasAsInit && (alpha != 1.0 || c)) {
+      bool isFloat = isa<FloatType>(elem);
+      SmallVector<Value> operands{acc};
+      if (c)
+        operands.push_back(c);
+      acc = buildElementwise(
+          rewriter, loc, resultType, sizes, operands,
+          [&](OpBuilder &nb, Location l, ValueRange x) {
+            Value r = x[0];
+            Value al = scalarConst(nb, l, elem, alpha);
+            r = isFloat ? Value(arith::MulFOp::create(nb, l, r, al))
+                        : Value(arith::MulIOp::create(nb, l, r, al));
+            if (x.size() > 1) {
+              Value be = scalarConst(nb, l, elem, beta);
+              Value bc = isFloat ? Value(arith::MulFOp::create(nb, l, x[1], be))
+                                 : Value(arith::MulIOp::create(nb, l, x[1], be));
+              r = isFloat ? Value(arith::AddFOp::create(nb, l, r, bc))
+                          : Value(arith::AddIOp::create(nb, l, r, bc));
+            }
+            return r;
+          });
+    }
+    rewriter.replaceOp(op, acc);
+    return success();
+  }
+};
+
+/// Explicit begin/end pads per spatial dim of a conv-like op, from its
+/// attributes and the result's spatial sizes (auto_pad resolved).
+struct ConvGeometry {
+  SmallVector<int64_t> in, kernel, out, strides, dilations, padBegin, padEnd;
+};
+
+FailureOr<ConvGeometry> convGeometry(Operation *op, RankedTensorType inType,
+                                     RankedTensorType wType,
+                                     RankedTensorType outType,
+                                     std::optional<ArrayRef<int64_t>> strides,
+                                     std::optional<ArrayRef<int64_t>> dilations,
+                                     std::optional<ArrayRef<int64_t>> pads,
+                                     StringRef autoPad, bool transpose) {
+  ConvGeometry g;
+  int64_t s = inType.getRank() - 2;
+  for (int64_t i = 0; i < s; ++i) {
+    int64_t I = inType.getDimSize(i + 2), K = wType.getDimSize(i + 2),
+            O = outType.getDimSize(i + 2);
+    if (ShapedType::isDynamic(I) || ShapedType::isDynamic(K) ||
+        ShapedType::isDynamic(O)) {
+      notSupported(op, "a convolution with dynamic spatial or kernel sizes");
+      return failure();
+    }
+    g.in.push_back(I);
+    g.kernel.push_back(K);
+    g.out.push_back(O);
+    g.strides.push_back(strides && (int64_t)strides->size() == s ? (*strides)[i]
+                                                                : 1);
+    g.dilations.push_back(
+        dilations && (int64_t)dilations->size() == s ? (*dilations)[i] : 1);
+    int64_t pb = 0, pe = 0;
+    if (pads && (int64_t)pads->size() == 2 * s) {
+      pb = (*pads)[i];
+      pe = (*pads)[i + s];
+    }
+    int64_t eff = (K - 1) * g.dilations[i] + 1;
+    if (!transpose && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")) {
+      int64_t total =
+          std::max<int64_t>(0, (O - 1) * g.strides[i] + eff - I);
+      pb = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else if (!transpose && autoPad == "VALID") {
+      pb = pe = 0;
+    }
+    if (!transpose) {
+      // The result size may need more end padding (pooling ceil_mode); a
+      // negative value crops.
+      pe = (O - 1) * g.strides[i] + eff - I - pb;
+    }
+    g.padBegin.push_back(pb);
+    g.padEnd.push_back(pe);
+  }
+  return g;
+}
+
+/// Pads (or crops, for negative pads) the spatial dims of an N,C,... tensor.
+Value padSpatial(OpBuilder &b, Location loc, Value v,
+                 ArrayRef<int64_t> begin, ArrayRef<int64_t> end, Value pad) {
+  auto t = cast<RankedTensorType>(v.getType());
+  int64_t rank = t.getRank();
+  bool anyNeg = false, anyPos = false;
+  for (int64_t i = 0; i < (int64_t)begin.size(); ++i) {
+    anyNeg |= begin[i] < 0 || end[i] < 0;
+    anyPos |= begin[i] > 0 || end[i] > 0;
+  }
+  if (anyNeg) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v);
+    for (size_t i = 0; i < begin.size(); ++i) {
+      int64_t cb = std::max<int64_t>(0, -begin[i]);
+      int64_t ce = std::max<int64_t>(0, -end[i]);
+      offsets[i + 2] = b.getIndexAttr(cb);
+      sizes[i + 2] = b.getIndexAttr(t.getDimSize(i + 2) - cb - ce);
+    }
+    v = tensor::ExtractSliceOp::create(
+        b, loc, v, offsets, sizes,
+        SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+  }
+  if (!anyPos)
+    return v;
+  SmallVector<OpFoldResult> lo(rank, b.getIndexAttr(0)),
+      hi(rank, b.getIndexAttr(0));
+  auto vt = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(vt.getShape());
+  for (size_t i = 0; i < begin.size(); ++i) {
+    int64_t pb = std::max<int64_t>(0, begin[i]),
+            pe = std::max<int64_t>(0, end[i]);
+    lo[i + 2] = b.getIndexAttr(pb);
+    hi[i + 2] = b.getIndexAttr(pe);
+    shape[i + 2] += pb + pe;
+  }
+  auto padded = RankedTensorType::get(shape, vt.getElementType());
+  return tensor::PadOp::create(b, loc, padded, v, lo, hi, pad);
+}
+
+struct ConvLowering : OpConversionPattern<dist::ConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput(), weight = adaptor.getWeight();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    auto outType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    Type elem = outType.getElementType();
+    int64_t s = inType.getRank() - 2;
+    if (s < 1)
+      return notSupported(op, "a convolution without spatial dimensions");
+    auto geo = convGeometry(op, inType, wType, outType, op.getStrides(),
+                            op.getDilations(), op.getPads(), op.getAutoPad(),
+                            /*transpose=*/false);
+    if (failed(geo))
+      return failure();
+    int64_t G = op.getGroup();
+    int64_t C = inType.getDimSize(1), F = wType.getDimSize(0);
+    if (ShapedType::isDynamic(C) || ShapedType::isDynamic(F) || G <= 0 ||
+        C % G || F % G)
+      return notSupported(op, "a convolution with these channel counts");
+    int64_t Cg = C / G, Fg = F / G;
+    Value zero = scalarConst(rewriter, loc, elem, 0);
+    Value padded = padSpatial(rewriter, loc, input, geo->padBegin,
+                              geo->padEnd, zero);
+    SmallVector<OpFoldResult> outSizes = sizesOf(rewriter, loc, input);
+    outSizes[1] = rewriter.getIndexAttr(F);
+    for (int64_t i = 0; i < s; ++i)
+      outSizes[i + 2] = rewriter.getIndexAttr(geo->out[i]);
+
+    // Initial value: the bias broadcast over (n, f, spatial) or zeros.
+    Value init;
+    if (Value bias = adaptor.getBias()) {
+      auto bt = cast<RankedTensorType>(bias.getType());
+      SmallVector<AffineExpr> e{getAffineDimExpr(1, ctx)};
+      AffineMap bmap = AffineMap::get(outType.getRank(), 0, e, ctx);
+      Value empty = emptyTensor(rewriter, loc, outType, outSizes);
+      (void)bt;
+      init = linalg::GenericOp::create(
+                 rewriter, loc, TypeRange{outType}, ValueRange{bias},
+                 ValueRange{empty},
+                 SmallVector<AffineMap>{
+                     bmap, rewriter.getMultiDimIdentityMap(outType.getRank())},
+                 SmallVector<IT>(outType.getRank(), IT::parallel),
+                 [](OpBuilder &b, Location l, ValueRange a) {
+                   linalg::YieldOp::create(b, l, a[0]);
+                 })
+                 .getResult(0);
+    } else {
+      init = filledTensor(rewriter, loc, outType, outSizes, zero);
+    }
+
+    bool blasType = elem.isF32() || elem.isF64();
+    if (G == 1 && s == 2 && blasType) {
+      rewriter.replaceOp(op, im2col(rewriter, loc, padded, weight, init,
+                                    outType, *geo, elemTypeOf(op.getInput())));
+      return success();
+    }
+    rewriter.replaceOp(op, direct(rewriter, loc, padded, weight, init, outType,
+                                  *geo, G, Cg, Fg, elemTypeOf(op.getInput())));
+    return success();
+  }
+
+  /// col[n, c, k..., o...] = in[n, c, o*s + k*d]; out[n, f, p] +=
+  /// W[f, q] * col[n, q, p].
+  static Value im2col(OpBuilder &b, Location loc, Value padded, Value weight,
+                      Value init, RankedTensorType outType,
+                      const ConvGeometry &geo, Type origElem) {
+    MLIRContext *ctx = b.getContext();
+    auto pt = cast<RankedTensorType>(padded.getType());
+    auto wt = cast<RankedTensorType>(weight.getType());
+    Type elem = pt.getElementType();
+    int64_t C = pt.getDimSize(1), F = wt.getDimSize(0);
+    int64_t KH = geo.kernel[0], KW = geo.kernel[1];
+    int64_t OH = geo.out[0], OW = geo.out[1];
+    int64_t CKK = C * KH * KW, P = OH * OW;
+    Value n = ofrToValue(b, loc, tensor::getMixedSize(b, loc, padded, 0));
+    int64_t N = pt.getDimSize(0);
+    Value col;
+    bool pointwise = KH == 1 && KW == 1 && geo.strides[0] == 1 &&
+                     geo.strides[1] == 1 && pt.getDimSize(2) == OH &&
+                     pt.getDimSize(3) == OW;
+    auto colType = RankedTensorType::get({N, CKK, P}, elem);
+    if (pointwise) {
+      col = tensor::CollapseShapeOp::create(
+          b, loc, colType, padded,
+          SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    } else {
+      auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+      // Loops (n, c, kh, kw, oh, ow).
+      AffineMap inMap = AffineMap::get(
+          6, 0,
+          {d(0), d(1), d(4) * geo.strides[0] + d(2) * geo.dilations[0],
+           d(5) * geo.strides[1] + d(3) * geo.dilations[1]},
+          ctx);
+      auto col6Type = RankedTensorType::get({N, C, KH, KW, OH, OW}, elem);
+      SmallVector<Value> dyn;
+      if (ShapedType::isDynamic(N))
+        dyn.push_back(n);
+      Value empty = tensor::EmptyOp::create(b, loc, col6Type, dyn);
+      Value col6 =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{col6Type}, ValueRange{padded},
+              ValueRange{empty},
+              SmallVector<AffineMap>{inMap, b.getMultiDimIdentityMap(6)},
+              SmallVector<IT>(6, IT::parallel),
+              [](OpBuilder &nb, Location l, ValueRange a) {
+                linalg::YieldOp::create(nb, l, a[0]);
+              })
+              .getResult(0);
+      col = tensor::CollapseShapeOp::create(
+          b, loc, colType, col6,
+          SmallVector<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
+    }
+    Value w2 = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({F, CKK}, elem), weight,
+        SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+    auto out3Type = RankedTensorType::get({N, F, P}, elem);
+    Value init3 = tensor::CollapseShapeOp::create(
+        b, loc, out3Type, init,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Loops (n, f, p, q).
+    SmallVector<AffineMap> maps{AffineMap::get(4, 0, {d(1), d(3)}, ctx),
+                                AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx),
+                                AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)};
+    Value out3 = buildContraction(
+        b, loc, w2, col, init3, maps,
+        {IT::parallel, IT::parallel, IT::parallel, IT::reduction}, origElem);
+    SmallVector<OpFoldResult> sizes{tensor::getMixedSize(b, loc, padded, 0),
+                                    b.getIndexAttr(F), b.getIndexAttr(OH),
+                                    b.getIndexAttr(OW)};
+    return tensor::ExpandShapeOp::create(
+        b, loc, outType, out3,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, sizes);
+  }
+
+  /// Direct convolution over expanded group dims:
+  /// out[n, g, f, o...] += in[n, g, c, o*s + k*d] * W[g, f, c, k...].
+  static Value direct(OpBuilder &b, Location loc, Value padded, Value weight,
+                      Value init, RankedTensorType outType,
+                      const ConvGeometry &geo, int64_t G, int64_t Cg,
+                      int64_t Fg, Type origElem) {
+    MLIRContext *ctx = b.getContext();
+    auto pt = cast<RankedTensorType>(padded.getType());
+    auto wt = cast<RankedTensorType>(weight.getType());
+    Type elem = pt.getElementType();
+    int64_t s = pt.getRank() - 2;
+    // Expand channels into (G, Cg) / (G, Fg).
+    auto expandCh = [&](Value v, RankedTensorType t, int64_t inner,
+                        ArrayRef<OpFoldResult> sizesIn) {
+      SmallVector<int64_t> shape;
+      SmallVector<ReassociationIndices> re;
+      SmallVector<OpFoldResult> sizes;
+      int64_t r = t.getRank();
+      // Dim 0 stays, dim 1 -> (G, inner), rest stay.
+      shape.push_back(t.getDimSize(0));
+      sizes.push_back(sizesIn[0]);
+      re.push_back({0});
+      shape.push_back(G);
+      shape.push_back(inner);
+      sizes.push_back(b.getIndexAttr(G));
+      sizes.push_back(b.getIndexAttr(inner));
+      re.push_back({1, 2});
+      for (int64_t i = 2; i < r; ++i) {
+        shape.push_back(t.getDimSize(i));
+        sizes.push_back(sizesIn[i]);
+        re.push_back({i + 1});
+      }
+      auto nt = RankedTensorType::get(shape, elem);
+      return tensor::ExpandShapeOp::create(b, loc, nt, v, re, sizes)
+          .getResult();
+    };
+    Value in5 = expandCh(padded, pt, Cg, sizesOf(b, loc, padded));
+    // Weight [G*Fg, Cg, k...] -> [G, Fg, Cg, k...].
+    SmallVector<int64_t> wshape{G, Fg};
+    SmallVector<ReassociationIndices> wre{{0, 1}};
+    for (int64_t i = 1; i < wt.getRank(); ++i) {
+      wshape.push_back(wt.getDimSize(i));
+      wre.push_back({i + 1});
+    }
+    Value w5 = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(wshape, elem), weight, wre);
+    Value out5 = expandCh(init, outType, Fg, sizesOf(b, loc, init));
+    // Loops: n, g, f, o_1..o_s, c, k_1..k_s.
+    int64_t numLoops = 3 + s + 1 + s;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    int64_t oBase = 3, cDim = 3 + s, kBase = 4 + s;
+    SmallVector<AffineExpr> inE{d(0), d(1), d(cDim)};
+    SmallVector<AffineExpr> wE{d(1), d(2), d(cDim)};
+    SmallVector<AffineExpr> oE{d(0), d(1), d(2)};
+    for (int64_t i = 0; i < s; ++i) {
+      inE.push_back(d(oBase + i) * geo.strides[i] +
+                    d(kBase + i) * geo.dilations[i]);
+      wE.push_back(d(kBase + i));
+      oE.push_back(d(oBase + i));
+    }
+    SmallVector<IT> iters(3 + s, IT::parallel);
+    iters.append(1 + s, IT::reduction);
+    Value r = buildContraction(
+        b, loc, in5, w5, out5,
+        {AffineMap::get(numLoops, 0, inE, ctx),
+         AffineMap::get(numLoops, 0, wE, ctx),
+         AffineMap::get(numLoops, 0, oE, ctx)},
+        iters, origElem);
+    SmallVector<ReassociationIndices> ore{{0}, {1, 2}};
+    for (int64_t i = 0; i < s; ++i)
+      ore.push_back({3 + i});
+    return tensor::CollapseShapeOp::create(b, loc, outType, r, ore);
+  }
+};
+
+struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ConvTransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput(), weight = adaptor.getWeight();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    auto outType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    Type elem = outType.getElementType();
+    int64_t s = inType.getRank() - 2;
+    auto geo = convGeometry(op, inType, wType, outType, op.getStrides(),
+                            op.getDilations(), op.getPads(), op.getAutoPad(),
+                            /*transpose=*/true);
+    if (failed(geo))
+      return failure();
+    // Resolve the begin padding: with auto_pad or output_shape it follows
+    // from the total padding (ONNX ConvTranspose).
+    SmallVector<int64_t> outPad(s, 0);
+    if (auto op_ = op.getOutputPadding(); op_ && (int64_t)op_->size() == s)
+      outPad.assign(op_->begin(), op_->end());
+    StringRef autoPad = op.getAutoPad();
+    for (int64_t i = 0; i < s; ++i) {
+      int64_t total = geo->strides[i] * (geo->in[i] - 1) + outPad[i] +
+                      (geo->kernel[i] - 1) * geo->dilations[i] + 1 -
+                      geo->out[i];
+      // Floor division, as ONNX's reference (total may be negative when
+      // output_shape asks for more than the natural size).
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      if (autoPad == "SAME_UPPER")
+        geo->padBegin[i] = half;
+      else if (autoPad == "SAME_LOWER" || op.getOutputShape())
+        geo->padBegin[i] = total - half;
+      else if (autoPad == "VALID")
+        geo->padBegin[i] = 0;
+    }
+    int64_t G = op.getGroup();
+    int64_t C = inType.getDimSize(1);
+    int64_t Fg = wType.getDimSize(1);
+    if (ShapedType::isDynamic(C) || ShapedType::isDynamic(Fg) || G <= 0 ||
+        C % G)
+      return notSupported(op, "a transposed convolution with these channels");
+    int64_t Cg = C / G;
+    SmallVector<OpFoldResult> outSizes = sizesOf(rewriter, loc, input);
+    outSizes[1] = rewriter.getIndexAttr(G * Fg);
+    for (int64_t i = 0; i < s; ++i)
+      outSizes[i + 2] = rewriter.getIndexAttr(geo->out[i]);
+    Value zero = scalarConst(rewriter, loc, elem, 0);
+    Value init;
+    int64_t rank = outType.getRank();
+    if (Value bias = adaptor.getBias()) {
+      Value empty = emptyTensor(rewriter, loc, outType, outSizes);
+      init = linalg::GenericOp::create(
+                 rewriter, loc, TypeRange{outType}, ValueRange{bias},
+                 ValueRange{empty},
+                 SmallVector<AffineMap>{
+                     AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx),
+                     rewriter.getMultiDimIdentityMap(rank)},
+                 SmallVector<IT>(rank, IT::parallel),
+                 [](OpBuilder &b, Location l, ValueRange a) {
+                   linalg::YieldOp::create(b, l, a[0]);
+                 })
+                 .getResult(0);
+    } else {
+      init = filledTensor(rewriter, loc, outType, outSizes, zero);
+    }
+    // Loops: n, o_c (output channel), o_1..o_s, c (within group), k_1..k_s.
+    // A dummy [Cg, k...] operand gives the reduction loops their ranges.
+    SmallVector<int64_t> dummyShape{Cg};
+    dummyShape.append(geo->kernel.begin(), geo->kernel.end());
+    Value dummy = tensor::EmptyOp::create(
+        rewriter, loc, RankedTensorType::get(dummyShape, elem), ValueRange{});
+    int64_t numLoops = 2 + s + 1 + s;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> dE{d(2 + s)}, oE;
+    for (int64_t i = 0; i < s; ++i)
+      dE.push_back(d(3 + s + i));
+    for (int64_t i = 0; i < 2 + s; ++i)
+      oE.push_back(d(i));
+    SmallVector<IT> iters(2 + s, IT::parallel);
+    iters.append(1 + s, IT::reduction);
+    bool isFloat = isa<FloatType>(elem);
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{outType}, ValueRange{dummy}, ValueRange{init},
+        SmallVector<AffineMap>{AffineMap::get(numLoops, 0, dE, ctx),
+                               AffineMap::get(numLoops, 0, oE, ctx)},
+        iters, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value n = linalg::IndexOp::create(b, l, 0);
+          Value oc = linalg::IndexOp::create(b, l, 1);
+          Value c = linalg::IndexOp::create(b, l, 2 + s);
+          Value fgV = arith::ConstantIndexOp::create(b, l, Fg);
+          Value grp = arith::DivUIOp::create(b, l, oc, fgV);
+          Value f = arith::RemUIOp::create(b, l, oc, fgV);
+          Value ic = arith::AddIOp::create(
+              b, l, arith::MulIOp::create(
+                        b, l, grp, arith::ConstantIndexOp::create(b, l, Cg)),
+              c);
+          Value zeroI = arith::ConstantIndexOp::create(b, l, 0);
+          Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
+          SmallVector<Value> inIdx{n, ic}, wIdx{ic, f};
+          for (int64_t i = 0; i < s; ++i) {
+            Value o = linalg::IndexOp::create(b, l, 2 + i);
+            Value k = linalg::IndexOp::create(b, l, 3 + s + i);
+            // t = o + pad - k*d; valid if t >= 0, t % s == 0, t/s < I.
+            Value t = arith::SubIOp::create(
+                b, l,
+                arith::AddIOp::create(
+                    b, l, o,
+                    arith::ConstantIndexOp::create(b, l, geo->padBegin[i])),
+                arith::MulIOp::create(
+                    b, l, k,
+                    arith::ConstantIndexOp::create(b, l, geo->dilations[i])));
+            Value sV = arith::ConstantIndexOp::create(b, l, geo->strides[i]);
+            Value nonNeg =
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, zeroI);
+            Value tc = arith::SelectOp::create(b, l, nonNeg, t, zeroI);
+            Value q = arith::DivUIOp::create(b, l, tc, sV);
+            Value r = arith::RemUIOp::create(b, l, tc, sV);
+            Value divisible =
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, r, zeroI);
+            Value inRange = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::slt, q,
+                arith::ConstantIndexOp::create(b, l, geo->in[i]));
+            valid = arith::AndIOp::create(b, l, valid, nonNeg);
+            valid = arith::AndIOp::create(b, l, valid, divisible);
+            valid = arith::AndIOp::create(b, l, valid, inRange);
+            inIdx.push_back(arith::SelectOp::create(b, l, inRange, q, zeroI));
+            wIdx.push_back(k);
+          }
+          Value x = tensor::ExtractOp::create(b, l, input, inIdx);
+          Value w = tensor::ExtractOp::create(b, l, weight, wIdx);
+          Value z = scalarConst(b, l, elem, 0);
+          Value p = isFloat ? Value(arith::MulFOp::create(b, l, x, w))
+                            : Value(arith::MulIOp::create(b, l, x, w));
+          p = arith::SelectOp::create(b, l, valid, p, z);
+          Value acc = isFloat ? Value(arith::AddFOp::create(b, l, a[1], p))
+                              : Value(arith::AddIOp::create(b, l, a[1], p));
+          linalg::YieldOp::create(b, l, acc);
+        });
+    rewriter.replaceOp(op, g.getResult(0));
+    return success();
+  }
+};
+
+} // namespace
+
+void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
+                                            RewritePatternSet &p) {
+  p.add<MatMulLowering, GemmLowering, ConvLowering, ConvTransposeLowering>(
+      tc, p.getContext());
+}

@@ -1,0 +1,476 @@
+//===- LowerShape.cpp - reshape family, transpose, concat, split, slice ---===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Data-movement ops that only change how elements are arranged: the reshape
+// family (Reshape, Flatten, Squeeze, Unsqueeze) becomes tensor
+// expand/collapse, Transpose becomes linalg.transpose, Concat/Split/Slice
+// become insert/extract slices (a generic for negative steps), Shape and
+// Size read tensor dims.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::dist;
+using namespace mlir::dist::codegen;
+
+namespace {
+
+Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
+  return ofrToValue(b, loc, tensor::getMixedSize(b, loc, v, i));
+}
+
+Value numElements(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  Value n = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    n = arith::MulIOp::create(b, loc, n, dimValue(b, loc, v, i));
+  return n;
+}
+
+/// Result sizes of a reshape when at most one result dim is dynamic: the
+/// dynamic one is the element count divided by the static ones.
+std::optional<SmallVector<OpFoldResult>>
+sizesByElementCount(OpBuilder &b, Location loc, Value input,
+                    RankedTensorType resultType) {
+  SmallVector<OpFoldResult> sizes;
+  int64_t staticProduct = 1, numDynamic = 0;
+  for (int64_t d : resultType.getShape()) {
+    if (ShapedType::isDynamic(d))
+      ++numDynamic;
+    else
+      staticProduct *= d;
+  }
+  if (numDynamic > 1)
+    return std::nullopt;
+  for (int64_t d : resultType.getShape()) {
+    if (!ShapedType::isDynamic(d)) {
+      sizes.push_back(b.getIndexAttr(d));
+      continue;
+    }
+    Value n = numElements(b, loc, input);
+    Value q = arith::DivUIOp::create(
+        b, loc, n,
+        arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(1, staticProduct)));
+    sizes.push_back(q);
+  }
+  return sizes;
+}
+
+template <typename OpTy>
+struct ReshapeLikeLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  /// Sizes for results with several dynamic dims, op by op.
+  /// `operands` are the converted operands (Reshape reads its shape).
+  FailureOr<SmallVector<OpFoldResult>>
+  dynamicSizes(OpTy op, ValueRange operands, Value input,
+               RankedTensorType resultType, OpBuilder &b) const;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(
+        this->getTypeConverter()->convertType(op->getResult(0).getType()));
+    Value input = adaptor.getInput();
+    SmallVector<OpFoldResult> sizes;
+    if (auto s = sizesByElementCount(rewriter, loc, input, resultType)) {
+      sizes = *s;
+    } else {
+      auto s2 = dynamicSizes(op, adaptor.getOperands(), input, resultType,
+                             rewriter);
+      if (failed(s2))
+        return notSupported(op, "this reshape with several dynamic dimensions");
+      sizes = *s2;
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, input, resultType, sizes));
+    return success();
+  }
+};
+
+template <>
+FailureOr<SmallVector<OpFoldResult>>
+ReshapeLikeLowering<dist::ReshapeOp>::dynamicSizes(
+    dist::ReshapeOp op, ValueRange operands, Value input, RankedTensorType resultType,
+    OpBuilder &b) const {
+  // Read the target shape at run time: 0 copies the input dim (unless
+  // allowzero), -1 takes the remaining element count.
+  Location loc = op.getLoc();
+  Value shape = op.getShape();
+  auto shapeType = cast<RankedTensorType>(shape.getType());
+  if (!shapeType.hasStaticShape())
+    return failure();
+  auto inType = cast<RankedTensorType>(input.getType());
+  int64_t rank = resultType.getRank();
+  // The shape operand is i64, which the type conversion leaves unchanged.
+  Value shapeV = operands[1];
+  SmallVector<Value> raw;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value minusOne = arith::ConstantIndexOp::create(b, loc, -1);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!ShapedType::isDynamic(resultType.getDimSize(i))) {
+      raw.push_back(arith::ConstantIndexOp::create(b, loc,
+                                                   resultType.getDimSize(i)));
+      continue;
+    }
+    Value idx = arith::ConstantIndexOp::create(b, loc, i);
+    Value v = toIndex(b, loc, tensor::ExtractOp::create(b, loc, shapeV, idx));
+    if (!op.getAllowzero() && i < inType.getRank()) {
+      Value isZero =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v, zero);
+      v = arith::SelectOp::create(b, loc, isZero, dimValue(b, loc, input, i),
+                                  v);
+    }
+    raw.push_back(v);
+  }
+  Value known = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Value v : raw) {
+    Value isInfer =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v, minusOne);
+    Value f = arith::SelectOp::create(
+        b, loc, isInfer, arith::ConstantIndexOp::create(b, loc, 1), v);
+    known = arith::MulIOp::create(b, loc, known, f);
+  }
+  Value n = numElements(b, loc, input);
+  Value inferred = arith::DivUIOp::create(b, loc, n, known);
+  SmallVector<OpFoldResult> sizes;
+  for (Value v : raw) {
+    Value isInfer =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v, minusOne);
+    sizes.push_back(
+        Value(arith::SelectOp::create(b, loc, isInfer, inferred, v)));
+  }
+  return sizes;
+}
+
+template <>
+FailureOr<SmallVector<OpFoldResult>>
+ReshapeLikeLowering<dist::FlattenOp>::dynamicSizes(
+    dist::FlattenOp op, ValueRange, Value input, RankedTensorType resultType,
+    OpBuilder &b) const {
+  Location loc = op.getLoc();
+  auto inType = cast<RankedTensorType>(input.getType());
+  int64_t axis = op.getAxis();
+  if (axis < 0)
+    axis += inType.getRank();
+  Value outer = arith::ConstantIndexOp::create(b, loc, 1);
+  Value inner = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t i = 0; i < inType.getRank(); ++i) {
+    Value d = dimValue(b, loc, input, i);
+    if (i < axis)
+      outer = arith::MulIOp::create(b, loc, outer, d);
+    else
+      inner = arith::MulIOp::create(b, loc, inner, d);
+  }
+  return SmallVector<OpFoldResult>{outer, inner};
+}
+
+/// Squeeze/Unsqueeze: result dims that are not size-1 come from input dims
+/// that are not size-1, in order.
+FailureOr<SmallVector<OpFoldResult>>
+sizesByNonUnitDims(Location loc, Value input, RankedTensorType resultType,
+                   OpBuilder &b) {
+  auto inType = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> srcDims;
+  for (int64_t i = 0; i < inType.getRank(); ++i)
+    if (inType.getDimSize(i) != 1)
+      srcDims.push_back(i);
+  SmallVector<OpFoldResult> sizes;
+  size_t next = 0;
+  for (int64_t d : resultType.getShape()) {
+    if (d == 1) {
+      sizes.push_back(b.getIndexAttr(1));
+      continue;
+    }
+    if (next >= srcDims.size())
+      return failure();
+    sizes.push_back(tensor::getMixedSize(b, loc, input, srcDims[next++]));
+  }
+  return sizes;
+}
+
+template <>
+FailureOr<SmallVector<OpFoldResult>>
+ReshapeLikeLowering<dist::SqueezeOp>::dynamicSizes(
+    dist::SqueezeOp op, ValueRange, Value input, RankedTensorType resultType,
+    OpBuilder &b) const {
+  return sizesByNonUnitDims(op.getLoc(), input, resultType, b);
+}
+
+template <>
+FailureOr<SmallVector<OpFoldResult>>
+ReshapeLikeLowering<dist::UnsqueezeOp>::dynamicSizes(
+    dist::UnsqueezeOp op, ValueRange, Value input, RankedTensorType resultType,
+    OpBuilder &b) const {
+  return sizesByNonUnitDims(op.getLoc(), input, resultType, b);
+}
+
+struct TransposeLowering : OpConversionPattern<dist::TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> perm;
+    if (auto p = op.getPerm()) {
+      perm.assign(p->begin(), p->end());
+    } else {
+      for (int64_t i = inType.getRank() - 1; i >= 0; --i)
+        perm.push_back(i);
+    }
+    auto resultType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t p : perm)
+      sizes.push_back(inSizes[p]);
+    Value init = emptyTensor(rewriter, loc, resultType, sizes);
+    auto t = linalg::TransposeOp::create(rewriter, loc, input, init, perm);
+    rewriter.replaceOp(op, t.getResult());
+    return success();
+  }
+};
+
+struct ConcatLowering : OpConversionPattern<dist::ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    int64_t rank = resultType.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<Value> inputs(adaptor.getInputs());
+    // Sizes: the first input's, with the concatenated axis summed.
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, inputs.front());
+    Value total = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    for (Value in : inputs)
+      total = arith::AddIOp::create(rewriter, loc, total,
+                                    dimValue(rewriter, loc, in, axis));
+    sizes[axis] = total;
+    for (int64_t i = 0; i < rank; ++i)
+      if (!resultType.isDynamicDim(i))
+        sizes[i] = rewriter.getIndexAttr(resultType.getDimSize(i));
+    Value acc = emptyTensor(rewriter, loc, resultType, sizes);
+    Value offset = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    for (Value in : inputs) {
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      offsets[axis] = offset;
+      SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, in);
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      acc = tensor::InsertSliceOp::create(rewriter, loc, in, acc, offsets,
+                                          inSizes, strides);
+      offset = arith::AddIOp::create(rewriter, loc, offset,
+                                     dimValue(rewriter, loc, in, axis));
+    }
+    rewriter.replaceOp(op, acc);
+    return success();
+  }
+};
+
+struct SplitLowering : OpConversionPattern<dist::SplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::SplitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    int64_t rank = inType.getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<Value> results;
+    int64_t offset = 0;
+    for (Value r : op.getOutputs()) {
+      auto rt = cast<RankedTensorType>(
+          getTypeConverter()->convertType(r.getType()));
+      if (rt.isDynamicDim(axis))
+        return notSupported(op, "a split with a dynamic split size");
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+      sizes[axis] = rewriter.getIndexAttr(rt.getDimSize(axis));
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      Value s = tensor::ExtractSliceOp::create(rewriter, loc, rt, input,
+                                               offsets, sizes, strides);
+      results.push_back(s);
+      offset += rt.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct SliceLowering : OpConversionPattern<dist::SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto resultType = cast<RankedTensorType>(
+        getTypeConverter()->convertType(op.getType()));
+    int64_t rank = inType.getRank();
+    auto starts = constInts(op.getStarts());
+    auto ends = constInts(op.getEnds());
+    if (!starts || !ends)
+      return notSupported(op, "a slice with run-time starts or ends");
+    SmallVector<int64_t> axes, steps;
+    if (op.getAxes()) {
+      auto a = constInts(op.getAxes());
+      if (!a)
+        return notSupported(op, "a slice with run-time axes");
+      axes = *a;
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i)
+        axes.push_back(i);
+    }
+    if (op.getSteps()) {
+      auto s = constInts(op.getSteps());
+      if (!s)
+        return notSupported(op, "a slice with run-time steps");
+      steps = *s;
+    } else {
+      steps.assign(starts->size(), 1);
+    }
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+    SmallVector<int64_t> stepOf(rank, 1), startOf(rank, 0);
+    bool negative = false;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+      int64_t step = steps[i];
+      int64_t dim = inType.getDimSize(axis);
+      if (ShapedType::isDynamic(dim)) {
+        // Only the whole dimension is supported when its size is unknown.
+        if ((*starts)[i] == 0 && step == 1 &&
+            (*ends)[i] >= std::numeric_limits<int32_t>::max())
+          continue;
+        return notSupported(op, "a slice of a dynamic dimension");
+      }
+      int64_t start = (*starts)[i], end = (*ends)[i];
+      if (start < 0)
+        start += dim;
+      if (end < 0)
+        end += dim;
+      int64_t size;
+      if (step > 0) {
+        start = std::clamp<int64_t>(start, 0, dim);
+        end = std::clamp<int64_t>(end, 0, dim);
+        size = end > start ? (end - start + step - 1) / step : 0;
+      } else {
+        start = std::clamp<int64_t>(start, 0, dim - 1);
+        end = std::clamp<int64_t>(end, -1, dim - 1);
+        size = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+        negative = true;
+      }
+      // An empty slice may start anywhere; 0 keeps extract_slice in bounds.
+      offsets[axis] = rewriter.getIndexAttr(size == 0 ? 0 : start);
+      sizes[axis] = rewriter.getIndexAttr(size);
+      stepOf[axis] = step;
+      startOf[axis] = start;
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      if (!resultType.isDynamicDim(i))
+        sizes[i] = rewriter.getIndexAttr(resultType.getDimSize(i));
+    if (!negative) {
+      SmallVector<OpFoldResult> strides;
+      for (int64_t s : stepOf)
+        strides.push_back(rewriter.getIndexAttr(s));
+      Value s = tensor::ExtractSliceOp::create(rewriter, loc, resultType, input,
+                                               offsets, sizes, strides);
+      rewriter.replaceOp(op, s);
+      return success();
+    }
+    // Negative steps: a generic reading input[start + i * step].
+    if (resultType.getNumElements() == 0 || !inType.hasStaticShape())
+      return notSupported(op, "a negative-step slice of this shape");
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineExpr> exprs;
+    for (int64_t i = 0; i < rank; ++i)
+      exprs.push_back(getAffineDimExpr(i, ctx) * stepOf[i] + startOf[i]);
+    AffineMap inMap = AffineMap::get(rank, 0, exprs, ctx);
+    Value init = emptyTensor(rewriter, loc, resultType, sizes);
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType}, ValueRange{input},
+        ValueRange{init},
+        SmallVector<AffineMap>{inMap, rewriter.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, args[0]);
+        });
+    rewriter.replaceOp(op, g.getResult(0));
+    return success();
+  }
+};
+
+struct ShapeLowering : OpConversionPattern<dist::ShapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ShapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+    int64_t start = op.getStart();
+    int64_t end = op.getEnd() ? *op.getEnd() : rank;
+    if (start < 0)
+      start += rank;
+    if (end < 0)
+      end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, start, rank);
+    SmallVector<Value> elems;
+    for (int64_t i = start; i < end; ++i)
+      elems.push_back(arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI64Type(), dimValue(rewriter, loc, input, i)));
+    auto type = RankedTensorType::get({end - start}, rewriter.getI64Type());
+    if (elems.empty()) {
+      rewriter.replaceOp(op, tensor::EmptyOp::create(rewriter, loc, type,
+                                                     ValueRange{}));
+      return success();
+    }
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, type, elems);
+    return success();
+  }
+};
+
+struct SizeLowering : OpConversionPattern<dist::SizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::SizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value n = numElements(rewriter, loc, adaptor.getInput());
+    Value n64 =
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), n);
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, type,
+                                                        ValueRange{n64});
+    return success();
+  }
+};
+
+} // namespace
+
+void codegen::populateShapeLowering(TypeConverter &tc, RewritePatternSet &p) {
+  p.add<ReshapeLikeLowering<dist::ReshapeOp>,
+        ReshapeLikeLowering<dist::FlattenOp>,
+        ReshapeLikeLowering<dist::SqueezeOp>,
+        ReshapeLikeLowering<dist::UnsqueezeOp>, TransposeLowering,
+        ConcatLowering, SplitLowering, SliceLowering, ShapeLowering,
+        SizeLowering>(tc, p.getContext());
+}

@@ -1,0 +1,505 @@
+//===- LowerToLinalg.cpp - dist graph to linalg/tensor/arith --------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The dist-lower-to-linalg pass and the helpers shared by the op-family
+// lowering files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "dist/Codegen/Passes.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_LOWERTOLINALGPASS
+#include "dist/Codegen/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+using namespace mlir::dist::codegen;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+DistTypeConverter::DistTypeConverter() {
+  addConversion([](Type t) { return t; });
+  addConversion([](IntegerType t) -> Type { return toSignless(t); });
+  addConversion([](RankedTensorType t) -> Type { return toSignless(t); });
+}
+
+Type codegen::elemTypeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType();
+}
+
+bool codegen::isUnsignedInt(Type t) {
+  auto i = dyn_cast<IntegerType>(t);
+  return i && i.isUnsigned();
+}
+
+Type codegen::toSignless(Type t) {
+  if (auto i = dyn_cast<IntegerType>(t); i && !i.isSignless())
+    return IntegerType::get(t.getContext(), i.getWidth());
+  return t;
+}
+
+RankedTensorType codegen::toSignless(RankedTensorType t) {
+  return RankedTensorType::get(t.getShape(), toSignless(t.getElementType()));
+}
+
+LogicalResult codegen::notSupported(Operation *op, const Twine &what) {
+  op->emitError() << what << " is not supported by codegen";
+  return failure();
+}
+
+SmallVector<OpFoldResult> codegen::sizesOf(OpBuilder &b, Location loc,
+                                           Value v) {
+  return tensor::getMixedSizes(b, loc, v);
+}
+
+Value codegen::ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr) {
+  return getValueOrCreateConstantIndexOp(b, loc, ofr);
+}
+
+Value codegen::emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                           ArrayRef<OpFoldResult> sizes) {
+  SmallVector<Value> dyn;
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    if (ShapedType::isDynamic(d))
+      dyn.push_back(ofrToValue(b, loc, sizes[i]));
+  return tensor::EmptyOp::create(b, loc, type, dyn);
+}
+
+Value codegen::filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                            ArrayRef<OpFoldResult> sizes, Value scalar) {
+  Value empty = emptyTensor(b, loc, type, sizes);
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+Value codegen::scalarConst(OpBuilder &b, Location loc, Type t, double value) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return arith::ConstantOp::create(b, loc, FloatAttr::get(f, value));
+  if (isa<IndexType>(t))
+    return arith::ConstantIndexOp::create(b, loc, (int64_t)value);
+  auto i = cast<IntegerType>(t);
+  if (i.getWidth() == 1)
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i, value != 0));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(i, APInt(i.getWidth(), (int64_t)value, true)));
+}
+
+Value codegen::lowestConst(OpBuilder &b, Location loc, Type t,
+                           bool isUnsigned) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return arith::ConstantOp::create(
+        b, loc,
+        FloatAttr::get(f, APFloat::getInf(f.getFloatSemantics(), true)));
+  auto i = cast<IntegerType>(t);
+  APInt v = isUnsigned || i.getWidth() == 1
+                ? APInt::getMinValue(i.getWidth())
+                : APInt::getSignedMinValue(i.getWidth());
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i, v));
+}
+
+Value codegen::highestConst(OpBuilder &b, Location loc, Type t,
+                            bool isUnsigned) {
+  if (auto f = dyn_cast<FloatType>(t))
+    return arith::ConstantOp::create(
+        b, loc,
+        FloatAttr::get(f, APFloat::getInf(f.getFloatSemantics(), false)));
+  auto i = cast<IntegerType>(t);
+  APInt v = isUnsigned || i.getWidth() == 1
+                ? APInt::getMaxValue(i.getWidth())
+                : APInt::getSignedMaxValue(i.getWidth());
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i, v));
+}
+
+Value codegen::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
+                             Type to) {
+  Type dst = toSignless(to);
+  if (toSignless(from) == dst)
+    return v;
+  bool fromUnsigned = isUnsignedInt(from) || from.isInteger(1);
+  bool toUnsigned = isUnsignedInt(to);
+  if (auto dstInt = dyn_cast<IntegerType>(dst); dstInt && dstInt.getWidth() == 1) {
+    // Cast to bool: non-zero is true.
+    if (isa<FloatType>(v.getType()))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   scalarConst(b, loc, v.getType(), 0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 scalarConst(b, loc, v.getType(), 0));
+  }
+  if (auto srcF = dyn_cast<FloatType>(v.getType())) {
+    if (auto dstF = dyn_cast<FloatType>(dst)) {
+      if (dstF.getWidth() > srcF.getWidth())
+        return arith::ExtFOp::create(b, loc, dst, v);
+      if (dstF.getWidth() < srcF.getWidth())
+        return arith::TruncFOp::create(b, loc, dst, v);
+      // Same width, different format (f16 <-> bf16): go through f32.
+      Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+      return arith::TruncFOp::create(b, loc, dst, wide);
+    }
+    if (toUnsigned)
+      return arith::FPToUIOp::create(b, loc, dst, v);
+    return arith::FPToSIOp::create(b, loc, dst, v);
+  }
+  auto srcI = cast<IntegerType>(v.getType());
+  if (isa<FloatType>(dst)) {
+    if (fromUnsigned)
+      return arith::UIToFPOp::create(b, loc, dst, v);
+    return arith::SIToFPOp::create(b, loc, dst, v);
+  }
+  auto dstI = cast<IntegerType>(dst);
+  if (dstI.getWidth() > srcI.getWidth()) {
+    if (fromUnsigned)
+      return arith::ExtUIOp::create(b, loc, dst, v);
+    return arith::ExtSIOp::create(b, loc, dst, v);
+  }
+  if (dstI.getWidth() < srcI.getWidth())
+    return arith::TruncIOp::create(b, loc, dst, v);
+  return v;
+}
+
+Value codegen::toIndex(OpBuilder &b, Location loc, Value v) {
+  if (isa<IndexType>(v.getType()))
+    return v;
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+
+SmallVector<OpFoldResult> codegen::broadcastSizes(OpBuilder &b, Location loc,
+                                                  RankedTensorType resultType,
+                                                  ValueRange operands) {
+  int64_t rank = resultType.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t d = resultType.getDimSize(i);
+    if (!ShapedType::isDynamic(d)) {
+      sizes.push_back(b.getIndexAttr(d));
+      continue;
+    }
+    // Take the size from an operand whose aligned dim is not a static 1.
+    OpFoldResult size;
+    for (Value v : operands) {
+      auto t = cast<RankedTensorType>(v.getType());
+      int64_t j = i - (rank - t.getRank());
+      if (j < 0 || t.getDimSize(j) == 1)
+        continue;
+      size = tensor::getMixedSize(b, loc, v, j);
+      break;
+    }
+    if (!size)
+      size = b.getIndexAttr(1);
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+AffineMap codegen::broadcastMap(MLIRContext *ctx, RankedTensorType operandType,
+                                RankedTensorType resultType) {
+  int64_t rank = resultType.getRank();
+  int64_t offset = rank - operandType.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t j = 0; j < operandType.getRank(); ++j) {
+    bool bcast = operandType.getDimSize(j) == 1 &&
+                 resultType.getDimSize(j + offset) != 1;
+    exprs.push_back(bcast ? getAffineConstantExpr(0, ctx)
+                          : getAffineDimExpr(j + offset, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+Value codegen::buildElementwise(OpBuilder &b, Location loc,
+                                RankedTensorType resultType,
+                                ArrayRef<OpFoldResult> sizes,
+                                ValueRange operands, ScalarBodyFn body) {
+  MLIRContext *ctx = b.getContext();
+  Value init = emptyTensor(b, loc, resultType, sizes);
+  SmallVector<AffineMap> maps;
+  for (Value v : operands)
+    maps.push_back(
+        broadcastMap(ctx, cast<RankedTensorType>(v.getType()), resultType));
+  maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
+  SmallVector<utils::IteratorType> iters(resultType.getRank(),
+                                         utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, operands, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return generic.getResult(0);
+}
+
+Value codegen::buildElementwise(OpBuilder &b, Location loc,
+                                RankedTensorType resultType,
+                                ValueRange operands, ScalarBodyFn body) {
+  auto sizes = broadcastSizes(b, loc, resultType, operands);
+  return buildElementwise(b, loc, resultType, sizes, operands, body);
+}
+
+Value codegen::reshapeTo(OpBuilder &b, Location loc, Value v,
+                         RankedTensorType resultType,
+                         ArrayRef<OpFoldResult> sizes) {
+  auto srcType = cast<RankedTensorType>(v.getType());
+  if (srcType == resultType)
+    return v;
+  if (srcType.getShape() == resultType.getShape())
+    return tensor::CastOp::create(b, loc, resultType, v);
+  auto srcStatic = srcType.hasStaticShape() && resultType.hasStaticShape();
+  if (srcStatic) {
+    if (srcType.getRank() > resultType.getRank()) {
+      if (auto re = getReassociationIndicesForCollapse(srcType.getShape(),
+                                                       resultType.getShape()))
+        return tensor::CollapseShapeOp::create(b, loc, resultType, v, *re);
+    } else if (srcType.getRank() < resultType.getRank()) {
+      if (auto re = getReassociationIndicesForCollapse(resultType.getShape(),
+                                                       srcType.getShape()))
+        return tensor::ExpandShapeOp::create(b, loc, resultType, v, *re);
+    }
+  }
+  // Dynamic result dims with no static reassociation: a tensor.reshape with
+  // the sizes computed at run time.
+  if (!resultType.hasStaticShape() && resultType.getRank() > 0) {
+    SmallVector<Value> dims;
+    for (OpFoldResult s : sizes)
+      dims.push_back(ofrToValue(b, loc, s));
+    auto shapeType =
+        RankedTensorType::get({resultType.getRank()}, b.getIndexType());
+    Value shape = tensor::FromElementsOp::create(b, loc, shapeType, dims);
+    return tensor::ReshapeOp::create(b, loc, resultType, v, shape);
+  }
+  Value flat = v;
+  if (srcType.getRank() != 1) {
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t i = 0; i < srcType.getRank(); ++i)
+      all[0].push_back(i);
+    if (srcType.getRank() == 0)
+      all.clear();
+    int64_t n = srcType.hasStaticShape() ? srcType.getNumElements()
+                                         : ShapedType::kDynamic;
+    auto flatType = RankedTensorType::get({n}, srcType.getElementType());
+    if (srcType.getRank() == 0) {
+      flat = tensor::ExpandShapeOp::create(b, loc, flatType, v,
+                                           ArrayRef<ReassociationIndices>{});
+    } else {
+      flat = tensor::CollapseShapeOp::create(b, loc, flatType, v, all);
+    }
+  }
+  if (resultType.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, resultType, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  if (resultType.getRank() == 1) {
+    if (flat.getType() == resultType)
+      return flat;
+    return tensor::CastOp::create(b, loc, resultType, flat);
+  }
+  if (!resultType.hasStaticShape() &&
+      cast<RankedTensorType>(flat.getType()).hasStaticShape())
+    flat = tensor::CastOp::create(
+        b, loc,
+        RankedTensorType::get({ShapedType::kDynamic},
+                              resultType.getElementType()),
+        flat);
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < resultType.getRank(); ++i)
+    all[0].push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, resultType, flat, all,
+                                       SmallVector<OpFoldResult>(sizes));
+}
+
+std::optional<SmallVector<int64_t>> codegen::constInts(Value v) {
+  if (auto c = dist::getConstantInts(v))
+    return SmallVector<int64_t>(c->begin(), c->end());
+  DenseIntElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    SmallVector<int64_t> r;
+    for (const APInt &x : attr.getValues<APInt>())
+      r.push_back(x.getBitWidth() == 1 ? x.getZExtValue() : x.getSExtValue());
+    return r;
+  }
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ConstantLowering : OpConversionPattern<dist::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense)
+      return notSupported(op, "a constant that is not a dense literal");
+    if (isa<dist::StringType>(type.getElementType()))
+      return notSupported(op, "a string constant");
+    auto newType = toSignless(type);
+    if (newType != type)
+      dense = dense.bitcast(newType.getElementType());
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, newType, dense);
+    return success();
+  }
+};
+
+/// Turns every dist.param into a leading argument of each function that
+/// reads it (all params, in module order, for the entry function) and
+/// replaces dist.get_param by that argument.
+LogicalResult paramsToArguments(ModuleOp module) {
+  SmallVector<dist::ParamOp> params(module.getOps<dist::ParamOp>());
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    llvm::StringMap<unsigned> index;
+    SmallVector<unsigned> argIdx;
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    SmallVector<Location> locs;
+    for (auto [i, p] : llvm::enumerate(params)) {
+      index[p.getSymName()] = i;
+      argIdx.push_back(0);
+      types.push_back(p.getType());
+      NamedAttrList a;
+      a.append("dist.param", p.getSymNameAttr());
+      a.append(bufferization::BufferizationDialect::kWritableAttrName,
+               BoolAttr::get(module.getContext(), false));
+      attrs.push_back(a.getDictionary(module.getContext()));
+      locs.push_back(p.getLoc());
+    }
+    if (failed(func.insertArguments(argIdx, types, attrs, locs)))
+      return failure();
+    bool ok = true;
+    func.walk([&](dist::GetParamOp get) {
+      auto it = index.find(get.getName());
+      if (it == index.end()) {
+        get.emitError() << "unknown parameter @" << get.getName();
+        ok = false;
+        return;
+      }
+      Value arg = func.getArgument(it->second);
+      if (arg.getType() != get.getType()) {
+        get.emitError() << "parameter @" << get.getName() << " is declared as "
+                        << arg.getType() << " but read as " << get.getType();
+        ok = false;
+        return;
+      }
+      get.replaceAllUsesWith(arg);
+      get.erase();
+    });
+    if (!ok)
+      return failure();
+    // Inputs are read-only too.
+    for (unsigned i = params.size(); i < func.getNumArguments(); ++i)
+      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                      BoolAttr::get(module.getContext(), false));
+  }
+  for (auto p : params)
+    p.erase();
+  return success();
+}
+
+struct LowerToLinalgPass
+    : public dist::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (failed(paramsToArguments(module)))
+      return signalPassFailure();
+
+    // Ops of types codegen cannot represent fail early with a clear error.
+    WalkResult check = module.walk([&](Operation *op) {
+      for (Type t : llvm::concat<Type>(op->getOperandTypes(),
+                                       op->getResultTypes())) {
+        if (isa<dist::SequenceType, dist::OptionalType>(t))
+          return notSupported(op, "a sequence or optional value"),
+                 WalkResult::interrupt();
+        auto shaped = dyn_cast<ShapedType>(t);
+        if (shaped && isa<dist::StringType>(shaped.getElementType()))
+          return notSupported(op, "a string tensor"), WalkResult::interrupt();
+        if (shaped && !shaped.hasRank())
+          return notSupported(op, "an unranked tensor"),
+                 WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (check.wasInterrupted())
+      return signalPassFailure();
+
+    int64_t count = 0;
+    module.walk([&](Operation *op) {
+      if (isa<dist::DistDialect>(op->getDialect()))
+        ++count;
+    });
+
+    DistTypeConverter converter;
+    RewritePatternSet patterns(ctx);
+    patterns.add<ConstantLowering>(converter, ctx);
+    populateElementwiseLowering(converter, patterns);
+    populateLinearAlgebraLowering(converter, patterns);
+    populateShapeLowering(converter, patterns);
+    populateReductionLowering(converter, patterns);
+    populateIndexingLowering(converter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+
+    ConversionTarget target(*ctx);
+    target.addLegalOp<ModuleOp>();
+    target.addIllegalDialect<dist::DistDialect>();
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect,
+                           scf::SCFDialect,
+                           bufferization::BufferizationDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return converter.isSignatureLegal(f.getFunctionType()) &&
+             converter.isLegal(&f.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+
+    // An op without any lowering pattern gets a clear error up front.
+    bool missing = false;
+    module.walk([&](Operation *op) {
+      if (!missing && isa<dist::DistDialect>(op->getDialect())) {
+        bool has = false;
+        for (const auto &pat : patterns.getNativePatterns())
+          if (pat->getRootKind() == op->getName()) {
+            has = true;
+            break;
+          }
+        if (!has) {
+          notSupported(op, "operation '" + op->getName().getStringRef() + "'");
+          missing = true;
+        }
+      }
+    });
+    if (missing)
+      return signalPassFailure();
+
+    if (failed(applyFullConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    numLowered = count;
+    // Public functions get a C interface: the runtime calls them through it.
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  }
+};
+} // namespace

@@ -1,0 +1,107 @@
+//===- Lowering.h - shared helpers of the dist-to-linalg lowering -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Helpers shared by the op-family lowering files (Lower*.cpp) and the
+// populate functions each of them provides.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_LIB_CODEGEN_HOST_LOWERING_H
+#define DIST_LIB_CODEGEN_HOST_LOWERING_H
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/ShapeUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::dist::codegen {
+
+/// Converts unsigned integer element types to signless ones (arith and
+/// linalg only accept signless integers); everything else is kept.
+class DistTypeConverter : public TypeConverter {
+public:
+  DistTypeConverter();
+};
+
+/// Element type of a shaped value or type.
+Type elemTypeOf(Value v);
+/// Whether `t` (an original, unconverted element type) is an unsigned int.
+bool isUnsignedInt(Type t);
+/// `t` with unsigned integers made signless.
+Type toSignless(Type t);
+/// Ranked tensor type with a signless element type.
+RankedTensorType toSignless(RankedTensorType t);
+
+/// Emits "<what> is not supported by codegen" at `op` and returns failure.
+LogicalResult notSupported(Operation *op, const Twine &what);
+
+/// Sizes of the ranked tensor `v` (constants for static dims).
+SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value v);
+/// `tensor.empty` of `type` whose dynamic dims come from `sizes` (one entry
+/// per dimension; static entries are ignored for static dims).
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ArrayRef<OpFoldResult> sizes);
+/// `linalg.fill` of `scalar` into an empty tensor.
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   ArrayRef<OpFoldResult> sizes, Value scalar);
+/// A scalar constant of the (signless) element type `t`: float or integer.
+Value scalarConst(OpBuilder &b, Location loc, Type t, double value);
+/// Lowest / highest value of `t` (-inf/+inf for floats).
+Value lowestConst(OpBuilder &b, Location loc, Type t, bool isUnsigned);
+Value highestConst(OpBuilder &b, Location loc, Type t, bool isUnsigned);
+/// Converts scalar `v` from the original element type `from` to `to`
+/// (numeric conversion with ONNX Cast semantics; bool is i1).
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to);
+/// Index-typed value of an integer scalar (sign-extended).
+Value toIndex(OpBuilder &b, Location loc, Value v);
+/// Index as OpFoldResult.
+Value ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr);
+
+/// Output sizes of a broadcasting (numpy rules) elementwise op producing
+/// `resultType` from `operands`.
+SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
+                                         RankedTensorType resultType,
+                                         ValueRange operands);
+/// Indexing map reading an operand of type `operandType` in a loop nest over
+/// `resultType` with numpy broadcasting (size-1 dims read index 0).
+AffineMap broadcastMap(MLIRContext *ctx, RankedTensorType operandType,
+                       RankedTensorType resultType);
+
+using ScalarBodyFn =
+    function_ref<Value(OpBuilder &b, Location loc, ValueRange args)>;
+
+/// Builds a broadcasting elementwise `linalg.generic` over `resultType`
+/// (signless) from `operands`; `body` maps the operands' scalars to the
+/// result scalar.
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange operands, ScalarBodyFn body);
+/// Same with explicit output sizes.
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ArrayRef<OpFoldResult> sizes, ValueRange operands,
+                       ScalarBodyFn body);
+
+/// Reshapes `v` to `resultType` (same element count), using expand/collapse
+/// when a reassociation exists, else collapse to 1-D and expand. `sizes`
+/// gives the result's dimensions (needed for dynamic result dims).
+Value reshapeTo(OpBuilder &b, Location loc, Value v,
+                RankedTensorType resultType, ArrayRef<OpFoldResult> sizes);
+
+/// Integer contents of an original (unconverted) operand produced by a
+/// constant.
+std::optional<SmallVector<int64_t>> constInts(Value v);
+
+// Populate functions, one per op family.
+void populateElementwiseLowering(TypeConverter &tc, RewritePatternSet &p);
+void populateLinearAlgebraLowering(TypeConverter &tc, RewritePatternSet &p);
+void populateShapeLowering(TypeConverter &tc, RewritePatternSet &p);
+void populateReductionLowering(TypeConverter &tc, RewritePatternSet &p);
+void populateIndexingLowering(TypeConverter &tc, RewritePatternSet &p);
+
+} // namespace mlir::dist::codegen
+
+#endif // DIST_LIB_CODEGEN_HOST_LOWERING_H

@@ -1,0 +1,74 @@
+//===- Pipeline.cpp - host code generation pipeline -----------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// dist graph -> linalg on tensors -> restricted elementwise fusion ->
+// one-shot bufferization -> ownership-based deallocation -> BLAS calls for
+// contractions -> loops -> LLVM dialect with the runtime's entry wrapper.
+// Vectorisation of the loops is left to LLVM's loop vectoriser (O3 with the
+// host CPU's features), which handles the contiguous elementwise and
+// reduction loops these lowerings produce.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void dist::buildHostCodegenPipeline(OpPassManager &pm,
+                                    const HostCodegenOptions &options) {
+  pm.addPass(createLowerToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  bufferization::OneShotBufferizePassOptions bufOpts;
+  bufOpts.bufferizeFunctionBoundaries = true;
+  bufOpts.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
+  pm.addPass(createCanonicalizerPass());
+  bufferization::BufferDeallocationPipelineOptions deallocOpts;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocOpts);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(createContractionsToRuntimePass());
+
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToFuncs());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memOpts;
+  memOpts.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memOpts));
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  AddEntryWrapperPassOptions wrapOpts;
+  wrapOpts.symbolName = options.entrySymbol;
+  wrapOpts.entryName = options.entryName;
+  pm.addPass(createAddEntryWrapperPass(wrapOpts));
+}
+
+void dist::registerHostCodegenPipeline() {
+  PassPipelineRegistration<>(
+      "dist-host-codegen-pipeline",
+      "lower a dist graph to the LLVM dialect for the host CPU",
+      [](OpPassManager &pm) { buildHostCodegenPipeline(pm, {}); });
+}
