@@ -57,14 +57,17 @@ SoftmaxCrossEntropyLoss NegativeLogLikelihoodLoss
 
 
 class MLP(nn.Module):
-    """x[B,784] -> 256 -> 128 -> 10 logits."""
+    """x[B,784] -> 256 -> 128 -> 10 logits by default; `sizes` lists the
+    widths from the input to the logits, with a ReLU between layers."""
 
-    def __init__(self):
+    def __init__(self, sizes=(784, 256, 128, 10)):
         super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(784, 256), nn.ReLU(),
-            nn.Linear(256, 128), nn.ReLU(),
-            nn.Linear(128, 10))
+        mods = []
+        for i in range(len(sizes) - 1):
+            if i:
+                mods.append(nn.ReLU())
+            mods.append(nn.Linear(sizes[i], sizes[i + 1]))
+        self.net = nn.Sequential(*mods)
 
     def forward(self, x):
         return self.net(x)

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+#===- bench/cpu_inference.sh - dist-opt against onnxruntime on the CPU ----===#
+# SPDX-License-Identifier: Apache-2.0
+#
+# Exports four PyTorch models (bench/export_bench_models.py: an MLP
+# 784-512-512-10 at batch 64, a 2-layer GPT-style LM with d=256, 4 heads and
+# sequence 64 at batch 4, a small residual CNN on 3x32x32 at batch 8 and a
+# DLRM-style model with 8 embedding tables at batch 128), compiles each with
+# dist-opt (timed) and, for 1 and 2 threads, times the executable
+# (`--bench N --threads T`) beside onnxruntime-node on the same model and
+# inputs (bench/ort_bench.js: CPU execution provider, graph optimization level
+# 'all', intraOpNumThreads T, interOpNumThreads 1, sequential execution, 10
+# warm-up runs then N timed ones). The outputs of both are compared
+# (bench/bench_util.py compare: rtol 1e-4, atol 1e-5). Prints one table per
+# thread count (median latency, speedup = onnxruntime ms / dist-opt ms, max
+# abs and relative output difference, compile seconds) and the geometric mean
+# speedup. A model that dist-opt fails to compile or run is reported in the
+# table and the others still run.
+#
+#   bench/cpu_inference.sh [ITERATIONS [WORK_DIR]]
+#
+# ITERATIONS defaults to 100 and WORK_DIR to /tmp/dist-bench. Environment:
+# DIST_OPT (default build/bin/dist-opt), THREADS (default "1 2"), MODELS
+# (default "mlp gpt resnet dlrm"). Installs onnxruntime-node into
+# bench/node_modules (the version bench/package.json pins) when it is missing.
+# Exits with 0 if every model compiled, ran and matched onnxruntime, 1 if not
+# and 2 on a usage or setup error.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+root=$PWD
+iters=${1:-100}
+work=${2:-/tmp/dist-bench}
+py=/usr/bin/python3
+dist_opt=${DIST_OPT:-$root/build/bin/dist-opt}
+read -ra threads <<<"${THREADS:-1 2}"
+read -ra models <<<"${MODELS:-mlp gpt resnet dlrm}"
+warmup=10
+step_timeout=600
+
+die() {
+  echo "error: $*" >&2
+  exit 2
+}
+[[ $iters =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, not '$iters'"
+command -v node >/dev/null || die "node is missing (apt-get install nodejs npm)"
+mkdir -p "$work" || die "cannot create $work"
+work=$(cd "$work" && pwd)
+
+#===----------------------------------------------------------------------===#
+# Setup: onnxruntime-node and the models
+#===----------------------------------------------------------------------===#
+
+if ! node -e "require('$root/bench/node_modules/onnxruntime-node')" 2>/dev/null; then
+  echo "installing onnxruntime-node into bench/node_modules" >&2
+  npm install --prefix bench --no-audit --no-fund \
+    --onnxruntime-node-install=skip >&2 || die "npm install failed"
+fi
+
+echo "exporting models to $work/models" >&2
+$py bench/export_bench_models.py --out "$work" --model "${models[@]}" >&2 ||
+  die "exporting the models failed"
+
+# Seconds since the epoch with nanoseconds.
+now() { date +%s.%N; }
+elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.2f", e - s }'; }
+first_line() { grep -m1 . "$1" | cut -c1-200 | tr '\t' ' '; }
+latency() { grep -o "latency_ms_$1=[0-9.eE+-]*" "$2" | head -1 | cut -d= -f2; }
+
+#===----------------------------------------------------------------------===#
+# Compile each model once
+#===----------------------------------------------------------------------===#
+
+declare -A dist_state compile_s
+failures=0
+for m in "${models[@]}"; do
+  out=$work/build/$m
+  rm -rf "$out"
+  mkdir -p "$out"
+  compile_s[$m]=-
+  if [[ ! -x $dist_opt ]]; then
+    echo "error: no dist-opt at $dist_opt (build it or set DIST_OPT)" >&2
+    dist_state[$m]="no dist-opt"
+    failures=$((failures + 1))
+    continue
+  fi
+  echo "compiling $m" >&2
+  start=$(now)
+  timeout "$step_timeout" "$dist_opt" "$work/models/$m.onnx" -o "$out" \
+    --name "$m" >"$out/compile.log" 2>&1
+  rc=$?
+  end=$(now)
+  if [[ $rc -eq 0 && -x $out/$m && -f $out/$m.json ]]; then
+    compile_s[$m]=$(elapsed "$start" "$end")
+    dist_state[$m]=ok
+    continue
+  fi
+  failures=$((failures + 1))
+  case $rc in
+    0) why="exit 0 but no $m executable or $m.json" ;;
+    3) why="not supported" ;;
+    124) why="timed out after ${step_timeout}s" ;;
+    *) why="exit $rc" ;;
+  esac
+  echo "error: dist-opt failed to compile $m ($why): $(first_line "$out/compile.log")" >&2
+  echo "  command: $dist_opt $work/models/$m.onnx -o $out --name $m" >&2
+  echo "  log: $out/compile.log" >&2
+  dist_state[$m]="compile failed"
+done
+
+#===----------------------------------------------------------------------===#
+# Run
+#===----------------------------------------------------------------------===#
+
+results=$work/results.tsv
+: >"$results"
+rm -rf "$work/out"
+for t in "${threads[@]}"; do
+  for m in "${models[@]}"; do
+    echo "running $m, threads=$t" >&2
+    dist_res=$work/out/t$t/dist/$m
+    ort_res=$work/out/t$t/ort/$m
+    mkdir -p "$dist_res" "$ort_res"
+    dist_status=${dist_state[$m]} dist_ms=- dist_p90=-
+    ort_status=ok ort_ms=- ort_p90=-
+    max_abs=- max_rel=- ok=- ort_vs_torch=-
+
+    if [[ $dist_status == ok ]]; then
+      exe=$work/build/$m/$m
+      if mapfile -t args < <($py bench/bench_util.py dist-args \
+          "$work/build/$m/$m.json" "$work/inputs/$m" 2>"$dist_res.err") &&
+          [[ ! -s $dist_res.err ]]; then
+        timeout "$step_timeout" "$exe" "${args[@]}" --output-dir "$dist_res" \
+          --threads "$t" --bench "$iters" >"$dist_res.log" 2>"$dist_res.err"
+        rc=$?
+        dist_ms=$(latency median "$dist_res.log")
+        dist_p90=$(latency p90 "$dist_res.log")
+        if [[ $rc -ne 0 || -z $dist_ms ]]; then
+          [[ $rc -ne 0 ]] && dist_status="run failed" || dist_status="no latency"
+          echo "error: $m (threads=$t): $exe exited with $rc: $(first_line "$dist_res.err")" >&2
+          dist_ms=- dist_p90=-
+          failures=$((failures + 1))
+        fi
+      else
+        dist_status="bad manifest"
+        echo "error: $m: $(first_line "$dist_res.err")" >&2
+        failures=$((failures + 1))
+      fi
+    fi
+
+    timeout "$step_timeout" node bench/ort_bench.js "$work/models/$m.onnx" \
+      "$work/inputs/$m" "$ort_res" --threads "$t" --iters "$iters" \
+      --warmup "$warmup" >"$ort_res.log" 2>"$ort_res.err"
+    rc=$?
+    ort_ms=$(latency median "$ort_res.log")
+    ort_p90=$(latency p90 "$ort_res.log")
+    if [[ $rc -ne 0 || -z $ort_ms ]]; then
+      echo "error: onnxruntime failed on $m (threads=$t): $(first_line "$ort_res.err")" >&2
+      ort_status="ort failed" ort_ms=- ort_p90=-
+      failures=$((failures + 1))
+    else
+      ort_vs_torch=$($py bench/bench_util.py compare "$ort_res" \
+        "$work/torch/$m" | grep -o 'max_abs=[^ ]*' | cut -d= -f2)
+    fi
+
+    if [[ $dist_status == ok && $ort_status == ok ]]; then
+      cmp=$($py bench/bench_util.py compare "$dist_res" "$ort_res")
+      max_abs=$(grep -o 'max_abs=[^ ]*' <<<"$cmp" | cut -d= -f2)
+      max_rel=$(grep -o 'max_rel=[^ ]*' <<<"$cmp" | cut -d= -f2)
+      ok=$(grep -o 'ok=[01]' <<<"$cmp" | cut -d= -f2)
+      if [[ $ok != 1 ]]; then
+        echo "error: $m (threads=$t): dist-opt's outputs differ from onnxruntime's: $cmp" >&2
+        failures=$((failures + 1))
+      fi
+    fi
+    printf '%s\t' "$t" "$m" "$dist_status" "${dist_ms:--}" "${dist_p90:--}" \
+      "$ort_status" "${ort_ms:--}" "${ort_p90:--}" "${max_abs:--}" \
+      "${max_rel:--}" "${ok:--}" "${compile_s[$m]}" >>"$results"
+    printf '%s\n' "${ort_vs_torch:--}" >>"$results"
+  done
+done
+
+$py bench/bench_util.py report "$results" || exit 2
+echo
+echo "results: $results; outputs under $work/out"
+[[ $failures -eq 0 ]] || exit 1
