@@ -222,6 +222,11 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
            << "' is not a C identifier (letters, digits, _)\n";
     return 1;
   }
+  if (StringRef(name).starts_with("dist_rt")) {
+    errs() << "error: --name '" << name
+           << "': names starting with dist_rt are reserved for the runtime\n";
+    return 1;
+  }
   dist::ONNXImportOptions opts;
   opts.maxInlineElements = maxInline;
   for (const std::string &s : inputShapes) {
@@ -425,7 +430,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   // `-o DIR` (a directory, or a name without extension) or --emit compiles;
   // otherwise the imported IR is printed.
   bool compile = false;
-  if (!emit.empty() && emit != "dist") {
+  if (!emit.empty()) {
     compile = true;
   } else if (emit.empty() && outputFile != "-") {
     StringRef out = outputFile.getValue();

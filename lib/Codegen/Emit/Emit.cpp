@@ -19,7 +19,9 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -239,6 +241,17 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
       continue;
     f.addFnAttr("target-cpu", tm.getTargetCPU());
     f.addFnAttr("target-features", tm.getTargetFeatureString());
+    // Reassociation and contraction let the loop vectoriser vectorise float
+    // reductions (softmax sums, norms, pooling) and form FMAs, as
+    // onnxruntime's kernels do; NaN and infinity semantics are kept
+    // (no nnan/ninf), so results stay within the ONNX test tolerances.
+    for (llvm::Instruction &inst : llvm::instructions(f))
+      if (isa<llvm::FPMathOperator>(inst)) {
+        inst.setHasAllowReassoc(true);
+        inst.setHasAllowContract(true);
+        inst.setHasNoSignedZeros(true);
+        inst.setHasApproxFunc(true);
+      }
   }
 
   llvm::LoopAnalysisManager lam;
@@ -383,7 +396,7 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "#include \"" << o.name << ".h\"\n"
      << "_Static_assert(sizeof(" << o.name
      << "_tensor_t) == sizeof(dist_rt_tensor_t), \"tensor layout\");\n"
-     << o.name << "_status_t " << o.name << "_create(const char *param_path, "
+     << o.name << "_status_t " << o.name << "_model_create(const char *param_path, "
      << "int32_t num_threads, " << o.name << "_model_t **out_model) {\n"
      << "  dist_rt_model_options_t opts;\n"
      << "  dist_rt_model_options_initialize(&opts);\n"
@@ -391,7 +404,7 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "  opts.num_threads = num_threads;\n"
      << "  return (" << o.name << "_status_t)dist_rt_model_create(&" << o.name
      << "_model_desc, &opts, (dist_rt_model_t *)out_model);\n}\n"
-     << o.name << "_status_t " << o.name << "_run(" << o.name
+     << o.name << "_status_t " << o.name << "_model_run(" << o.name
      << "_model_t *model, const " << o.name
      << "_tensor_t *inputs, size_t num_inputs, const " << o.name
      << "_tensor_t **out_outputs) {\n"
@@ -399,7 +412,7 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "_status_t)dist_rt_model_run((dist_rt_model_t)model, "
         "(const dist_rt_tensor_t *)inputs, num_inputs, "
         "(const dist_rt_tensor_t **)out_outputs);\n}\n"
-     << "void " << o.name << "_destroy(" << o.name << "_model_t *model) {\n"
+     << "void " << o.name << "_model_destroy(" << o.name << "_model_t *model) {\n"
      << "  dist_rt_model_destroy((dist_rt_model_t)model);\n}\n"
      << "const char *" << o.name << "_status_message(" << o.name
      << "_status_t status) {\n"
@@ -460,17 +473,17 @@ std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
         "for the\n * one next to the library) and sets the thread count (0: "
         "all cores). */\n"
      << o.name << "_status_t " << o.name
-     << "_create(const char *param_path, int32_t num_threads, " << o.name
+     << "_model_create(const char *param_path, int32_t num_threads, " << o.name
      << "_model_t **out_model);\n\n"
      << "/* Runs the model on inputs (in the order above). *out_outputs "
         "points to\n * the outputs, owned by the model and valid until the "
         "next run or destroy. */\n"
-     << o.name << "_status_t " << o.name << "_run(" << o.name
+     << o.name << "_status_t " << o.name << "_model_run(" << o.name
      << "_model_t *model, const " << o.name
      << "_tensor_t *inputs, size_t num_inputs, const " << o.name
      << "_tensor_t **out_outputs);\n\n"
      << "/* Frees the model and its outputs. NULL is a no-op. */\n"
-     << "void " << o.name << "_destroy(" << o.name << "_model_t *model);\n\n"
+     << "void " << o.name << "_model_destroy(" << o.name << "_model_t *model);\n\n"
      << "/* One-line message of a status (\"ok\" for NULL). */\n"
      << "const char *" << o.name << "_status_message(" << o.name
      << "_status_t status);\n"
@@ -568,13 +581,26 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
     llvm::sys::path::append(p, file);
     return std::string(p);
   };
-  if (failed(writeFile(module, path(o.name + ".h"), headerSource(sig, o))))
+  // Everything is built under temporary names (the header in a private
+  // directory) and moved into place only when both links succeeded, so a
+  // failure leaves an earlier build of the same name intact.
+  SmallString<128> tmpDir;
+  if (llvm::sys::fs::createUniqueDirectory("dist-opt-" + o.name, tmpDir))
+    return module.emitError("cannot create a temporary directory");
+  auto removeTmp = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove_directories(tmpDir);
+  });
+  auto tmpPath = [&](const Twine &file) {
+    SmallString<256> p(tmpDir);
+    llvm::sys::path::append(p, file);
+    return std::string(p);
+  };
+  std::string header = headerSource(sig, o);
+  if (failed(writeFile(module, tmpPath(o.name + ".h"), header)))
     return failure();
   std::string json;
   llvm::raw_string_ostream js(json);
   js << llvm::formatv("{0:2}", manifest(sig, o)) << "\n";
-  if (failed(writeFile(module, path(o.name + ".json"), json)))
-    return failure();
 
   SmallString<128> glue;
   int fd;
@@ -586,7 +612,8 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
     return failure();
 
   std::vector<std::string> common{
-      "-O2", "-I" + o.runtimeInclude, "-I" + std::string(dir), glue.str().str(),
+      "-O2", "-I" + o.runtimeInclude, "-I" + std::string(tmpDir),
+      glue.str().str(),
       objPath.str(), o.runtimeLib, "-lstdc++", "-lm", "-lpthread", "-ldl"};
   // Executable (linked to a temporary name first: nothing half-written is
   // left under the final name).
@@ -612,6 +639,12 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
                                    "-o", libTmp};
   libArgs.insert(libArgs.end(), common.begin(), common.end());
   if (failed(runTool(module, libArgs, "link the shared library"))) {
+    llvm::sys::fs::remove(exeTmp);
+    llvm::sys::fs::remove(libTmp);
+    return failure();
+  }
+  if (failed(writeFile(module, path(o.name + ".h"), header)) ||
+      failed(writeFile(module, path(o.name + ".json"), json))) {
     llvm::sys::fs::remove(exeTmp);
     llvm::sys::fs::remove(libTmp);
     return failure();

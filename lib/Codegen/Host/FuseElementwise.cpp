@@ -11,10 +11,12 @@
 #include "dist/Codegen/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#define GEN_PASS_DEF_APPROXIMATEMATHPASS
 #include "dist/Codegen/Passes.h.inc"
 } // namespace mlir::dist
 
@@ -34,6 +36,16 @@ struct FuseElementwisePass
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, &getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+struct ApproximateMathPass
+    : public dist::impl::ApproximateMathPassBase<ApproximateMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populatePolynomialApproximateErfPattern(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

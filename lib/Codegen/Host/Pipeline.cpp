@@ -43,6 +43,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createContractionsToRuntimePass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
