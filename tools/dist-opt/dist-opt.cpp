@@ -207,8 +207,7 @@ std::string defaultRuntimeLib() {
 /// `dist-opt model.onnx -o DIR`: import, lower, emit and link.
 int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
                 StringRef nameOpt, StringRef paramsFile, StringRef runtimeLib,
-                StringRef runtimeInclude, ArrayRef<std::string> inputShapes,
-                ArrayRef<std::string> inputValues, int64_t maxInline,
+                StringRef runtimeInclude, dist::ONNXImportOptions opts,
                 DialectRegistry &registry) {
   if (!paramsFile.empty()) {
     errs() << "error: --params-file is not used with -o DIR (the parameter "
@@ -226,22 +225,6 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
     errs() << "error: --name '" << name
            << "': names starting with dist_rt are reserved for the runtime\n";
     return 1;
-  }
-  dist::ONNXImportOptions opts;
-  opts.maxInlineElements = maxInline;
-  for (const std::string &s : inputShapes) {
-    std::string err = dist::parseInputShapeOption(s, opts);
-    if (!err.empty()) {
-      errs() << "error: " << err << "\n";
-      return 1;
-    }
-  }
-  for (const std::string &s : inputValues) {
-    std::string err = dist::parseInputValueOption(s, opts);
-    if (!err.empty()) {
-      errs() << "error: " << err << "\n";
-      return 1;
-    }
   }
   if (auto ec = sys::fs::create_directories(outDir)) {
     errs() << "error: cannot create " << outDir << ": " << ec.message()
@@ -447,12 +430,6 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
            << "' (expected exe, obj, llvm, mlir or dist)\n";
     return 1;
   }
-  if (compile)
-    return compileMain(inputFile, outputFile,
-                       emit.empty() ? std::string("exe") : emit.getValue(),
-                       modelName, paramsFile, runtimeLib, runtimeInclude,
-                       inputShapes, inputValues, maxInline, registry);
-
   dist::ONNXImportOptions opts;
   opts.maxInlineElements = maxInline;
   for (const std::string &s : inputShapes) {
@@ -469,6 +446,11 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       return 1;
     }
   }
+  if (compile)
+    return compileMain(inputFile, outputFile,
+                       emit.empty() ? std::string("exe") : emit.getValue(),
+                       modelName, paramsFile, runtimeLib, runtimeInclude,
+                       std::move(opts), registry);
   if (!paramsFile.empty()) {
     opts.paramFile = paramsFile;
   } else if (outputFile != "-") {

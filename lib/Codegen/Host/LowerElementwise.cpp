@@ -78,20 +78,14 @@ Value cmp(OpBuilder &b, Location loc, const ElemInfo &e, StringRef kind,
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
-Value add(OpBuilder &b, Location loc, const ElemInfo &e, Value x, Value y) {
-  if (e.isFloat())
-    return arith::AddFOp::create(b, loc, x, y);
-  return arith::AddIOp::create(b, loc, x, y);
+Value add(OpBuilder &b, Location loc, const ElemInfo &, Value x, Value y) {
+  return addScalars(b, loc, x, y);
 }
-Value sub(OpBuilder &b, Location loc, const ElemInfo &e, Value x, Value y) {
-  if (e.isFloat())
-    return arith::SubFOp::create(b, loc, x, y);
-  return arith::SubIOp::create(b, loc, x, y);
+Value sub(OpBuilder &b, Location loc, const ElemInfo &, Value x, Value y) {
+  return subScalars(b, loc, x, y);
 }
-Value mul(OpBuilder &b, Location loc, const ElemInfo &e, Value x, Value y) {
-  if (e.isFloat())
-    return arith::MulFOp::create(b, loc, x, y);
-  return arith::MulIOp::create(b, loc, x, y);
+Value mul(OpBuilder &b, Location loc, const ElemInfo &, Value x, Value y) {
+  return mulScalars(b, loc, x, y);
 }
 Value div(OpBuilder &b, Location loc, const ElemInfo &e, Value x, Value y) {
   if (e.isFloat())
@@ -376,65 +370,46 @@ Value scalarOf(dist::PowOp op, OpBuilder &b, Location loc, ValueRange a,
 Value scalarOf(dist::ModOp op, OpBuilder &b, Location loc, ValueRange a,
                const ElemInfo &e) {
   Value x = a[0], y = a[1];
-  if (e.isFloat()) {
-    Value r = arith::RemFOp::create(b, loc, x, y);
-    if (op.getFmod())
-      return r;
-    // Python semantics: the result takes the divisor's sign.
-    Value zero = cst(b, loc, x, 0);
-    Value rNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r,
-                                       zero);
-    Value yNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y,
-                                       zero);
-    Value rNonZero =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r, zero);
-    Value differ = arith::XOrIOp::create(b, loc, rNeg, yNeg);
-    Value fix = arith::AndIOp::create(b, loc, differ, rNonZero);
-    return arith::SelectOp::create(b, loc, fix,
-                                   arith::AddFOp::create(b, loc, r, y), r);
-  }
   if (e.isUnsigned())
     return arith::RemUIOp::create(b, loc, x, y);
-  Value r = arith::RemSIOp::create(b, loc, x, y);
+  Value r = e.isFloat() ? Value(arith::RemFOp::create(b, loc, x, y))
+                        : Value(arith::RemSIOp::create(b, loc, x, y));
   if (op.getFmod())
     return r;
+  // Python semantics: a non-zero remainder takes the divisor's sign.
   Value zero = cst(b, loc, x, 0);
-  Value rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
-  Value yNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
-  Value rNonZero =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
-  Value differ = arith::XOrIOp::create(b, loc, rNeg, yNeg);
-  Value fix = arith::AndIOp::create(b, loc, differ, rNonZero);
-  return arith::SelectOp::create(b, loc, fix,
-                                 arith::AddIOp::create(b, loc, r, y), r);
+  Value differ = arith::XOrIOp::create(b, loc, cmp(b, loc, e, "lt", r, zero),
+                                       cmp(b, loc, e, "lt", y, zero));
+  Value fix =
+      arith::AndIOp::create(b, loc, differ, cmp(b, loc, e, "ne", r, zero));
+  return arith::SelectOp::create(b, loc, fix, add(b, loc, e, r, y), r);
+}
+
+/// Folds the variadic operands with a binary function.
+template <typename Fn>
+Value foldOperands(OpBuilder &b, Location loc, const ElemInfo &e, ValueRange a,
+                   Fn fn) {
+  Value r = a[0];
+  for (Value v : a.drop_front())
+    r = fn(b, loc, e, r, v);
+  return r;
 }
 
 Value scalarOf(dist::MaxOp, OpBuilder &b, Location loc, ValueRange a,
                const ElemInfo &e) {
-  Value r = a[0];
-  for (Value v : a.drop_front())
-    r = maxOf(b, loc, e, r, v);
-  return r;
+  return foldOperands(b, loc, e, a, maxOf);
 }
 Value scalarOf(dist::MinOp, OpBuilder &b, Location loc, ValueRange a,
                const ElemInfo &e) {
-  Value r = a[0];
-  for (Value v : a.drop_front())
-    r = minOf(b, loc, e, r, v);
-  return r;
+  return foldOperands(b, loc, e, a, minOf);
 }
 Value scalarOf(dist::SumOp, OpBuilder &b, Location loc, ValueRange a,
                const ElemInfo &e) {
-  Value r = a[0];
-  for (Value v : a.drop_front())
-    r = add(b, loc, e, r, v);
-  return r;
+  return foldOperands(b, loc, e, a, add);
 }
 Value scalarOf(dist::MeanOp, OpBuilder &b, Location loc, ValueRange a,
                const ElemInfo &e) {
-  Value r = a[0];
-  for (Value v : a.drop_front())
-    r = add(b, loc, e, r, v);
+  Value r = foldOperands(b, loc, e, a, add);
   return div(b, loc, e, r, cst(b, loc, r, (double)a.size()));
 }
 

@@ -43,17 +43,6 @@ RankedTensorType rankedType(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
 
-Value castTo(OpBuilder &b, Location loc, Value v, Type t) {
-  if (v.getType() == t)
-    return v;
-  return tensor::CastOp::create(b, loc, t, v);
-}
-
-/// Size of dimension `d` of tensor `t` as an index value.
-Value dimOf(OpBuilder &b, Location loc, Value t, int64_t d) {
-  return ofrToValue(b, loc, tensor::getMixedSize(b, loc, t, d));
-}
-
 /// `a + c` folded when `a` is static.
 OpFoldResult addOfr(OpBuilder &b, Location loc, OpFoldResult a, int64_t c) {
   if (auto s = getConstantIntValue(a))
@@ -139,18 +128,6 @@ SmallVector<OpFoldResult> preferStatic(OpBuilder &b, RankedTensorType type,
 
 bool isFloatElem(Type t) { return isa<FloatType>(t); }
 bool isUnsignedElem(Type t) { return isUnsignedInt(t) || t.isInteger(1); }
-
-Value addScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
-    return arith::AddFOp::create(b, loc, x, y);
-  return arith::AddIOp::create(b, loc, x, y);
-}
-
-Value mulScalar(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
-    return arith::MulFOp::create(b, loc, x, y);
-  return arith::MulIOp::create(b, loc, x, y);
-}
 
 /// `x > y` (or `x < y` when `greater` is false) for the original element
 /// type `orig`.
@@ -261,7 +238,7 @@ struct GatherElementsLowering : OpConversionPattern<dist::GatherElementsOp> {
     if (!axisOpt)
       return notSupported(op, "gather_elements with an out-of-range axis");
     int64_t axis = *axisOpt;
-    Value axisSize = dimOf(rewriter, loc, data, axis);
+    Value axisSize = dimValue(rewriter, loc, data, axis);
     Value res = parallelGeneric(
         rewriter, loc, resultType, sizesOf(rewriter, loc, indices),
         ValueRange{indices}, {rewriter.getMultiDimIdentityMap(r)},
@@ -306,12 +283,12 @@ struct ScatterElementsLowering
     Type orig = elemTypeOf(op.getData());
     bool isF = isFloatElem(orig), isU = isUnsignedElem(orig);
 
-    Value axisSize = dimOf(rewriter, loc, data, axis);
+    Value axisSize = dimValue(rewriter, loc, data, axis);
     SmallVector<Value> lbs(r, cIdx(rewriter, loc, 0));
     SmallVector<Value> steps(r, cIdx(rewriter, loc, 1));
     SmallVector<Value> ubs;
     for (int64_t d = 0; d < r; ++d)
-      ubs.push_back(dimOf(rewriter, loc, indices, d));
+      ubs.push_back(dimValue(rewriter, loc, indices, d));
     scf::LoopNest nest = scf::buildLoopNest(
         rewriter, loc, lbs, ubs, steps, ValueRange{data},
         [&](OpBuilder &b, Location l, ValueRange ivs,
@@ -324,9 +301,9 @@ struct ScatterElementsLowering
           if (red != "none") {
             Value old = tensor::ExtractOp::create(b, l, acc, target);
             if (red == "add") {
-              u = addScalar(b, l, old, u);
+              u = addScalars(b, l, old, u);
             } else if (red == "mul") {
-              u = mulScalar(b, l, old, u);
+              u = mulScalars(b, l, old, u);
             } else if (red == "max") {
               if (isF)
                 u = arith::MaximumFOp::create(b, l, old, u);
@@ -346,7 +323,7 @@ struct ScatterElementsLowering
           Value next = tensor::InsertOp::create(b, l, u, acc, target);
           return {next};
         });
-    rewriter.replaceOp(op, castTo(rewriter, loc, nest.results[0], resultType));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, nest.results[0], resultType));
     return success();
   }
 };
@@ -388,7 +365,7 @@ struct ExpandLowering : OpConversionPattern<dist::ExpandOp> {
         continue;
       }
       int64_t j = i - (rank - inRank), k = i - (rank - ns);
-      Value in = j >= 0 ? dimOf(rewriter, loc, input, j) : Value();
+      Value in = j >= 0 ? dimValue(rewriter, loc, input, j) : Value();
       Value s = k >= 0 ? readIndexAt(rewriter, loc, shape, k) : Value();
       Value v;
       if (in && s) {
@@ -415,7 +392,7 @@ struct ExpandLowering : OpConversionPattern<dist::ExpandOp> {
       // Dynamic input dims may be 1 at run time: read with tensor.extract.
       SmallVector<Value> inDims;
       for (int64_t j = 0; j < inRank; ++j)
-        inDims.push_back(inType.isDynamicDim(j) ? dimOf(rewriter, loc, input, j)
+        inDims.push_back(inType.isDynamicDim(j) ? dimValue(rewriter, loc, input, j)
                                                 : Value());
       res = parallelGeneric(
           rewriter, loc, resultType, sizes, ValueRange{}, {},
@@ -461,7 +438,7 @@ struct TileLowering : OpConversionPattern<dist::TileOp> {
     SmallVector<Value> inDims;
     SmallVector<OpFoldResult> sizes;
     for (int64_t i = 0; i < rank; ++i) {
-      inDims.push_back(dimOf(rewriter, loc, input, i));
+      inDims.push_back(dimValue(rewriter, loc, input, i));
       if (!resultType.isDynamicDim(i)) {
         sizes.push_back(rewriter.getIndexAttr(resultType.getDimSize(i)));
         continue;
@@ -593,7 +570,7 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
       auto padType = tensor::PadOp::inferResultType(srcType, plo, phi);
       Value padded = tensor::PadOp::create(rewriter, loc, padType, src, low,
                                            high, padValue);
-      rewriter.replaceOp(op, castTo(rewriter, loc, padded, resultType));
+      rewriter.replaceOp(op, castTensor(rewriter, loc, padded, resultType));
       return success();
     }
 
@@ -1023,7 +1000,7 @@ struct CumSumLowering : OpConversionPattern<dist::CumSumOp> {
           Value take = arith::CmpIOp::create(b, l, pred, j, i);
           Value v = arith::SelectOp::create(
               b, l, take, args[0], scalarConst(b, l, args[0].getType(), 0));
-          linalg::YieldOp::create(b, l, addScalar(b, l, args[1], v));
+          linalg::YieldOp::create(b, l, addScalars(b, l, args[1], v));
         });
     rewriter.replaceOp(op, generic.getResult(0));
     return success();
@@ -1117,7 +1094,7 @@ FailureOr<Value> lowerNll(ConversionPatternRewriter &rewriter, Operation *op,
   int64_t tRank = tType.getRank();
   Type elem = xType.getElementType();
   Type ct = computeType(rewriter, elem);
-  Value numClasses = dimOf(rewriter, loc, logp, 1);
+  Value numClasses = dimValue(rewriter, loc, logp, 1);
   bool hasIgnore = (bool)ignoreAttr;
   int64_t ignore = hasIgnore ? ignoreAttr.getInt() : 0;
 

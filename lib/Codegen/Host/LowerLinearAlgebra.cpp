@@ -21,10 +21,6 @@ namespace {
 
 using IT = utils::IteratorType;
 
-Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
-  return ofrToValue(b, loc, tensor::getMixedSize(b, loc, v, i));
-}
-
 /// out += lhs * rhs over `maps`/`iters` (a contraction generic).
 Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value init, ArrayRef<AffineMap> maps,
@@ -206,7 +202,6 @@ struct GemmLowering : OpConversionPattern<dist::GemmOp> {
                                  {IT::parallel, IT::parallel, IT::reduction},
                                  origElem);
     if (!biasAsInit && (alpha != 1.0 || c)) {
-      bool isFloat = isa<FloatType>(elem);
       SmallVector<Value> operands{acc};
       if (c)
         operands.push_back(c);
@@ -215,14 +210,11 @@ struct GemmLowering : OpConversionPattern<dist::GemmOp> {
           [&](OpBuilder &nb, Location l, ValueRange x) {
             Value r = x[0];
             Value al = scalarConst(nb, l, elem, alpha);
-            r = isFloat ? Value(arith::MulFOp::create(nb, l, r, al))
-                        : Value(arith::MulIOp::create(nb, l, r, al));
+            r = mulScalars(nb, l, r, al);
             if (x.size() > 1) {
               Value be = scalarConst(nb, l, elem, beta);
-              Value bc = isFloat ? Value(arith::MulFOp::create(nb, l, x[1], be))
-                                 : Value(arith::MulIOp::create(nb, l, x[1], be));
-              r = isFloat ? Value(arith::AddFOp::create(nb, l, r, bc))
-                          : Value(arith::AddIOp::create(nb, l, r, bc));
+              Value bc = mulScalars(nb, l, x[1], be);
+              r = addScalars(nb, l, r, bc);
             }
             return r;
           });
@@ -252,7 +244,8 @@ FailureOr<ConvGeometry> convGeometry(Operation *op, RankedTensorType inType,
             O = outType.getDimSize(i + 2);
     if (ShapedType::isDynamic(I) || ShapedType::isDynamic(K) ||
         ShapedType::isDynamic(O)) {
-      notSupported(op, "a convolution with dynamic spatial or kernel sizes");
+      (void)notSupported(op,
+                         "a convolution with dynamic spatial or kernel sizes");
       return failure();
     }
     g.in.push_back(I);
@@ -287,44 +280,25 @@ FailureOr<ConvGeometry> convGeometry(Operation *op, RankedTensorType inType,
   return g;
 }
 
-/// Pads (or crops, for negative pads) the spatial dims of an N,C,... tensor.
-Value padSpatial(OpBuilder &b, Location loc, Value v,
-                 ArrayRef<int64_t> begin, ArrayRef<int64_t> end, Value pad) {
-  auto t = cast<RankedTensorType>(v.getType());
-  int64_t rank = t.getRank();
-  bool anyNeg = false, anyPos = false;
-  for (int64_t i = 0; i < (int64_t)begin.size(); ++i) {
-    anyNeg |= begin[i] < 0 || end[i] < 0;
-    anyPos |= begin[i] > 0 || end[i] > 0;
-  }
-  if (anyNeg) {
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v);
-    for (size_t i = 0; i < begin.size(); ++i) {
-      int64_t cb = std::max<int64_t>(0, -begin[i]);
-      int64_t ce = std::max<int64_t>(0, -end[i]);
-      offsets[i + 2] = b.getIndexAttr(cb);
-      sizes[i + 2] = b.getIndexAttr(t.getDimSize(i + 2) - cb - ce);
-    }
-    v = tensor::ExtractSliceOp::create(
-        b, loc, v, offsets, sizes,
-        SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
-  }
-  if (!anyPos)
-    return v;
-  SmallVector<OpFoldResult> lo(rank, b.getIndexAttr(0)),
-      hi(rank, b.getIndexAttr(0));
-  auto vt = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape(vt.getShape());
-  for (size_t i = 0; i < begin.size(); ++i) {
-    int64_t pb = std::max<int64_t>(0, begin[i]),
-            pe = std::max<int64_t>(0, end[i]);
-    lo[i + 2] = b.getIndexAttr(pb);
-    hi[i + 2] = b.getIndexAttr(pe);
-    shape[i + 2] += pb + pe;
-  }
-  auto padded = RankedTensorType::get(shape, vt.getElementType());
-  return tensor::PadOp::create(b, loc, padded, v, lo, hi, pad);
+/// The initial value of a convolution's output: the per-channel `bias`
+/// broadcast over (n, c, spatial...), or `zero` everywhere without one.
+Value channelInit(OpBuilder &b, Location loc, RankedTensorType outType,
+                  ArrayRef<OpFoldResult> sizes, Value bias, Value zero) {
+  if (!bias)
+    return filledTensor(b, loc, outType, sizes, zero);
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = outType.getRank();
+  Value empty = emptyTensor(b, loc, outType, sizes);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outType}, ValueRange{bias}, ValueRange{empty},
+             SmallVector<AffineMap>{
+                 AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx),
+                 b.getMultiDimIdentityMap(rank)},
+             SmallVector<IT>(rank, IT::parallel),
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(nb, l, a[0]);
+             })
+      .getResult(0);
 }
 
 struct ConvLowering : OpConversionPattern<dist::ConvOp> {
@@ -333,7 +307,6 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
   matchAndRewrite(dist::ConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Value input = adaptor.getInput(), weight = adaptor.getWeight();
     auto inType = cast<RankedTensorType>(input.getType());
     auto wType = cast<RankedTensorType>(weight.getType());
@@ -362,27 +335,8 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     for (int64_t i = 0; i < s; ++i)
       outSizes[i + 2] = rewriter.getIndexAttr(geo->out[i]);
 
-    // Initial value: the bias broadcast over (n, f, spatial) or zeros.
-    Value init;
-    if (Value bias = adaptor.getBias()) {
-      auto bt = cast<RankedTensorType>(bias.getType());
-      SmallVector<AffineExpr> e{getAffineDimExpr(1, ctx)};
-      AffineMap bmap = AffineMap::get(outType.getRank(), 0, e, ctx);
-      Value empty = emptyTensor(rewriter, loc, outType, outSizes);
-      (void)bt;
-      init = linalg::GenericOp::create(
-                 rewriter, loc, TypeRange{outType}, ValueRange{bias},
-                 ValueRange{empty},
-                 SmallVector<AffineMap>{
-                     bmap, rewriter.getMultiDimIdentityMap(outType.getRank())},
-                 SmallVector<IT>(outType.getRank(), IT::parallel),
-                 [](OpBuilder &b, Location l, ValueRange a) {
-                   linalg::YieldOp::create(b, l, a[0]);
-                 })
-                 .getResult(0);
-    } else {
-      init = filledTensor(rewriter, loc, outType, outSizes, zero);
-    }
+    Value init = channelInit(rewriter, loc, outType, outSizes,
+                             adaptor.getBias(), zero);
 
     bool blasType = elem.isF32() || elem.isF64();
     if (G == 1 && s == 2 && blasType) {
@@ -595,24 +549,8 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
     for (int64_t i = 0; i < s; ++i)
       outSizes[i + 2] = rewriter.getIndexAttr(geo->out[i]);
     Value zero = scalarConst(rewriter, loc, elem, 0);
-    Value init;
-    int64_t rank = outType.getRank();
-    if (Value bias = adaptor.getBias()) {
-      Value empty = emptyTensor(rewriter, loc, outType, outSizes);
-      init = linalg::GenericOp::create(
-                 rewriter, loc, TypeRange{outType}, ValueRange{bias},
-                 ValueRange{empty},
-                 SmallVector<AffineMap>{
-                     AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx),
-                     rewriter.getMultiDimIdentityMap(rank)},
-                 SmallVector<IT>(rank, IT::parallel),
-                 [](OpBuilder &b, Location l, ValueRange a) {
-                   linalg::YieldOp::create(b, l, a[0]);
-                 })
-                 .getResult(0);
-    } else {
-      init = filledTensor(rewriter, loc, outType, outSizes, zero);
-    }
+    Value init = channelInit(rewriter, loc, outType, outSizes,
+                             adaptor.getBias(), zero);
     // Loops: n, o_c (output channel), o_1..o_s, c (within group), k_1..k_s.
     // A dummy [Cg, k...] operand gives the reduction loops their ranges.
     SmallVector<int64_t> dummyShape{Cg};
@@ -628,7 +566,6 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
       oE.push_back(d(i));
     SmallVector<IT> iters(2 + s, IT::parallel);
     iters.append(1 + s, IT::reduction);
-    bool isFloat = isa<FloatType>(elem);
     auto g = linalg::GenericOp::create(
         rewriter, loc, TypeRange{outType}, ValueRange{dummy}, ValueRange{init},
         SmallVector<AffineMap>{AffineMap::get(numLoops, 0, dE, ctx),
@@ -679,11 +616,9 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
           Value x = tensor::ExtractOp::create(b, l, input, inIdx);
           Value w = tensor::ExtractOp::create(b, l, weight, wIdx);
           Value z = scalarConst(b, l, elem, 0);
-          Value p = isFloat ? Value(arith::MulFOp::create(b, l, x, w))
-                            : Value(arith::MulIOp::create(b, l, x, w));
+          Value p = mulScalars(b, l, x, w);
           p = arith::SelectOp::create(b, l, valid, p, z);
-          Value acc = isFloat ? Value(arith::AddFOp::create(b, l, a[1], p))
-                              : Value(arith::AddIOp::create(b, l, a[1], p));
+          Value acc = addScalars(b, l, a[1], p);
           linalg::YieldOp::create(b, l, acc);
         });
     rewriter.replaceOp(op, g.getResult(0));

@@ -40,21 +40,6 @@ Type computeType(Type elem) {
 
 bool isFloat(Value v) { return isa<FloatType>(v.getType()); }
 
-Value sAdd(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x))
-    return arith::AddFOp::create(b, loc, x, y);
-  return arith::AddIOp::create(b, loc, x, y);
-}
-Value sSub(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x))
-    return arith::SubFOp::create(b, loc, x, y);
-  return arith::SubIOp::create(b, loc, x, y);
-}
-Value sMul(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isFloat(x))
-    return arith::MulFOp::create(b, loc, x, y);
-  return arith::MulIOp::create(b, loc, x, y);
-}
 Value sDiv(OpBuilder &b, Location loc, Value x, Value y, bool uns) {
   if (isFloat(x))
     return arith::DivFOp::create(b, loc, x, y);
@@ -175,12 +160,6 @@ SmallVector<int64_t> staticShape(ArrayRef<OpFoldResult> sizes) {
 
 RankedTensorType tensorOf(ArrayRef<OpFoldResult> sizes, Type elem) {
   return RankedTensorType::get(staticShape(sizes), elem);
-}
-
-Value castTo(OpBuilder &b, Location loc, Value v, Type t) {
-  if (v.getType() == t)
-    return v;
-  return tensor::CastOp::create(b, loc, t, v);
 }
 
 /// A loop nest over `sizes` whose `reduced` dims are reductions.
@@ -426,10 +405,10 @@ Value buildReduce(OpBuilder &b, Location loc, RK k, Value x, Type orig,
                     [&](OpBuilder &nb, Location nl, ValueRange a) {
                       Value v = convertScalar(nb, nl, a[0], orig, acc);
                       if (k == RK::SumSquare || k == RK::L2)
-                        v = sMul(nb, nl, v, v);
+                        v = mulScalars(nb, nl, v, v);
                       if (k == RK::Prod)
-                        return sMul(nb, nl, a[1], v);
-                      return sAdd(nb, nl, a[1], v);
+                        return mulScalars(nb, nl, a[1], v);
+                      return addScalars(nb, nl, a[1], v);
                     });
   switch (k) {
   case RK::Mean: {
@@ -517,7 +496,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     // per-element part of the reduction (x*x for ReduceSumSquare, |x| for
     // ReduceL2).
     if (noop && Kind != RK::SumSquare && Kind != RK::L2) {
-      rewriter.replaceOp(op, castTo(rewriter, loc, x, resTy));
+      rewriter.replaceOp(op, castTensor(rewriter, loc, x, resTy));
       return success();
     }
 
@@ -526,7 +505,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     Value r = buildReduce(rewriter, loc, Kind, x, orig, n);
     if (keep)
       r = expandKept(rewriter, loc, r, n);
-    rewriter.replaceOp(op, castTo(rewriter, loc, r, resTy));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, r, resTy));
     return success();
   }
 };
@@ -599,7 +578,7 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
     Value r = rs[1];
     if (keep)
       r = expandKept(rewriter, loc, r, n);
-    rewriter.replaceOp(op, castTo(rewriter, loc, r, resTy));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, r, resTy));
     return success();
   }
 };
@@ -661,7 +640,7 @@ struct SoftmaxLowering : OpConversionPattern<OpTy> {
             r = arith::DivFOp::create(b, l, mathF<math::ExpOp>(b, l, d), a[2]);
           return convertScalar(b, l, r, ct, elem);
         });
-    rewriter.replaceOp(op, castTo(rewriter, loc, y, resTy));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, y, resTy));
     return success();
   }
 };
@@ -681,7 +660,7 @@ std::pair<Value, Value> meanAndVariance(OpBuilder &b, Location loc, Value x,
   Value sum = reduce1(b, loc, n, ValueRange{x}, {id}, scalarConst(b, loc, ct, 0),
                       [&](OpBuilder &nb, Location l, ValueRange a) {
                         Value v = convertScalar(nb, l, a[0], orig, ct);
-                        return sAdd(nb, l, a[1], v);
+                        return addScalars(nb, l, a[1], v);
                       });
   Value mean = mapKept(b, loc, kept, ct, ValueRange{sum},
                        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -692,7 +671,7 @@ std::pair<Value, Value> meanAndVariance(OpBuilder &b, Location loc, Value x,
                      [&](OpBuilder &nb, Location l, ValueRange a) {
                        Value v = convertScalar(nb, l, a[0], orig, ct);
                        Value d = arith::SubFOp::create(nb, l, v, a[1]);
-                       return sAdd(nb, l, a[2], arith::MulFOp::create(nb, l, d, d));
+                       return addScalars(nb, l, a[2], arith::MulFOp::create(nb, l, d, d));
                      });
   Value var = mapKept(b, loc, kept, ct, ValueRange{sq},
                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -762,9 +741,9 @@ struct BatchNormLowering : OpConversionPattern<dist::BatchNormOp> {
             Value r = normalizeScalar(b, l, v, p[0], p[1], p[2], p[3], eps);
             return convertScalar(b, l, r, ct, elem);
           });
-      rewriter.replaceOp(op, {castTo(rewriter, loc, y, resTys[0]),
-                              castTo(rewriter, loc, params[2], resTys[1]),
-                              castTo(rewriter, loc, params[3], resTys[2])});
+      rewriter.replaceOp(op, {castTensor(rewriter, loc, y, resTys[0]),
+                              castTensor(rewriter, loc, params[2], resTys[1]),
+                              castTensor(rewriter, loc, params[3], resTys[2])});
       return success();
     }
 
@@ -804,9 +783,9 @@ struct BatchNormLowering : OpConversionPattern<dist::BatchNormOp> {
                        elemTypeOf(op.getRunningMean()));
     Value rv = running(params[3], porig[3], var, resTys[2],
                        elemTypeOf(op.getRunningVar()));
-    rewriter.replaceOp(op, {castTo(rewriter, loc, y, resTys[0]),
-                            castTo(rewriter, loc, rm, resTys[1]),
-                            castTo(rewriter, loc, rv, resTys[2])});
+    rewriter.replaceOp(op, {castTensor(rewriter, loc, y, resTys[0]),
+                            castTensor(rewriter, loc, rm, resTys[1]),
+                            castTensor(rewriter, loc, rv, resTys[2])});
     return success();
   }
 };
@@ -852,7 +831,7 @@ struct InstanceNormLowering : OpConversionPattern<dist::InstanceNormOp> {
           Value r = normalizeScalar(b, l, v, s, bi, a[3], a[4], eps);
           return convertScalar(b, l, r, ct, elem);
         });
-    rewriter.replaceOp(op, castTo(rewriter, loc, y, resTy));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, y, resTy));
     return success();
   }
 };
@@ -938,12 +917,12 @@ struct LayerNormLowering : OpConversionPattern<dist::LayerNormOp> {
                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
                       return convertScalar(b, l, a[0], ct, re);
                     });
-      return castTo(rewriter, loc, expandKept(rewriter, loc, v, n), resTy);
+      return castTensor(rewriter, loc, expandKept(rewriter, loc, v, n), resTy);
     };
     Value meanOut = stat(mean, resTys[1]);
     Value invOut = stat(inv, resTys[2]);
     rewriter.replaceOp(op,
-                       {castTo(rewriter, loc, y, resTys[0]), meanOut, invOut});
+                       {castTensor(rewriter, loc, y, resTys[0]), meanOut, invOut});
     return success();
   }
 };
@@ -1035,23 +1014,9 @@ FailureOr<PoolGeom> poolGeometry(Operation *op, RankedTensorType inTy,
 
 /// Pads the spatial dims of `x` by the geometry's begin and effective end
 /// pads with `value`.
-Value padSpatial(OpBuilder &b, Location loc, Value x, const PoolGeom &g,
-                 Value value) {
-  bool any = false;
-  for (int64_t i = 0; i < g.n; ++i)
-    any |= g.pb[i] != 0 || g.peEff[i] != 0;
-  if (!any)
-    return x;
-  auto t = cast<RankedTensorType>(x.getType());
-  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
-  SmallVector<int64_t> shape(t.getShape());
-  for (int64_t i = 0; i < g.n; ++i) {
-    low.push_back(b.getIndexAttr(g.pb[i]));
-    high.push_back(b.getIndexAttr(g.peEff[i]));
-    shape[2 + i] = g.in[i] + g.pb[i] + g.peEff[i];
-  }
-  auto pt = RankedTensorType::get(shape, t.getElementType());
-  return tensor::PadOp::create(b, loc, pt, x, low, high, value);
+Value padPoolInput(OpBuilder &b, Location loc, Value x, const PoolGeom &g,
+                   Value value) {
+  return padSpatial(b, loc, x, g.pb, g.peEff, value);
 }
 
 /// Sliding-window reduction over the padded input `xp`: the loop nest is
@@ -1125,7 +1090,7 @@ struct MaxPoolLowering : OpConversionPattern<dist::MaxPoolOp> {
     Type i64 = rewriter.getI64Type();
 
     Value lowest = lowestConst(rewriter, loc, elem, uns);
-    Value xp = padSpatial(rewriter, loc, x, g, lowest);
+    Value xp = padPoolInput(rewriter, loc, x, g, lowest);
     SmallVector<OpFoldResult> outSizes = poolOutSizes(rewriter, loc, x, g);
 
     if (op.getIndices().use_empty()) {
@@ -1136,8 +1101,8 @@ struct MaxPoolLowering : OpConversionPattern<dist::MaxPoolOp> {
                             })[0];
       Value zeros = filledTensor(rewriter, loc, tensorOf(outSizes, i64),
                                  outSizes, scalarConst(rewriter, loc, i64, 0));
-      rewriter.replaceOp(op, {castTo(rewriter, loc, y, resTy),
-                              castTo(rewriter, loc, zeros, idxTy)});
+      rewriter.replaceOp(op, {castTensor(rewriter, loc, y, resTy),
+                              castTensor(rewriter, loc, zeros, idxTy)});
       return success();
     }
 
@@ -1215,8 +1180,8 @@ struct MaxPoolLowering : OpConversionPattern<dist::MaxPoolOp> {
                 b, l, arith::MulIOp::create(b, l, nc, cP), col);
           });
     }
-    rewriter.replaceOp(op, {castTo(rewriter, loc, rs[0], resTy),
-                            castTo(rewriter, loc, indices, idxTy)});
+    rewriter.replaceOp(op, {castTensor(rewriter, loc, rs[0], resTy),
+                            castTensor(rewriter, loc, indices, idxTy)});
     return success();
   }
 };
@@ -1244,7 +1209,7 @@ struct AveragePoolLowering : OpConversionPattern<dist::AveragePoolOp> {
     Type ct = computeType(elem);
     bool includePad = op.getCountIncludePad() != 0;
 
-    Value xp = padSpatial(rewriter, loc, x, g, scalarConst(rewriter, loc, elem, 0));
+    Value xp = padPoolInput(rewriter, loc, x, g, scalarConst(rewriter, loc, elem, 0));
     SmallVector<OpFoldResult> outSizes = poolOutSizes(rewriter, loc, x, g);
     Value sum = poolGeneric(
         rewriter, loc, xp, g, outSizes, ValueRange{scalarConst(rewriter, loc, ct, 0)},
@@ -1294,7 +1259,7 @@ struct AveragePoolLowering : OpConversionPattern<dist::AveragePoolOp> {
                         Value q = arith::DivFOp::create(b, l, a[0], den);
                         return convertScalar(b, l, q, ct, elem);
                       });
-    rewriter.replaceOp(op, castTo(rewriter, loc, y, resTy));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, y, resTy));
     return success();
   }
 };
@@ -1319,7 +1284,7 @@ struct GlobalPoolLowering : OpConversionPattern<OpTy> {
     Value r = buildReduce(rewriter, loc, IsMax ? RK::Max : RK::Mean, x,
                           elemTypeOf(op.getInput()), n);
     r = expandKept(rewriter, loc, r, n);
-    rewriter.replaceOp(op, castTo(rewriter, loc, r, resTy));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, r, resTy));
     return success();
   }
 };

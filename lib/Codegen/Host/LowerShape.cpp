@@ -21,10 +21,6 @@ using namespace mlir::dist::codegen;
 
 namespace {
 
-Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
-  return ofrToValue(b, loc, tensor::getMixedSize(b, loc, v, i));
-}
-
 Value numElements(OpBuilder &b, Location loc, Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   Value n = arith::ConstantIndexOp::create(b, loc, 1);

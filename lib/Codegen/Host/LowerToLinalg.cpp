@@ -75,6 +75,73 @@ Value codegen::ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr) {
   return getValueOrCreateConstantIndexOp(b, loc, ofr);
 }
 
+Value codegen::dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
+  return ofrToValue(b, loc, tensor::getMixedSize(b, loc, v, i));
+}
+
+Value codegen::castTensor(OpBuilder &b, Location loc, Value v, Type t) {
+  if (v.getType() == t)
+    return v;
+  return tensor::CastOp::create(b, loc, t, v);
+}
+
+Value codegen::addScalars(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::AddFOp::create(b, loc, x, y);
+  return arith::AddIOp::create(b, loc, x, y);
+}
+
+Value codegen::subScalars(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::SubFOp::create(b, loc, x, y);
+  return arith::SubIOp::create(b, loc, x, y);
+}
+
+Value codegen::mulScalars(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MulFOp::create(b, loc, x, y);
+  return arith::MulIOp::create(b, loc, x, y);
+}
+
+Value codegen::padSpatial(OpBuilder &b, Location loc, Value v,
+                 ArrayRef<int64_t> begin, ArrayRef<int64_t> end, Value pad) {
+  auto t = cast<RankedTensorType>(v.getType());
+  int64_t rank = t.getRank();
+  bool anyNeg = false, anyPos = false;
+  for (int64_t i = 0; i < (int64_t)begin.size(); ++i) {
+    anyNeg |= begin[i] < 0 || end[i] < 0;
+    anyPos |= begin[i] > 0 || end[i] > 0;
+  }
+  if (anyNeg) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v);
+    for (size_t i = 0; i < begin.size(); ++i) {
+      int64_t cb = std::max<int64_t>(0, -begin[i]);
+      int64_t ce = std::max<int64_t>(0, -end[i]);
+      offsets[i + 2] = b.getIndexAttr(cb);
+      sizes[i + 2] = b.getIndexAttr(t.getDimSize(i + 2) - cb - ce);
+    }
+    v = tensor::ExtractSliceOp::create(
+        b, loc, v, offsets, sizes,
+        SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+  }
+  if (!anyPos)
+    return v;
+  SmallVector<OpFoldResult> lo(rank, b.getIndexAttr(0)),
+      hi(rank, b.getIndexAttr(0));
+  auto vt = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(vt.getShape());
+  for (size_t i = 0; i < begin.size(); ++i) {
+    int64_t pb = std::max<int64_t>(0, begin[i]),
+            pe = std::max<int64_t>(0, end[i]);
+    lo[i + 2] = b.getIndexAttr(pb);
+    hi[i + 2] = b.getIndexAttr(pe);
+    shape[i + 2] += pb + pe;
+  }
+  auto padded = RankedTensorType::get(shape, vt.getElementType());
+  return tensor::PadOp::create(b, loc, padded, v, lo, hi, pad);
+}
+
 Value codegen::emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
                            ArrayRef<OpFoldResult> sizes) {
   SmallVector<Value> dyn;

@@ -61,6 +61,18 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to);
 Value toIndex(OpBuilder &b, Location loc, Value v);
 /// Index as OpFoldResult.
 Value ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr);
+/// Size of dimension `i` of the ranked tensor `v` as an index value.
+Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i);
+/// `v` as type `t` (a tensor.cast when the types differ).
+Value castTensor(OpBuilder &b, Location loc, Value v, Type t);
+/// Scalar x + y, x - y, x * y for float or integer (signless) scalars.
+Value addScalars(OpBuilder &b, Location loc, Value x, Value y);
+Value subScalars(OpBuilder &b, Location loc, Value x, Value y);
+Value mulScalars(OpBuilder &b, Location loc, Value x, Value y);
+/// Pads the spatial dims (2..) of an N,C,... tensor by `begin`/`end` with
+/// `pad`; negative amounts crop.
+Value padSpatial(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> begin,
+                 ArrayRef<int64_t> end, Value pad);
 
 /// Output sizes of a broadcasting (numpy rules) elementwise op producing
 /// `resultType` from `operands`.
