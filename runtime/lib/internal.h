@@ -2,10 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Declarations that several runtime sources share but that are not part of
-// the C API: strided copies, the link between the thread count and
-// OpenBLAS, a switch that tests use to pick the built-in gemm, and a guard
-// that turns C++ exceptions into statuses at the C API boundary. Internal to
-// the runtime library (hidden visibility); tests reach them by linking the
+// the C API: strided copies, a deleter for malloc'ed buffers, a write loop
+// for file descriptors, the link between the thread count and OpenBLAS, a
+// switch that tests use to pick the built-in gemm, and a guard that turns
+// C++ exceptions into statuses at the C API boundary. Internal to the
+// runtime library (hidden visibility); tests reach them by linking the
 // static library.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 #include <exception>
@@ -44,6 +46,19 @@ void copyStrided(size_t elemSize, uint32_t rank, const int64_t *sizes,
 /// `sizes` (dimensions of extent 1 may have any stride; an array without
 /// elements is contiguous).
 bool isContiguous(uint32_t rank, const int64_t *sizes, const int64_t *strides);
+
+//===----------------------------------------------------------------------===//
+// Buffers and files (npy.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Frees a buffer from malloc or posix_memalign; for std::unique_ptr.
+struct FreeDeleter {
+  void operator()(void *buffer) const { std::free(buffer); }
+};
+
+/// Writes all `size` bytes to `fd`, retrying short and interrupted writes.
+/// Returns false with errno set on failure.
+bool writeFully(int fd, const void *buffer, size_t size);
 
 //===----------------------------------------------------------------------===//
 // OpenBLAS (blas.cpp)

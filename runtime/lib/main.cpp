@@ -4,57 +4,37 @@
 // Implements dist_rt_main, the body of the main function of every
 // executable that dist-compile produces: parses the command line, reads the
 // inputs from .npy files, runs the model, writes every output to a .npy file
-// and optionally times repeated runs. Every failure is reported as exactly
-// one "error: ..." line on stderr and exit code 1; nothing here calls exit(),
-// so the driver can be tested in-process.
+// and optionally times repeated runs. `<exe> train ...` goes to the train
+// subcommand (train.cpp). Every failure is reported as exactly one
+// "error: ..." line on stderr and exit code 1; nothing here calls exit(), so
+// the driver can be tested in-process.
 //
 //===----------------------------------------------------------------------===//
 
+#include "driver.h"
 #include "internal.h"
 
 #include "dist_rt/model.h"
 #include "dist_rt/npy.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include <sys/stat.h>
-#include <sys/types.h>
+using namespace dist_rt::driver;
 
 namespace {
 
 /// Warm-up runs before the timed runs of --bench.
 constexpr int kWarmupRuns = 3;
 
-/// Prints "error: <message>" on stderr and returns the exit code 1. Line
-/// breaks (say, from an argument) become spaces so the error stays on one
-/// line.
-int fail(std::string message) {
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::replace(message.begin(), message.end(), '\r', ' ');
-  std::fprintf(stderr, "error: %s\n", message.c_str());
-  std::fflush(stderr);
-  return 1;
-}
-
-/// fail() with the message of `status`, which is freed.
-int fail(dist_rt_status_t status) {
-  int code = fail(std::string(dist_rt_status_message(status)));
-  dist_rt_status_free(status);
-  return code;
-}
-
-/// The parsed command line.
+/// The parsed command line of an inference run.
 struct CommandLine {
   /// Per declared input, the .npy file ("" until given).
   std::vector<std::string> inputFiles;
@@ -87,6 +67,9 @@ void printUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --params PATH      parameter file (default: next to the binary)\n"
       "  --help             print this text\n",
       program, desc.name, kWarmupRuns);
+  if (desc.train)
+    std::printf("\nThe model can also be trained: see %s train --help.\n",
+                program);
   std::printf("\ninputs:\n");
   for (uint32_t i = 0; i < desc.num_inputs; ++i) {
     const dist_rt_tensor_desc_t &input = desc.inputs[i];
@@ -101,107 +84,18 @@ void printUsage(const char *program, const dist_rt_model_desc_t &desc) {
   }
 }
 
-/// Parses a decimal integer in [min, max]; the whole text must be used.
-bool parseInteger(const std::string &text, int64_t min, int64_t max,
-                  int64_t &out) {
-  if (text.empty() || text[0] == ' ' || text[0] == '\t')
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || value < min || value > max)
-    return false;
-  out = value;
-  return true;
-}
-
-/// Handles the value of one --input option.
-bool parseInputOption(const std::string &value,
-                      const dist_rt_model_desc_t &desc, CommandLine &cl,
-                      std::string &error) {
-  // Match declared names first so that names containing '=' work.
-  int64_t match = -1;
-  size_t matchLength = 0;
-  for (uint32_t i = 0; i < desc.num_inputs; ++i) {
-    size_t length = std::strlen(desc.inputs[i].name);
-    if (value.size() > length && value[length] == '=' &&
-        value.compare(0, length, desc.inputs[i].name) == 0 &&
-        (match < 0 || length > matchLength)) {
-      match = i;
-      matchLength = length;
-    }
-  }
-  if (match < 0) {
-    size_t equals = value.find('=');
-    if (equals == std::string::npos) {
-      error = "--input expects NAME=FILE, got '" + value + "'";
-      return false;
-    }
-    std::string known;
-    for (uint32_t i = 0; i < desc.num_inputs; ++i)
-      known += std::string(i ? ", " : "") + "'" + desc.inputs[i].name + "'";
-    error = "unknown input '" + value.substr(0, equals) + "' (model '" +
-            desc.name + "' has " +
-            (desc.num_inputs ? "inputs " + known : std::string("no inputs")) +
-            ")";
-    return false;
-  }
-  const char *name = desc.inputs[match].name;
-  std::string file = value.substr(matchLength + 1);
-  if (file.empty()) {
-    error = std::string("--input ") + name + "=: the file name is empty";
-    return false;
-  }
-  if (!cl.inputFiles[match].empty()) {
-    error = std::string("input '") + name + "' is given more than once";
-    return false;
-  }
-  cl.inputFiles[match] = file;
-  return true;
-}
-
 /// Parses argv into `cl`. Returns false with `error` set on a bad command
 /// line.
 bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
                       CommandLine &cl, std::string &error) {
   cl.inputFiles.assign(desc.num_inputs, std::string());
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i] ? argv[i] : "";
-    if (arg == "--help" || arg == "-h") {
+  FileBinding inputs = {"--input", "input", desc.num_inputs, desc.inputs};
+  auto handle = [&](const std::string &flag, const std::string &value,
+                    std::string &error) {
+    if (flag == "--help") {
       cl.help = true;
-      continue;
-    }
-    if (arg.compare(0, 2, "--") != 0) {
-      error = "unexpected argument '" + arg +
-              "' (inputs are given as --input NAME=FILE; see --help)";
-      return false;
-    }
-    std::string flag = arg;
-    std::string value;
-    bool inlineValue = false;
-    size_t equals = arg.find('=');
-    if (equals != std::string::npos) {
-      flag = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
-      inlineValue = true;
-    }
-    bool known = flag == "--input" || flag == "--output-dir" ||
-                 flag == "--threads" || flag == "--bench" || flag == "--params";
-    if (!known) {
-      error = "unknown option '" + flag + "' (see --help)";
-      return false;
-    }
-    if (!inlineValue) {
-      if (i + 1 >= argc || !argv[i + 1]) {
-        error = "option '" + flag + "' needs a value";
-        return false;
-      }
-      value = argv[++i];
-    }
-
-    if (flag == "--input") {
-      if (!parseInputOption(value, desc, cl, error))
-        return false;
+    } else if (flag == "--input") {
+      return bindFile(value, desc.name, inputs, cl.inputFiles, error);
     } else if (flag == "--output-dir") {
       if (value.empty()) {
         error = "--output-dir: the directory name is empty";
@@ -209,13 +103,7 @@ bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
       }
       cl.outputDir = value;
     } else if (flag == "--threads") {
-      int64_t threads = 0;
-      if (!parseInteger(value, 0, 65536, threads)) {
-        error =
-            "--threads expects an integer in [0, 65536], got '" + value + "'";
-        return false;
-      }
-      cl.threads = static_cast<int32_t>(threads);
+      return parseThreads(value, cl.threads, error);
     } else if (flag == "--bench") {
       if (!parseInteger(value, 1, INT32_MAX, cl.benchRuns)) {
         error = "--bench expects a positive integer, got '" + value + "'";
@@ -229,99 +117,43 @@ bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
       cl.paramPath = value;
       cl.haveParamPath = true;
     }
-  }
-  return true;
+    return true;
+  };
+  return parseOptions(argc, argv, 1,
+                      {{"--help", false},
+                       {"--input", true},
+                       {"--output-dir", true},
+                       {"--threads", true},
+                       {"--bench", true},
+                       {"--params", true}},
+                      "inputs are given as --input NAME=FILE", handle, error);
 }
-
-/// Creates `path` and its missing parents, like mkdir -p.
-bool makeDirectories(const std::string &path, std::string &error) {
-  for (size_t end = 1; end <= path.size(); ++end) {
-    if (end != path.size() && path[end] != '/')
-      continue;
-    std::string prefix = path.substr(0, end);
-    struct stat st;
-    if (::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-      continue;
-    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) {
-      char errorText[128];
-      error = "cannot create the output directory '" + path + "': " +
-              dist_rt::describeErrno(errno, errorText, sizeof(errorText));
-      return false;
-    }
-  }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error = "the output directory '" + path + "' is not a directory";
-    return false;
-  }
-  return true;
-}
-
-/// The file an output is written to.
-std::string outputPath(const std::string &dir, const char *name) {
-  std::string file = name;
-  std::replace(file.begin(), file.end(), '/', '_');
-  return dir + "/" + file + ".npy";
-}
-
-struct ModelDeleter {
-  void operator()(dist_rt_model *model) const { dist_rt_model_destroy(model); }
-};
-
-/// Owns the arrays read from the input files.
-struct InputArrays {
-  std::vector<dist_rt_npy_array_t> arrays;
-  ~InputArrays() {
-    for (dist_rt_npy_array_t &array : arrays)
-      dist_rt_npy_free(&array);
-  }
-};
 
 int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
-  if (!desc)
-    return fail(std::string("dist_rt_main: the model descriptor is NULL"));
   // Checked here because the command line is parsed against the inputs;
   // dist_rt_model_create checks the rest.
-  if (desc->abi_version != DIST_RT_MODEL_ABI_VERSION || !desc->name ||
-      (desc->num_inputs && !desc->inputs) ||
-      (desc->num_outputs && !desc->outputs)) {
-    dist_rt_model_t model = nullptr;
-    dist_rt_status_t status = dist_rt_model_create(desc, nullptr, &model);
-    dist_rt_model_destroy(model);
-    if (status)
-      return fail(status);
-    return fail(std::string("dist_rt_main: invalid model descriptor"));
-  }
-  for (uint32_t i = 0; i < desc->num_inputs; ++i)
-    if (!desc->inputs[i].name)
-      return fail("model '" + std::string(desc->name) + "': input " +
-                  std::to_string(i) + " has no name");
-  for (uint32_t i = 0; i < desc->num_outputs; ++i)
-    if (!desc->outputs[i].name)
-      return fail("model '" + std::string(desc->name) + "': output " +
-                  std::to_string(i) + " has no name");
+  std::string error = checkDriverDesc(desc);
+  if (!error.empty())
+    return fail(error);
+  if (argc > 1 && argv[1] && std::strcmp(argv[1], "train") == 0)
+    return runTrain(argc, argv, *desc);
 
   CommandLine cl;
-  std::string error;
   if (!parseCommandLine(argc, argv, *desc, cl, error))
     return fail(error);
   if (cl.help) {
     printUsage(argc > 0 && argv[0] ? argv[0] : desc->name, *desc);
     return 0;
   }
-  for (uint32_t i = 0; i < desc->num_inputs; ++i)
-    if (cl.inputFiles[i].empty())
-      return fail(
-          std::string("missing --input ") + desc->inputs[i].name +
-          "=FILE.npy (input '" + desc->inputs[i].name + "' is " +
-          dist_rt_dtype_name(desc->inputs[i].dtype) + " " +
-          dist_rt::formatShape(desc->inputs[i].rank, desc->inputs[i].dims) +
-          ")");
+  error = missingFile({"--input", "input", desc->num_inputs, desc->inputs},
+                      cl.inputFiles);
+  if (!error.empty())
+    return fail(error);
 
   // Two outputs must not end up in the same file.
   std::vector<std::string> outputPaths;
   for (uint32_t o = 0; o < desc->num_outputs; ++o) {
-    std::string path = outputPath(cl.outputDir, desc->outputs[o].name);
+    std::string path = tensorFilePath(cl.outputDir, desc->outputs[o].name);
     for (uint32_t q = 0; q < o; ++q)
       if (outputPaths[q] == path)
         return fail(std::string("outputs '") + desc->outputs[q].name +
@@ -337,47 +169,27 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
   dist_rt_model_t rawModel = nullptr;
   if (dist_rt_status_t status = dist_rt_model_create(desc, &options, &rawModel))
     return fail(status);
-  std::unique_ptr<dist_rt_model, ModelDeleter> model(rawModel);
+  ModelPtr model(rawModel);
 
-  InputArrays inputs;
+  NpyArrays inputs;
   inputs.arrays.assign(desc->num_inputs, dist_rt_npy_array_t{});
   std::vector<dist_rt_tensor_t> tensors(desc->num_inputs);
-  for (uint32_t i = 0; i < desc->num_inputs; ++i) {
-    dist_rt_npy_array_t &array = inputs.arrays[i];
-    if (dist_rt_status_t status =
-            dist_rt_npy_read(cl.inputFiles[i].c_str(), &array)) {
-      std::string message = std::string("input '") + desc->inputs[i].name +
-                            "': " + dist_rt_status_message(status);
-      dist_rt_status_free(status);
-      return fail(message);
-    }
-    // .npy has no bfloat16: bfloat16 inputs are read from uint16 files
-    // holding the bit patterns (the convention ONNX's test data uses).
-    uint32_t dtype = array.dtype;
-    if (desc->inputs[i].dtype == DIST_RT_DTYPE_BFLOAT16 &&
-        dtype == DIST_RT_DTYPE_UINT16)
-      dtype = DIST_RT_DTYPE_BFLOAT16;
-    tensors[i] = {dtype, array.rank, array.dims, array.data};
-  }
+  for (uint32_t i = 0; i < desc->num_inputs; ++i)
+    if (!readTensorFile("input", desc->inputs[i], cl.inputFiles[i],
+                        inputs.arrays[i], tensors[i], error))
+      return fail(error);
 
   const dist_rt_tensor_t *outputs = nullptr;
   if (dist_rt_status_t status = dist_rt_model_run(model.get(), tensors.data(),
                                                   tensors.size(), &outputs))
     return fail(status);
 
-  if (desc->num_outputs != 0 && !makeDirectories(cl.outputDir, error))
+  if (desc->num_outputs != 0 &&
+      !makeDirectories(cl.outputDir, "the output directory", error))
     return fail(error);
-  for (uint32_t o = 0; o < desc->num_outputs; ++o) {
-    const dist_rt_tensor_t &output = outputs[o];
-    // bfloat16 outputs are written as their uint16 bit patterns.
-    uint32_t dtype = output.dtype == DIST_RT_DTYPE_BFLOAT16
-                         ? DIST_RT_DTYPE_UINT16
-                         : output.dtype;
-    if (dist_rt_status_t status =
-            dist_rt_npy_write(outputPaths[o].c_str(), dtype, output.rank,
-                              output.dims, output.data))
+  for (uint32_t o = 0; o < desc->num_outputs; ++o)
+    if (dist_rt_status_t status = writeTensorFile(outputPaths[o], outputs[o]))
       return fail(status);
-  }
 
   if (cl.benchRuns == 0)
     return 0;

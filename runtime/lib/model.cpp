@@ -1,12 +1,14 @@
 //===- model.cpp - Loading and running compiled models ----------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Implements dist_rt_model_*: checks a compiled model's descriptor, maps its
-// parameter file and checks it against the declared parameters, builds the
-// memref descriptors that the packed entry function takes, and turns the
-// output descriptors it returns into runtime-owned contiguous tensors. The
-// output rules (which buffers can be taken over, which must be copied and
-// which must be freed) are described in dist_rt/model.h.
+// Implements dist_rt_model_* and dist_rt_lr_at: checks a compiled model's
+// descriptor, maps its parameter file and checks it against the declared
+// parameters (copying them into private writable buffers for a model with a
+// training step), builds the memref descriptors that the packed entry
+// functions take, turns the output descriptors the inference entry returns
+// into runtime-owned contiguous tensors, and runs training steps. The output
+// rules (which buffers can be taken over, which must be copied and which
+// must be freed) are described in dist_rt/model.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +20,9 @@
 #include <algorithm>
 #include <cinttypes>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -28,6 +32,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+using dist_rt::describeType;
 using dist_rt::formatShape;
 using dist_rt::makeStatus;
 
@@ -35,6 +40,8 @@ namespace {
 
 /// Largest rank a descriptor may declare; keeps descriptor sizes sane.
 constexpr uint32_t kMaxRank = 1024;
+
+constexpr double kPi = 3.14159265358979323846;
 
 /// Number of 64-bit words of a ranked memref descriptor.
 size_t descriptorWords(uint32_t rank) { return 3 + 2 * size_t{rank}; }
@@ -64,11 +71,6 @@ bool byteSize(uint32_t rank, const int64_t *dims, size_t elemSize,
         __builtin_mul_overflow(count, static_cast<uint64_t>(dims[d]), &count);
   overflow |= __builtin_mul_overflow(count, uint64_t{elemSize}, &out);
   return !overflow && out <= SIZE_MAX;
-}
-
-/// Shape and dtype for messages: "[?,784] (float32)".
-std::string describeType(uint32_t dtype, uint32_t rank, const int64_t *dims) {
-  return formatShape(rank, dims) + " (" + dist_rt_dtype_name(dtype) + ")";
 }
 
 /// Returns the path of the running executable, or "" if unknown.
@@ -142,6 +144,81 @@ dist_rt_status_t checkTensorDesc(const dist_rt_model_desc_t &desc,
   return nullptr;
 }
 
+/// Checks `count` declared tensors of one kind ("input", ...).
+dist_rt_status_t checkTensorGroup(const dist_rt_model_desc_t &desc,
+                                  const char *kind, uint32_t count,
+                                  const dist_rt_tensor_desc_t *tensors) {
+  if (count != 0 && !tensors)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': %" PRIu32 " %ss are declared but the "
+                      "array is NULL",
+                      desc.name, count, kind);
+  for (uint32_t i = 0; i < count; ++i)
+    if (dist_rt_status_t status = checkTensorDesc(desc, kind, i, tensors[i]))
+      return status;
+  return nullptr;
+}
+
+/// Checks the training step of the descriptor (parameters and inputs are
+/// checked already).
+dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
+  const dist_rt_train_desc_t &train = *desc.train;
+  const char *model = desc.name;
+  if (!train.entry)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the training step has no entry function",
+                      model);
+  if (desc.num_params != 0 && !train.param_roles)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the training step has no parameter roles",
+                      model);
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    const dist_rt_tensor_desc_t &param = desc.params[i];
+    uint8_t role = train.param_roles[i];
+    if (role > DIST_RT_PARAM_STATE)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': parameter '%s' has an invalid role %u",
+                        model, param.name, unsigned{role});
+    // Optimizer state is not in the parameter file, so nothing else could
+    // tell its shape.
+    for (uint32_t d = 0; role == DIST_RT_PARAM_STATE && d < param.rank; ++d)
+      if (param.dims[d] == DIST_RT_DYNAMIC_DIM)
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                          "model '%s': optimizer state '%s' has a dynamic "
+                          "shape %s",
+                          model, param.name,
+                          formatShape(param.rank, param.dims).c_str());
+  }
+  if (train.lr_schedule > DIST_RT_LR_WARMUP_LINEAR)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': unknown learning-rate schedule %" PRIu32,
+                      model, train.lr_schedule);
+  if (train.warmup_steps < 0 || !std::isfinite(train.lr))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': invalid learning rate %g or warm-up "
+                      "steps %" PRId64,
+                      model, train.lr, train.warmup_steps);
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "train input", train.num_inputs, train.inputs))
+    return status;
+  if (dist_rt_status_t status = checkTensorGroup(
+          desc, "train output", train.num_outputs, train.outputs))
+    return status;
+  for (uint32_t i = 0; i < train.num_inputs; ++i)
+    if (train.inputs[i].rank == 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': train input '%s' has no batch "
+                        "dimension (rank 0)",
+                        model, train.inputs[i].name);
+  if (train.num_outputs == 0 || train.outputs[0].dtype != DIST_RT_DTYPE_FLOAT ||
+      train.outputs[0].rank != 0)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the first output of the training step "
+                      "must be the loss, a float32 scalar",
+                      model);
+  return nullptr;
+}
+
 /// Checks the descriptor before anything else looks at it.
 dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
   if (desc.abi_version != DIST_RT_MODEL_ABI_VERSION)
@@ -157,25 +234,16 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s': the descriptor has no entry function",
                       desc.name);
-  struct Group {
-    const char *kind;
-    uint32_t count;
-    const dist_rt_tensor_desc_t *tensors;
-  };
-  for (const Group &group : {Group{"parameter", desc.num_params, desc.params},
-                             Group{"input", desc.num_inputs, desc.inputs},
-                             Group{"output", desc.num_outputs, desc.outputs}}) {
-    if (group.count != 0 && !group.tensors)
-      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                        "model '%s': %" PRIu32 " %ss are declared but the "
-                        "array is NULL",
-                        desc.name, group.count, group.kind);
-    for (uint32_t i = 0; i < group.count; ++i)
-      if (dist_rt_status_t status =
-              checkTensorDesc(desc, group.kind, i, group.tensors[i]))
-        return status;
-  }
-  return nullptr;
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "parameter", desc.num_params, desc.params))
+    return status;
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "input", desc.num_inputs, desc.inputs))
+    return status;
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "output", desc.num_outputs, desc.outputs))
+    return status;
+  return desc.train ? checkTrainDesc(desc) : nullptr;
 }
 
 /// One output descriptor as returned by the entry function.
@@ -190,23 +258,52 @@ struct ReturnedOutput {
   bool fresh;
 };
 
-} // namespace
-
-/// A loaded model. See dist_rt/model.h.
-struct dist_rt_model {
-  const dist_rt_model_desc_t *desc = nullptr;
-  dist_rt_params_t params = nullptr;
-
-  /// Descriptors of the parameters, then the inputs, back to back.
+/// The signature and argument buffers of one entry function: inference, or
+/// the training step. The parameter descriptors are shared by both and live
+/// in the model.
+struct EntryCall {
+  /// What the inputs are called in messages: "input" or "train input".
+  const char *inputKind = "input";
+  uint32_t numInputs = 0;
+  const dist_rt_tensor_desc_t *inputs = nullptr;
+  uint32_t numOutputs = 0;
+  const dist_rt_tensor_desc_t *outputs = nullptr;
+  /// Descriptors of the inputs, then of any scalar arguments, back to back.
   std::vector<int64_t> argWords;
-  /// Start of each argument's descriptor in argWords.
+  /// Start of each input's (then scalar's) descriptor in argWords.
   std::vector<size_t> argOffsets;
   /// Buffer the entry function writes the output descriptors into.
   std::vector<int64_t> resultWords;
   /// Start of each output's descriptor in resultWords.
   std::vector<size_t> resultOffsets;
-  /// The pointer array passed to the entry function.
+  /// The pointer array passed to the entry function: parameters, inputs,
+  /// scalars, then resultWords.
   std::vector<void *> args;
+};
+
+} // namespace
+
+/// A loaded model. See dist_rt/model.h.
+struct dist_rt_model {
+  const dist_rt_model_desc_t *desc = nullptr;
+  /// The mapped parameter file; NULL for a model with a training step once
+  /// its parameters are copied.
+  dist_rt_params_t params = nullptr;
+  /// Descriptors of the parameters, back to back; they point into the
+  /// mapping, or into ownedParams for a model with a training step.
+  std::vector<int64_t> paramWords;
+  /// Start of each parameter's descriptor in paramWords.
+  std::vector<size_t> paramOffsets;
+  /// Private, writable, 64-byte-aligned copies of every parameter (training
+  /// models only). Not allocator blocks, so an output aliasing one is never
+  /// taken for a fresh block.
+  std::vector<std::unique_ptr<void, dist_rt::FreeDeleter>> ownedParams;
+
+  EntryCall inference;
+  EntryCall training;
+  /// The learning rate and step number of the training step in progress,
+  /// behind the two rank-0 descriptors of training.argWords.
+  float trainScalars[2] = {0, 0};
 
   /// The outputs of one run: tensors, their dims (back to back) and the
   /// allocator blocks they own.
@@ -226,9 +323,9 @@ struct dist_rt_model {
   Outputs current;
   /// Being built by the run in progress; kept to reuse its capacity.
   Outputs pending;
-  /// Scratch for one run: allocator blocks returned by the entry function.
+  /// Scratch for one call: allocator blocks returned by the entry function.
   std::vector<void *> returnedBlocks;
-  /// Scratch for one run: the output descriptors as returned.
+  /// Scratch for one call: the output descriptors as returned.
   std::vector<ReturnedOutput> returned;
   /// Scratch for one run: contiguous strides of an output.
   std::vector<int64_t> contiguousStrides;
@@ -242,14 +339,52 @@ struct dist_rt_model {
 
 namespace {
 
-/// Maps the parameter file and checks every declared parameter against it;
-/// fills the parameter descriptors.
-dist_rt_status_t loadParams(dist_rt_model &model,
-                            const dist_rt_model_options_t &options) {
+/// Returns the role of parameter `index`; every parameter of an
+/// inference-only model is read from the file like a frozen one.
+uint8_t paramRole(const dist_rt_model_desc_t &desc, uint32_t index) {
+  return desc.train ? desc.train->param_roles[index]
+                    : uint8_t{DIST_RT_PARAM_FROZEN};
+}
+
+/// Looks up parameter `param` in the mapped file at `path` and checks its
+/// dtype and shape.
+dist_rt_status_t findParam(const dist_rt_model &model, const std::string &path,
+                           const dist_rt_tensor_desc_t &param,
+                           dist_rt_param_info_t &info) {
+  const char *modelName = model.desc->name;
+  if (dist_rt_status_t status =
+          dist_rt_params_find(model.params, param.name, &info)) {
+    dist_rt_status_free(status);
+    return makeStatus(DIST_RT_ERROR_NOT_FOUND,
+                      "parameter '%s' is missing from %s (model '%s')",
+                      param.name, path.c_str(), modelName);
+  }
+  if (info.dtype != param.dtype)
+    return makeStatus(DIST_RT_ERROR_FORMAT,
+                      "parameter '%s' in %s has dtype %s, the model "
+                      "expects %s",
+                      param.name, path.c_str(), dist_rt_dtype_name(info.dtype),
+                      dist_rt_dtype_name(param.dtype));
+  bool sameShape = info.rank == param.rank;
+  for (uint32_t d = 0; sameShape && d < param.rank; ++d)
+    sameShape =
+        param.dims[d] == DIST_RT_DYNAMIC_DIM || param.dims[d] == info.dims[d];
+  if (!sameShape)
+    return makeStatus(DIST_RT_ERROR_FORMAT,
+                      "parameter '%s' in %s has shape %s, the model "
+                      "expects %s",
+                      param.name, path.c_str(),
+                      formatShape(info.rank, info.dims).c_str(),
+                      formatShape(param.rank, param.dims).c_str());
+  return nullptr;
+}
+
+/// Resolves the path of the parameter file (see dist_rt_model_options_t)
+/// into `path` and maps the file.
+dist_rt_status_t openParamFile(dist_rt_model &model,
+                               const dist_rt_model_options_t &options,
+                               std::string &path) {
   const dist_rt_model_desc_t &desc = *model.desc;
-  if (desc.num_params == 0)
-    return nullptr;
-  std::string path;
   if (options.param_path) {
     path = options.param_path;
   } else {
@@ -263,7 +398,6 @@ dist_rt_status_t loadParams(dist_rt_model &model,
     else
       path = binaryDirectory(&desc) + "/" + desc.param_file;
   }
-
   if (dist_rt_status_t status =
           dist_rt_params_open(path.c_str(), &model.params)) {
     dist_rt_status_t wrapped =
@@ -272,39 +406,107 @@ dist_rt_status_t loadParams(dist_rt_model &model,
     dist_rt_status_free(status);
     return wrapped;
   }
+  return nullptr;
+}
+
+/// Stores in `out` a private, 64-byte-aligned copy of `data`, parameter
+/// `param` with extents `dims`, or zeros when `data` is NULL. The model owns
+/// the copy.
+dist_rt_status_t copyParam(dist_rt_model &model,
+                           const dist_rt_tensor_desc_t &param, const void *data,
+                           const int64_t *dims, void *&out) {
+  uint64_t nbytes = 0;
+  if (!byteSize(param.rank, dims, dist_rt_dtype_size(param.dtype), nbytes))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': parameter '%s' of shape %s is too large",
+                      model.desc->name, param.name,
+                      formatShape(param.rank, dims).c_str());
+  void *buffer = nullptr;
+  // One byte at least, so that every parameter has a distinct buffer.
+  if (::posix_memalign(&buffer, 64,
+                       std::max<size_t>(static_cast<size_t>(nbytes), 1)) != 0)
+    return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
+                      "model '%s': out of memory copying parameter '%s' "
+                      "(%" PRIu64 " bytes)",
+                      model.desc->name, param.name, nbytes);
+  model.ownedParams.emplace_back(buffer);
+  if (data)
+    std::memcpy(buffer, data, static_cast<size_t>(nbytes));
+  else
+    std::memset(buffer, 0, static_cast<size_t>(nbytes));
+  out = buffer;
+  return nullptr;
+}
+
+/// Maps the parameter file and checks every declared parameter against it;
+/// fills the parameter descriptors. A model with a training step gets
+/// private copies of its parameters (zeros for optimizer state, which is
+/// not in the file) and lets go of the mapping.
+dist_rt_status_t loadParams(dist_rt_model &model,
+                            const dist_rt_model_options_t &options) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  bool inFile = false;
+  for (uint32_t i = 0; i < desc.num_params; ++i)
+    inFile |= paramRole(desc, i) != DIST_RT_PARAM_STATE;
+  std::string path;
+  if (inFile)
+    if (dist_rt_status_t status = openParamFile(model, options, path))
+      return status;
 
   for (uint32_t i = 0; i < desc.num_params; ++i) {
     const dist_rt_tensor_desc_t &param = desc.params[i];
-    dist_rt_param_info_t info;
-    if (dist_rt_status_t status =
-            dist_rt_params_find(model.params, param.name, &info)) {
-      dist_rt_status_free(status);
-      return makeStatus(DIST_RT_ERROR_NOT_FOUND,
-                        "parameter '%s' is missing from %s (model '%s')",
-                        param.name, path.c_str(), desc.name);
+    const void *data = nullptr;
+    const int64_t *dims = param.dims;
+    if (paramRole(desc, i) != DIST_RT_PARAM_STATE) {
+      dist_rt_param_info_t info;
+      if (dist_rt_status_t status = findParam(model, path, param, info))
+        return status;
+      data = info.data;
+      dims = info.dims;
     }
-    if (info.dtype != param.dtype)
-      return makeStatus(DIST_RT_ERROR_FORMAT,
-                        "parameter '%s' in %s has dtype %s, the model "
-                        "expects %s",
-                        param.name, path.c_str(),
-                        dist_rt_dtype_name(info.dtype),
-                        dist_rt_dtype_name(param.dtype));
-    bool sameShape = info.rank == param.rank;
-    for (uint32_t d = 0; sameShape && d < param.rank; ++d)
-      sameShape =
-          param.dims[d] == DIST_RT_DYNAMIC_DIM || param.dims[d] == info.dims[d];
-    if (!sameShape)
-      return makeStatus(DIST_RT_ERROR_FORMAT,
-                        "parameter '%s' in %s has shape %s, the model "
-                        "expects %s",
-                        param.name, path.c_str(),
-                        formatShape(info.rank, info.dims).c_str(),
-                        formatShape(param.rank, param.dims).c_str());
-    writeDescriptor(model.argWords.data() + model.argOffsets[i], info.data,
-                    info.rank, info.dims);
+    if (desc.train) {
+      void *copy = nullptr;
+      if (dist_rt_status_t status = copyParam(model, param, data, dims, copy))
+        return status;
+      data = copy;
+    }
+    writeDescriptor(model.paramWords.data() + model.paramOffsets[i], data,
+                    param.rank, dims);
+  }
+  if (desc.train) {
+    // The descriptors hold the shapes; nothing points into the file now.
+    dist_rt_params_release(model.params);
+    model.params = nullptr;
   }
   return nullptr;
+}
+
+/// Lays out the buffers of `call`, whose signature is set, for its inputs
+/// followed by `numScalars` rank-0 arguments.
+void layOutCall(dist_rt_model &model, EntryCall &call, size_t numScalars) {
+  size_t words = 0;
+  for (uint32_t i = 0; i < call.numInputs; ++i) {
+    call.argOffsets.push_back(words);
+    words += descriptorWords(call.inputs[i].rank);
+  }
+  for (size_t s = 0; s < numScalars; ++s) {
+    call.argOffsets.push_back(words);
+    words += descriptorWords(0);
+  }
+  call.argWords.assign(words, 0);
+  words = 0;
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    call.resultOffsets.push_back(words);
+    words += descriptorWords(call.outputs[o].rank);
+  }
+  // One spare word so that an entry without outputs still gets a valid
+  // pointer.
+  call.resultWords.assign(words + 1, 0);
+  for (size_t offset : model.paramOffsets)
+    call.args.push_back(model.paramWords.data() + offset);
+  for (size_t offset : call.argOffsets)
+    call.args.push_back(call.argWords.data() + offset);
+  call.args.push_back(call.resultWords.data());
 }
 
 dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
@@ -324,36 +526,45 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
 
   std::unique_ptr<dist_rt_model> model(new dist_rt_model());
   model->desc = desc;
-  size_t numArgs = size_t{desc->num_params} + desc->num_inputs;
   size_t words = 0;
-  for (size_t i = 0; i < numArgs; ++i) {
-    const dist_rt_tensor_desc_t &tensor =
-        i < desc->num_params ? desc->params[i]
-                             : desc->inputs[i - desc->num_params];
-    model->argOffsets.push_back(words);
-    words += descriptorWords(tensor.rank);
+  for (uint32_t i = 0; i < desc->num_params; ++i) {
+    model->paramOffsets.push_back(words);
+    words += descriptorWords(desc->params[i].rank);
   }
-  model->argWords.assign(words, 0);
-  words = 0;
+  model->paramWords.assign(words, 0);
+
+  EntryCall &inference = model->inference;
+  inference.numInputs = desc->num_inputs;
+  inference.inputs = desc->inputs;
+  inference.numOutputs = desc->num_outputs;
+  inference.outputs = desc->outputs;
+  layOutCall(*model, inference, 0);
+  uint32_t maxOutputs = desc->num_outputs;
+  if (const dist_rt_train_desc_t *train = desc->train) {
+    EntryCall &training = model->training;
+    training.inputKind = "train input";
+    training.numInputs = train->num_inputs;
+    training.inputs = train->inputs;
+    training.numOutputs = train->num_outputs;
+    training.outputs = train->outputs;
+    layOutCall(*model, training, 2);
+    for (uint32_t s = 0; s < 2; ++s)
+      writeDescriptor(training.argWords.data() +
+                          training.argOffsets[train->num_inputs + s],
+                      &model->trainScalars[s], 0, nullptr);
+    maxOutputs = std::max(maxOutputs, train->num_outputs);
+  }
+
   size_t outputDims = 0;
-  for (uint32_t i = 0; i < desc->num_outputs; ++i) {
-    model->resultOffsets.push_back(words);
-    words += descriptorWords(desc->outputs[i].rank);
-    outputDims += desc->outputs[i].rank;
-  }
-  // One spare word so that a model without outputs still gets a valid
-  // pointer.
-  model->resultWords.assign(words + 1, 0);
-  for (size_t i = 0; i < numArgs; ++i)
-    model->args.push_back(model->argWords.data() + model->argOffsets[i]);
-  model->args.push_back(model->resultWords.data());
+  for (uint32_t o = 0; o < desc->num_outputs; ++o)
+    outputDims += desc->outputs[o].rank;
   for (dist_rt_model::Outputs *outputs : {&model->current, &model->pending}) {
     outputs->tensors.reserve(desc->num_outputs);
     outputs->dims.reserve(outputDims);
     outputs->blocks.reserve(desc->num_outputs);
   }
-  model->returnedBlocks.reserve(desc->num_outputs);
-  model->returned.reserve(desc->num_outputs);
+  model->returnedBlocks.reserve(maxOutputs);
+  model->returned.reserve(maxOutputs);
 
   if (dist_rt_status_t status = loadParams(*model, options))
     return status;
@@ -362,24 +573,25 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
   return nullptr;
 }
 
-/// Checks the inputs of a run and writes their descriptors.
-dist_rt_status_t bindInputs(dist_rt_model &model,
+/// Checks the inputs of a call and writes their descriptors.
+dist_rt_status_t bindInputs(const dist_rt_model &model, EntryCall &call,
                             const dist_rt_tensor_t *inputs, size_t numInputs) {
-  const dist_rt_model_desc_t &desc = *model.desc;
-  if (numInputs != desc.num_inputs)
+  const char *modelName = model.desc->name;
+  const char *kind = call.inputKind;
+  if (numInputs != call.numInputs)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                      "model '%s' takes %" PRIu32 " input%s, got %zu",
-                      desc.name, desc.num_inputs,
-                      desc.num_inputs == 1 ? "" : "s", numInputs);
+                      "model '%s' takes %" PRIu32 " %s%s, got %zu", modelName,
+                      call.numInputs, kind, call.numInputs == 1 ? "" : "s",
+                      numInputs);
   if (numInputs != 0 && !inputs)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                      "model '%s': inputs is NULL", desc.name);
-  for (uint32_t i = 0; i < desc.num_inputs; ++i) {
-    const dist_rt_tensor_desc_t &expected = desc.inputs[i];
+                      "model '%s': inputs is NULL", modelName);
+  for (uint32_t i = 0; i < call.numInputs; ++i) {
+    const dist_rt_tensor_desc_t &expected = call.inputs[i];
     const dist_rt_tensor_t &given = inputs[i];
     if (given.rank != 0 && !given.dims)
       return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                        "input '%s': dims is NULL for rank %" PRIu32,
+                        "%s '%s': dims is NULL for rank %" PRIu32, kind,
                         expected.name, given.rank);
     bool matches = given.dtype == expected.dtype && given.rank == expected.rank;
     for (uint32_t d = 0; d < given.rank; ++d) {
@@ -391,30 +603,29 @@ dist_rt_status_t bindInputs(dist_rt_model &model,
     }
     if (!matches)
       return makeStatus(
-          DIST_RT_ERROR_INVALID_ARGUMENT,
-          "input '%s': expected shape %s, got %s", expected.name,
+          DIST_RT_ERROR_INVALID_ARGUMENT, "%s '%s': expected shape %s, got %s",
+          kind, expected.name,
           describeType(expected.dtype, expected.rank, expected.dims).c_str(),
           describeType(given.dtype, given.rank, given.dims).c_str());
     uint64_t nbytes = 0;
     if (!byteSize(given.rank, given.dims, dist_rt_dtype_size(given.dtype),
                   nbytes))
       return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                        "input '%s': shape %s is too large", expected.name,
+                        "%s '%s': shape %s is too large", kind, expected.name,
                         formatShape(given.rank, given.dims).c_str());
     if (nbytes != 0 && !given.data)
-      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                        "input '%s': data is NULL", expected.name);
-    writeDescriptor(model.argWords.data() +
-                        model.argOffsets[desc.num_params + i],
-                    given.data, given.rank, given.dims);
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "%s '%s': data is NULL",
+                        kind, expected.name);
+    writeDescriptor(call.argWords.data() + call.argOffsets[i], given.data,
+                    given.rank, given.dims);
   }
   return nullptr;
 }
 
-ReturnedOutput readOutput(const dist_rt_model &model, uint32_t index,
+ReturnedOutput readOutput(const EntryCall &call, uint32_t index,
                           const dist_rt_tensor_t *inputs) {
-  const int64_t *words = model.resultWords.data() + model.resultOffsets[index];
-  uint32_t rank = model.desc->outputs[index].rank;
+  const int64_t *words = call.resultWords.data() + call.resultOffsets[index];
+  uint32_t rank = call.outputs[index].rank;
   ReturnedOutput out;
   out.allocated = reinterpret_cast<char *>(static_cast<intptr_t>(words[0]));
   out.aligned = reinterpret_cast<char *>(static_cast<intptr_t>(words[1]));
@@ -424,7 +635,7 @@ ReturnedOutput readOutput(const dist_rt_model &model, uint32_t index,
   out.fresh = dist_rt_alloc_owns(out.allocated) != 0;
   // An input may itself be an allocator block (say, an earlier output fed
   // back in); an output aliasing it belongs to the caller, not to us.
-  for (uint32_t i = 0; out.fresh && i < model.desc->num_inputs; ++i)
+  for (uint32_t i = 0; out.fresh && i < call.numInputs; ++i)
     if (inputs[i].data == out.allocated)
       out.fresh = false;
   return out;
@@ -441,39 +652,25 @@ void freeBlocks(std::vector<void *> &blocks, const std::vector<void *> &keep) {
   blocks.clear();
 }
 
-/// Frees everything a failed collectOutputs holds: the blocks the entry
-/// function returned and the copies made so far, each once.
-void abandonOutputs(dist_rt_model &model) {
-  std::vector<void *> &all = model.returnedBlocks;
-  all.insert(all.end(), model.pending.blocks.begin(),
-             model.pending.blocks.end());
-  model.pending.blocks.clear();
-  model.pending.tensors.clear();
-  freeBlocks(all, {});
-}
-
-/// Turns the output descriptors the entry function returned into
-/// contiguous runtime-owned tensors in model.pending. Takes over a returned
-/// block when it is fresh, not shared with another output and contiguous;
-/// copies everything else and frees the fresh blocks it did not take over.
-dist_rt_status_t collectOutputs(dist_rt_model &model,
+/// Reads the output descriptors that the entry function of `call` returned
+/// into model.returned, the fresh blocks among them into
+/// model.returnedBlocks, and checks them against the declared shapes. On
+/// failure every fresh block is freed.
+dist_rt_status_t receiveOutputs(dist_rt_model &model, const EntryCall &call,
                                 const dist_rt_tensor_t *inputs) {
-  const dist_rt_model_desc_t &desc = *model.desc;
   std::vector<ReturnedOutput> &returned = model.returned;
   std::vector<void *> &fresh = model.returnedBlocks;
   returned.clear();
   fresh.clear();
-  size_t totalRank = 0;
-  for (uint32_t o = 0; o < desc.num_outputs; ++o) {
-    returned.push_back(readOutput(model, o, inputs));
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    returned.push_back(readOutput(call, o, inputs));
     if (returned.back().fresh)
       fresh.push_back(returned.back().allocated);
-    totalRank += desc.outputs[o].rank;
   }
 
   // The compiled code must return what it declared.
-  for (uint32_t o = 0; o < desc.num_outputs; ++o) {
-    const dist_rt_tensor_desc_t &declared = desc.outputs[o];
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    const dist_rt_tensor_desc_t &declared = call.outputs[o];
     const ReturnedOutput &output = returned[o];
     bool matches = true;
     for (uint32_t d = 0; d < declared.rank; ++d)
@@ -487,18 +684,45 @@ dist_rt_status_t collectOutputs(dist_rt_model &model,
       return makeStatus(DIST_RT_ERROR_INTERNAL,
                         "model '%s': output '%s' was returned with shape %s, "
                         "but %s is declared",
-                        desc.name, declared.name,
+                        model.desc->name, declared.name,
                         formatShape(declared.rank, output.sizes).c_str(),
                         formatShape(declared.rank, declared.dims).c_str());
     }
   }
+  return nullptr;
+}
+
+/// Frees everything a failed collectOutputs holds: the blocks the entry
+/// function returned and the copies made so far, each once.
+void abandonOutputs(dist_rt_model &model) {
+  std::vector<void *> &all = model.returnedBlocks;
+  all.insert(all.end(), model.pending.blocks.begin(),
+             model.pending.blocks.end());
+  model.pending.blocks.clear();
+  model.pending.tensors.clear();
+  freeBlocks(all, {});
+}
+
+/// Turns the output descriptors the inference entry returned into
+/// contiguous runtime-owned tensors in model.pending. Takes over a returned
+/// block when it is fresh, not shared with another output and contiguous;
+/// copies everything else and frees the fresh blocks it did not take over.
+dist_rt_status_t collectOutputs(dist_rt_model &model,
+                                const dist_rt_tensor_t *inputs) {
+  const EntryCall &call = model.inference;
+  if (dist_rt_status_t status = receiveOutputs(model, call, inputs))
+    return status;
+  const std::vector<ReturnedOutput> &returned = model.returned;
+  size_t totalRank = 0;
+  for (uint32_t o = 0; o < call.numOutputs; ++o)
+    totalRank += call.outputs[o].rank;
 
   dist_rt_model::Outputs &pending = model.pending;
   pending.release();
   pending.dims.assign(totalRank, 0);
   size_t dimPos = 0;
-  for (uint32_t o = 0; o < desc.num_outputs; ++o) {
-    const dist_rt_tensor_desc_t &declared = desc.outputs[o];
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    const dist_rt_tensor_desc_t &declared = call.outputs[o];
     const ReturnedOutput &output = returned[o];
     uint32_t rank = declared.rank;
     size_t elemSize = dist_rt_dtype_size(declared.dtype);
@@ -511,7 +735,7 @@ dist_rt_status_t collectOutputs(dist_rt_model &model,
         output.aligned + output.offset * static_cast<int64_t>(elemSize);
 
     bool shared = false;
-    for (uint32_t q = 0; output.fresh && q < desc.num_outputs; ++q)
+    for (uint32_t q = 0; output.fresh && q < call.numOutputs; ++q)
       shared |= q != o && returned[q].fresh &&
                 returned[q].allocated == output.allocated;
     void *data;
@@ -526,7 +750,7 @@ dist_rt_status_t collectOutputs(dist_rt_model &model,
         return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
                           "model '%s': out of memory copying output '%s' "
                           "(%" PRIu64 " bytes)",
-                          desc.name, declared.name, nbytes);
+                          model.desc->name, declared.name, nbytes);
       }
       pending.blocks.push_back(data);
       std::vector<int64_t> &strides = model.contiguousStrides;
@@ -542,17 +766,18 @@ dist_rt_status_t collectOutputs(dist_rt_model &model,
     pending.tensors.push_back(
         dist_rt_tensor_t{declared.dtype, rank, rank ? dims : nullptr, data});
   }
-  freeBlocks(fresh, pending.blocks);
+  freeBlocks(model.returnedBlocks, pending.blocks);
   return nullptr;
 }
 
 dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                           size_t numInputs,
                           const dist_rt_tensor_t **out_outputs) {
-  if (dist_rt_status_t status = bindInputs(model, inputs, numInputs))
+  EntryCall &call = model.inference;
+  if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
     return status;
-  std::fill(model.resultWords.begin(), model.resultWords.end(), 0);
-  model.desc->entry(model.args.data());
+  std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
+  model.desc->entry(call.args.data());
   if (dist_rt_status_t status = collectOutputs(model, inputs))
     return status;
   // The previous outputs may have been this run's inputs, so they are only
@@ -561,6 +786,52 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   model.pending.release();
   *out_outputs = model.current.tensors.data();
   return nullptr;
+}
+
+dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
+                           size_t numInputs, float lr, int64_t step,
+                           float *out_loss) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  if (!desc.train)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' was not compiled for training "
+                      "(dist-opt --train)",
+                      desc.name);
+  EntryCall &call = model.training;
+  if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
+    return status;
+  for (uint32_t i = 1; i < call.numInputs; ++i)
+    if (inputs[i].dims[0] != inputs[0].dims[0])
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "train input '%s': batch size %" PRId64
+                        " differs from the %" PRId64 " of train input '%s'",
+                        call.inputs[i].name, inputs[i].dims[0],
+                        inputs[0].dims[0], call.inputs[0].name);
+  model.trainScalars[0] = lr;
+  model.trainScalars[1] = static_cast<float>(step);
+  std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
+  desc.train->entry(call.args.data());
+  if (dist_rt_status_t status = receiveOutputs(model, call, inputs))
+    return status;
+  const ReturnedOutput &loss = model.returned[0];
+  float value;
+  std::memcpy(&value, loss.aligned + loss.offset * int64_t{sizeof(float)},
+              sizeof(float));
+  // Nothing but the loss is handed out: every fresh block goes back.
+  freeBlocks(model.returnedBlocks, {});
+  *out_loss = value;
+  return nullptr;
+}
+
+/// Fills `out` from the descriptor of parameter `index`.
+void describeParam(const dist_rt_model &model, size_t index,
+                   dist_rt_tensor_t &out) {
+  const dist_rt_tensor_desc_t &param = model.desc->params[index];
+  const int64_t *words = model.paramWords.data() + model.paramOffsets[index];
+  out.dtype = param.dtype;
+  out.rank = param.rank;
+  out.dims = param.rank ? words + 3 : nullptr;
+  out.data = reinterpret_cast<void *>(static_cast<intptr_t>(words[1]));
 }
 
 } // namespace
@@ -614,4 +885,65 @@ extern "C" void dist_rt_model_destroy(dist_rt_model_t model) { delete model; }
 extern "C" const dist_rt_model_desc_t *
 dist_rt_model_desc(dist_rt_model_t model) {
   return model ? model->desc : nullptr;
+}
+
+extern "C" dist_rt_status_t
+dist_rt_model_train_step(dist_rt_model_t model, const dist_rt_tensor_t *inputs,
+                         size_t num_inputs, float lr, int64_t step,
+                         float *out_loss) {
+  if (!out_loss)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_train_step: out_loss is NULL");
+  if (!model)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_train_step: model is NULL");
+  return dist_rt::guardStatus("dist_rt_model_train_step", [&] {
+    return trainStep(*model, inputs, num_inputs, lr, step, out_loss);
+  });
+}
+
+extern "C" dist_rt_status_t dist_rt_model_param(dist_rt_model_t model,
+                                                size_t index,
+                                                dist_rt_tensor_t *out) {
+  if (!out)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_param: out is NULL");
+  std::memset(out, 0, sizeof(*out));
+  if (!model)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_param: model is NULL");
+  if (index >= model->desc->num_params)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': parameter index %zu is out of range (it "
+                      "has %" PRIu32 ")",
+                      model->desc->name, index, model->desc->num_params);
+  describeParam(*model, index, *out);
+  return nullptr;
+}
+
+extern "C" double dist_rt_lr_at(const dist_rt_train_desc_t *train, int64_t step,
+                                int64_t total_steps) {
+  if (!train)
+    return 0;
+  double lr = train->lr;
+  auto at = static_cast<double>(std::max<int64_t>(step, 0));
+  auto total = static_cast<double>(total_steps);
+  switch (train->lr_schedule) {
+  case DIST_RT_LR_COSINE:
+    // CosineAnnealingLR needs T_max > 0; a run without steps keeps lr.
+    if (total_steps <= 0)
+      return lr;
+    return lr * (1 + std::cos(kPi * at / total)) / 2;
+  case DIST_RT_LR_WARMUP_LINEAR: {
+    // As transformers' get_linear_schedule_with_warmup, whose max(1, ...)
+    // guards W == 0 and T <= W.
+    int64_t warmup = std::max<int64_t>(train->warmup_steps, 0);
+    if (at < static_cast<double>(warmup))
+      return lr * at / static_cast<double>(warmup);
+    double decay = total - static_cast<double>(warmup);
+    return lr * std::max(0.0, (total - at) / std::max(1.0, decay));
+  }
+  default:
+    return lr;
+  }
 }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 using dist_rt::makeStatus;
+using dist_rt::writeFully;
 
 namespace {
 
@@ -341,22 +342,6 @@ int64_t readFully(int fd, void *buffer, size_t size) {
   return static_cast<int64_t>(done);
 }
 
-/// Writes all `size` bytes. Returns false with errno set on failure.
-bool writeFully(int fd, const void *buffer, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t put =
-        ::write(fd, static_cast<const char *>(buffer) + done, size - done);
-    if (put < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    done += static_cast<size_t>(put);
-  }
-  return true;
-}
-
 /// Closes `fd` when it goes out of scope.
 struct FdCloser {
   int fd;
@@ -610,6 +595,21 @@ dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
 }
 
 } // namespace
+
+bool dist_rt::writeFully(int fd, const void *buffer, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t put =
+        ::write(fd, static_cast<const char *>(buffer) + done, size - done);
+    if (put < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    done += static_cast<size_t>(put);
+  }
+  return true;
+}
 
 //===----------------------------------------------------------------------===//
 // C API

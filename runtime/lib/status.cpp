@@ -136,6 +136,11 @@ std::string dist_rt::formatShape(uint32_t rank, const int64_t *dims) {
   return text;
 }
 
+std::string dist_rt::describeType(uint32_t dtype, uint32_t rank,
+                                  const int64_t *dims) {
+  return formatShape(rank, dims) + " (" + dist_rt_dtype_name(dtype) + ")";
+}
+
 //===----------------------------------------------------------------------===//
 // C API
 //===----------------------------------------------------------------------===//

@@ -45,6 +45,9 @@ const char *describeErrno(int errnum, char *buffer, size_t bufferSize);
 /// extents (dynamic dimensions) are shown as "?".
 std::string formatShape(uint32_t rank, const int64_t *dims);
 
+/// Renders a shape and element type for messages: "[?,784] (float32)".
+std::string describeType(uint32_t dtype, uint32_t rank, const int64_t *dims);
+
 } // namespace dist_rt
 
 #endif // DIST_RT_LIB_STATUS_H

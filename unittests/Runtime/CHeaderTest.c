@@ -22,6 +22,8 @@ int dist_rt_test_c_header_smoke(void) {
   dist_rt_status_t status;
   dist_rt_model_options_t options;
   dist_rt_npy_array_t array;
+  dist_rt_tensor_t tensor;
+  dist_rt_train_desc_t train;
   int failures = 0;
 
   memset(&info, 0, sizeof(info));
@@ -42,6 +44,16 @@ int dist_rt_test_c_header_smoke(void) {
     ++failures;
   dist_rt_status_free(status);
   if (dist_rt_get_num_threads() < 1)
+    ++failures;
+
+  status = dist_rt_model_param(NULL, 0, &tensor);
+  if (dist_rt_status_code(status) != DIST_RT_ERROR_INVALID_ARGUMENT)
+    ++failures;
+  dist_rt_status_free(status);
+  memset(&train, 0, sizeof(train));
+  train.lr = 0.5;
+  train.lr_schedule = DIST_RT_LR_CONSTANT;
+  if (dist_rt_lr_at(&train, 3, 10) != 0.5 || dist_rt_lr_at(NULL, 0, 1) != 0.0)
     ++failures;
   return failures;
 }

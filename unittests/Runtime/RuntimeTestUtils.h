@@ -2,9 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Small helpers shared by the runtime's GoogleTest files: an owning wrapper
-// for statuses, a substring assertion, a temporary directory that removes
-// itself, a parameter-file writer following dist_rt/param_format.h, and
-// builders for MLIR memref descriptors.
+// for statuses and models, a substring assertion, a temporary directory
+// that removes itself (with the runtime's internal removeTree), a
+// parameter-file writer following dist_rt/param_format.h, builders for MLIR
+// memref descriptors as compiled entry functions see them, and an
+// in-process runner for dist_rt_main.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,9 @@
 #define DIST_UNITTESTS_RUNTIME_RUNTIMETESTUTILS_H
 
 #include "dist_rt/dist_rt.h"
+#include "dist_rt/model.h"
+
+#include "driver.h"
 
 #include <gtest/gtest.h>
 
@@ -24,8 +29,6 @@
 #include <string>
 #include <vector>
 
-#include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace dist_rt_test {
@@ -36,6 +39,12 @@ struct StatusDeleter {
 /// Owns a status; empty means success.
 using StatusPtr = std::unique_ptr<dist_rt_status, StatusDeleter>;
 
+struct ModelDeleter {
+  void operator()(dist_rt_model *model) const { dist_rt_model_destroy(model); }
+};
+/// Owns a model.
+using ModelPtr = std::unique_ptr<dist_rt_model, ModelDeleter>;
+
 /// Succeeds when `haystack` contains `needle`.
 inline ::testing::AssertionResult contains(const std::string &haystack,
                                            const std::string &needle) {
@@ -45,42 +54,10 @@ inline ::testing::AssertionResult contains(const std::string &haystack,
          << "'" << haystack << "' does not contain '" << needle << "'";
 }
 
-/// Removes `path` and, if it is a directory, everything below it.
-inline void removeTree(const std::string &path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0)
-    return;
-  if (S_ISDIR(st.st_mode)) {
-    if (DIR *dir = ::opendir(path.c_str())) {
-      std::vector<std::string> children;
-      while (dirent *entry = ::readdir(dir)) {
-        std::string name = entry->d_name;
-        if (name != "." && name != "..")
-          children.push_back(path + "/" + name);
-      }
-      ::closedir(dir);
-      for (const std::string &child : children)
-        removeTree(child);
-    }
-    ::rmdir(path.c_str());
-  } else {
-    ::unlink(path.c_str());
-  }
-}
-
-/// Lists the names in directory `path` (without "." and "..").
-inline std::vector<std::string> listDirectory(const std::string &path) {
-  std::vector<std::string> names;
-  if (DIR *dir = ::opendir(path.c_str())) {
-    while (dirent *entry = ::readdir(dir)) {
-      std::string name = entry->d_name;
-      if (name != "." && name != "..")
-        names.push_back(name);
-    }
-    ::closedir(dir);
-  }
-  return names;
-}
+// The runtime's own helpers (runtime/lib/driver.h): remove a tree, list a
+// directory.
+using dist_rt::driver::listDirectory;
+using dist_rt::driver::removeTree;
 
 /// A fresh temporary directory, removed with its contents on destruction.
 class TempDir {
@@ -206,6 +183,27 @@ inline std::vector<int64_t> memrefWords(const void *allocated,
   return words;
 }
 
+/// A ranked memref descriptor as generated code sees it.
+template <int Rank>
+struct MemrefDesc {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+
+/// Appends output descriptors to the result buffer of an entry function.
+struct OutputWriter {
+  int64_t *next;
+
+  void put(const void *allocated, const void *aligned, int64_t offset,
+           std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+    for (int64_t word : memrefWords(allocated, aligned, offset, sizes, strides))
+      *next++ = word;
+  }
+};
+
 /// MLIR's unranked memref: { rank, pointer to a ranked descriptor }.
 struct UnrankedMemref {
   int64_t rank;
@@ -215,6 +213,52 @@ struct UnrankedMemref {
 /// Returns a pointer as the int64_t that generated code passes.
 inline int64_t asInt(const void *ptr) {
   return static_cast<int64_t>(reinterpret_cast<intptr_t>(ptr));
+}
+
+//===----------------------------------------------------------------------===//
+// dist_rt_main
+//===----------------------------------------------------------------------===//
+
+/// What one dist_rt_main call did.
+struct MainResult {
+  int exitCode;
+  std::string out;
+  std::string err;
+};
+
+/// Calls dist_rt_main with argv = {desc.name, args...}, capturing stdout and
+/// stderr.
+inline MainResult runMain(const std::vector<std::string> &args,
+                          const dist_rt_model_desc_t &desc) {
+  std::vector<std::string> storage = {desc.name};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char *> argv;
+  for (std::string &arg : storage)
+    argv.push_back(&arg[0]);
+  argv.push_back(nullptr);
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  int exitCode =
+      dist_rt_main(static_cast<int>(storage.size()), argv.data(), &desc);
+  MainResult result;
+  result.err = ::testing::internal::GetCapturedStderr();
+  result.out = ::testing::internal::GetCapturedStdout();
+  result.exitCode = exitCode;
+  return result;
+}
+
+/// Succeeds when `result` is a failure (exit code 1) reported as exactly one
+/// line "error: ..." on stderr that contains `expected`.
+inline ::testing::AssertionResult failedWith(const MainResult &result,
+                                             const std::string &expected) {
+  bool oneLine = result.err.compare(0, 7, "error: ") == 0 &&
+                 result.err.find('\n') == result.err.size() - 1;
+  if (result.exitCode == 1 && oneLine &&
+      result.err.find(expected) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "exit code " << result.exitCode << ", stderr '" << result.err
+         << "' (expected one error line containing '" << expected << "')";
 }
 
 } // namespace dist_rt_test

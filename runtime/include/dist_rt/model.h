@@ -33,9 +33,10 @@
  * frees each distinct allocator block exactly once.
  *
  * Ownership and thread-safety: a dist_rt_model_t owns its mapped parameters
- * and the outputs of its last run. Runs of one model must not overlap;
- * distinct models may run concurrently from different threads. The thread
- * count is process-wide (dist_rt_set_num_threads).
+ * (or, for a model with a training step, its private copies of them) and
+ * the outputs of its last run. Runs and training steps of one model must
+ * not overlap; distinct models may run concurrently from different threads.
+ * The thread count is process-wide (dist_rt_set_num_threads).
  *
  * This header compiles as C99 and as C++.
  *===----------------------------------------------------------------------===*/
@@ -55,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 1
+#define DIST_RT_MODEL_ABI_VERSION 2
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -75,6 +76,67 @@ typedef struct dist_rt_tensor_desc_t {
 
 /// The packed entry function; see the calling convention above.
 typedef void (*dist_rt_entry_fn_t)(void **args);
+
+/// Role of a parameter of a training artifact (dist_rt_train_desc_t).
+enum {
+  /// Read from the parameter file and never changed by a train step (or
+  /// changed without a gradient, like BatchNormalization's running
+  /// statistics). Saved by --save-params and checkpoints.
+  DIST_RT_PARAM_FROZEN = 0,
+  /// Read from the parameter file and updated by the optimizer. Saved by
+  /// --save-params and checkpoints.
+  DIST_RT_PARAM_TRAINED = 1,
+  /// Optimizer state (momentum buffer, Adam moments): not in the parameter
+  /// file, starts as zeros, saved only in checkpoints.
+  DIST_RT_PARAM_STATE = 2,
+};
+
+/// Learning-rate schedules; `step` below is the 0-based step index and T
+/// the total number of steps of the run.
+enum {
+  /// lr
+  DIST_RT_LR_CONSTANT = 0,
+  /// PyTorch's CosineAnnealingLR(T_max=T, eta_min=0):
+  /// lr * (1 + cos(pi * step / T)) / 2
+  DIST_RT_LR_COSINE = 1,
+  /// Linear warm-up then linear decay to 0 (the "linear schedule with
+  /// warmup" of transformers): lr * step / W while step < W, else
+  /// lr * max(0, (T - step) / (T - W)).
+  DIST_RT_LR_WARMUP_LINEAR = 2,
+};
+
+/// The training step of a model compiled with `dist-opt --train`.
+///
+/// Calling convention of `entry(args)`: args holds num_params (of the model
+/// descriptor) + num_inputs + 3 pointers: the parameter descriptors (all of
+/// them, roles included, in descriptor order), the input descriptors, then
+/// two rank-0 float32 memref descriptors { allocated, aligned, offset }
+/// holding the learning rate of this step and the 1-based step number (as a
+/// float), then the buffer receiving the output descriptors as for
+/// inference. Unlike inference, the step reads and writes the parameter
+/// buffers in place (parameters and optimizer state), so they must be
+/// writable and must not be shared with a concurrent run.
+typedef struct dist_rt_train_desc_t {
+  /// One DIST_RT_PARAM_* role per parameter of the model descriptor.
+  const uint8_t *param_roles;
+  /// Inputs of a step: the model inputs the loss depends on, then the label
+  /// (named "label") unless the loss is the model's own output. Each has a
+  /// leading batch dimension (dynamic, or static when the model fixed it).
+  uint32_t num_inputs;
+  const dist_rt_tensor_desc_t *inputs;
+  /// Outputs of a step; the first is "loss", a float32 scalar.
+  uint32_t num_outputs;
+  const dist_rt_tensor_desc_t *outputs;
+  /// The compiled step.
+  dist_rt_entry_fn_t entry;
+  /// Base learning rate, schedule (DIST_RT_LR_*) and warm-up steps.
+  double lr;
+  uint32_t lr_schedule;
+  int64_t warmup_steps;
+  /// Names of the optimizer and loss, for logs ("adamw", "cross_entropy").
+  const char *optimizer;
+  const char *loss;
+} dist_rt_train_desc_t;
 
 /// Everything the runtime needs to know about a compiled model. Defined as
 /// a constant by the generated glue; the runtime only reads it and keeps a
@@ -99,6 +161,11 @@ typedef struct dist_rt_model_desc_t {
   const dist_rt_tensor_desc_t *outputs;
   /// The compiled code.
   dist_rt_entry_fn_t entry;
+  /// The training step, or NULL for an inference-only model. With a
+  /// training step the runtime keeps all parameters in private writable
+  /// buffers (copied from the file, optimizer state zeroed) shared by
+  /// inference and training runs.
+  const dist_rt_train_desc_t *train;
 } dist_rt_model_desc_t;
 
 /*===----------------------------------------------------------------------===*
@@ -141,10 +208,16 @@ dist_rt_model_options_initialize(dist_rt_model_options_t *options);
 /// Loads the model described by `desc`: checks the descriptor and its ABI
 /// version, maps the parameter file (see dist_rt_model_options_t) and checks
 /// that every declared parameter is present with the declared dtype and
-/// shape, and sets the process-wide thread count. `options` may be NULL for
-/// the defaults. `desc` must stay valid until the model is destroyed. On
-/// success stores the model in `*out_model`; on failure stores NULL there
-/// and returns a one-line status naming the model, file or parameter.
+/// shape, and sets the process-wide thread count. With a training step
+/// (desc->train) it also checks that descriptor, copies the frozen and
+/// trained parameters into private 64-byte-aligned buffers, gives the
+/// optimizer state (which the file does not hold) zero-filled ones, and
+/// unmaps the file; inference then reads those buffers too, so it sees the
+/// trained values. Without one the parameters are used in place, without a
+/// copy. `options` may be NULL for the defaults. `desc` must stay valid until
+/// the model is destroyed. On success stores the model in `*out_model`; on
+/// failure stores NULL there and returns a one-line status naming the model,
+/// file or parameter.
 DIST_RT_API dist_rt_status_t dist_rt_model_create(
     const dist_rt_model_desc_t *desc, const dist_rt_model_options_t *options,
     dist_rt_model_t *out_model);
@@ -173,6 +246,36 @@ DIST_RT_API const dist_rt_model_desc_t *
 dist_rt_model_desc(dist_rt_model_t model);
 
 /*===----------------------------------------------------------------------===*
+ * Training (models compiled with --train)
+ *===----------------------------------------------------------------------===*/
+
+/// Runs one training step on one batch: `inputs` holds
+/// desc->train->num_inputs tensors in that order, all with the same leading
+/// (batch) extent; `lr` is the learning rate of this step and `step` its
+/// 1-based number (Adam's bias correction uses it). Updates the parameters
+/// and optimizer state in place and stores the loss in `*out_loss`. Fails
+/// with a one-line status for a model without a training step or an input
+/// that does not match; the parameters are then unchanged.
+DIST_RT_API dist_rt_status_t dist_rt_model_train_step(
+    dist_rt_model_t model, const dist_rt_tensor_t *inputs, size_t num_inputs,
+    float lr, int64_t step, float *out_loss);
+
+/// Describes parameter `index` (descriptor order) of `model` in `*out`: its
+/// live buffer, which a train step updates, valid until the model is
+/// destroyed. The data may be written to (to restore a checkpoint) only for
+/// a model with a training step and never during a run; for a model without
+/// one it points into the read-only mapping of the parameter file. Fails
+/// for an index out of range.
+DIST_RT_API dist_rt_status_t dist_rt_model_param(dist_rt_model_t model,
+                                                 size_t index,
+                                                 dist_rt_tensor_t *out);
+
+/// The learning rate of 0-based step `step` of a run of `total_steps`
+/// steps under the schedule of `train` (see DIST_RT_LR_*).
+DIST_RT_API double dist_rt_lr_at(const dist_rt_train_desc_t *train,
+                                 int64_t step, int64_t total_steps);
+
+/*===----------------------------------------------------------------------===*
  * Command-line driver
  *===----------------------------------------------------------------------===*/
 
@@ -185,9 +288,52 @@ dist_rt_model_desc(dist_rt_model_t model);
 /// output to <output-dir>/<output name>.npy ('/' in names becomes '_'; the
 /// directory is created if missing). With --bench N it then does 3 warm-up
 /// runs and N timed runs and prints one line
-/// "latency_ms_median=<x> latency_ms_p90=<y>" to stdout. Every error is
-/// printed as one line "error: <message>" on stderr. Returns the process
-/// exit code (0 on success, 1 on error) and never calls exit().
+/// "latency_ms_median=<x> latency_ms_p90=<y>" to stdout.
+///
+///   <exe> train --data NAME=FILE.npy [--data ...] [--batch-size B]
+///         (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]
+///         [--log FILE] [--save-params DIR]
+///         [--checkpoint-dir DIR --checkpoint-every K] [--resume DIR]
+///         [--params PATH] [--quiet] [--help]
+///
+/// trains a model compiled with --train. Each train input is read from its
+/// own .npy file; all hold the same number N of samples along dimension 0.
+/// B defaults to the batch size the model fixed, if it did. An epoch has
+/// floor(N / B) batches (the rest is dropped) and --epochs E means
+/// E * floor(N / B) steps. Step i (from 0) uses batch i mod floor(N / B) of
+/// epoch floor(i / floor(N / B)), learning rate dist_rt_lr_at(train, i, S)
+/// and step number i + 1. Without --shuffle batch b is samples
+/// [b * B, (b + 1) * B) in file order; with it the samples of epoch e are
+/// visited in the order of a Fisher-Yates shuffle of 0..N-1 (for i from
+/// N - 1 down to 1, swap positions i and j) driven by std::mt19937_64
+/// seeded with seed + e, where j is the first draw r >= 2^64 mod (i + 1)
+/// taken modulo i + 1, so every platform gets the same order.
+///
+/// --log writes one JSON object a line and step, flushed at once:
+/// {"step": <from 1>, "loss": <x>, "lr": <y>, "samples_per_s": <z>}
+/// (numbers with %.9g; NaN and Infinity spelled as Python's json module
+/// reads them); a resumed run appends. On a terminal a progress bar is
+/// redrawn in place unless --quiet is given; otherwise a line
+/// "step <i>/<S> loss=<x> lr=<y> samples_per_s=<z>" is printed every
+/// max(1, S / 10) steps and after the last. The run ends with
+/// "trained <n> steps in <t> s, final loss <x>". A loss that is NaN or
+/// infinite is logged, then reported as an error naming the step, and
+/// nothing more is saved.
+///
+/// --save-params DIR writes every frozen and trained parameter after
+/// training as DIR/<name>.npy. --checkpoint-dir D --checkpoint-every K saves,
+/// after every K steps and after the last step, every parameter (optimizer
+/// state included) and state.json {"step", "total_steps", "seed",
+/// "batch_size", "model"} in D/step-<%08d completed steps>: written and
+/// flushed in a temporary directory, renamed into place, then named by
+/// D/latest (replaced atomically); only it and the checkpoint named before
+/// are kept. --resume D loads the checkpoint that D/latest names and goes
+/// on from its step with the same batches as an uninterrupted run; its
+/// batch size and seed must be those of the command line.
+///
+/// Every error is printed as one line "error: <message>" on stderr, and no
+/// file is ever left half-written under its final name. Returns the
+/// process exit code (0 on success, 1 on error) and never calls exit().
 DIST_RT_API int dist_rt_main(int argc, char **argv,
                              const dist_rt_model_desc_t *desc);
 
