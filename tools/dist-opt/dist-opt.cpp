@@ -24,6 +24,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -32,7 +33,9 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 using namespace llvm;
@@ -204,10 +207,23 @@ std::string defaultRuntimeLib() {
   return p.str().str();
 }
 
+/// Runs dist-build-train-step on `module`.
+LogicalResult addTrainStep(ModuleOp module,
+                           const dist::BuildTrainStepPassOptions &train) {
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  pm.addPass(dist::createBuildTrainStepPass(train));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  return pm.run(module);
+}
+
 /// `dist-opt model.onnx -o DIR`: import, lower, emit and link.
 int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
                 StringRef nameOpt, StringRef paramsFile, StringRef runtimeLib,
                 StringRef runtimeInclude, dist::ONNXImportOptions opts,
+                const std::optional<dist::BuildTrainStepPassOptions> &train,
                 DialectRegistry &registry) {
   if (!paramsFile.empty()) {
     errs() << "error: --params-file is not used with -o DIR (the parameter "
@@ -272,6 +288,8 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
     }
     return true;
   };
+  if (train && failed(addTrainStep(*module, *train)))
+    return diagnostics.exitCode();
   if (emit == "dist") {
     if (!writeText(outPath(name + ".mlir"),
                    [&](raw_ostream &os) { module->print(os); }))
@@ -297,6 +315,17 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
           StringAttr::get(&context, cgOpts.entryName), *module)))
     return 1;
   module->lookupSymbol<func::FuncOp>(*entryName).setSymName(cgOpts.entryName);
+  std::string trainName = dist::getTrainStepName(*module);
+  if (!trainName.empty()) {
+    cgOpts.trainEntryName = "dist_train_" + name;
+    cgOpts.trainEntrySymbol = "dist_model_train_" + name;
+    if (failed(SymbolTable::replaceAllSymbolUses(
+            StringAttr::get(&context, trainName),
+            StringAttr::get(&context, cgOpts.trainEntryName), *module)))
+      return 1;
+    module->lookupSymbol<func::FuncOp>(trainName).setSymName(
+        cgOpts.trainEntryName);
+  }
   dist::buildHostCodegenPipeline(pm, cgOpts);
   if (failed(pm.run(*module))) {
     if (!diagnostics.printed)
@@ -343,6 +372,7 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   const char *cc = getenv("CC");
   emitOpts.cc = cc && *cc ? cc : "cc";
   emitOpts.entrySymbol = cgOpts.entrySymbol;
+  emitOpts.trainEntrySymbol = cgOpts.trainEntrySymbol;
   if (!sys::fs::exists(emitOpts.runtimeLib)) {
     errs() << "error: the runtime library " << emitOpts.runtimeLib
            << " does not exist (build the dist_rt_static target or pass "
@@ -400,6 +430,53 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   cl::opt<std::string> runtimeInclude(
       "runtime-include", cl::desc("The runtime's include directory"),
       cl::value_desc("dir"), cl::cat(category), cl::Hidden);
+  cl::OptionCategory trainCategory("dist-opt training options (with --train)");
+  cl::opt<bool> trainFlag(
+      "train",
+      cl::desc("Also compile a training step (executable: `train` command)"),
+      cl::cat(trainCategory));
+  cl::opt<std::string> loss(
+      "loss",
+      cl::desc("Loss on the output: mse, cross_entropy (default), bce, or "
+               "model (the output is the loss)"),
+      cl::init("cross_entropy"), cl::cat(trainCategory));
+  cl::opt<std::string> lossOutput(
+      "loss-output",
+      cl::desc("Output the loss applies to (default: the first)"),
+      cl::value_desc("name"), cl::cat(trainCategory));
+  cl::opt<int64_t> ignoreIndex(
+      "ignore-index", cl::desc("Label cross_entropy ignores (default -100)"),
+      cl::init(-100), cl::cat(trainCategory));
+  cl::opt<std::string> optimizer(
+      "optimizer",
+      cl::desc("sgd (default), momentum, adam or adamw (torch.optim)"),
+      cl::init("sgd"), cl::cat(trainCategory));
+  cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3)"),
+                     cl::init(1e-3), cl::cat(trainCategory));
+  cl::opt<double> momentum(
+      "momentum", cl::desc("Momentum of --optimizer=momentum (default 0.9)"),
+      cl::init(0.9), cl::cat(trainCategory));
+  cl::opt<double> beta1("beta1", cl::desc("Adam beta1 (default 0.9)"),
+                        cl::init(0.9), cl::cat(trainCategory));
+  cl::opt<double> beta2("beta2", cl::desc("Adam beta2 (default 0.999)"),
+                        cl::init(0.999), cl::cat(trainCategory));
+  cl::opt<double> eps("eps", cl::desc("Adam epsilon (default 1e-8)"),
+                      cl::init(1e-8), cl::cat(trainCategory));
+  cl::opt<double> weightDecay(
+      "weight-decay",
+      cl::desc("Weight decay (default: 0.01 for adamw, 0 otherwise)"),
+      cl::init(-1), cl::cat(trainCategory));
+  cl::opt<std::string> lrSchedule(
+      "lr-schedule",
+      cl::desc("constant (default), cosine or warmup-linear"),
+      cl::init("constant"), cl::cat(trainCategory));
+  cl::opt<int64_t> warmupSteps(
+      "warmup-steps", cl::desc("Warm-up steps of --lr-schedule=warmup-linear"),
+      cl::init(0), cl::cat(trainCategory));
+  cl::opt<double> clipGradNorm(
+      "clip-grad-norm",
+      cl::desc("Clip the global gradient norm to this value (0: off)"),
+      cl::init(0), cl::cat(trainCategory));
   PassPipelineCLParser passPipeline("", "Passes to run after import", "p");
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -430,6 +507,68 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
            << "' (expected exe, obj, llvm, mlir or dist)\n";
     return 1;
   }
+  std::optional<dist::BuildTrainStepPassOptions> train;
+  {
+    cl::Option *trainOnly[] = {&loss,     &lossOutput,  &ignoreIndex,
+                               &optimizer, &lr,         &momentum,
+                               &beta1,    &beta2,       &eps,
+                               &weightDecay, &lrSchedule, &warmupSteps,
+                               &clipGradNorm};
+    for (cl::Option *o : trainOnly)
+      if (o->getNumOccurrences() && !trainFlag) {
+        errs() << "error: --" << o->ArgStr << " needs --train\n";
+        return 1;
+      }
+    auto bad = [&](StringRef flag, const Twine &why) {
+      errs() << "error: --" << flag << ": " << why << "\n";
+      return 1;
+    };
+    if (trainFlag) {
+      if (!llvm::is_contained({"mse", "cross_entropy", "bce", "model"},
+                              loss.getValue()))
+        return bad("loss", "unknown loss '" + loss +
+                               "' (expected mse, cross_entropy, bce or model)");
+      if (!llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
+                              optimizer.getValue()))
+        return bad("optimizer", "unknown optimizer '" + optimizer +
+                                    "' (expected sgd, momentum, adam or adamw)");
+      if (!llvm::is_contained({"constant", "cosine", "warmup-linear"},
+                              lrSchedule.getValue()))
+        return bad("lr-schedule",
+                   "unknown schedule '" + lrSchedule +
+                       "' (expected constant, cosine or warmup-linear)");
+      if (!(lr > 0) || !std::isfinite(lr))
+        return bad("lr", "must be a positive number");
+      if (!(momentum >= 0 && momentum < 1))
+        return bad("momentum", "must be in [0, 1)");
+      if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+        return bad(beta1 >= 0 && beta1 < 1 ? "beta2" : "beta1",
+                   "must be in [0, 1)");
+      if (!(eps > 0))
+        return bad("eps", "must be positive");
+      if (weightDecay.getNumOccurrences() && !(weightDecay >= 0))
+        return bad("weight-decay", "must not be negative");
+      if (warmupSteps < 0)
+        return bad("warmup-steps", "must not be negative");
+      if (!(clipGradNorm >= 0))
+        return bad("clip-grad-norm", "must not be negative");
+      dist::BuildTrainStepPassOptions t;
+      t.loss = loss;
+      t.lossOutput = lossOutput;
+      t.ignoreIndex = ignoreIndex;
+      t.optimizer = optimizer;
+      t.lr = lr;
+      t.lrSchedule = lrSchedule;
+      t.warmupSteps = warmupSteps;
+      t.momentum = momentum;
+      t.beta1 = beta1;
+      t.beta2 = beta2;
+      t.eps = eps;
+      t.weightDecay = weightDecay;
+      t.clipGradNorm = clipGradNorm;
+      train = t;
+    }
+  }
   dist::ONNXImportOptions opts;
   opts.maxInlineElements = maxInline;
   for (const std::string &s : inputShapes) {
@@ -450,7 +589,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     return compileMain(inputFile, outputFile,
                        emit.empty() ? std::string("exe") : emit.getValue(),
                        modelName, paramsFile, runtimeLib, runtimeInclude,
-                       std::move(opts), registry);
+                       std::move(opts), train, registry);
   if (!paramsFile.empty()) {
     opts.paramFile = paramsFile;
   } else if (outputFile != "-") {
@@ -476,6 +615,8 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       errs() << "error: " << inputFile << ": import failed\n";
     return 1;
   }
+  if (train && failed(addTrainStep(*module, *train)))
+    return 1;
   if (passPipeline.hasAnyOccurrences()) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))

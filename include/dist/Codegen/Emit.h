@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,24 @@ struct TensorSignature {
   std::vector<int64_t> dims;
 };
 
+/// The training step of a module built by dist-build-train-step.
+struct TrainSignature {
+  /// Data inputs (without the trailing lr and step scalars) and outputs.
+  std::vector<TensorSignature> inputs, outputs;
+  /// DIST_RT_PARAM_* role per parameter, in parameter order.
+  std::vector<uint8_t> paramRoles;
+  std::string optimizer, loss;
+  double lr = 0;
+  /// DIST_RT_LR_* code.
+  unsigned lrSchedule = 0;
+  int64_t warmupSteps = 0;
+};
+
 /// The model's interface: parameters (in the entry function's argument
-/// order), inputs and outputs.
+/// order), inputs and outputs, and the training step when there is one.
 struct ModelSignature {
   std::vector<TensorSignature> params, inputs, outputs;
+  std::optional<TrainSignature> train;
 };
 
 /// Reads the signature of the (single, public) entry function of a dist
@@ -39,8 +54,11 @@ struct ModelSignature {
 FailureOr<ModelSignature> getModelSignature(ModuleOp module);
 
 /// Name of the public entry function of a dist module ("main" for
-/// imported models).
+/// imported models); the training step (`dist.train_step`) is not one.
 FailureOr<std::string> getEntryName(ModuleOp module);
+
+/// Name of the training step function, or "" when there is none.
+std::string getTrainStepName(ModuleOp module);
 
 struct EmitOptions {
   /// Model name: file stem of the artifacts and prefix of the C API.
@@ -55,6 +73,8 @@ struct EmitOptions {
   std::string cc;
   /// Symbol of the packed entry point in the object.
   std::string entrySymbol;
+  /// Symbol of the packed training step ("" when there is none).
+  std::string trainEntrySymbol;
 };
 
 /// Translates `module` (LLVM dialect) to LLVM IR for the host, optimises it

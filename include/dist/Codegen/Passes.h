@@ -34,6 +34,8 @@ struct HostCodegenOptions {
   std::string entrySymbol = "dist_model_entry";
   /// Name of the function it wraps.
   std::string entryName = "main";
+  /// The training step's function and packed entry point ("": none).
+  std::string trainEntryName, trainEntrySymbol;
 };
 
 /// dist graph (shapes inferred) -> linalg on tensors -> fused -> bufferized

@@ -63,8 +63,20 @@ def ApproximateMathPass : Pass<"dist-approximate-math", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::math::MathDialect", "::mlir::arith::ArithDialect"];
 }
 
+def DropParamResultsPass
+    : Pass<"dist-drop-param-results", "::mlir::func::FuncOp"> {
+  let summary = "drop bufferized results that are the function's arguments";
+  let description = [{
+    After one-shot bufferization a training step returns every parameter it
+    updated in place as the argument's own buffer. Those results carry no
+    information, so this pass removes them from the function type and its
+    return. Upstream's drop-equivalent-buffer-results skips public
+    functions, and the entry points are public.
+  }];
+}
+
 def ContractionsToRuntimePass
-    : Pass<"dist-contractions-to-runtime", "::mlir::func::FuncOp"> {
+    : Pass<"dist-contractions-to-runtime", "::mlir::ModuleOp"> {
   let summary = "call the runtime's BLAS-backed GEMM for f32/f64 contractions";
   let description = [{
     On bufferized IR, rewrites every linalg op that is a contraction with at

@@ -70,10 +70,12 @@ std::optional<SmallVector<int64_t>> loopToOperandDims(AffineMap map,
 struct ContractionsToRuntimePass
     : public dist::impl::ContractionsToRuntimePassBase<
           ContractionsToRuntimePass> {
+  // A module pass: the rewrite declares the runtime functions at module
+  // level, which a function pass running in parallel must not do.
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
     SmallVector<linalg::GenericOp> candidates;
-    func.walk([&](linalg::GenericOp op) { candidates.push_back(op); });
+    getOperation().walk(
+        [&](linalg::GenericOp op) { candidates.push_back(op); });
     for (linalg::GenericOp op : candidates)
       if (succeeded(rewrite(op)))
         ++numCalls;

@@ -20,6 +20,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <cmath>
 #include <limits>
 
@@ -425,14 +427,21 @@ struct ConstantLowering : OpConversionPattern<dist::ConstantOp> {
   }
 };
 
-/// Turns every dist.param into a leading argument of each function that
-/// reads it (all params, in module order, for the entry function) and
-/// replaces dist.get_param by that argument.
+/// Turns every dist.param into a leading argument of each function (all
+/// params, in module order) and replaces dist.get_param by that argument.
+/// A function that writes parameters (dist.set_param, the training step)
+/// gets writable parameter arguments: every write becomes a
+/// bufferization.materialize_in_destination into the argument whose result
+/// the function returns, so that one-shot bufferization updates the
+/// argument's buffer in place and drop-equivalent-buffer-results removes the
+/// extra results again.
 LogicalResult paramsToArguments(ModuleOp module) {
   SmallVector<dist::ParamOp> params(module.getOps<dist::ParamOp>());
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
+    bool writes = false;
+    func.walk([&](dist::SetParamOp) { writes = true; });
     llvm::StringMap<unsigned> index;
     SmallVector<unsigned> argIdx;
     SmallVector<Type> types;
@@ -445,7 +454,7 @@ LogicalResult paramsToArguments(ModuleOp module) {
       NamedAttrList a;
       a.append("dist.param", p.getSymNameAttr());
       a.append(bufferization::BufferizationDialect::kWritableAttrName,
-               BoolAttr::get(module.getContext(), false));
+               BoolAttr::get(module.getContext(), writes));
       attrs.push_back(a.getDictionary(module.getContext()));
       locs.push_back(p.getLoc());
     }
@@ -471,6 +480,49 @@ LogicalResult paramsToArguments(ModuleOp module) {
     });
     if (!ok)
       return failure();
+    SmallVector<dist::SetParamOp> sets;
+    func.walk([&](dist::SetParamOp set) { sets.push_back(set); });
+    if (!sets.empty()) {
+      if (!func.getBody().hasOneBlock()) {
+        func.emitError("dist.set_param in a function with several blocks");
+        return failure();
+      }
+      Operation *ret = func.getBody().front().getTerminator();
+      SmallVector<Value> written;
+      llvm::StringSet<> seen;
+      for (auto set : sets) {
+        auto it = index.find(set.getName());
+        if (it == index.end() || !seen.insert(set.getName()).second) {
+          set.emitError() << (it == index.end() ? "unknown parameter @"
+                                                : "second write of parameter @")
+                          << set.getName();
+          return failure();
+        }
+        // All writes go last, after every read of the old values.
+        OpBuilder b(ret);
+        Value arg = func.getArgument(it->second);
+        auto m = bufferization::MaterializeInDestinationOp::create(
+            b, set.getLoc(), set.getValue(), arg);
+        written.push_back(m.getResult());
+        set.erase();
+      }
+      SmallVector<Value> results(ret->getOperands());
+      results.append(written);
+      OpBuilder b(ret);
+      func::ReturnOp::create(b, ret->getLoc(), results);
+      ret->erase();
+      SmallVector<Type> resultTypes(func.getResultTypes());
+      for (Value w : written)
+        resultTypes.push_back(w.getType());
+      func.setFunctionType(
+          FunctionType::get(module.getContext(), func.getArgumentTypes(),
+                            resultTypes));
+      if (ArrayAttr resAttrs = func.getResAttrsAttr()) {
+        SmallVector<Attribute> all(resAttrs.begin(), resAttrs.end());
+        all.resize(resultTypes.size(), DictionaryAttr::get(module.getContext()));
+        func.setResAttrsAttr(ArrayAttr::get(module.getContext(), all));
+      }
+    }
     // Inputs are read-only too.
     for (unsigned i = params.size(); i < func.getNumArguments(); ++i)
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,

@@ -31,16 +31,22 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
+  // Parameter updates of a training step (materialize_in_destination into
+  // the parameter argument) are computed straight into the parameter's
+  // buffer instead of a temporary that is then copied.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;
   bufOpts.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
+  // The updated parameters a training step returns are its arguments.
+  pm.addNestedPass<func::FuncOp>(createDropParamResultsPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::BufferDeallocationPipelineOptions deallocOpts;
   bufferization::buildBufferDeallocationPipeline(pm, deallocOpts);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addNestedPass<func::FuncOp>(createContractionsToRuntimePass());
+  pm.addPass(createContractionsToRuntimePass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
@@ -65,6 +71,12 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   wrapOpts.symbolName = options.entrySymbol;
   wrapOpts.entryName = options.entryName;
   pm.addPass(createAddEntryWrapperPass(wrapOpts));
+  if (!options.trainEntryName.empty()) {
+    AddEntryWrapperPassOptions trainOpts;
+    trainOpts.symbolName = options.trainEntrySymbol;
+    trainOpts.entryName = options.trainEntryName;
+    pm.addPass(createAddEntryWrapperPass(trainOpts));
+  }
 }
 
 void dist::registerHostCodegenPipeline() {

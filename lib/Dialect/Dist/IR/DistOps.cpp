@@ -107,6 +107,18 @@ LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult SetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError("refers to unknown parameter ") << getNameAttr();
+  if (param.getType() != getValue().getType())
+    return emitOpError("value type ")
+           << getValue().getType() << " does not match parameter "
+           << getNameAttr() << " of type " << param.getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Verifiers beyond type inference
 //===----------------------------------------------------------------------===//

@@ -40,14 +40,16 @@ def Dist_GradientOpInterface : OpInterface<"GradientOpInterface"> {
     the op's results (null where a result has no gradient), builds the ops
     computing the gradients of the op's operands and returns them (null where
     an operand is not differentiable, for example an index or a shape).
-    The default reports that the op has no gradient rule.
+    The default dispatches to the rules of lib/Dialect/Dist/IR/Gradients.cpp
+    and reports an op without one as "has no gradient rule for ...".
   }];
   let methods = [
     InterfaceMethod<"Builds operand gradients from result gradients.",
       "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "buildGradient",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::ValueRange":$resultGrads),
       [{}], [{
-        return $_op->emitOpError("has no gradient rule"), ::mlir::failure();
+        return ::mlir::dist::detail::buildDefaultGradient($_op, builder,
+                                                          resultGrads);
       }]>,
     InterfaceMethod<"Whether operand `index` can carry a gradient.",
       "bool", "isDifferentiableOperand", (ins "unsigned":$index), [{}], [{

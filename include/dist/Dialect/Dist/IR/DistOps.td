@@ -70,7 +70,9 @@ def Dist_ParamOp : Dist_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   let description = [{
     Declares a named parameter (an ONNX initializer) whose bytes live in the
     parameter file of the module (`dist.param_file`), not in the IR. The
-    `trainable` unit attribute marks parameters the training pipeline updates.
+    `trainable` unit attribute marks parameters the training pipeline updates;
+    `state` marks optimizer state a training step adds (momentum buffers,
+    Adam moments), which is not in the parameter file and starts as zeros.
 
     ```mlir
     module attributes {dist.param_file = "mlp.params"} {
@@ -80,7 +82,7 @@ def Dist_ParamOp : Dist_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<AnyRankedTensor>:$type,
-                       UnitAttr:$trainable);
+                       UnitAttr:$trainable, UnitAttr:$state);
   let assemblyFormat = "$sym_name attr-dict `:` $type";
   let hasVerifier = 1;
 }
@@ -98,6 +100,25 @@ def Dist_GetParamOp : Dist_Op<"get_param", [Pure,
   let arguments = (ins FlatSymbolRefAttr:$name);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Dist_SetParamOp : Dist_Op<"set_param", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "writes a new value of a model parameter";
+  let description = [{
+    Replaces the value of the parameter declared by `dist.param` once the
+    function returns: `dist.get_param` in the same function keeps yielding
+    the value the parameter had on entry. A training step writes updated
+    weights, optimizer state and running statistics this way; at most one
+    `dist.set_param` per parameter per function.
+
+    ```mlir
+    dist.set_param @fc1.weight, %w2 : tensor<128x784xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, AnyRankedTensor:$value);
+  let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
 }
 
 def Dist_ConstantOp : Dist_Op<"constant", [ConstantLike, Pure,

@@ -29,4 +29,54 @@ def InferShapesPass : Pass<"dist-infer-shapes", "func::FuncOp"> {
   ];
 }
 
+def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
+  let summary = "add a training step: loss, reverse-mode gradients, optimizer";
+  let description = [{
+    Clones the module's public entry function into a public `train_step`
+    function (marked `dist.train_step`) that:
+    - applies the loss to the chosen output against a new `label` argument
+      (`mse`, `cross_entropy` over logits [N, C] or [N, T, C] with class
+      indices, `bce` on probabilities, each reduced by the mean as PyTorch
+      does), or takes the scalar output itself (`model`);
+    - runs BatchNormalization with batch statistics and updates its running
+      statistics as PyTorch's train() mode does;
+    - differentiates the loss with respect to every floating-point parameter
+      it depends on, through each op's GradientOpInterface, accumulating
+      the gradients of values used more than once;
+    - optionally clips the global gradient norm, then updates parameters and
+      optimizer state (new `dist.param`s marked `state`) with `dist.set_param`
+      following torch.optim's SGD, SGD with momentum, Adam and AdamW;
+    - takes the learning rate and the 1-based step number as two trailing
+      f32 scalar arguments and returns the loss as an f32 scalar.
+    Parameters that receive a gradient are marked `trainable`. The original
+    entry function is kept for inference. The pass fails, naming the op, when
+    an op on the path from a parameter to the loss has no gradient rule.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"cross_entropy\"",
+           "loss: mse, cross_entropy, bce or model">,
+    Option<"lossOutput", "loss-output", "std::string", "\"\"",
+           "name of the output the loss applies to (default: the first)">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
+           "class index cross_entropy ignores">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "optimizer: sgd, momentum, adam or adamw">,
+    Option<"lr", "lr", "double", "1e-3", "base learning rate (recorded for the runtime)">,
+    Option<"lrSchedule", "lr-schedule", "std::string", "\"constant\"",
+           "learning-rate schedule: constant, cosine or warmup-linear">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "warm-up steps of the warmup-linear schedule">,
+    Option<"momentum", "momentum", "double", "0.9", "momentum of the momentum optimizer">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam's beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam's beta2">,
+    Option<"eps", "eps", "double", "1e-8", "Adam's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "-1",
+           "weight decay (negative: the optimizer's PyTorch default, 0.01 for adamw, else 0)">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0",
+           "clip the global gradient norm to this value (0: off)">,
+  ];
+}
+
 #endif // DIST_DIALECT_DIST_TRANSFORMS_PASSES_TD

@@ -1,0 +1,1156 @@
+//===- Gradients.cpp - reverse-mode rules of the dist graph ops ----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The default implementation of GradientOpInterface::buildGradient: one rule
+// per differentiable graph op, written with dist ops so that the backward
+// graph is compiled like the forward one. Rules take the gradients of the
+// op's results (null for a result nothing depends on) and return one
+// gradient per operand (null for an operand without one: integer indices,
+// shapes, conditions, or a piecewise-constant op like Floor).
+//
+// Broadcasting operands get their gradient summed over the broadcast axes
+// (`unbroadcast`). A dimension that is dynamic in both the operand and the
+// result is taken to be equal, which holds for the dynamic batch dimension
+// of imported models; anything the rules cannot express with the shapes at
+// hand fails with an error naming the op and the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/GraphBuilder.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+
+using Grads = SmallVector<Value>;
+using GradResult = FailureOr<Grads>;
+
+int64_t normAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// The integer values of a constant operand (a dist.constant), or failure.
+FailureOr<SmallVector<int64_t>> constInts(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!c)
+    return failure();
+  auto dense = dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!dense)
+    return failure();
+  SmallVector<int64_t> out;
+  for (const APInt &i : dense)
+    out.push_back(i.getSExtValue());
+  return out;
+}
+
+LogicalResult unsupported(Operation *op, const Twine &why) {
+  return op->emitOpError("has no gradient rule for ") << why;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// Rules of unary elementwise ops: dx from x, y and dy.
+FailureOr<Value> unaryGrad(GraphBuilder &g, Operation *op, Value x, Value y,
+                           Value dy) {
+  auto fAttr = [&](StringRef name, double dflt) {
+    if (auto a = op->getAttrOfType<FloatAttr>(name))
+      return a.getValueAsDouble();
+    return dflt;
+  };
+  auto c = [&](double v) { return g.scalarLike(x, v); };
+  return TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](NegOp) { return g.neg(dy); })
+      .Case([&](AbsOp) { return g.mul(dy, g.one<SignOp>({x})); })
+      .Case([&](ExpOp) { return g.mul(dy, y); })
+      .Case([&](LogOp) { return g.div(dy, x); })
+      .Case([&](SqrtOp) { return g.div(g.mulC(dy, 0.5), y); })
+      .Case([&](ReciprocalOp) { return g.neg(g.mul(dy, g.mul(y, y))); })
+      .Case([&](SinOp) { return g.mul(dy, g.one<CosOp>({x})); })
+      .Case([&](CosOp) { return g.neg(g.mul(dy, g.one<SinOp>({x}))); })
+      .Case([&](TanhOp) {
+        return g.mul(dy, g.sub(c(1), g.mul(y, y)));
+      })
+      .Case([&](SigmoidOp) {
+        return g.mul(dy, g.mul(y, g.sub(c(1), y)));
+      })
+      .Case([&](ReluOp) { return g.maskIn(g.greaterZero(x), dy); })
+      .Case([&](LeakyReluOp) {
+        return g.where(g.greaterZero(x), dy, g.mulC(dy, fAttr("alpha", 0.01)));
+      })
+      .Case([&](EluOp) {
+        double a = fAttr("alpha", 1.0);
+        return g.where(g.greaterZero(x), dy, g.mul(dy, g.add(y, c(a))));
+      })
+      .Case([&](SeluOp) {
+        double a = fAttr("alpha", 1.67326319217681884765625);
+        double gm = fAttr("gamma", 1.05070102214813232421875);
+        return g.where(g.greaterZero(x), g.mulC(dy, gm),
+                       g.mul(dy, g.add(y, c(a * gm))));
+      })
+      .Case([&](CeluOp) {
+        double a = fAttr("alpha", 1.0);
+        return g.where(g.greaterZero(x), dy,
+                       g.mul(dy, g.exp(g.mulC(x, 1.0 / a))));
+      })
+      .Case([&](SoftplusOp) {
+        return g.mul(dy, g.one<SigmoidOp>({x}));
+      })
+      .Case([&](SoftsignOp) {
+        Value d = g.add(c(1), g.one<AbsOp>({x}));
+        return g.div(dy, g.mul(d, d));
+      })
+      .Case([&](HardSigmoidOp) {
+        double a = fAttr("alpha", 0.2), be = fAttr("beta", 0.5);
+        Value t = g.add(g.mulC(x, a), c(be));
+        Value in = g.one<AndOp>({g.one<GreaterOp>({t, c(0)}),
+                                 g.one<LessOp>({t, c(1)})});
+        return g.maskIn(in, g.mulC(dy, a));
+      })
+      .Case([&](HardSwishOp) {
+        // y = x * clamp(x / 6 + 1/2, 0, 1): 0 below -3, 1 above 3,
+        // (2x + 3) / 6 between.
+        Value mid = g.add(g.mulC(x, 1.0 / 3.0), c(0.5));
+        Value inner = g.where(g.one<LessOp>({x, c(3)}), g.mul(dy, mid), dy);
+        return g.maskIn(g.one<GreaterOp>({x, c(-3)}), inner);
+      })
+      .Case([&](ErfOp) {
+        Value e = g.exp(g.neg(g.mul(x, x)));
+        return g.mul(dy, g.mulC(e, 2.0 / std::sqrt(M_PI)));
+      })
+      .Case([&](GeluOp gelu) -> FailureOr<Value> {
+        if (gelu.getApproximate() == "tanh") {
+          // u = k (x + 0.044715 x^3), y = x/2 (1 + tanh u)
+          double k = std::sqrt(2.0 / M_PI);
+          Value x2 = g.mul(x, x);
+          Value u = g.mulC(g.mul(x, g.add(c(1), g.mulC(x2, 0.044715))), k);
+          Value t = g.one<TanhOp>({u});
+          Value du = g.mulC(g.add(c(1), g.mulC(x2, 3 * 0.044715)), k);
+          Value left = g.mulC(g.add(c(1), t), 0.5);
+          Value right = g.mul(g.mulC(x, 0.5),
+                              g.mul(g.sub(c(1), g.mul(t, t)), du));
+          return g.mul(dy, g.add(left, right));
+        }
+        // Phi(x) + x phi(x)
+        Value cdf = g.mulC(
+            g.add(c(1), g.one<ErfOp>({g.mulC(x, 1.0 / std::sqrt(2.0))})),
+            0.5);
+        Value pdf = g.mulC(g.exp(g.mulC(g.mul(x, x), -0.5)),
+                           1.0 / std::sqrt(2.0 * M_PI));
+        return g.mul(dy, g.add(cdf, g.mul(x, pdf)));
+      })
+      .Case<FloorOp, CeilOp, RoundOp, SignOp>(
+          [&](Operation *) { return Value(); })
+      .Default([&](Operation *) -> FailureOr<Value> {
+        return unsupported(op, "this op");
+      });
+}
+
+/// Add, Sub, Mul, Div, Pow with broadcasting.
+FailureOr<Grads> binaryGrad(GraphBuilder &g, Operation *op, Value dy) {
+  Value a = op->getOperand(0), bb = op->getOperand(1), y = op->getResult(0);
+  Value da, db;
+  if (isa<AddOp>(op)) {
+    da = dy;
+    db = dy;
+  } else if (isa<SubOp>(op)) {
+    da = dy;
+    db = g.neg(dy);
+  } else if (isa<MulOp>(op)) {
+    da = g.mul(dy, bb);
+    db = g.mul(dy, a);
+  } else if (isa<DivOp>(op)) {
+    da = g.div(dy, bb);
+    db = g.neg(g.div(g.mul(dy, y), bb));
+  } else if (isa<PowOp>(op)) {
+    Value bm1 = g.sub(bb, g.scalarLike(bb, 1));
+    if (g.elemOf(bb) != g.elemOf(a))
+      bm1 = g.castTo(bm1, g.elemOf(a));
+    Value ba = g.elemOf(bb) != g.elemOf(a) ? g.castTo(bb, g.elemOf(a)) : bb;
+    da = g.mul(dy, g.mul(ba, g.one<PowOp>({a, bm1})));
+    if (isa<FloatType>(g.elemOf(bb))) {
+      Value l = g.one<LogOp>({a});
+      db = g.mul(dy, g.mul(y, l));
+      if (g.elemOf(bb) != g.elemOf(a))
+        db = g.castTo(db, g.elemOf(bb));
+    }
+  } else {
+    return unsupported(op, "this op"), failure();
+  }
+  return Grads{g.unbroadcast(da, a), db ? g.unbroadcast(db, bb) : Value()};
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+GradResult matmulGrad(GraphBuilder &g, MatMulOp op, Value dy) {
+  Value a = op.getLhs(), b = op.getRhs();
+  bool a1 = g.typeOf(a).getRank() == 1, b1 = g.typeOf(b).getRank() == 1;
+  Value a2 = a1 ? g.unsqueeze(a, {0}) : a;
+  Value b2 = b1 ? g.unsqueeze(b, {1}) : b;
+  Value dy2 = dy;
+  if (b1)
+    dy2 = g.unsqueeze(dy2, {g.typeOf(dy2).getRank()});
+  if (a1)
+    dy2 = g.unsqueeze(dy2, {g.typeOf(dy2).getRank() - 1});
+  Value da = g.one<MatMulOp>({dy2, g.transposeLast2(b2)});
+  Value db = g.one<MatMulOp>({g.transposeLast2(a2), dy2});
+  da = g.reshapeLike(g.unbroadcast(da, a2), a);
+  db = g.reshapeLike(g.unbroadcast(db, b2), b);
+  return Grads{da, db};
+}
+
+GradResult gemmGrad(GraphBuilder &g, GemmOp op, Value dy) {
+  bool ta = op.getTransA() != 0, tb = op.getTransB() != 0;
+  auto alpha = op->getAttr("alpha") ? op.getAlphaAttr() : FloatAttr();
+  SmallVector<NamedAttribute> al;
+  if (alpha)
+    al.push_back(g.attr("alpha", alpha));
+  auto gemm = [&](Value x, Value y, bool tx, bool ty) {
+    SmallVector<NamedAttribute> attrs(al);
+    attrs.push_back(g.i64("trans_a", tx));
+    attrs.push_back(g.i64("trans_b", ty));
+    return g.one<GemmOp>({x, y}, attrs);
+  };
+  Value da = ta ? gemm(op.getB(), dy, tb, true) : gemm(dy, op.getB(), false, !tb);
+  Value db = tb ? gemm(dy, op.getA(), true, ta) : gemm(op.getA(), dy, !ta, false);
+  Grads out{da, db};
+  if (Value c = op.getC()) {
+    double beta = op.getBeta().convertToDouble();
+    Value dc = beta == 1.0 ? dy : g.mulC(dy, beta);
+    out.push_back(g.unbroadcast(dc, c));
+  }
+  return out;
+}
+
+/// Explicit begin/end pads of a conv-like op with static spatial dims.
+FailureOr<SmallVector<int64_t>>
+explicitPads(Operation *op, StringRef autoPad, ArrayRef<int64_t> inDims,
+             ArrayRef<int64_t> outDims, ArrayRef<int64_t> kernel,
+             ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+             std::optional<ArrayRef<int64_t>> pads) {
+  size_t n = kernel.size();
+  if (autoPad == "NOTSET") {
+    if (pads)
+      return SmallVector<int64_t>(pads->begin(), pads->end());
+    return SmallVector<int64_t>(2 * n, 0);
+  }
+  if (autoPad == "VALID")
+    return SmallVector<int64_t>(2 * n, 0);
+  SmallVector<int64_t> out(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t total = std::max<int64_t>(
+        0, (outDims[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 -
+               inDims[i]);
+    int64_t small = total / 2, large = total - small;
+    bool upper = autoPad == "SAME_UPPER";
+    out[i] = upper ? small : large;
+    out[i + n] = upper ? large : small;
+  }
+  return out;
+}
+
+/// Gradient of a convolution's weight: sum over the batch and positions of
+/// x * dy, as a convolution of x (channels and batch swapped) with dy as
+/// the kernel (strides and dilations swapped), cut to the kernel size.
+/// `x` is [N, C, S...], `dy` is [N, O, So...]; returns [O, C, k...].
+Value convWeightGrad(GraphBuilder &g, Value x, Value dy,
+                     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                     ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  int64_t r = g.typeOf(x).getRank();
+  SmallVector<int64_t> swap01(r);
+  std::iota(swap01.begin(), swap01.end(), 0);
+  std::swap(swap01[0], swap01[1]);
+  Value xt = g.transpose(x, swap01);  // [C, N, S...]
+  Value dyt = g.transpose(dy, swap01); // [O, N, So...]
+  Value w = g.one<ConvOp>(
+      {xt, dyt}, {g.i64s("strides", dilations), g.i64s("dilations", strides),
+                  g.i64s("pads", pads)}); // [C, O, k'...]
+  auto wt = g.typeOf(w);
+  bool exact = true;
+  for (size_t i = 0; i < kernel.size(); ++i)
+    exact &= wt.getDimSize(2 + i) == kernel[i];
+  if (!exact) {
+    SmallVector<int64_t> starts(kernel.size(), 0), ends(kernel), axes;
+    for (size_t i = 0; i < kernel.size(); ++i)
+      axes.push_back(2 + i);
+    w = g.slice(w, starts, ends, axes);
+  }
+  return g.transpose(w, swap01);
+}
+
+GradResult convGrad(GraphBuilder &g, ConvOp op, Value dy) {
+  Value x = op.getInput(), w = op.getWeight();
+  auto xt = g.typeOf(x), wt = g.typeOf(w), yt = g.typeOf(op.getOutput());
+  if (!xt.hasStaticShape() || !wt.hasStaticShape())
+    return unsupported(op, "dynamic input or weight shapes"), failure();
+  int64_t n = xt.getRank() - 2;
+  auto inDims = xt.getShape().drop_front(2);
+  auto kernel = wt.getShape().drop_front(2);
+  SmallVector<int64_t> strides(n, 1), dilations(n, 1);
+  if (auto s = op.getStrides())
+    strides.assign(s->begin(), s->end());
+  if (auto d = op.getDilations())
+    dilations.assign(d->begin(), d->end());
+  auto pads = explicitPads(op, op.getAutoPad(), inDims,
+                           yt.getShape().drop_front(2), kernel, strides,
+                           dilations, op.getPads());
+  if (failed(pads))
+    return failure();
+  int64_t group = op.getGroup();
+  // dx: the transposed convolution of dy with the same weight, padded on the
+  // output side to x's spatial size.
+  SmallVector<int64_t> outPad(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t so = yt.getDimSize(2 + i);
+    int64_t natural = strides[i] * (so - 1) + (kernel[i] - 1) * dilations[i] +
+                      1 - (*pads)[i] - (*pads)[i + n];
+    outPad[i] = inDims[i] - natural;
+    if (outPad[i] < 0)
+      return unsupported(op, "this padding"), failure();
+  }
+  Value dx = g.one<ConvTransposeOp>(
+      {dy, w}, {g.i64s("strides", strides), g.i64s("dilations", dilations),
+                g.i64s("pads", *pads), g.i64("group", group),
+                g.i64s("output_padding", outPad)});
+  // dw, per group.
+  SmallVector<int64_t> beginPads(pads->begin(), pads->begin() + n);
+  SmallVector<int64_t> wPads(beginPads);
+  wPads.append(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    // Pad the end so every kernel tap's positions exist; the slice in
+    // convWeightGrad drops the extra taps.
+    wPads[n + i] = (*pads)[n + i];
+  }
+  Value dw;
+  if (group == 1) {
+    dw = convWeightGrad(g, x, dy, kernel, strides, dilations, wPads);
+  } else {
+    int64_t c = xt.getDimSize(1) / group, o = wt.getDimSize(0) / group;
+    SmallVector<Value> parts;
+    for (int64_t gi = 0; gi < group; ++gi) {
+      Value xs = g.slice(x, {gi * c}, {(gi + 1) * c}, {1});
+      Value ds = g.slice(dy, {gi * o}, {(gi + 1) * o}, {1});
+      parts.push_back(
+          convWeightGrad(g, xs, ds, kernel, strides, dilations, wPads));
+    }
+    dw = g.one<ConcatOp>(parts, {g.i64("axis", 0)});
+  }
+  Grads out{dx, dw};
+  if (op.getBias()) {
+    SmallVector<int64_t> axes{0};
+    for (int64_t i = 0; i < n; ++i)
+      axes.push_back(2 + i);
+    out.push_back(g.reduceSum(dy, axes, /*keep=*/false));
+  }
+  return out;
+}
+
+GradResult convTransposeGrad(GraphBuilder &g, ConvTransposeOp op, Value dy) {
+  Value x = op.getInput(), w = op.getWeight();
+  auto xt = g.typeOf(x), wt = g.typeOf(w);
+  if (!xt.hasStaticShape() || !wt.hasStaticShape() ||
+      op.getAutoPad() != "NOTSET" || op.getOutputShape() || op.getGroup() != 1)
+    return unsupported(op, "auto_pad, output_shape, groups or dynamic shapes"),
+           failure();
+  int64_t n = xt.getRank() - 2;
+  SmallVector<int64_t> strides(n, 1), dilations(n, 1), pads(2 * n, 0);
+  if (auto s = op.getStrides())
+    strides.assign(s->begin(), s->end());
+  if (auto d = op.getDilations())
+    dilations.assign(d->begin(), d->end());
+  if (auto p = op.getPads())
+    pads.assign(p->begin(), p->end());
+  // dx = conv(dy, w): the adjoint of the transposed convolution.
+  Value dx = g.one<ConvOp>({dy, w}, {g.i64s("strides", strides),
+                                     g.i64s("dilations", dilations),
+                                     g.i64s("pads", pads)});
+  if (g.typeOf(dx).getShape() != xt.getShape())
+    dx = g.slice(dx, SmallVector<int64_t>(n, 0), xt.getShape().drop_front(2),
+                 llvm::to_vector(llvm::seq<int64_t>(2, 2 + n)));
+  // w[ci, co, k] += x[n, ci, p] * dy[n, co, p*s + k*d - pad]: the weight
+  // gradient of a convolution of dy by x, with the roles swapped.
+  Value dwT = convWeightGrad(g, dy, x, wt.getShape().drop_front(2), strides,
+                             dilations, pads); // [Ci, Co, k]
+  Grads out{dx, dwT};
+  if (op.getBias()) {
+    SmallVector<int64_t> axes{0};
+    for (int64_t i = 0; i < n; ++i)
+      axes.push_back(2 + i);
+    out.push_back(g.reduceSum(dy, axes, false));
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and normalisation
+//===----------------------------------------------------------------------===//
+
+GradResult maxPoolGrad(GraphBuilder &g, MaxPoolOp op, Value dy) {
+  Value x = op.getInput();
+  if (op.getStorageOrder() != 0)
+    return unsupported(op, "storage_order=1"), failure();
+  // Indices are flat offsets into x: scatter-add dy there.
+  Value flatIdx = g.reshape(op.getIndices(), {-1});
+  Value flatDy = g.reshape(dy, {-1});
+  Value zeros = g.reshape(g.zerosLike(x), {-1});
+  Value s = g.one<ScatterElementsOp>({zeros, flatIdx, flatDy},
+                                     {g.i64("axis", 0),
+                                      g.attr("reduction", g.b.getStringAttr("add"))});
+  return Grads{g.reshapeLike(s, x)};
+}
+
+GradResult averagePoolGrad(GraphBuilder &g, AveragePoolOp op, Value dy) {
+  Value x = op.getInput();
+  auto xt = g.typeOf(x), yt = g.typeOf(op.getOutput());
+  if (!xt.hasStaticShape())
+    return unsupported(op, "dynamic shapes"), failure();
+  int64_t n = xt.getRank() - 2, ch = xt.getDimSize(1);
+  auto kernel = op.getKernelShape();
+  SmallVector<int64_t> strides(n, 1), dilations(n, 1);
+  if (auto s = op.getStrides())
+    strides.assign(s->begin(), s->end());
+  if (auto d = op.getDilations())
+    dilations.assign(d->begin(), d->end());
+  auto pads = explicitPads(op, op.getAutoPad(), xt.getShape().drop_front(2),
+                           yt.getShape().drop_front(2), kernel, strides,
+                           dilations, op.getPads());
+  if (failed(pads))
+    return failure();
+  // Per-window divisor: the kernel size, or the number of non-padding
+  // elements (an average pool of ones with padding counted, times the
+  // kernel size).
+  int64_t ksize = 1;
+  for (int64_t k : kernel)
+    ksize *= k;
+  Value scaled;
+  if (op.getCountIncludePad()) {
+    scaled = g.mulC(dy, 1.0 / ksize);
+  } else {
+    auto onesT = xt;
+    Value ones = ConstantOp::create(
+        g.b, g.loc, onesT,
+        cast<ElementsAttr>(DenseElementsAttr::get(
+            onesT, FloatAttr::get(onesT.getElementType(), 1.0))));
+    SmallVector<NamedAttribute> attrs;
+    for (NamedAttribute a : op->getAttrs())
+      if (a.getName() != "count_include_pad" && a.getName() != "auto_pad" &&
+          a.getName() != "pads")
+        attrs.push_back(a);
+    attrs.push_back(g.i64("count_include_pad", 1));
+    attrs.push_back(g.i64s("pads", *pads));
+    Value frac = g.one<AveragePoolOp>({ones}, attrs);
+    scaled = g.div(dy, g.mulC(frac, static_cast<double>(ksize)));
+  }
+  // Spread every window's share back with a depthwise transposed
+  // convolution by a kernel of ones.
+  SmallVector<int64_t> wShape{ch, 1};
+  wShape.append(kernel.begin(), kernel.end());
+  auto wt = RankedTensorType::get(wShape, xt.getElementType());
+  Value w = ConstantOp::create(
+      g.b, g.loc, wt,
+      cast<ElementsAttr>(DenseElementsAttr::get(
+          wt, FloatAttr::get(wt.getElementType(), 1.0))));
+  SmallVector<int64_t> outPad(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t natural = strides[i] * (yt.getDimSize(2 + i) - 1) +
+                      (kernel[i] - 1) * dilations[i] + 1 - (*pads)[i] -
+                      (*pads)[i + n];
+    outPad[i] = xt.getDimSize(2 + i) - natural;
+  }
+  bool crop = llvm::any_of(outPad, [](int64_t p) { return p < 0; });
+  SmallVector<int64_t> tpads(*pads);
+  if (crop) {
+    // ceil_mode windows run past the input: emit the full result and cut.
+    for (int64_t i = 0; i < n; ++i)
+      if (outPad[i] < 0) {
+        tpads[n + i] += outPad[i];
+        outPad[i] = 0;
+      }
+    if (llvm::any_of(tpads, [](int64_t p) { return p < 0; }))
+      return unsupported(op, "this ceil_mode padding"), failure();
+  }
+  Value dx = g.one<ConvTransposeOp>(
+      {scaled, w}, {g.i64s("strides", strides), g.i64s("dilations", dilations),
+                    g.i64s("pads", tpads), g.i64("group", ch),
+                    g.i64s("output_padding", outPad)});
+  return Grads{dx};
+}
+
+/// dx of a normalisation y = xhat * ..., xhat = (x - mean) * inv over
+/// `axes`, given dxhat: inv * (dxhat - mean(dxhat) - xhat * mean(dxhat *
+/// xhat)).
+Value normalizeGrad(GraphBuilder &g, Value xhat, Value inv, Value dxhat,
+                    ArrayRef<int64_t> axes) {
+  Value m1 = g.reduceMean(dxhat, axes, true);
+  Value m2 = g.reduceMean(g.mul(dxhat, xhat), axes, true);
+  return g.mul(inv, g.sub(g.sub(dxhat, m1), g.mul(xhat, m2)));
+}
+
+GradResult layerNormGrad(GraphBuilder &g, LayerNormOp op, Value dy) {
+  Value x = op.getInput(), scale = op.getScale();
+  int64_t r = g.typeOf(x).getRank();
+  int64_t axis = normAxis(op.getAxis(), r);
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i)
+    axes.push_back(i);
+  Value mean = op.getMean(), inv = op.getInvStdDev();
+  if (g.elemOf(mean) != g.elemOf(x)) {
+    mean = g.castTo(mean, g.elemOf(x));
+    inv = g.castTo(inv, g.elemOf(x));
+  }
+  Value xhat = g.mul(g.sub(x, mean), inv);
+  Value dxhat = g.mul(dy, scale);
+  Value dx = normalizeGrad(g, xhat, inv, dxhat, axes);
+  Grads out{dx, g.unbroadcast(g.mul(dy, xhat), scale)};
+  if (op.getBias())
+    out.push_back(g.unbroadcast(dy, op.getBias()));
+  return out;
+}
+
+GradResult instanceNormGrad(GraphBuilder &g, InstanceNormOp op, Value dy) {
+  Value x = op.getInput();
+  int64_t r = g.typeOf(x).getRank();
+  SmallVector<int64_t> axes, bshape{-1};
+  for (int64_t i = 2; i < r; ++i) {
+    axes.push_back(i);
+    bshape.push_back(1);
+  }
+  auto mom = g.moments(x, axes, op.getEpsilon().convertToDouble());
+  Value inv = mom.inv;
+  Value xhat = g.mul(mom.centered, inv);
+  Value scale = g.reshape(op.getScale(), bshape);
+  Value dx = normalizeGrad(g, xhat, inv, g.mul(dy, scale), axes);
+  SmallVector<int64_t> all{0};
+  all.append(axes);
+  return Grads{dx, g.reduceSum(g.mul(dy, xhat), all, false),
+               g.reduceSum(dy, all, false)};
+}
+
+GradResult batchNormGrad(GraphBuilder &g, BatchNormOp op, ValueRange dys) {
+  if (op.getTrainingMode() != 0)
+    return unsupported(op, "training_mode=1 (the train step expands it)"),
+           failure();
+  if (dys[1] || dys[2])
+    return unsupported(op, "the running statistics"), failure();
+  Value x = op.getInput(), dy = dys[0];
+  int64_t r = g.typeOf(x).getRank();
+  SmallVector<int64_t> bshape{-1}, all{0};
+  for (int64_t i = 2; i < r; ++i) {
+    bshape.push_back(1);
+    all.push_back(i);
+  }
+  Value inv = g.one<ReciprocalOp>({g.one<SqrtOp>(
+      {g.add(op.getInputVar(),
+             g.scalarLike(x, op.getEpsilon().convertToDouble()))})});
+  Value invB = g.reshape(inv, bshape);
+  Value xhat =
+      g.mul(g.sub(x, g.reshape(op.getInputMean(), bshape)), invB);
+  Value dx = g.mul(dy, g.mul(invB, g.reshape(op.getScale(), bshape)));
+  return Grads{dx, g.reduceSum(g.mul(dy, xhat), all, false),
+               g.reduceSum(dy, all, false), Value(), Value()};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and softmax
+//===----------------------------------------------------------------------===//
+
+GradResult reduceGrad(GraphBuilder &g, Operation *op, Value dy) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  int64_t r = g.typeOf(x).getRank();
+  bool keep = op->getAttrOfType<IntegerAttr>("keepdims").getInt() != 0;
+  bool noop =
+      op->getAttrOfType<IntegerAttr>("noop_with_empty_axes").getInt() != 0;
+  SmallVector<int64_t> axes;
+  if (op->getNumOperands() > 1) {
+    auto c = constInts(op->getOperand(1));
+    if (failed(c))
+      return unsupported(op, "axes that are not constant"), failure();
+    for (int64_t a : *c)
+      axes.push_back(normAxis(a, r));
+  }
+  if (axes.empty()) {
+    if (noop) {
+      Grads out{dy};
+      out.append(op->getNumOperands() - 1, Value());
+      return out;
+    }
+    for (int64_t i = 0; i < r; ++i)
+      axes.push_back(i);
+  }
+  llvm::sort(axes);
+  Value dyk = keep ? dy : g.unsqueeze(dy, axes);
+  Value yk = keep ? y : g.unsqueeze(y, axes);
+  Value dyx = g.expandLike(dyk, x);
+  Value dx =
+      TypeSwitch<Operation *, Value>(op)
+          .Case([&](ReduceSumOp) { return dyx; })
+          .Case([&](ReduceMeanOp) {
+            return g.div(g.mul(dyx, g.numel(y, g.elemOf(x))),
+                         g.numel(x, g.elemOf(x)));
+          })
+          .Case([&](ReduceSumSquareOp) { return g.mul(dyx, g.mulC(x, 2)); })
+          .Case([&](ReduceL2Op) {
+            return g.mul(x, g.expandLike(g.div(dyk, yk), x));
+          })
+          .Case([&](ReduceLogSumExpOp) {
+            return g.mul(dyx, g.exp(g.sub(x, g.expandLike(yk, x))));
+          })
+          .Case<ReduceMaxOp, ReduceMinOp>([&](Operation *) {
+            Value eq = g.one<EqualOp>({x, g.expandLike(yk, x)});
+            return g.maskIn(eq, dyx);
+          })
+          .Case([&](ReduceProdOp) {
+            return g.div(g.expandLike(g.mul(dyk, yk), x), x);
+          })
+          .Default([&](Operation *) { return Value(); });
+  if (!dx)
+    return unsupported(op, "this reduction"), failure();
+  Grads out{dx};
+  out.append(op->getNumOperands() - 1, Value());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes and indexing
+//===----------------------------------------------------------------------===//
+
+/// Zeros shaped like result `v`, for a result without a gradient.
+Value gradOrZeros(GraphBuilder &g, Value grad, Value v) {
+  return grad ? grad : g.zerosLike(v);
+}
+
+GradResult concatGrad(GraphBuilder &g, ConcatOp op, Value dy) {
+  int64_t r = g.typeOf(dy).getRank();
+  int64_t axis = normAxis(op.getAxis(), r);
+  Grads out;
+  int64_t offset = 0;
+  for (Value in : op.getInputs()) {
+    int64_t d = g.typeOf(in).getDimSize(axis);
+    if (ShapedType::isDynamic(d))
+      return unsupported(op, "a dynamic size along the concat axis"),
+             failure();
+    out.push_back(g.slice(dy, {offset}, {offset + d}, {axis}));
+    offset += d;
+  }
+  return out;
+}
+
+GradResult splitGrad(GraphBuilder &g, SplitOp op, ValueRange dys) {
+  SmallVector<Value> parts;
+  for (auto [d, res] : llvm::zip(dys, op.getOutputs()))
+    parts.push_back(gradOrZeros(g, d, res));
+  Value dx = g.one<ConcatOp>(parts, {g.i64("axis", op.getAxis())});
+  Grads out{dx};
+  out.append(op->getNumOperands() - 1, Value());
+  return out;
+}
+
+GradResult sliceGrad(GraphBuilder &g, SliceOp op, Value dy) {
+  Value x = op.getInput();
+  auto xt = g.typeOf(x);
+  int64_t r = xt.getRank();
+  auto starts = constInts(op.getStarts()), ends = constInts(op.getEnds());
+  if (failed(starts) || failed(ends))
+    return unsupported(op, "starts or ends that are not constant"), failure();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  if (op.getAxes()) {
+    auto a = constInts(op.getAxes());
+    if (failed(a))
+      return unsupported(op, "axes that are not constant"), failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  }
+  if (op.getSteps()) {
+    auto s = constInts(op.getSteps());
+    if (failed(s))
+      return unsupported(op, "steps that are not constant"), failure();
+    steps = *s;
+  }
+  // dx = pad(dy) with zeros before and after each sliced range; a step s
+  // interleaves s - 1 zeros, done by padding a new axis and reshaping.
+  SmallVector<int64_t> pads(2 * r, 0);
+  Value cur = dy;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = normAxis(axes[i], r), dim = xt.getDimSize(a);
+    if (ShapedType::isDynamic(dim))
+      return unsupported(op, "a dynamic sliced dimension"), failure();
+    int64_t s = steps[i];
+    if (s <= 0)
+      return unsupported(op, "non-positive steps"), failure();
+    int64_t st = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
+    st = std::clamp<int64_t>(st, 0, dim);
+    int64_t cnt = g.typeOf(op.getOutput()).getDimSize(a);
+    if (ShapedType::isDynamic(cnt))
+      return unsupported(op, "a dynamic result dimension"), failure();
+    int64_t span = cnt == 0 ? 0 : (cnt - 1) * s + 1;
+    if (s > 1 && cnt > 0) {
+      // [.., cnt, ..] -> [.., cnt, 1, ..] -> pad to s -> [.., cnt*s, ..]
+      // -> cut to (cnt-1)*s+1.
+      auto ct = g.typeOf(cur);
+      SmallVector<int64_t> shape(ct.getShape());
+      if (llvm::any_of(shape, ShapedType::isDynamic))
+        return unsupported(op, "steps with dynamic dimensions"), failure();
+      SmallVector<int64_t> withUnit(shape);
+      withUnit.insert(withUnit.begin() + a + 1, 1);
+      Value u = g.reshape(cur, withUnit);
+      SmallVector<int64_t> ip(2 * (r + 1), 0);
+      ip[(r + 1) + a + 1] = s - 1;
+      u = g.one<PadOp>({u, g.vec(ip)}, {}, {1, 1, 0, 0});
+      SmallVector<int64_t> merged(shape);
+      merged[a] = cnt * s;
+      u = g.reshape(u, merged);
+      cur = g.slice(u, {0}, {span}, {a});
+    }
+    pads[a] = st;
+    pads[r + a] = dim - st - span;
+    if (pads[r + a] < 0)
+      return unsupported(op, "this slice"), failure();
+  }
+  Value dx = g.one<PadOp>({cur, g.vec(pads)}, {}, {1, 1, 0, 0});
+  Grads out{dx};
+  out.append(op->getNumOperands() - 1, Value());
+  return out;
+}
+
+/// Scatter-adds `upd` ([I..., rest...]) into zeros of `data`'s type at
+/// `idx` ([I...]) along axis 0.
+Value scatterAddRows(GraphBuilder &g, Value data, Value idx, Value upd) {
+  auto dt = g.typeOf(data);
+  int64_t dim0 = dt.getDimSize(0);
+  Value i = idx;
+  if (!ShapedType::isDynamic(dim0)) {
+    Value zero = g.scalarLike(idx, 0);
+    Value wrapped = g.add(idx, g.scalarLike(idx, static_cast<double>(dim0)));
+    i = g.where(g.one<LessOp>({idx, zero}), wrapped, idx);
+  }
+  if (g.elemOf(i) != g.b.getI64Type())
+    i = g.castTo(i, g.b.getI64Type());
+  int64_t rest = dt.getRank() - 1;
+  Value flatI = g.reshape(i, {-1});
+  SmallVector<int64_t> updShape{-1};
+  for (int64_t d : dt.getShape().drop_front())
+    updShape.push_back(d);
+  if (llvm::count_if(updShape, ShapedType::isDynamic) > 0)
+    return Value();
+  Value flatU = g.reshape(upd, updShape);
+  SmallVector<int64_t> unsq;
+  for (int64_t k = 0; k < rest; ++k)
+    unsq.push_back(1 + k);
+  Value ie = g.one<ExpandOp>({g.unsqueeze(flatI, unsq), g.shapeOf(flatU)});
+  return g.one<ScatterElementsOp>(
+      {g.zerosLike(data), ie, flatU},
+      {g.i64("axis", 0), g.attr("reduction", g.b.getStringAttr("add"))});
+}
+
+GradResult gatherGrad(GraphBuilder &g, GatherOp op, Value dy) {
+  Value data = op.getData(), idx = op.getIndices();
+  auto dt = g.typeOf(data);
+  int64_t r = dt.getRank(), ir = g.typeOf(idx).getRank();
+  int64_t axis = normAxis(op.getAxis(), r);
+  // Move the gathered axis to the front: data' = [D[a], D[:a], D[a+1:]],
+  // dy' = [I..., D[:a], D[a+1:]].
+  SmallVector<int64_t> dperm{axis}, dyperm;
+  for (int64_t i = 0; i < r; ++i)
+    if (i != axis)
+      dperm.push_back(i);
+  for (int64_t i = 0; i < ir; ++i)
+    dyperm.push_back(axis + i);
+  for (int64_t i = 0; i < axis; ++i)
+    dyperm.push_back(i);
+  for (int64_t i = axis + ir; i < r - 1 + ir; ++i)
+    dyperm.push_back(i);
+  Value dataT = g.transpose(data, dperm);
+  Value dyT = g.transpose(dy, dyperm);
+  Value s = scatterAddRows(g, dataT, idx, dyT);
+  if (!s)
+    return unsupported(op, "dynamic non-gathered dimensions"), failure();
+  SmallVector<int64_t> inv(r);
+  for (int64_t i = 0; i < r; ++i)
+    inv[dperm[i]] = i;
+  return Grads{g.transpose(s, inv), Value()};
+}
+
+GradResult tileGrad(GraphBuilder &g, TileOp op, Value dy) {
+  Value x = op.getInput();
+  auto xt = g.typeOf(x);
+  auto reps = constInts(op.getRepeats());
+  if (failed(reps) || !xt.hasStaticShape())
+    return unsupported(op, "dynamic repeats or shapes"), failure();
+  SmallVector<int64_t> split, axes;
+  for (int64_t i = 0; i < xt.getRank(); ++i) {
+    axes.push_back(2 * i);
+    split.push_back((*reps)[i]);
+    split.push_back(xt.getDimSize(i));
+  }
+  Value s = g.reduceSum(g.reshape(dy, split), axes, false);
+  return Grads{s, Value()};
+}
+
+GradResult padGrad(GraphBuilder &g, PadOp op, Value dy) {
+  Value x = op.getInput();
+  auto xt = g.typeOf(x);
+  int64_t r = xt.getRank();
+  if (op.getMode() != "constant")
+    return unsupported(op, "mode '" + op.getMode() + "'"), failure();
+  auto pads = constInts(op.getPads());
+  if (failed(pads))
+    return unsupported(op, "pads that are not constant"), failure();
+  SmallVector<int64_t> axes;
+  if (op.getAxes()) {
+    auto a = constInts(op.getAxes());
+    if (failed(a))
+      return unsupported(op, "axes that are not constant"), failure();
+    for (int64_t v : *a)
+      axes.push_back(normAxis(v, r));
+  } else {
+    for (int64_t i = 0; i < r; ++i)
+      axes.push_back(i);
+  }
+  int64_t n = axes.size();
+  SmallVector<int64_t> starts, ends, sAxes;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t b0 = (*pads)[i], d = xt.getDimSize(axes[i]);
+    if (b0 < 0 || (*pads)[n + i] < 0 || ShapedType::isDynamic(d))
+      return unsupported(op, "negative pads or dynamic dimensions"),
+             failure();
+    starts.push_back(b0);
+    ends.push_back(b0 + d);
+    sAxes.push_back(axes[i]);
+  }
+  Value dx = g.slice(dy, starts, ends, sAxes);
+  Grads out{dx, Value()};
+  if (op.getConstantValue())
+    out.push_back(Value());
+  if (op.getAxes())
+    out.push_back(Value());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// One-hot of `labels` ([N, d...]) along axis 1 with `c` classes, in
+/// `elemType`: [N, C, d...].
+Value oneHot(GraphBuilder &g, Value labels, int64_t c, Type elemType) {
+  int64_t r = g.typeOf(labels).getRank();
+  SmallVector<int64_t> iota(c), shape{1, c};
+  std::iota(iota.begin(), iota.end(), 0);
+  for (int64_t i = 1; i < r; ++i)
+    shape.push_back(1);
+  auto it = RankedTensorType::get(shape, g.elemOf(labels));
+  SmallVector<APInt> vals;
+  for (int64_t v : iota)
+    vals.push_back(APInt(g.elemOf(labels).getIntOrFloatBitWidth(), v, true));
+  Value classes = ConstantOp::create(
+      g.b, g.loc, it, cast<ElementsAttr>(DenseElementsAttr::get(it, vals)));
+  Value eq = g.one<EqualOp>({g.unsqueeze(labels, {1}), classes});
+  return g.castTo(eq, elemType);
+}
+
+/// Gradient of sum_i w_i * -logp[i, label_i] / denom with respect to the
+/// log-probabilities `logp` ([N, C, d...]): -onehot * w / denom, where w is
+/// the class weight (or 1) and 0 at ignored labels; `dLoss` scales it.
+FailureOr<Value> nllGradWrtLogProb(GraphBuilder &g, Operation *op, Value logp,
+                                   Value labels, Value weight,
+                                   std::optional<int64_t> ignore,
+                                   StringRef reduction, Value dLoss) {
+  auto lt = g.typeOf(logp);
+  int64_t c = lt.getDimSize(1);
+  if (ShapedType::isDynamic(c))
+    return unsupported(op, "a dynamic class count"), failure();
+  Type et = lt.getElementType();
+  Value hot = oneHot(g, labels, c, et);
+  Value w; // per-sample weight, [N, d...]
+  Value valid;
+  if (ignore)
+    valid = g.one<NotOp>({g.one<EqualOp>(
+        {labels, g.scalarLike(labels, static_cast<double>(*ignore))})});
+  if (weight) {
+    Value safe = valid ? g.where(valid, labels, g.scalarLike(labels, 0))
+                       : labels;
+    w = g.one<GatherOp>({weight, safe}, {g.i64("axis", 0)});
+    if (valid)
+      w = g.maskIn(valid, w);
+  } else if (valid) {
+    w = g.castTo(valid, et);
+  }
+  Value per = w ? g.mul(hot, g.unsqueeze(w, {1})) : hot;
+  Value scale;
+  if (reduction == "mean") {
+    Value denom = w ? g.one<ReduceSumOp>({w}, {g.i64("keepdims", 0)})
+                    : g.numel(labels, et);
+    scale = g.div(dLoss, denom);
+  } else if (reduction == "sum") {
+    scale = dLoss;
+  } else {
+    scale = g.unsqueeze(dLoss, {1});
+  }
+  return g.neg(g.mul(per, scale));
+}
+
+GradResult softmaxCrossEntropyGrad(GraphBuilder &g,
+                                   SoftmaxCrossEntropyLossOp op,
+                                   ValueRange dys) {
+  Value scores = op.getScores(), logp = op.getLogProb();
+  Value ds;
+  Value p = g.exp(logp);
+  if (Value dl = dys[0]) {
+    auto dnll = nllGradWrtLogProb(g, op, logp, op.getLabels(), op.getWeights(),
+                                  op.getIgnoreIndex(), op.getReduction(), dl);
+    if (failed(dnll))
+      return failure();
+    // d/dscores of logp-weighted sums: g - p * sum(g, classes).
+    Value sum = g.reduceSum(*dnll, {1}, true);
+    ds = g.sub(*dnll, g.mul(p, sum));
+  }
+  if (Value dlp = dys[1]) {
+    Value sum = g.reduceSum(dlp, {1}, true);
+    Value d = g.sub(dlp, g.mul(p, sum));
+    ds = ds ? g.add(ds, d) : d;
+  }
+  Grads out{ds, Value()};
+  if (op.getWeights())
+    out.push_back(Value());
+  return out;
+}
+
+GradResult nllGrad(GraphBuilder &g, NegativeLogLikelihoodLossOp op, Value dy) {
+  auto d = nllGradWrtLogProb(g, op, op.getInput(), op.getTarget(),
+                             op.getWeight(), op.getIgnoreIndex(),
+                             op.getReduction(), dy);
+  if (failed(d))
+    return failure();
+  Grads out{*d, Value()};
+  if (op.getWeight())
+    out.push_back(Value());
+  return out;
+}
+
+} // namespace
+
+FailureOr<SmallVector<Value>>
+mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
+                                         ValueRange resultGrads) {
+  GraphBuilder g(builder, op);
+  Value dy = resultGrads.empty() ? Value() : resultGrads[0];
+  unsigned numOperands = op->getNumOperands();
+  auto none = [&]() { return Grads(numOperands, Value()); };
+  // Ops whose only differentiable result has no gradient contribute none.
+  if (llvm::all_of(resultGrads, [](Value v) { return !v; }))
+    return none();
+
+  GradResult result =
+      TypeSwitch<Operation *, GradResult>(op)
+          .Case<AddOp, SubOp, MulOp, DivOp, PowOp>(
+              [&](Operation *o) { return binaryGrad(g, o, dy); })
+          .Case([&](IdentityOp) { return Grads{dy}; })
+          .Case([&](CastOp c) -> GradResult {
+            Type from = g.elemOf(c.getInput());
+            if (!isa<FloatType>(from))
+              return none();
+            return Grads{from == g.elemOf(dy) ? dy : g.castTo(dy, from)};
+          })
+          .Case([&](CastLikeOp c) -> GradResult {
+            Type from = g.elemOf(c.getInput());
+            if (!isa<FloatType>(from))
+              return none();
+            return Grads{from == g.elemOf(dy) ? dy : g.castTo(dy, from),
+                         Value()};
+          })
+          .Case([&](ClipOp c) -> GradResult {
+            Value x = c.getInput();
+            Value in;
+            if (Value lo = c.getMin())
+              in = g.one<GreaterOrEqualOp>({x, lo});
+            if (Value hi = c.getMax()) {
+              Value le = g.one<LessOrEqualOp>({x, hi});
+              in = in ? g.one<AndOp>({in, le}) : le;
+            }
+            Grads out{in ? g.maskIn(in, dy) : dy};
+            out.append(numOperands - 1, Value());
+            return out;
+          })
+          .Case([&](DropoutOp d) -> GradResult {
+            Grads out(numOperands, Value());
+            if (!d.getTrainingMode()) {
+              out[0] = dy;
+              return out;
+            }
+            Value ratio = d.getRatio() ? d.getRatio()
+                                       : g.scalarLike(d.getInput(), 0.5);
+            Value keep = g.sub(g.scalarLike(ratio, 1), ratio);
+            out[0] = g.maskIn(d.getMask(), g.div(dy, keep));
+            return out;
+          })
+          .Case([&](WhereOp w) -> GradResult {
+            Value zero = g.scalarLike(dy, 0);
+            return Grads{Value(),
+                         g.unbroadcast(g.where(w.getCondition(), dy, zero),
+                                       w.getX()),
+                         g.unbroadcast(g.where(w.getCondition(), zero, dy),
+                                       w.getY())};
+          })
+          .Case([&](PReluOp p) -> GradResult {
+            Value x = p.getInput(), s = p.getSlope();
+            Value pos = g.greaterZero(x);
+            Value zero = g.scalarLike(x, 0);
+            return Grads{g.where(pos, dy, g.mul(dy, s)),
+                         g.unbroadcast(g.where(pos, zero, g.mul(dy, x)), s)};
+          })
+          .Case<SumOp, MeanOp>([&](Operation *o) -> GradResult {
+            Value d = dy;
+            if (isa<MeanOp>(o))
+              d = g.mulC(dy, 1.0 / numOperands);
+            Grads out;
+            for (Value in : o->getOperands())
+              out.push_back(g.unbroadcast(d, in));
+            return out;
+          })
+          .Case<MaxOp, MinOp>([&](Operation *o) -> GradResult {
+            Grads out;
+            for (Value in : o->getOperands()) {
+              Value eq = g.one<EqualOp>({in, o->getResult(0)});
+              out.push_back(g.unbroadcast(g.maskIn(eq, dy), in));
+            }
+            return out;
+          })
+          .Case([&](MatMulOp m) { return matmulGrad(g, m, dy); })
+          .Case([&](GemmOp m) { return gemmGrad(g, m, dy); })
+          .Case([&](ConvOp c) { return convGrad(g, c, dy); })
+          .Case([&](ConvTransposeOp c) { return convTransposeGrad(g, c, dy); })
+          .Case([&](MaxPoolOp p) { return maxPoolGrad(g, p, dy); })
+          .Case([&](AveragePoolOp p) { return averagePoolGrad(g, p, dy); })
+          .Case([&](GlobalAveragePoolOp p) -> GradResult {
+            Value x = p.getInput();
+            Value n = g.div(g.numel(x, g.elemOf(x)),
+                            g.numel(p.getOutput(), g.elemOf(x)));
+            return Grads{g.div(g.expandLike(dy, x), n)};
+          })
+          .Case([&](GlobalMaxPoolOp p) -> GradResult {
+            Value x = p.getInput();
+            Value eq = g.one<EqualOp>({x, g.expandLike(p.getOutput(), x)});
+            return Grads{g.maskIn(eq, g.expandLike(dy, x))};
+          })
+          .Case([&](BatchNormOp b) { return batchNormGrad(g, b, resultGrads); })
+          .Case([&](LayerNormOp l) -> GradResult {
+            if (resultGrads.size() > 1 && (resultGrads[1] || resultGrads[2]))
+              return unsupported(l, "the mean and inv_std_dev results"),
+                     failure();
+            return layerNormGrad(g, l, dy);
+          })
+          .Case([&](InstanceNormOp i) { return instanceNormGrad(g, i, dy); })
+          .Case([&](SoftmaxOp s) -> GradResult {
+            Value y = s.getOutput();
+            int64_t axis = normAxis(s.getAxis(), g.typeOf(y).getRank());
+            Value sum = g.reduceSum(g.mul(dy, y), {axis}, true);
+            return Grads{g.mul(y, g.sub(dy, sum))};
+          })
+          .Case([&](LogSoftmaxOp s) -> GradResult {
+            Value y = s.getOutput();
+            int64_t axis = normAxis(s.getAxis(), g.typeOf(y).getRank());
+            Value sum = g.reduceSum(dy, {axis}, true);
+            return Grads{g.sub(dy, g.mul(g.exp(y), sum))};
+          })
+          .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+                ReduceProdOp, ReduceSumSquareOp, ReduceL2Op,
+                ReduceLogSumExpOp>(
+              [&](Operation *o) { return reduceGrad(g, o, dy); })
+          .Case<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(
+              [&](Operation *o) -> GradResult {
+                Grads out{g.reshapeLike(dy, o->getOperand(0))};
+                out.append(numOperands - 1, Value());
+                return out;
+              })
+          .Case([&](TransposeOp t) -> GradResult {
+            int64_t r = g.typeOf(dy).getRank();
+            SmallVector<int64_t> perm;
+            if (auto p = t.getPerm())
+              perm.assign(p->begin(), p->end());
+            else
+              for (int64_t i = r - 1; i >= 0; --i)
+                perm.push_back(i);
+            SmallVector<int64_t> inv(r);
+            for (int64_t i = 0; i < r; ++i)
+              inv[perm[i]] = i;
+            return Grads{g.transpose(dy, inv)};
+          })
+          .Case([&](ConcatOp c) { return concatGrad(g, c, dy); })
+          .Case([&](SplitOp s) { return splitGrad(g, s, resultGrads); })
+          .Case([&](SliceOp s) { return sliceGrad(g, s, dy); })
+          .Case([&](GatherOp ga) { return gatherGrad(g, ga, dy); })
+          .Case([&](GatherElementsOp ga) -> GradResult {
+            Value s = g.one<ScatterElementsOp>(
+                {g.zerosLike(ga.getData()), ga.getIndices(), dy},
+                {g.i64("axis", ga.getAxis()),
+                 g.attr("reduction", g.b.getStringAttr("add"))});
+            return Grads{s, Value()};
+          })
+          .Case([&](ExpandOp e) -> GradResult {
+            return Grads{g.unbroadcast(dy, e.getInput()), Value()};
+          })
+          .Case([&](TileOp t) { return tileGrad(g, t, dy); })
+          .Case([&](PadOp p) { return padGrad(g, p, dy); })
+          .Case([&](CumSumOp c) -> GradResult {
+            Value d = g.one<CumSumOp>(
+                {dy, c.getAxis()},
+                {g.i64("exclusive", c.getExclusive()),
+                 g.i64("reverse", c.getReverse() ? 0 : 1)});
+            return Grads{d, Value()};
+          })
+          .Case([&](TriluOp t) -> GradResult {
+            SmallVector<Value> operands{dy};
+            if (t.getK())
+              operands.push_back(t.getK());
+            Value d = g.one<TriluOp>(operands, {g.i64("upper", t.getUpper())});
+            Grads out{d};
+            if (t.getK())
+              out.push_back(Value());
+            return out;
+          })
+          .Case([&](SoftmaxCrossEntropyLossOp l) {
+            return softmaxCrossEntropyGrad(g, l, resultGrads);
+          })
+          .Case([&](NegativeLogLikelihoodLossOp l) { return nllGrad(g, l, dy); })
+          .Default([&](Operation *o) -> GradResult {
+            // Elementwise unary ops.
+            if (o->getNumOperands() == 1 && o->getNumResults() == 1 &&
+                o->hasTrait<OpTrait::SameOperandsAndResultElementType>()) {
+              auto d = unaryGrad(g, o, o->getOperand(0), o->getResult(0), dy);
+              if (failed(d))
+                return failure();
+              return Grads{*d};
+            }
+            return unsupported(o, "this op"), failure();
+          });
+  if (failed(result) || g.hadError)
+    return failure();
+  if (result->size() != numOperands)
+    return op->emitOpError("gradient rule returned ")
+           << result->size() << " gradients for " << numOperands
+           << " operands";
+  // A rule may leave nulls where an op could not be built.
+  for (auto [i, v] : llvm::enumerate(*result))
+    if (v && v.getType() != op->getOperand(i).getType()) {
+      auto want = cast<RankedTensorType>(op->getOperand(i).getType());
+      auto got = dyn_cast<RankedTensorType>(v.getType());
+      if (!got || got.getElementType() != want.getElementType() ||
+          got.getRank() != want.getRank())
+        return op->emitOpError("gradient of operand #")
+               << i << " has type " << v.getType() << ", expected "
+               << op->getOperand(i).getType();
+    }
+  return result;
+}

@@ -1,0 +1,538 @@
+//===- BuildTrainStep.cpp - loss, autodiff and optimizer update -----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `dist-build-train-step` pass: turns the inference graph of a module
+// into an additional `train_step` function (forward, loss, reverse-mode
+// gradients through GradientOpInterface, optimizer update written back with
+// dist.set_param). Losses and optimizers follow PyTorch's definitions
+// (torch.nn.*Loss with mean reduction, torch.optim's single-tensor SGD,
+// Adam and AdamW) so that a compiled run reproduces a PyTorch run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/GraphBuilder.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "dist/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+
+StringRef valueName(func::FuncOp f, unsigned i, bool result) {
+  DictionaryAttr d = result ? f.getResultAttrDict(i) : f.getArgAttrDict(i);
+  if (d)
+    if (auto n = d.getAs<StringAttr>(DistDialect::getValueNameAttrName()))
+      return n.getValue();
+  return "";
+}
+
+struct BuildTrainStepPass
+    : public dist::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+  /// The loss value (a scalar of the output's float type) built from the
+  /// forward result `y`; adds the `label` argument when one is needed.
+  FailureOr<Value> buildLoss(func::FuncOp step, GraphBuilder &g, Value y);
+  /// Replaces every BatchNormalization by its training form.
+  LogicalResult expandBatchNorms(func::FuncOp step);
+  /// Reverse sweep: gradient of `loss` for every value in `wanted`.
+  LogicalResult differentiate(func::FuncOp step, Value loss,
+                              llvm::DenseMap<Value, Value> &grads);
+  /// Optimizer update of parameter `param` (read as `value`) with gradient
+  /// `grad`; `lr` and `t` are scalars of the parameter's element type.
+  void update(ModuleOp module, GraphBuilder &g, ParamOp param, Value value,
+              Value grad, Value lr, Value t);
+  /// Declares a zero-initialised optimizer-state parameter next to `param`.
+  ParamOp addState(ModuleOp module, ParamOp param, StringRef suffix);
+
+  double effectiveWeightDecay() const {
+    if (weightDecay >= 0)
+      return weightDecay;
+    return optimizer == "adamw" ? 0.01 : 0.0;
+  }
+};
+
+/// A scalar of element type `t` read from a rank-0 f32 argument.
+Value asElem(GraphBuilder &g, Value f32Scalar, Type t) {
+  return t == g.elemOf(f32Scalar) ? f32Scalar : g.castTo(f32Scalar, t);
+}
+
+FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
+                                               GraphBuilder &g, Value y) {
+  auto yt = g.typeOf(y);
+  Type et = yt.getElementType();
+  MLIRContext *ctx = &getContext();
+  auto addLabel = [&](Type t) {
+    unsigned idx = step.getNumArguments();
+    (void)step.insertArgument(
+        idx, t,
+        DictionaryAttr::get(ctx, {NamedAttribute(
+                                     StringAttr::get(
+                                         ctx, DistDialect::getValueNameAttrName()),
+                                     StringAttr::get(ctx, "label"))}),
+        step.getLoc());
+    return step.getArgument(idx);
+  };
+  if (loss == "model") {
+    if (yt.getNumElements() != 1 || !yt.hasStaticShape())
+      return step.emitError("--loss=model needs a scalar output, but the "
+                            "output has type ")
+             << yt;
+    return yt.getRank() == 0 ? y : g.reshape(y, {});
+  }
+  auto all = [&](Value v) {
+    SmallVector<int64_t> axes(g.typeOf(v).getRank());
+    std::iota(axes.begin(), axes.end(), 0);
+    return axes;
+  };
+  if (loss == "mse") {
+    Value label = addLabel(yt);
+    Value d = g.sub(y, label);
+    Value sq = g.mul(d, d);
+    if (yt.getRank() == 0)
+      return sq;
+    return g.reduceMean(sq, all(sq), false);
+  }
+  if (loss == "bce") {
+    // torch.nn.BCELoss: -(t log p + (1 - t) log(1 - p)), logs clamped at
+    // -100, mean over all elements.
+    Value label = addLabel(yt);
+    Value floor = g.scalarLike(y, -100);
+    Value one = g.scalarLike(y, 1);
+    Value lp = g.one<MaxOp>({g.one<LogOp>({y}), floor});
+    Value lq = g.one<MaxOp>({g.one<LogOp>({g.sub(one, y)}), floor});
+    Value l = g.neg(g.add(g.mul(label, lp), g.mul(g.sub(one, label), lq)));
+    if (yt.getRank() == 0)
+      return l;
+    return g.reduceMean(l, all(l), false);
+  }
+  if (loss == "cross_entropy") {
+    int64_t r = yt.getRank();
+    if (r < 2)
+      return step.emitError("--loss=cross_entropy needs logits of shape "
+                            "[N, C] or [N, T, C], got ")
+             << yt;
+    SmallVector<int64_t> labelShape(yt.getShape().drop_back());
+    Value label =
+        addLabel(RankedTensorType::get(labelShape, IntegerType::get(ctx, 64)));
+    // ONNX wants the classes on axis 1: [N, T, C] -> [N, C, T].
+    Value scores = y;
+    if (r > 2) {
+      SmallVector<int64_t> perm{0, r - 1};
+      for (int64_t i = 1; i < r - 1; ++i)
+        perm.push_back(i);
+      scores = g.transpose(y, perm);
+    }
+    Operation *ce = g.make<SoftmaxCrossEntropyLossOp>(
+        {scores, label},
+        {g.i64("ignore_index", ignoreIndex),
+         g.attr("reduction", StringAttr::get(ctx, "mean"))},
+        2);
+    if (!ce)
+      return failure();
+    return ce->getResult(0);
+  }
+  (void)et;
+  return step.emitError("unknown loss '") << loss << "'";
+}
+
+LogicalResult BuildTrainStepPass::expandBatchNorms(func::FuncOp step) {
+  ModuleOp module = getOperation();
+  SmallVector<BatchNormOp> bns;
+  step.walk([&](BatchNormOp bn) { bns.push_back(bn); });
+  for (BatchNormOp bn : bns) {
+    OpBuilder b(bn);
+    GraphBuilder g(b, bn);
+    Value x = bn.getInput();
+    auto xt = g.typeOf(x);
+    int64_t r = xt.getRank();
+    SmallVector<int64_t> axes{0}, bshape{-1};
+    for (int64_t i = 2; i < r; ++i) {
+      axes.push_back(i);
+      bshape.push_back(1);
+    }
+    // Batch statistics (biased variance normalises, as PyTorch does).
+    auto mom = g.moments(x, axes, bn.getEpsilon().convertToDouble());
+    Value mean = mom.mean, xc = mom.centered, var = mom.var, inv = mom.inv;
+    Value yv = g.add(g.mul(g.mul(xc, inv), g.reshape(bn.getScale(), bshape)),
+                     g.reshape(bn.getB(), bshape));
+    // Running statistics: ONNX momentum m keeps m of the old value
+    // (PyTorch's momentum is 1 - m); the variance is the unbiased one.
+    double m = bn.getMomentum().convertToDouble();
+    Value n = g.div(g.numel(x, xt.getElementType()),
+                    g.numel(mean, xt.getElementType()));
+    Value unbiased = g.div(g.mul(var, n), g.sub(n, g.scalarLike(x, 1)));
+    auto stat = [&](Value running, Value batch) {
+      Value flat = g.reshapeLike(batch, running);
+      return g.add(g.mulC(running, m), g.mulC(flat, 1.0 - m));
+    };
+    Value newMean = stat(bn.getInputMean(), mean);
+    Value newVar = stat(bn.getInputVar(), unbiased);
+    if (g.hadError)
+      return failure();
+    for (auto [running, value] : {std::pair{bn.getInputMean(), newMean},
+                                  std::pair{bn.getInputVar(), newVar}}) {
+      auto get = running.getDefiningOp<GetParamOp>();
+      if (!get)
+        continue;
+      if (!module.lookupSymbol<ParamOp>(get.getNameAttr()))
+        continue;
+      OpBuilder end(step.getBody().front().getTerminator());
+      SetParamOp::create(end, bn.getLoc(), get.getNameAttr(), value);
+    }
+    bn.getOutput().replaceAllUsesWith(yv);
+    bn.getRunningMean().replaceAllUsesWith(newMean);
+    bn.getRunningVar().replaceAllUsesWith(newVar);
+    bn.erase();
+  }
+  return success();
+}
+
+LogicalResult
+BuildTrainStepPass::differentiate(func::FuncOp step, Value loss,
+                                  llvm::DenseMap<Value, Value> &grads) {
+  Block &body = step.getBody().front();
+  // Active values: floating-point values that depend on a parameter.
+  llvm::DenseSet<Value> active;
+  SmallVector<Operation *> forward;
+  for (Operation &op : body.without_terminator()) {
+    forward.push_back(&op);
+    bool fromParam = false;
+    if (auto get = dyn_cast<GetParamOp>(op))
+      fromParam = isa<FloatType>(getElementTypeOrSelf(get.getType()));
+    for (Value v : op.getOperands())
+      fromParam |= active.contains(v);
+    if (!fromParam)
+      continue;
+    for (Value r : op.getResults())
+      if (isa<FloatType>(getElementTypeOrSelf(r.getType())))
+        active.insert(r);
+  }
+  if (!active.contains(loss))
+    return step.emitError("the loss does not depend on any floating-point "
+                          "parameter: nothing to train");
+  OpBuilder b(body.getTerminator());
+  GraphBuilder g(b, step);
+  grads[loss] = g.scalarLike(loss, 1.0);
+  for (Operation *op : llvm::reverse(forward)) {
+    if (isa<GetParamOp, ConstantOp, SetParamOp>(op))
+      continue;
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      Value gr = grads.lookup(r);
+      resultGrads.push_back(gr);
+      any |= static_cast<bool>(gr);
+    }
+    if (!any)
+      continue;
+    bool needsOperand = llvm::any_of(
+        op->getOperands(), [&](Value v) { return active.contains(v); });
+    if (!needsOperand)
+      continue;
+    auto iface = dyn_cast<GradientOpInterface>(op);
+    if (!iface)
+      return op->emitOpError("has no gradient rule");
+    b.setInsertionPoint(body.getTerminator());
+    auto operandGrads = iface.buildGradient(b, resultGrads);
+    if (failed(operandGrads))
+      return failure();
+    for (auto [v, gr] : llvm::zip(op->getOperands(), *operandGrads)) {
+      if (!gr || !active.contains(v))
+        continue;
+      Value &slot = grads[v];
+      slot = slot ? g.add(slot, gr) : gr;
+    }
+  }
+  return failure(g.hadError);
+}
+
+ParamOp BuildTrainStepPass::addState(ModuleOp module, ParamOp param,
+                                     StringRef suffix) {
+  std::string name = (param.getSymName() + "." + suffix).str();
+  for (int i = 1; module.lookupSymbol(name); ++i)
+    name = (param.getSymName() + "." + suffix + "." + Twine(i)).str();
+  OpBuilder b(module.getBody(), module.getBody()->end());
+  auto state = ParamOp::create(b, param.getLoc(), b.getStringAttr(name),
+                               param.getTypeAttr(), UnitAttr(),
+                               b.getUnitAttr());
+  return state;
+}
+
+void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g,
+                                ParamOp param, Value p, Value grad, Value lr,
+                                Value t) {
+  OpBuilder &b = g.b;
+  Location loc = g.loc;
+  double wd = effectiveWeightDecay();
+  auto read = [&](ParamOp s) {
+    return GetParamOp::create(b, loc, s.getType(), s.getSymName());
+  };
+  auto write = [&](ParamOp s, Value v) {
+    if (v.getType() != s.getType())
+      v = g.reshape(v, cast<RankedTensorType>(s.getType()).getShape());
+    SetParamOp::create(b, loc, s.getSymName(), v);
+  };
+  Value d = grad;
+  if (optimizer != "adamw" && wd != 0)
+    d = g.add(d, g.mulC(p, wd));
+  if (optimizer == "sgd") {
+    write(param, g.sub(p, g.mul(lr, d)));
+    return;
+  }
+  if (optimizer == "momentum") {
+    ParamOp bufP = addState(module, param, "momentum_buffer");
+    Value buf = g.add(g.mulC(read(bufP), momentum), d);
+    write(bufP, buf);
+    write(param, g.sub(p, g.mul(lr, buf)));
+    return;
+  }
+  // Adam / AdamW (torch.optim single-tensor form).
+  Value pw = p;
+  if (optimizer == "adamw" && wd != 0)
+    pw = g.mul(p, g.sub(g.scalarLike(p, 1), g.mulC(lr, wd)));
+  ParamOp mP = addState(module, param, "exp_avg");
+  ParamOp vP = addState(module, param, "exp_avg_sq");
+  Value m = read(mP), v = read(vP);
+  // exp_avg.lerp_(grad, 1 - beta1)
+  Value m2 = g.add(m, g.mulC(g.sub(d, m), 1.0 - beta1));
+  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+  Value v2 = g.add(g.mulC(v, beta2), g.mulC(g.mul(d, d), 1.0 - beta2));
+  Value one = g.scalarLike(p, 1);
+  Value bc1 = g.sub(one, g.one<PowOp>({g.scalarLike(p, beta1), t}));
+  Value bc2 = g.sub(one, g.one<PowOp>({g.scalarLike(p, beta2), t}));
+  Value stepSize = g.div(lr, bc1);
+  Value denom = g.add(g.div(g.one<SqrtOp>({v2}), g.one<SqrtOp>({bc2})),
+                      g.scalarLike(p, eps));
+  write(mP, m2);
+  write(vP, v2);
+  write(param, g.sub(pw, g.mul(stepSize, g.div(m2, denom))));
+}
+
+void BuildTrainStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  if (!llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
+                          StringRef(optimizer))) {
+    module.emitError("unknown optimizer '")
+        << optimizer << "' (expected sgd, momentum, adam or adamw)";
+    return signalPassFailure();
+  }
+  if (lrSchedule != "constant" && lrSchedule != "cosine" &&
+      lrSchedule != "warmup-linear") {
+    module.emitError("unknown learning-rate schedule '")
+        << lrSchedule << "' (expected constant, cosine or warmup-linear)";
+    return signalPassFailure();
+  }
+  if (loss != "mse" && loss != "cross_entropy" && loss != "bce" &&
+      loss != "model") {
+    module.emitError("unknown loss '")
+        << loss << "' (expected mse, cross_entropy, bce or model)";
+    return signalPassFailure();
+  }
+
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (!f.isPublic() || f.isExternal() || f->hasAttr("dist.train_step"))
+      continue;
+    if (entry) {
+      module.emitError("more than one public function: cannot tell which "
+                       "one to train");
+      return signalPassFailure();
+    }
+    entry = f;
+  }
+  if (!entry) {
+    module.emitError("the module has no public function to train");
+    return signalPassFailure();
+  }
+  if (module.lookupSymbol("train_step")) {
+    module.emitError("the module already has a 'train_step' symbol");
+    return signalPassFailure();
+  }
+
+  // Which output the loss reads.
+  unsigned outIdx = 0;
+  unsigned numResults = entry.getNumResults();
+  if (numResults == 0) {
+    entry.emitError("the model has no output to compute a loss from");
+    return signalPassFailure();
+  }
+  if (!lossOutput.empty()) {
+    bool found = false;
+    for (unsigned i = 0; i < numResults && !found; ++i)
+      if (valueName(entry, i, true) == lossOutput) {
+        outIdx = i;
+        found = true;
+      }
+    if (!found) {
+      std::string names;
+      for (unsigned i = 0; i < numResults; ++i)
+        names += (i ? ", " : "") + valueName(entry, i, true).str();
+      entry.emitError("no output named '")
+          << lossOutput << "' (outputs: " << names << ")";
+      return signalPassFailure();
+    }
+  }
+
+  // The step starts as a copy of the forward function.
+  OpBuilder mb(module.getBody(), std::next(Block::iterator(entry)));
+  auto step = cast<func::FuncOp>(mb.clone(*entry));
+  step.setSymName("train_step");
+  step->setAttr("dist.train_step", UnitAttr::get(ctx));
+  Block &body = step.getBody().front();
+  Operation *ret = body.getTerminator();
+  Value y = ret->getOperand(outIdx);
+  if (!isa<FloatType>(getElementTypeOrSelf(y.getType()))) {
+    step.erase();
+    entry.emitError("the loss output '")
+        << valueName(entry, outIdx, true) << "' has type " << y.getType()
+        << ", not a floating-point tensor";
+    return signalPassFailure();
+  }
+  if (failed(expandBatchNorms(step)))
+    return signalPassFailure();
+  y = ret->getOperand(outIdx);
+
+  OpBuilder b(ret);
+  GraphBuilder g(b, step);
+  auto lossVal = buildLoss(step, g, y);
+  if (failed(lossVal) || g.hadError)
+    return signalPassFailure();
+  Value lossV = *lossVal;
+
+  llvm::DenseMap<Value, Value> grads;
+  if (failed(differentiate(step, lossV, grads)))
+    return signalPassFailure();
+
+  // Learning rate and step number: trailing f32 scalars.
+  auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
+  auto named = [&](StringRef n) {
+    return DictionaryAttr::get(
+        ctx, {NamedAttribute(
+                 StringAttr::get(ctx, DistDialect::getValueNameAttrName()),
+                 StringAttr::get(ctx, n))});
+  };
+  unsigned lrIdx = step.getNumArguments();
+  (void)step.insertArgument(lrIdx, f32Scalar, named("lr"), step.getLoc());
+  (void)step.insertArgument(lrIdx + 1, f32Scalar, named("step"),
+                            step.getLoc());
+  Value lrArg = step.getArgument(lrIdx), tArg = step.getArgument(lrIdx + 1);
+
+  // Parameter gradients, one per parameter (a parameter read twice has one
+  // gradient per read).
+  llvm::MapVector<ParamOp, Value> paramGrads;
+  llvm::MapVector<ParamOp, Value> paramValue;
+  for (Operation &op : body.without_terminator()) {
+    auto get = dyn_cast<GetParamOp>(op);
+    if (!get)
+      continue;
+    Value gr = grads.lookup(get.getResult());
+    if (!gr)
+      continue;
+    auto p = module.lookupSymbol<ParamOp>(get.getNameAttr());
+    if (!p || p.getState())
+      continue;
+    if (gr.getType() != get.getType())
+      gr = g.reshape(gr, cast<RankedTensorType>(get.getType()).getShape());
+    Value &slot = paramGrads[p];
+    slot = slot ? g.add(slot, gr) : gr;
+    paramValue.insert({p, get.getResult()});
+  }
+  if (paramGrads.empty()) {
+    step.emitError("no parameter receives a gradient from the loss");
+    return signalPassFailure();
+  }
+
+  b.setInsertionPoint(ret);
+  if (clipGradNorm > 0) {
+    // torch.nn.utils.clip_grad_norm_: coef = min(max / (norm + 1e-6), 1).
+    Value total;
+    for (auto &[p, gr] : paramGrads) {
+      Value s = g.one<ReduceSumSquareOp>({gr}, {g.i64("keepdims", 0)});
+      if (g.elemOf(s) != Float32Type::get(ctx))
+        s = g.castTo(s, Float32Type::get(ctx));
+      total = total ? g.add(total, s) : s;
+    }
+    Value norm = g.one<SqrtOp>({total});
+    Value coef = g.div(g.scalarLike(norm, clipGradNorm),
+                       g.add(norm, g.scalarLike(norm, 1e-6)));
+    coef = g.one<MinOp>({coef, g.scalarLike(norm, 1.0)});
+    for (auto &[p, gr] : paramGrads)
+      gr = g.mul(gr, asElem(g, coef, g.elemOf(gr)));
+  }
+  for (auto &[p, gr] : paramGrads) {
+    Type et = g.elemOf(gr);
+    p.setTrainable(true);
+    update(module, g, p, paramValue[p], gr, asElem(g, lrArg, et),
+           asElem(g, tArg, et));
+  }
+  if (g.hadError)
+    return signalPassFailure();
+
+  // Return the loss as f32; set_params must stay after every read, so the
+  // new return goes last.
+  Value lossOut = lossV;
+  if (g.elemOf(lossOut) != Float32Type::get(ctx))
+    lossOut = g.castTo(lossOut, Float32Type::get(ctx));
+  func::ReturnOp::create(b, ret->getLoc(), ValueRange{lossOut});
+  ret->erase();
+  SmallVector<Type> argTypes(step.getArgumentTypes());
+  step.setFunctionType(FunctionType::get(ctx, argTypes, {f32Scalar}));
+  step.setResAttrsAttr(ArrayAttr::get(ctx, {named("loss")}));
+
+  // Inputs the step does not read are dropped (the label stays).
+  // Forward ops the loss does not need go away first.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (&op != body.getTerminator() && !isa<SetParamOp>(op) &&
+          isPure(&op) && op.use_empty()) {
+        op.erase();
+        changed = true;
+      }
+  }
+  llvm::BitVector unused(step.getNumArguments());
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    if (!step.getArgument(i).use_empty() || i >= lrIdx)
+      continue;
+    if (valueName(step, i, false) == "label")
+      continue;
+    unused.set(i);
+  }
+  if (failed(step.eraseArguments(unused)))
+    return signalPassFailure();
+
+  std::string sched = lrSchedule;
+  step->setAttr(
+      "dist.train",
+      DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, "optimizer"),
+                               StringAttr::get(ctx, optimizer)),
+                NamedAttribute(StringAttr::get(ctx, "loss"),
+                               StringAttr::get(ctx, loss)),
+                NamedAttribute(StringAttr::get(ctx, "lr"),
+                               FloatAttr::get(Float64Type::get(ctx), lr)),
+                NamedAttribute(StringAttr::get(ctx, "lr_schedule"),
+                               StringAttr::get(ctx, sched)),
+                NamedAttribute(
+                    StringAttr::get(ctx, "warmup_steps"),
+                    IntegerAttr::get(IntegerType::get(ctx, 64), warmupSteps))}));
+}
+
+} // namespace
