@@ -26,7 +26,7 @@ Models (the classes come from scripts/export_models.py where it has them):
           BatchNorm uses batch statistics and updates its running statistics
           (PyTorch train() mode, momentum 0.1)
 
-The data set has 5 batches (numpy RandomState(0)); step i uses batch
+The data set has 5 batches (numpy RandomState, see DATA_SEED); step i uses batch
 i mod 5, in file order, as the runtime does without --shuffle.
 
 Optimizers and their hyperparameters (torch.optim equivalents):
@@ -169,10 +169,18 @@ def randomize_norms(module):
                 m.running_var.uniform_(0.5, 1.5)
 
 
+# Data seeds. The MLP's default data (seed 0) puts one hidden unit's
+# pre-activation at 1.3e-6 for one sample at step 25 of AdamW: a ReLU near-tie
+# that float differences between any two implementations (GEMM summation
+# order) decide either way, after which the runs differ by ~1e-3. Seed 1 has
+# no such tie within the checked steps.
+DATA_SEED = {"mlp": 1}
+
+
 def make_spec(name):
     """Builds the module (seeded) and the synthetic data of model `name`."""
     torch.manual_seed(0)
-    rs = np.random.RandomState(0)
+    rs = np.random.RandomState(DATA_SEED.get(name, 0))
     if name == "mlp":
         batch = 16
         n = batch * STEPS_PER_EPOCH
