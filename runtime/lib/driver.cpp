@@ -345,6 +345,11 @@ bool writeFileAtomically(const std::string &path, const std::string &text,
 
 bool readTextFile(const std::string &path, std::string &text,
                   std::string &error) {
+  return readWholeFile(path, kMaxTextFileBytes, text, error);
+}
+
+bool readWholeFile(const std::string &path, size_t maxBytes,
+                   std::string &text, std::string &error) {
   FILE *file = std::fopen(path.c_str(), "rb");
   if (!file) {
     error = errnoMessage("cannot open '" + path + "'", errno);
@@ -354,7 +359,7 @@ bool readTextFile(const std::string &path, std::string &text,
   char buffer[4096];
   size_t got;
   while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0 &&
-         text.size() <= kMaxTextFileBytes)
+         text.size() <= maxBytes)
     text.append(buffer, got);
   bool failed = std::ferror(file) != 0;
   std::fclose(file);
@@ -362,7 +367,7 @@ bool readTextFile(const std::string &path, std::string &text,
     error = "cannot read '" + path + "'";
     return false;
   }
-  if (text.size() > kMaxTextFileBytes) {
+  if (text.size() > maxBytes) {
     error = "'" + path + "' is too large";
     return false;
   }

@@ -156,6 +156,16 @@ bool writeFileAtomically(const std::string &path, const std::string &text,
 bool readTextFile(const std::string &path, std::string &text,
                   std::string &error);
 
+/// Reads the whole file `path` (any bytes), failing beyond `maxBytes`.
+bool readWholeFile(const std::string &path, size_t maxBytes,
+                   std::string &text, std::string &error);
+
+/// Writes the ONNX model `source` (the artifact's copy of the model it was
+/// compiled from) to `dest` with every frozen and trained parameter of
+/// `model` (a training model) as its initializer's new value (onnx_export.cpp).
+bool exportOnnx(dist_rt_model_t model, const std::string &source,
+                const std::string &dest, std::string &error);
+
 //===----------------------------------------------------------------------===//
 // Models
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,8 @@
 
 #include "status.h"
 
+#include "dist_rt/model.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 #include <exception>
 #include <new>
+#include <string>
 #define DIST_RT_HAS_EXCEPTIONS 1
 #else
 #define DIST_RT_HAS_EXCEPTIONS 0
@@ -103,6 +106,10 @@ dist_rt_status_t guardStatus(const char *function, Body &&body) {
   return body();
 #endif
 }
+
+/// The directory of the executable or shared library holding `desc`
+/// (where its parameter file and other artifacts are found).
+std::string modelDirectory(const dist_rt_model_desc_t *desc);
 
 } // namespace dist_rt
 

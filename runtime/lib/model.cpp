@@ -283,6 +283,10 @@ struct EntryCall {
 
 } // namespace
 
+std::string dist_rt::modelDirectory(const dist_rt_model_desc_t *desc) {
+  return binaryDirectory(desc);
+}
+
 /// A loaded model. See dist_rt/model.h.
 struct dist_rt_model {
   const dist_rt_model_desc_t *desc = nullptr;

@@ -71,6 +71,7 @@ struct TrainCommandLine {
   int32_t threads = 0;
   std::string logPath;
   std::string saveParamsDir;
+  std::string exportOnnxPath;
   std::string checkpointDir;
   /// 0 when not given.
   int64_t checkpointEvery = 0;
@@ -108,7 +109,8 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
   std::printf(
       "usage: %s train --data NAME=FILE.npy [--data ...] [--batch-size B]\n"
       "       (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]\n"
-      "       [--log FILE] [--save-params DIR] [--checkpoint-dir DIR\n"
+      "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
+      "       [--checkpoint-dir DIR\n"
       "       --checkpoint-every K] [--resume DIR] [--params PATH] [--quiet]\n"
       "\n"
       "Trains the compiled model '%s' (optimizer %s, loss %s, learning rate\n"
@@ -140,6 +142,9 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --save-params DIR      after training, write every frozen and\n"
       "                         trained parameter to DIR/<name>.npy ('/'\n"
       "                         becomes '_')\n"
+      "  --export-onnx FILE     after training, write the ONNX model the\n"
+      "                         artifact was compiled from with the trained\n"
+      "                         initializers to FILE\n"
       "  --checkpoint-dir DIR   with --checkpoint-every K: after every K\n"
       "                         steps and after the last one, save every\n"
       "                         parameter and the optimizer state in\n"
@@ -217,6 +222,8 @@ bool parseTrainCommandLine(int argc, char **argv,
       return path(flag, value, cl.logPath, error);
     else if (flag == "--save-params")
       return path(flag, value, cl.saveParamsDir, error);
+    else if (flag == "--export-onnx")
+      return path(flag, value, cl.exportOnnxPath, error);
     else if (flag == "--checkpoint-dir")
       return path(flag, value, cl.checkpointDir, error);
     else if (flag == "--resume")
@@ -241,6 +248,7 @@ bool parseTrainCommandLine(int argc, char **argv,
                      {"--threads", true},
                      {"--log", true},
                      {"--save-params", true},
+                     {"--export-onnx", true},
                      {"--checkpoint-dir", true},
                      {"--resume", true},
                      {"--params", true},
@@ -1033,6 +1041,25 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   }
 
   // Catch unusable destinations before spending time on training.
+  std::string onnxSource;
+  if (!cl.exportOnnxPath.empty()) {
+    if (!train.onnx_file) {
+      return fail(std::string("--export-onnx: model '") + desc.name +
+                  "' was compiled without a copy of its ONNX model");
+    }
+    onnxSource = train.onnx_file[0] == '/'
+                     ? std::string(train.onnx_file)
+                     : dist_rt::modelDirectory(&desc) + "/" + train.onnx_file;
+    if (access(onnxSource.c_str(), R_OK) != 0)
+      return fail(errnoMessage("--export-onnx: cannot read the model's copy '" +
+                                   onnxSource + "'",
+                               errno));
+    size_t slash = cl.exportOnnxPath.rfind('/');
+    if (slash != std::string::npos && slash > 0 &&
+        !makeDirectories(cl.exportOnnxPath.substr(0, slash),
+                         "the --export-onnx directory", error))
+      return fail(error);
+  }
   if (!cl.saveParamsDir.empty() &&
       !makeDirectories(cl.saveParamsDir, "the --save-params directory", error))
     return fail(error);
@@ -1086,6 +1113,9 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   if (!cl.saveParamsDir.empty() &&
       !writeParams(model.get(), names, cl.saveParamsDir, /*withState=*/false,
                    /*sync=*/false, error))
+    return fail(error);
+  if (!cl.exportOnnxPath.empty() &&
+      !exportOnnx(model.get(), onnxSource, cl.exportOnnxPath, error))
     return fail(error);
   if (firstStep >= totalSteps)
     std::printf("nothing to train: the checkpoint is at step %" PRId64

@@ -250,6 +250,9 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   SmallString<256> paramPath(outDir);
   sys::path::append(paramPath, name + ".params");
   opts.paramFile = paramPath.str().str();
+  std::string modelBytes;
+  if (train)
+    opts.serializedModel = &modelBytes;
 
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
@@ -373,6 +376,8 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   emitOpts.cc = cc && *cc ? cc : "cc";
   emitOpts.entrySymbol = cgOpts.entrySymbol;
   emitOpts.trainEntrySymbol = cgOpts.trainEntrySymbol;
+  if (train)
+    emitOpts.onnxFileName = name + ".onnx";
   if (!sys::fs::exists(emitOpts.runtimeLib)) {
     errs() << "error: the runtime library " << emitOpts.runtimeLib
            << " does not exist (build the dist_rt_static target or pass "
@@ -381,6 +386,10 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   }
   if (failed(dist::linkArtifacts(*module, *signature, emitOpts, obj)))
     return diagnostics.exitCode();
+  // Training artifacts keep the model for `train --export-onnx`.
+  if (train && !writeText(outPath(emitOpts.onnxFileName),
+                          [&](raw_ostream &os) { os << modelBytes; }))
+    return 1;
   return commitParams() ? 0 : 1;
 }
 

@@ -75,6 +75,8 @@ struct EmitOptions {
   std::string entrySymbol;
   /// Symbol of the packed training step ("" when there is none).
   std::string trainEntrySymbol;
+  /// File name of the copy of the ONNX model inside outDir ("": none).
+  std::string onnxFileName;
 };
 
 /// Translates `module` (LLVM dialect) to LLVM IR for the host, optimises it

@@ -454,7 +454,10 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
        << ref("train_output", t.outputs) << ",\n  " << o.trainEntrySymbol
        << ",\n  " << llvm::formatv("{0:e}", t.lr).str() << ", "
        << t.lrSchedule << ", " << t.warmupSteps << ",\n  "
-       << cString(t.optimizer) << ", " << cString(t.loss) << "};\n";
+       << cString(t.optimizer) << ", " << cString(t.loss) << ",\n  "
+       << (o.onnxFileName.empty() ? std::string("NULL")
+                                  : cString(o.onnxFileName))
+       << "};\n";
   }
   os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
      << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "

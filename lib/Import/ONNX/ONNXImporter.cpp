@@ -820,6 +820,8 @@ OwningOpRef<ModuleOp> Importer::run() {
             StringRef(model.producer_name() + " " + model.producer_version())
                 .trim())));
   module->getOperation()->setAttr("dist.onnx", builder.getDictionaryAttr(info));
+  if (opts.serializedModel)
+    *opts.serializedModel = model.SerializeAsString();
   return module;
 }
 

@@ -136,6 +136,10 @@ typedef struct dist_rt_train_desc_t {
   /// Names of the optimizer and loss, for logs ("adamw", "cross_entropy").
   const char *optimizer;
   const char *loss;
+  /// The original ONNX model (binary protobuf), relative to the directory of
+  /// the binary holding the descriptor unless absolute, for `train
+  /// --export-onnx`; NULL when the artifact has none.
+  const char *onnx_file;
 } dist_rt_train_desc_t;
 
 /// Everything the runtime needs to know about a compiled model. Defined as

@@ -37,6 +37,10 @@ struct ONNXImportOptions {
   /// of becoming `dist.constant`; floating-point initializers with more than
   /// one element always do.
   int64_t maxInlineElements = 4096;
+  /// When set, receives the model as parsed (binary protobuf, also for the
+  /// text format) after a successful import: training artifacts keep it to
+  /// export the trained model.
+  std::string *serializedModel = nullptr;
 };
 
 /// Parses `--input-shape` text `NAME=D0,D1,...` (`?` or -1 for a dynamic
