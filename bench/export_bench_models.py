@@ -36,7 +36,6 @@ import make_model_inputs  # noqa: E402
 
 import onnx  # noqa: E402
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
 
 OPSET = 17
 MODELS = ("mlp", "gpt", "resnet", "dlrm")
@@ -44,19 +43,6 @@ GPT_VOCAB = 1024
 GPT_SEQ = 64
 DLRM_TABLES = (100000, 50000, 20000, 10000, 5000, 2000, 1000, 500)
 DLRM_DIM = 32
-
-
-def randomize_norms(model):
-    """Non-trivial LayerNorm and BatchNorm parameters, as export_models
-    does, so that no norm is an identity."""
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.1, 0.1)
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
 
 
 def make_bench_model(name):
@@ -69,11 +55,11 @@ def make_bench_model(name):
     if name == "gpt":
         model = em.GPT(vocab=GPT_VOCAB, block_size=GPT_SEQ, n_layer=2,
                        d_model=256, n_head=4)
-        randomize_norms(model)
+        em.randomize_norms(model)
         return model, [(4, GPT_SEQ)], ["idx"], ["logits"], 4, GPT_VOCAB
     if name == "resnet":
         model = em.ResNet()
-        randomize_norms(model)
+        em.randomize_norms(model)
         return model, [(8, 3, 32, 32)], ["image"], ["logits"], 8, None
     if name == "dlrm":
         model = em.DLRM(num_dense=13, table_sizes=DLRM_TABLES, dim=DLRM_DIM)

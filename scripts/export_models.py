@@ -222,6 +222,19 @@ class BigMLP(nn.Module):
         return self.net(x)
 
 
+def randomize_norms(model):
+    """Non-trivial LayerNorm and BatchNorm parameters and statistics, so
+    that no norm is an identity and no two share a value."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.1, 0.1)
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+
+
 def make_model(name):
     """Returns (module, example inputs, input names, output names)."""
     torch.manual_seed(0)

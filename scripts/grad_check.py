@@ -61,6 +61,8 @@ import sys
 import tempfile
 import zlib
 
+from script_util import one_line, positive_int
+
 try:
     import numpy as np
     import onnx
@@ -548,10 +550,6 @@ def build_models(case, dummy):
 #===----------------------------------------------------------------------===#
 
 
-def one_line(text, limit=300):
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
 
 class Proc:
 
@@ -810,13 +808,6 @@ def check_case(case, args):
 # Driver
 #===----------------------------------------------------------------------===#
 
-
-def positive_int(s):
-    v = int(s)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, "
-                                          f"got '{s}'")
-    return v
 
 
 def parse_args(argv):

@@ -56,9 +56,11 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Exits with a message if the onnx module is missing.
 import check_onnx_node_tests as node_tests  # noqa: E402
+from script_util import one_line  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
+
 from onnx import numpy_helper  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -196,10 +198,6 @@ def signal_name(signum):
     except ValueError:
         return "signal %d" % signum
 
-
-def one_line(text, limit=300):
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class ProcResult:

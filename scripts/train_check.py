@@ -84,6 +84,8 @@ import sys
 import tempfile
 import warnings
 
+from script_util import one_line, positive_int
+
 try:
     import numpy as np
     import onnx
@@ -156,19 +158,6 @@ class Spec:
         self.num_classes = num_classes
 
 
-def randomize_norms(module):
-    """Gives every LayerNorm/BatchNorm non-default parameters and statistics
-    so that no two of them are equal (and none is an identity)."""
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.1, 0.1)
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
-
-
 # Data seeds. The MLP's default data (seed 0) puts one hidden unit's
 # pre-activation at 1.3e-6 for one sample at step 25 of AdamW: a ReLU near-tie
 # that float differences between any two implementations (GEMM summation
@@ -200,7 +189,7 @@ def make_spec(name):
         # covered by the other Linear biases' rules).
         for blk in module.blocks:
             blk.attn.c_attn = nn.Linear(64, 3 * 64, bias=False)
-        randomize_norms(module)
+        export_models.randomize_norms(module)
         x = rs.randint(0, vocab, size=(n, block)).astype(np.int64)
         y = rs.randint(0, vocab, size=(n, block)).astype(np.int64)
         return Spec(name, module, "idx", batch, x, y, vocab)
@@ -208,7 +197,7 @@ def make_spec(name):
         batch = 8
         n = batch * STEPS_PER_EPOCH
         module = SmallCNN()
-        randomize_norms(module)
+        export_models.randomize_norms(module)
         x = rs.randn(n, 3, 16, 16).astype(np.float32)
         y = rs.randint(0, 10, size=n).astype(np.int64)
         return Spec(name, module, "image", batch, x, y, 10)
@@ -388,10 +377,6 @@ def torch_train(spec, module, optimizer, hp, args, dtype=torch.float32):
 # dist-opt
 #===----------------------------------------------------------------------===#
 
-
-def one_line(text, limit=400):
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def first_error(stderr):
@@ -701,13 +686,6 @@ def check_one(model_name, optimizer, args, work):
 # Driver
 #===----------------------------------------------------------------------===#
 
-
-def positive_int(s):
-    v = int(s)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, "
-                                          f"got '{s}'")
-    return v
 
 
 def parse_args(argv):

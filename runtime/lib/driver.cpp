@@ -348,8 +348,8 @@ bool readTextFile(const std::string &path, std::string &text,
   return readWholeFile(path, kMaxTextFileBytes, text, error);
 }
 
-bool readWholeFile(const std::string &path, size_t maxBytes,
-                   std::string &text, std::string &error) {
+bool readWholeFile(const std::string &path, size_t maxBytes, std::string &text,
+                   std::string &error) {
   FILE *file = std::fopen(path.c_str(), "rb");
   if (!file) {
     error = errnoMessage("cannot open '" + path + "'", errno);

@@ -157,8 +157,8 @@ bool readTextFile(const std::string &path, std::string &text,
                   std::string &error);
 
 /// Reads the whole file `path` (any bytes), failing beyond `maxBytes`.
-bool readWholeFile(const std::string &path, size_t maxBytes,
-                   std::string &text, std::string &error);
+bool readWholeFile(const std::string &path, size_t maxBytes, std::string &text,
+                   std::string &error);
 
 /// Writes the ONNX model `source` (the artifact's copy of the model it was
 /// compiled from) to `dest` with every frozen and trained parameter of

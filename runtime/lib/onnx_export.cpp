@@ -126,8 +126,9 @@ std::string encodeTensor(const std::string &name, const dist_rt_tensor_t &t) {
 
 } // namespace
 
-bool dist_rt::driver::exportOnnx(dist_rt_model_t model, const std::string &source,
-                         const std::string &dest, std::string &error) {
+bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
+                                 const std::string &source,
+                                 const std::string &dest, std::string &error) {
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                 "raw_data is little-endian");
   const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);

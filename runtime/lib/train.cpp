@@ -590,6 +590,8 @@ struct CheckpointState {
   int64_t totalSteps = 0;
   int64_t seed = 0;
   int64_t batchSize = 0;
+  /// 1 with --shuffle, else 0: the data order a resume must keep.
+  int64_t shuffle = 0;
   std::string model;
 };
 
@@ -703,6 +705,7 @@ std::string stateJson(const CheckpointState &state) {
          ", \"total_steps\": " + std::to_string(state.totalSteps) +
          ", \"seed\": " + std::to_string(state.seed) +
          ", \"batch_size\": " + std::to_string(state.batchSize) +
+         ", \"shuffle\": " + std::to_string(state.shuffle) +
          ", \"model\": " + jsonString(state.model) + "}\n";
 }
 
@@ -845,7 +848,8 @@ bool parseState(const std::string &text, CheckpointState &state,
   for (const Integer &integer : {Integer{"step", 0, &state.step},
                                  Integer{"total_steps", 0, &state.totalSteps},
                                  Integer{"seed", 0, &state.seed},
-                                 Integer{"batch_size", 1, &state.batchSize}}) {
+                                 Integer{"batch_size", 1, &state.batchSize},
+                                 Integer{"shuffle", 0, &state.shuffle}}) {
     auto field = std::find_if(fields.begin(), fields.end(),
                               [&](const FlatJsonReader::Field &candidate) {
                                 return candidate.key == integer.key;
@@ -1031,6 +1035,11 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
                   " differs from the batch size " +
                   std::to_string(state.batchSize) + " of checkpoint " +
                   checkpoint);
+    if (state.shuffle != (cl.shuffle ? 1 : 0))
+      return fail(std::string("checkpoint ") + checkpoint + " was written " +
+                  (state.shuffle ? "with" : "without") + " --shuffle; resume " +
+                  (state.shuffle ? "with" : "without") +
+                  " it to keep the data order");
     if (state.seed != cl.seed)
       return fail("--seed " + std::to_string(cl.seed) +
                   " differs from the seed " + std::to_string(state.seed) +
@@ -1080,7 +1089,8 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   Progress progress(log.get(), cl.logPath,
                     !cl.quiet && ::isatty(::fileno(stdout)), firstStep,
                     totalSteps, batchSize);
-  CheckpointState state = {0, totalSteps, cl.seed, batchSize, desc.name};
+  CheckpointState state = {0,         totalSteps,         cl.seed,
+                           batchSize, cl.shuffle ? 1 : 0, desc.name};
   float loss = 0;
   Clock::time_point start = Clock::now();
   for (int64_t step = firstStep; step < totalSteps; ++step) {

@@ -1,5 +1,11 @@
 // RUN: dist-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --dist-build-train-step="loss=mse optimizer=momentum" --cse | FileCheck %s
+// RUN: not dist-opt %s --split-input-file --dist-build-train-step="optimizer=lamb" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=OPTION
+// OPTION: error: dist-build-train-step option optimizer: unknown optimizer 'lamb' (expected sgd, momentum, adam or adamw)
+// RUN: not dist-opt %s --split-input-file --dist-build-train-step="beta2=1" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BETA
+// BETA: error: dist-build-train-step option beta2: must be in [0, 1)
 
 // A dense layer with a dynamic batch: the step keeps the forward function,
 // adds `label`, `lr` and `step`, computes the mean squared error, the

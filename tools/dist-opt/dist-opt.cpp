@@ -25,15 +25,14 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/ToolOutputFile.h"
 
-#include <cmath>
 #include <map>
 #include <optional>
 
@@ -243,8 +242,7 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
     return 1;
   }
   if (auto ec = sys::fs::create_directories(outDir)) {
-    errs() << "error: cannot create " << outDir << ": " << ec.message()
-           << "\n";
+    errs() << "error: cannot create " << outDir << ": " << ec.message() << "\n";
     return 1;
   }
   SmallString<256> paramPath(outDir);
@@ -476,8 +474,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       cl::desc("Weight decay (default: 0.01 for adamw, 0 otherwise)"),
       cl::init(-1), cl::cat(trainCategory));
   cl::opt<std::string> lrSchedule(
-      "lr-schedule",
-      cl::desc("constant (default), cosine or warmup-linear"),
+      "lr-schedule", cl::desc("constant (default), cosine or warmup-linear"),
       cl::init("constant"), cl::cat(trainCategory));
   cl::opt<int64_t> warmupSteps(
       "warmup-steps", cl::desc("Warm-up steps of --lr-schedule=warmup-linear"),
@@ -510,57 +507,29 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     errs() << "error: --emit=" << emit << " needs -o DIR\n";
     return 1;
   }
-  if (!emit.empty() && !llvm::is_contained(
-                           {"exe", "obj", "llvm", "mlir", "dist"}, emit.getValue())) {
+  if (!emit.empty() &&
+      !llvm::is_contained({"exe", "obj", "llvm", "mlir", "dist"},
+                          emit.getValue())) {
     errs() << "error: unknown --emit kind '" << emit
            << "' (expected exe, obj, llvm, mlir or dist)\n";
     return 1;
   }
   std::optional<dist::BuildTrainStepPassOptions> train;
   {
-    cl::Option *trainOnly[] = {&loss,     &lossOutput,  &ignoreIndex,
-                               &optimizer, &lr,         &momentum,
-                               &beta1,    &beta2,       &eps,
-                               &weightDecay, &lrSchedule, &warmupSteps,
-                               &clipGradNorm};
+    cl::Option *trainOnly[] = {
+        &loss,       &lossOutput,  &ignoreIndex, &optimizer, &lr,
+        &momentum,   &beta1,       &beta2,       &eps,       &weightDecay,
+        &lrSchedule, &warmupSteps, &clipGradNorm};
     for (cl::Option *o : trainOnly)
       if (o->getNumOccurrences() && !trainFlag) {
         errs() << "error: --" << o->ArgStr << " needs --train\n";
         return 1;
       }
-    auto bad = [&](StringRef flag, const Twine &why) {
-      errs() << "error: --" << flag << ": " << why << "\n";
-      return 1;
-    };
     if (trainFlag) {
-      if (!llvm::is_contained({"mse", "cross_entropy", "bce", "model"},
-                              loss.getValue()))
-        return bad("loss", "unknown loss '" + loss +
-                               "' (expected mse, cross_entropy, bce or model)");
-      if (!llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
-                              optimizer.getValue()))
-        return bad("optimizer", "unknown optimizer '" + optimizer +
-                                    "' (expected sgd, momentum, adam or adamw)");
-      if (!llvm::is_contained({"constant", "cosine", "warmup-linear"},
-                              lrSchedule.getValue()))
-        return bad("lr-schedule",
-                   "unknown schedule '" + lrSchedule +
-                       "' (expected constant, cosine or warmup-linear)");
-      if (!(lr > 0) || !std::isfinite(lr))
-        return bad("lr", "must be a positive number");
-      if (!(momentum >= 0 && momentum < 1))
-        return bad("momentum", "must be in [0, 1)");
-      if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
-        return bad(beta1 >= 0 && beta1 < 1 ? "beta2" : "beta1",
-                   "must be in [0, 1)");
-      if (!(eps > 0))
-        return bad("eps", "must be positive");
-      if (weightDecay.getNumOccurrences() && !(weightDecay >= 0))
-        return bad("weight-decay", "must not be negative");
-      if (warmupSteps < 0)
-        return bad("warmup-steps", "must not be negative");
-      if (!(clipGradNorm >= 0))
-        return bad("clip-grad-norm", "must not be negative");
+      if (weightDecay.getNumOccurrences() && !(weightDecay >= 0)) {
+        errs() << "error: --weight-decay: must not be negative\n";
+        return 1;
+      }
       dist::BuildTrainStepPassOptions t;
       t.loss = loss;
       t.lossOutput = lossOutput;
@@ -575,6 +544,12 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       t.eps = eps;
       t.weightDecay = weightDecay;
       t.clipGradNorm = clipGradNorm;
+      std::string option;
+      std::string why = dist::checkTrainStepOptions(t, option);
+      if (!why.empty()) {
+        errs() << "error: --" << option << ": " << why << "\n";
+        return 1;
+      }
       train = t;
     }
   }

@@ -810,7 +810,7 @@ TEST_F(TrainMainTest, ResumingFromACheckpointMatchesAStraightRun) {
         readBytes(out + "/ckpt/step-00000020/state.json");
     EXPECT_EQ(std::string(state.begin(), state.end()),
               "{\"step\": 20, \"total_steps\": 20, \"seed\": 3, "
-              "\"batch_size\": 4, \"model\": \"linreg\"}\n");
+              "\"batch_size\": 4, \"shuffle\": 1, \"model\": \"linreg\"}\n");
   }
   // Bitwise the same parameters and optimizer state.
   std::vector<std::string> names = {"scale.npy", "w.npy", "b.npy", "w_mom.npy",
@@ -1012,6 +1012,13 @@ TEST_F(TrainMainTest, ResumeErrors) {
                          "the batch size 8 differs from the batch size 4 of "
                          "checkpoint " +
                              ckpt + "/step-00000002"));
+  EXPECT_TRUE(failedWith(
+      train({"--batch-size", "4", "--steps", "4", "--seed", "5", "--shuffle",
+             "--resume", ckpt},
+            desc),
+      "checkpoint " + ckpt +
+          "/step-00000002 was written without --shuffle; resume without it "
+          "to keep the data order"));
 
   // A damaged checkpoint is named in the error.
   std::string wMom = ckpt + "/step-00000002/w_mom.npy";

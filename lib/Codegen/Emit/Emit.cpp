@@ -11,6 +11,7 @@
 #include "dist/Codegen/Emit.h"
 #include "dist/Codegen/RuntimeABI.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist_rt/model.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,11 +19,12 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Operator.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
@@ -30,9 +32,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/Process.h"
-#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
@@ -183,8 +184,7 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
       ins.push_back(*s);
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
-      auto s = describe(f.getLoc(),
-                        nameOf(f.getResultAttrDict(i), "output", i),
+      auto s = describe(f.getLoc(), nameOf(f.getResultAttrDict(i), "output", i),
                         type.getResult(i));
       if (failed(s))
         return failure();
@@ -208,9 +208,9 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   if (failed(describeFunc(step, 2, train.inputs, train.outputs)))
     return failure();
   for (auto p : module.getOps<dist::ParamOp>())
-    train.paramRoles.push_back(p.getState()       ? 2
-                               : p.getTrainable() ? 1
-                                                  : 0);
+    train.paramRoles.push_back(p.getState()       ? DIST_RT_PARAM_STATE
+                               : p.getTrainable() ? DIST_RT_PARAM_TRAINED
+                                                  : DIST_RT_PARAM_FROZEN);
   auto cfg = step->getAttrOfType<DictionaryAttr>("dist.train");
   if (cfg) {
     if (auto a = cfg.getAs<StringAttr>("optimizer"))
@@ -220,9 +220,10 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
     if (auto a = cfg.getAs<FloatAttr>("lr"))
       train.lr = a.getValueAsDouble();
     if (auto a = cfg.getAs<StringAttr>("lr_schedule"))
-      train.lrSchedule = a.getValue() == "cosine"          ? 1
-                         : a.getValue() == "warmup-linear" ? 2
-                                                           : 0;
+      train.lrSchedule = a.getValue() == "cosine" ? DIST_RT_LR_COSINE
+                         : a.getValue() == "warmup-linear"
+                             ? DIST_RT_LR_WARMUP_LINEAR
+                             : DIST_RT_LR_CONSTANT;
     if (auto a = cfg.getAs<IntegerAttr>("warmup_steps"))
       train.warmupSteps = a.getInt();
   }
@@ -233,6 +234,9 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
 //===----------------------------------------------------------------------===//
 // LLVM IR and objects
 //===----------------------------------------------------------------------===//
+
+static_assert(runtime_abi::kModelABIVersion == DIST_RT_MODEL_ABI_VERSION,
+              "RuntimeABI.h and dist_rt/model.h disagree");
 
 namespace {
 /// Host target machine (PIC so the object goes into the shared library).
@@ -252,8 +256,7 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &err) {
   }();
   (void)initialized;
   llvm::Triple triple(llvm::sys::getProcessTriple());
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, err);
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!target)
     return nullptr;
   llvm::SubtargetFeatures features;
@@ -363,8 +366,8 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
   std::error_code ec;
   llvm::ToolOutputFile out(objPath, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return module.emitError() << "cannot write " << objPath << ": "
-                              << ec.message();
+    return module.emitError()
+           << "cannot write " << objPath << ": " << ec.message();
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, out.os(), nullptr,
                               llvm::CodeGenFileType::ObjectFile))
@@ -452,9 +455,9 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
     os << "static const dist_rt_train_desc_t train_desc = {\n"
        << "  param_roles,\n  " << ref("train_input", t.inputs) << ",\n  "
        << ref("train_output", t.outputs) << ",\n  " << o.trainEntrySymbol
-       << ",\n  " << llvm::formatv("{0:e}", t.lr).str() << ", "
-       << t.lrSchedule << ", " << t.warmupSteps << ",\n  "
-       << cString(t.optimizer) << ", " << cString(t.loss) << ",\n  "
+       << ",\n  " << llvm::formatv("{0:e}", t.lr).str() << ", " << t.lrSchedule
+       << ", " << t.warmupSteps << ",\n  " << cString(t.optimizer) << ", "
+       << cString(t.loss) << ",\n  "
        << (o.onnxFileName.empty() ? std::string("NULL")
                                   : cString(o.onnxFileName))
        << "};\n";
@@ -474,7 +477,8 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "#include \"" << o.name << ".h\"\n"
      << "_Static_assert(sizeof(" << o.name
      << "_tensor_t) == sizeof(dist_rt_tensor_t), \"tensor layout\");\n"
-     << o.name << "_status_t " << o.name << "_model_create(const char *param_path, "
+     << o.name << "_status_t " << o.name
+     << "_model_create(const char *param_path, "
      << "int32_t num_threads, " << o.name << "_model_t **out_model) {\n"
      << "  dist_rt_model_options_t opts;\n"
      << "  dist_rt_model_options_initialize(&opts);\n"
@@ -490,7 +494,8 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "_status_t)dist_rt_model_run((dist_rt_model_t)model, "
         "(const dist_rt_tensor_t *)inputs, num_inputs, "
         "(const dist_rt_tensor_t **)out_outputs);\n}\n"
-     << "void " << o.name << "_model_destroy(" << o.name << "_model_t *model) {\n"
+     << "void " << o.name << "_model_destroy(" << o.name
+     << "_model_t *model) {\n"
      << "  dist_rt_model_destroy((dist_rt_model_t)model);\n}\n"
      << "const char *" << o.name << "_status_message(" << o.name
      << "_status_t status) {\n"
@@ -522,9 +527,10 @@ std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
   os << " *\n * Errors: every call that can fail returns a status; NULL means "
         "success.\n * A non-NULL status holds a one-line message and must be "
         "freed with\n * "
-     << o.name << "_status_free.\n *\n * Thread-safety: a model may be used "
-                  "by one thread at a time; distinct\n * models are "
-                  "independent.\n */\n"
+     << o.name
+     << "_status_free.\n *\n * Thread-safety: a model may be used "
+        "by one thread at a time; distinct\n * models are "
+        "independent.\n */\n"
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include <stddef.h>\n#include <stdint.h>\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
@@ -545,8 +551,7 @@ std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
      << "  void *data;          /* elements, row-major */\n"
      << "} " << o.name << "_tensor_t;\n\n"
      << "typedef struct " << o.name << "_model " << o.name << "_model_t;\n"
-     << "typedef struct " << o.name << "_status *" << o.name
-     << "_status_t;\n\n"
+     << "typedef struct " << o.name << "_status *" << o.name << "_status_t;\n\n"
      << "/* Loads the model: maps the parameter file (param_path, or NULL "
         "for the\n * one next to the library) and sets the thread count (0: "
         "all cores). */\n"
@@ -561,7 +566,8 @@ std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
      << "_tensor_t *inputs, size_t num_inputs, const " << o.name
      << "_tensor_t **out_outputs);\n\n"
      << "/* Frees the model and its outputs. NULL is a no-op. */\n"
-     << "void " << o.name << "_model_destroy(" << o.name << "_model_t *model);\n\n"
+     << "void " << o.name << "_model_destroy(" << o.name
+     << "_model_t *model);\n\n"
      << "/* One-line message of a status (\"ok\" for NULL). */\n"
      << "const char *" << o.name << "_status_message(" << o.name
      << "_status_t status);\n"
@@ -574,8 +580,7 @@ std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
 llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
   auto list = [](const std::vector<TensorSignature> &ts) {
     llvm::json::Array a;
-    for (auto &t : ts)
-    {
+    for (auto &t : ts) {
       llvm::json::Array shape;
       for (int64_t d : t.dims)
         shape.push_back(d);
@@ -592,21 +597,20 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
                                             "warmup-linear"};
     llvm::json::Array trained, state;
     for (size_t i = 0; i < t.paramRoles.size(); ++i) {
-      if (t.paramRoles[i] == 1)
+      if (t.paramRoles[i] == DIST_RT_PARAM_TRAINED)
         trained.push_back(sig.params[i].name);
-      if (t.paramRoles[i] == 2)
+      if (t.paramRoles[i] == DIST_RT_PARAM_STATE)
         state.push_back(sig.params[i].name);
     }
-    train = llvm::json::Object{
-        {"inputs", list(t.inputs)},
-        {"outputs", list(t.outputs)},
-        {"optimizer", t.optimizer},
-        {"loss", t.loss},
-        {"lr", t.lr},
-        {"lr_schedule", schedules[t.lrSchedule % 3]},
-        {"warmup_steps", t.warmupSteps},
-        {"trained_params", std::move(trained)},
-        {"optimizer_state", std::move(state)}};
+    train = llvm::json::Object{{"inputs", list(t.inputs)},
+                               {"outputs", list(t.outputs)},
+                               {"optimizer", t.optimizer},
+                               {"loss", t.loss},
+                               {"lr", t.lr},
+                               {"lr_schedule", schedules[t.lrSchedule % 3]},
+                               {"warmup_steps", t.warmupSteps},
+                               {"trained_params", std::move(trained)},
+                               {"optimizer_state", std::move(state)}};
   }
   return llvm::json::Object{
       {"name", o.name},
@@ -625,8 +629,8 @@ LogicalResult writeFile(ModuleOp module, StringRef path, StringRef text) {
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
   if (ec)
-    return module.emitError() << "cannot write " << path << ": "
-                              << ec.message();
+    return module.emitError()
+           << "cannot write " << path << ": " << ec.message();
   out.os() << text;
   out.os().flush();
   if (out.os().has_error())
@@ -648,8 +652,8 @@ LogicalResult runTool(ModuleOp module, ArrayRef<std::string> args,
                                           StringRef(log)};
   SmallVector<StringRef> argv(args.begin(), args.end());
   std::string errMsg;
-  int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects,
-                                     0, 0, &errMsg);
+  int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0,
+                                     0, &errMsg);
   std::string firstLine;
   if (rc != 0) {
     auto buf = llvm::MemoryBuffer::getFile(log);
@@ -668,9 +672,9 @@ LogicalResult runTool(ModuleOp module, ArrayRef<std::string> args,
   }
   llvm::sys::fs::remove(log);
   if (rc != 0)
-    return module.emitError() << "cannot " << what << ": " << args[0]
-                              << " failed"
-                              << (firstLine.empty() ? errMsg : ": " + firstLine);
+    return module.emitError()
+           << "cannot " << what << ": " << args[0] << " failed"
+           << (firstLine.empty() ? errMsg : ": " + firstLine);
   return success();
 }
 } // namespace
@@ -689,9 +693,8 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
   SmallString<128> tmpDir;
   if (llvm::sys::fs::createUniqueDirectory("dist-opt-" + o.name, tmpDir))
     return module.emitError("cannot create a temporary directory");
-  auto removeTmp = llvm::make_scope_exit([&] {
-    llvm::sys::fs::remove_directories(tmpDir);
-  });
+  auto removeTmp =
+      llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmpDir); });
   auto tmpPath = [&](const Twine &file) {
     SmallString<256> p(tmpDir);
     llvm::sys::path::append(p, file);
@@ -713,10 +716,16 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
   if (failed(writeFile(module, glue, glueSource(sig, o))))
     return failure();
 
-  std::vector<std::string> common{
-      "-O2", "-I" + o.runtimeInclude, "-I" + std::string(tmpDir),
-      glue.str().str(),
-      objPath.str(), o.runtimeLib, "-lstdc++", "-lm", "-lpthread", "-ldl"};
+  std::vector<std::string> common{"-O2",
+                                  "-I" + o.runtimeInclude,
+                                  "-I" + std::string(tmpDir),
+                                  glue.str().str(),
+                                  objPath.str(),
+                                  o.runtimeLib,
+                                  "-lstdc++",
+                                  "-lm",
+                                  "-lpthread",
+                                  "-ldl"};
   // Executable (linked to a temporary name first: nothing half-written is
   // left under the final name).
   std::string exe = path(o.name), exeTmp = exe + ".tmp";
@@ -732,13 +741,13 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
     return module.emitError("cannot create a temporary file");
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   auto removeVs = llvm::make_scope_exit([&] { llvm::sys::fs::remove(vs); });
-  if (failed(writeFile(module, vs,
-                       "{ global: " + o.name + "_*; local: *; };\n")))
+  if (failed(
+          writeFile(module, vs, "{ global: " + o.name + "_*; local: *; };\n")))
     return failure();
   std::string lib = path("lib" + o.name + ".so"), libTmp = lib + ".tmp";
-  std::vector<std::string> libArgs{o.cc, "-shared", "-fPIC",
-                                   "-Wl,--version-script=" + vs.str().str(),
-                                   "-o", libTmp};
+  std::vector<std::string> libArgs{
+      o.cc, "-shared", "-fPIC", "-Wl,--version-script=" + vs.str().str(),
+      "-o", libTmp};
   libArgs.insert(libArgs.end(), common.begin(), common.end());
   if (failed(runTool(module, libArgs, "link the shared library"))) {
     llvm::sys::fs::remove(exeTmp);
@@ -752,10 +761,8 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
     return failure();
   }
   if (auto ec = llvm::sys::fs::rename(exeTmp, exe))
-    return module.emitError() << "cannot write " << exe << ": "
-                              << ec.message();
+    return module.emitError() << "cannot write " << exe << ": " << ec.message();
   if (auto ec = llvm::sys::fs::rename(libTmp, lib))
-    return module.emitError() << "cannot write " << lib << ": "
-                              << ec.message();
+    return module.emitError() << "cannot write " << lib << ": " << ec.message();
   return success();
 }

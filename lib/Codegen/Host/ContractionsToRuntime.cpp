@@ -215,8 +215,8 @@ struct ContractionsToRuntimePass
       OpBuilder mb(module.getBodyRegion());
       mb.setInsertionPointToStart(module.getBody());
       SmallVector<Type> types(args.size(), i64);
-      callee = func::FuncOp::create(mb, loc, name,
-                                    mb.getFunctionType(types, {}));
+      callee =
+          func::FuncOp::create(mb, loc, name, mb.getFunctionType(types, {}));
       callee.setPrivate();
     }
     func::CallOp::create(b, loc, callee, args);

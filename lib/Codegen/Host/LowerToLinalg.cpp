@@ -106,7 +106,8 @@ Value codegen::mulScalars(OpBuilder &b, Location loc, Value x, Value y) {
 }
 
 Value codegen::padSpatial(OpBuilder &b, Location loc, Value v,
-                 ArrayRef<int64_t> begin, ArrayRef<int64_t> end, Value pad) {
+                          ArrayRef<int64_t> begin, ArrayRef<int64_t> end,
+                          Value pad) {
   auto t = cast<RankedTensorType>(v.getType());
   int64_t rank = t.getRank();
   bool anyNeg = false, anyPos = false;
@@ -204,7 +205,8 @@ Value codegen::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
     return v;
   bool fromUnsigned = isUnsignedInt(from) || from.isInteger(1);
   bool toUnsigned = isUnsignedInt(to);
-  if (auto dstInt = dyn_cast<IntegerType>(dst); dstInt && dstInt.getWidth() == 1) {
+  if (auto dstInt = dyn_cast<IntegerType>(dst);
+      dstInt && dstInt.getWidth() == 1) {
     // Cast to bool: non-zero is true.
     if (isa<FloatType>(v.getType()))
       return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
@@ -514,12 +516,12 @@ LogicalResult paramsToArguments(ModuleOp module) {
       SmallVector<Type> resultTypes(func.getResultTypes());
       for (Value w : written)
         resultTypes.push_back(w.getType());
-      func.setFunctionType(
-          FunctionType::get(module.getContext(), func.getArgumentTypes(),
-                            resultTypes));
+      func.setFunctionType(FunctionType::get(
+          module.getContext(), func.getArgumentTypes(), resultTypes));
       if (ArrayAttr resAttrs = func.getResAttrsAttr()) {
         SmallVector<Attribute> all(resAttrs.begin(), resAttrs.end());
-        all.resize(resultTypes.size(), DictionaryAttr::get(module.getContext()));
+        all.resize(resultTypes.size(),
+                   DictionaryAttr::get(module.getContext()));
         func.setResAttrsAttr(ArrayAttr::get(module.getContext(), all));
       }
     }
@@ -543,8 +545,8 @@ struct LowerToLinalgPass
 
     // Ops of types codegen cannot represent fail early with a clear error.
     WalkResult check = module.walk([&](Operation *op) {
-      for (Type t : llvm::concat<Type>(op->getOperandTypes(),
-                                       op->getResultTypes())) {
+      for (Type t :
+           llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
         if (isa<dist::SequenceType, dist::OptionalType>(t))
           return notSupported(op, "a sequence or optional value"),
                  WalkResult::interrupt();

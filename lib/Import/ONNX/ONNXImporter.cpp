@@ -1233,7 +1233,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
   // to B. Gemm's C broadcasts unidirectionally in every opset.
   bool legacyBroadcast =
       opset < 7 && intAttr("broadcast").value_or(0) != 0 && type != "Gemm";
-  std::optional<int64_t> legacyAxis = opset < 7 ? intAttr("axis") : std::nullopt;
+  std::optional<int64_t> legacyAxis =
+      opset < 7 ? intAttr("axis") : std::nullopt;
 
   // Inputs ("" marks an absent optional input).
   SmallVector<Value> in;
@@ -1330,8 +1331,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
     auto a = dyn_cast<RankedTensorType>(in[0].getType());
     auto b = dyn_cast<RankedTensorType>(in[1].getType());
     if (!a || !b)
-      return error(loc) << type << " with the legacy 'broadcast' attribute "
-                                   "needs ranked inputs";
+      return error(loc) << type
+                        << " with the legacy 'broadcast' attribute "
+                           "needs ranked inputs";
     int64_t axis = legacyAxis.value_or(a.getRank() - b.getRank());
     if (axis < 0)
       axis += a.getRank();

@@ -18,6 +18,7 @@
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/IR/GraphBuilder.h"
+#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -32,22 +33,9 @@ namespace {
 using Grads = SmallVector<Value>;
 using GradResult = FailureOr<Grads>;
 
+/// `axis` in [0, rank); the op's verifier has checked its range.
 int64_t normAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
-
-/// The integer values of a constant operand (a dist.constant), or failure.
-FailureOr<SmallVector<int64_t>> constInts(Value v) {
-  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
-  if (!c)
-    return failure();
-  auto dense = dyn_cast<DenseIntElementsAttr>(c.getValue());
-  if (!dense)
-    return failure();
-  SmallVector<int64_t> out;
-  for (const APInt &i : dense)
-    out.push_back(i.getSExtValue());
-  return out;
+  return normalizeAxis(axis, rank).value_or(axis);
 }
 
 LogicalResult unsupported(Operation *op, const Twine &why) {
@@ -76,12 +64,8 @@ FailureOr<Value> unaryGrad(GraphBuilder &g, Operation *op, Value x, Value y,
       .Case([&](ReciprocalOp) { return g.neg(g.mul(dy, g.mul(y, y))); })
       .Case([&](SinOp) { return g.mul(dy, g.one<CosOp>({x})); })
       .Case([&](CosOp) { return g.neg(g.mul(dy, g.one<SinOp>({x}))); })
-      .Case([&](TanhOp) {
-        return g.mul(dy, g.sub(c(1), g.mul(y, y)));
-      })
-      .Case([&](SigmoidOp) {
-        return g.mul(dy, g.mul(y, g.sub(c(1), y)));
-      })
+      .Case([&](TanhOp) { return g.mul(dy, g.sub(c(1), g.mul(y, y))); })
+      .Case([&](SigmoidOp) { return g.mul(dy, g.mul(y, g.sub(c(1), y))); })
       .Case([&](ReluOp) { return g.maskIn(g.greaterZero(x), dy); })
       .Case([&](LeakyReluOp) {
         return g.where(g.greaterZero(x), dy, g.mulC(dy, fAttr("alpha", 0.01)));
@@ -101,9 +85,7 @@ FailureOr<Value> unaryGrad(GraphBuilder &g, Operation *op, Value x, Value y,
         return g.where(g.greaterZero(x), dy,
                        g.mul(dy, g.exp(g.mulC(x, 1.0 / a))));
       })
-      .Case([&](SoftplusOp) {
-        return g.mul(dy, g.one<SigmoidOp>({x}));
-      })
+      .Case([&](SoftplusOp) { return g.mul(dy, g.one<SigmoidOp>({x})); })
       .Case([&](SoftsignOp) {
         Value d = g.add(c(1), g.one<AbsOp>({x}));
         return g.div(dy, g.mul(d, d));
@@ -111,8 +93,8 @@ FailureOr<Value> unaryGrad(GraphBuilder &g, Operation *op, Value x, Value y,
       .Case([&](HardSigmoidOp) {
         double a = fAttr("alpha", 0.2), be = fAttr("beta", 0.5);
         Value t = g.add(g.mulC(x, a), c(be));
-        Value in = g.one<AndOp>({g.one<GreaterOp>({t, c(0)}),
-                                 g.one<LessOp>({t, c(1)})});
+        Value in = g.one<AndOp>(
+            {g.one<GreaterOp>({t, c(0)}), g.one<LessOp>({t, c(1)})});
         return g.maskIn(in, g.mulC(dy, a));
       })
       .Case([&](HardSwishOp) {
@@ -135,14 +117,13 @@ FailureOr<Value> unaryGrad(GraphBuilder &g, Operation *op, Value x, Value y,
           Value t = g.one<TanhOp>({u});
           Value du = g.mulC(g.add(c(1), g.mulC(x2, 3 * 0.044715)), k);
           Value left = g.mulC(g.add(c(1), t), 0.5);
-          Value right = g.mul(g.mulC(x, 0.5),
-                              g.mul(g.sub(c(1), g.mul(t, t)), du));
+          Value right =
+              g.mul(g.mulC(x, 0.5), g.mul(g.sub(c(1), g.mul(t, t)), du));
           return g.mul(dy, g.add(left, right));
         }
         // Phi(x) + x phi(x)
         Value cdf = g.mulC(
-            g.add(c(1), g.one<ErfOp>({g.mulC(x, 1.0 / std::sqrt(2.0))})),
-            0.5);
+            g.add(c(1), g.one<ErfOp>({g.mulC(x, 1.0 / std::sqrt(2.0))})), 0.5);
         Value pdf = g.mulC(g.exp(g.mulC(g.mul(x, x), -0.5)),
                            1.0 / std::sqrt(2.0 * M_PI));
         return g.mul(dy, g.add(cdf, g.mul(x, pdf)));
@@ -213,8 +194,8 @@ GradResult matmulGrad(GraphBuilder &g, MatMulOp op, Value dy) {
     int64_t k = g.typeOf(a2).getDimSize(ar - 1);
     int64_t n = g.typeOf(dy2).getDimSize(ar - 1);
     if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(n))
-      db = g.one<MatMulOp>({g.transposeLast2(g.reshape(a2, {-1, k})),
-                            g.reshape(dy2, {-1, n})});
+      db = g.one<MatMulOp>(
+          {g.transposeLast2(g.reshape(a2, {-1, k})), g.reshape(dy2, {-1, n})});
   }
   if (!db)
     db = g.one<MatMulOp>({g.transposeLast2(a2), dy2});
@@ -235,8 +216,10 @@ GradResult gemmGrad(GraphBuilder &g, GemmOp op, Value dy) {
     attrs.push_back(g.i64("trans_b", ty));
     return g.one<GemmOp>({x, y}, attrs);
   };
-  Value da = ta ? gemm(op.getB(), dy, tb, true) : gemm(dy, op.getB(), false, !tb);
-  Value db = tb ? gemm(dy, op.getA(), true, ta) : gemm(op.getA(), dy, !ta, false);
+  Value da =
+      ta ? gemm(op.getB(), dy, tb, true) : gemm(dy, op.getB(), false, !tb);
+  Value db =
+      tb ? gemm(dy, op.getA(), true, ta) : gemm(op.getA(), dy, !ta, false);
   Grads out{da, db};
   if (Value c = op.getC()) {
     double beta = op.getBeta().convertToDouble();
@@ -262,9 +245,9 @@ explicitPads(Operation *op, StringRef autoPad, ArrayRef<int64_t> inDims,
     return SmallVector<int64_t>(2 * n, 0);
   SmallVector<int64_t> out(2 * n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t total = std::max<int64_t>(
-        0, (outDims[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 -
-               inDims[i]);
+    int64_t total = std::max<int64_t>(0, (outDims[i] - 1) * strides[i] +
+                                             (kernel[i] - 1) * dilations[i] +
+                                             1 - inDims[i]);
     int64_t small = total / 2, large = total - small;
     bool upper = autoPad == "SAME_UPPER";
     out[i] = upper ? small : large;
@@ -284,11 +267,11 @@ Value convWeightGrad(GraphBuilder &g, Value x, Value dy,
   SmallVector<int64_t> swap01(r);
   std::iota(swap01.begin(), swap01.end(), 0);
   std::swap(swap01[0], swap01[1]);
-  Value xt = g.transpose(x, swap01);  // [C, N, S...]
+  Value xt = g.transpose(x, swap01);   // [C, N, S...]
   Value dyt = g.transpose(dy, swap01); // [O, N, So...]
-  Value w = g.one<ConvOp>(
-      {xt, dyt}, {g.i64s("strides", dilations), g.i64s("dilations", strides),
-                  g.i64s("pads", pads)}); // [C, O, k'...]
+  Value w = g.one<ConvOp>({xt, dyt}, {g.i64s("strides", dilations),
+                                      g.i64s("dilations", strides),
+                                      g.i64s("pads", pads)}); // [C, O, k'...]
   auto wt = g.typeOf(w);
   bool exact = true;
   for (size_t i = 0; i < kernel.size(); ++i)
@@ -361,8 +344,7 @@ Value transposedConvAsConv(GraphBuilder &g, Value dy, Value w,
   if (!rev)
     return Value();
   return g.one<ConvOp>({dilateSpatial(g, dy, strides), rev->getResult(0)},
-                       {g.i64s("dilations", dilations),
-                        g.i64s("pads", cpads)});
+                       {g.i64s("dilations", dilations), g.i64s("pads", cpads)});
 }
 
 GradResult convGrad(GraphBuilder &g, ConvOp op, Value dy) {
@@ -378,9 +360,9 @@ GradResult convGrad(GraphBuilder &g, ConvOp op, Value dy) {
     strides.assign(s->begin(), s->end());
   if (auto d = op.getDilations())
     dilations.assign(d->begin(), d->end());
-  auto pads = explicitPads(op, op.getAutoPad(), inDims,
-                           yt.getShape().drop_front(2), kernel, strides,
-                           dilations, op.getPads());
+  auto pads =
+      explicitPads(op, op.getAutoPad(), inDims, yt.getShape().drop_front(2),
+                   kernel, strides, dilations, op.getPads());
   if (failed(pads))
     return failure();
   int64_t group = op.getGroup();
@@ -395,8 +377,8 @@ GradResult convGrad(GraphBuilder &g, ConvOp op, Value dy) {
     if (outPad[i] < 0)
       return unsupported(op, "this padding"), failure();
   }
-  Value dx = transposedConvAsConv(g, dy, w, strides, dilations, *pads, outPad,
-                                 group);
+  Value dx =
+      transposedConvAsConv(g, dy, w, strides, dilations, *pads, outPad, group);
   if (!dx)
     dx = g.one<ConvTransposeOp>(
         {dy, w}, {g.i64s("strides", strides), g.i64s("dilations", dilations),
@@ -483,9 +465,9 @@ GradResult maxPoolGrad(GraphBuilder &g, MaxPoolOp op, Value dy) {
   Value flatIdx = g.reshape(op.getIndices(), {-1});
   Value flatDy = g.reshape(dy, {-1});
   Value zeros = g.reshape(g.zerosLike(x), {-1});
-  Value s = g.one<ScatterElementsOp>({zeros, flatIdx, flatDy},
-                                     {g.i64("axis", 0),
-                                      g.attr("reduction", g.b.getStringAttr("add"))});
+  Value s = g.one<ScatterElementsOp>(
+      {zeros, flatIdx, flatDy},
+      {g.i64("axis", 0), g.attr("reduction", g.b.getStringAttr("add"))});
   return Grads{g.reshapeLike(s, x)};
 }
 
@@ -536,10 +518,10 @@ GradResult averagePoolGrad(GraphBuilder &g, AveragePoolOp op, Value dy) {
   SmallVector<int64_t> wShape{ch, 1};
   wShape.append(kernel.begin(), kernel.end());
   auto wt = RankedTensorType::get(wShape, xt.getElementType());
-  Value w = ConstantOp::create(
-      g.b, g.loc, wt,
-      cast<ElementsAttr>(DenseElementsAttr::get(
-          wt, FloatAttr::get(wt.getElementType(), 1.0))));
+  Value w =
+      ConstantOp::create(g.b, g.loc, wt,
+                         cast<ElementsAttr>(DenseElementsAttr::get(
+                             wt, FloatAttr::get(wt.getElementType(), 1.0))));
   SmallVector<int64_t> outPad(n);
   for (int64_t i = 0; i < n; ++i) {
     int64_t natural = strides[i] * (yt.getDimSize(2 + i) - 1) +
@@ -616,30 +598,6 @@ GradResult instanceNormGrad(GraphBuilder &g, InstanceNormOp op, Value dy) {
                g.reduceSum(dy, all, false)};
 }
 
-GradResult batchNormGrad(GraphBuilder &g, BatchNormOp op, ValueRange dys) {
-  if (op.getTrainingMode() != 0)
-    return unsupported(op, "training_mode=1 (the train step expands it)"),
-           failure();
-  if (dys[1] || dys[2])
-    return unsupported(op, "the running statistics"), failure();
-  Value x = op.getInput(), dy = dys[0];
-  int64_t r = g.typeOf(x).getRank();
-  SmallVector<int64_t> bshape{-1}, all{0};
-  for (int64_t i = 2; i < r; ++i) {
-    bshape.push_back(1);
-    all.push_back(i);
-  }
-  Value inv = g.one<ReciprocalOp>({g.one<SqrtOp>(
-      {g.add(op.getInputVar(),
-             g.scalarLike(x, op.getEpsilon().convertToDouble()))})});
-  Value invB = g.reshape(inv, bshape);
-  Value xhat =
-      g.mul(g.sub(x, g.reshape(op.getInputMean(), bshape)), invB);
-  Value dx = g.mul(dy, g.mul(invB, g.reshape(op.getScale(), bshape)));
-  return Grads{dx, g.reduceSum(g.mul(dy, xhat), all, false),
-               g.reduceSum(dy, all, false), Value(), Value()};
-}
-
 //===----------------------------------------------------------------------===//
 // Reductions and softmax
 //===----------------------------------------------------------------------===//
@@ -652,8 +610,8 @@ GradResult reduceGrad(GraphBuilder &g, Operation *op, Value dy) {
       op->getAttrOfType<IntegerAttr>("noop_with_empty_axes").getInt() != 0;
   SmallVector<int64_t> axes;
   if (op->getNumOperands() > 1) {
-    auto c = constInts(op->getOperand(1));
-    if (failed(c))
+    auto c = getConstantInts(op->getOperand(1));
+    if (!c)
       return unsupported(op, "axes that are not constant"), failure();
     for (int64_t a : *c)
       axes.push_back(normAxis(a, r));
@@ -717,8 +675,7 @@ GradResult concatGrad(GraphBuilder &g, ConcatOp op, Value dy) {
   for (Value in : op.getInputs()) {
     int64_t d = g.typeOf(in).getDimSize(axis);
     if (ShapedType::isDynamic(d))
-      return unsupported(op, "a dynamic size along the concat axis"),
-             failure();
+      return unsupported(op, "a dynamic size along the concat axis"), failure();
     out.push_back(g.slice(dy, {offset}, {offset + d}, {axis}));
     offset += d;
   }
@@ -739,13 +696,14 @@ GradResult sliceGrad(GraphBuilder &g, SliceOp op, Value dy) {
   Value x = op.getInput();
   auto xt = g.typeOf(x);
   int64_t r = xt.getRank();
-  auto starts = constInts(op.getStarts()), ends = constInts(op.getEnds());
-  if (failed(starts) || failed(ends))
+  auto starts = getConstantInts(op.getStarts()),
+       ends = getConstantInts(op.getEnds());
+  if (!starts || !ends)
     return unsupported(op, "starts or ends that are not constant"), failure();
   SmallVector<int64_t> axes, steps(starts->size(), 1);
   if (op.getAxes()) {
-    auto a = constInts(op.getAxes());
-    if (failed(a))
+    auto a = getConstantInts(op.getAxes());
+    if (!a)
       return unsupported(op, "axes that are not constant"), failure();
     axes = *a;
   } else {
@@ -753,8 +711,8 @@ GradResult sliceGrad(GraphBuilder &g, SliceOp op, Value dy) {
       axes.push_back(i);
   }
   if (op.getSteps()) {
-    auto s = constInts(op.getSteps());
-    if (failed(s))
+    auto s = getConstantInts(op.getSteps());
+    if (!s)
       return unsupported(op, "steps that are not constant"), failure();
     steps = *s;
   }
@@ -865,8 +823,8 @@ GradResult gatherGrad(GraphBuilder &g, GatherOp op, Value dy) {
 GradResult tileGrad(GraphBuilder &g, TileOp op, Value dy) {
   Value x = op.getInput();
   auto xt = g.typeOf(x);
-  auto reps = constInts(op.getRepeats());
-  if (failed(reps) || !xt.hasStaticShape())
+  auto reps = getConstantInts(op.getRepeats());
+  if (!reps || !xt.hasStaticShape())
     return unsupported(op, "dynamic repeats or shapes"), failure();
   SmallVector<int64_t> split, axes;
   for (int64_t i = 0; i < xt.getRank(); ++i) {
@@ -884,13 +842,13 @@ GradResult padGrad(GraphBuilder &g, PadOp op, Value dy) {
   int64_t r = xt.getRank();
   if (op.getMode() != "constant")
     return unsupported(op, "mode '" + op.getMode() + "'"), failure();
-  auto pads = constInts(op.getPads());
-  if (failed(pads))
+  auto pads = getConstantInts(op.getPads());
+  if (!pads)
     return unsupported(op, "pads that are not constant"), failure();
   SmallVector<int64_t> axes;
   if (op.getAxes()) {
-    auto a = constInts(op.getAxes());
-    if (failed(a))
+    auto a = getConstantInts(op.getAxes());
+    if (!a)
       return unsupported(op, "axes that are not constant"), failure();
     for (int64_t v : *a)
       axes.push_back(normAxis(v, r));
@@ -903,8 +861,7 @@ GradResult padGrad(GraphBuilder &g, PadOp op, Value dy) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t b0 = (*pads)[i], d = xt.getDimSize(axes[i]);
     if (b0 < 0 || (*pads)[n + i] < 0 || ShapedType::isDynamic(d))
-      return unsupported(op, "negative pads or dynamic dimensions"),
-             failure();
+      return unsupported(op, "negative pads or dynamic dimensions"), failure();
     starts.push_back(b0);
     ends.push_back(b0 + d);
     sAxes.push_back(axes[i]);
@@ -959,8 +916,8 @@ FailureOr<Value> nllGradWrtLogProb(GraphBuilder &g, Operation *op, Value logp,
     valid = g.one<NotOp>({g.one<EqualOp>(
         {labels, g.scalarLike(labels, static_cast<double>(*ignore))})});
   if (weight) {
-    Value safe = valid ? g.where(valid, labels, g.scalarLike(labels, 0))
-                       : labels;
+    Value safe =
+        valid ? g.where(valid, labels, g.scalarLike(labels, 0)) : labels;
     w = g.one<GatherOp>({weight, safe}, {g.i64("axis", 0)});
     if (valid)
       w = g.maskIn(valid, w);
@@ -1008,9 +965,9 @@ GradResult softmaxCrossEntropyGrad(GraphBuilder &g,
 }
 
 GradResult nllGrad(GraphBuilder &g, NegativeLogLikelihoodLossOp op, Value dy) {
-  auto d = nllGradWrtLogProb(g, op, op.getInput(), op.getTarget(),
-                             op.getWeight(), op.getIgnoreIndex(),
-                             op.getReduction(), dy);
+  auto d =
+      nllGradWrtLogProb(g, op, op.getInput(), op.getTarget(), op.getWeight(),
+                        op.getIgnoreIndex(), op.getReduction(), dy);
   if (failed(d))
     return failure();
   Grads out{*d, Value()};
@@ -1069,19 +1026,18 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
               out[0] = dy;
               return out;
             }
-            Value ratio = d.getRatio() ? d.getRatio()
-                                       : g.scalarLike(d.getInput(), 0.5);
+            Value ratio =
+                d.getRatio() ? d.getRatio() : g.scalarLike(d.getInput(), 0.5);
             Value keep = g.sub(g.scalarLike(ratio, 1), ratio);
             out[0] = g.maskIn(d.getMask(), g.div(dy, keep));
             return out;
           })
           .Case([&](WhereOp w) -> GradResult {
             Value zero = g.scalarLike(dy, 0);
-            return Grads{Value(),
-                         g.unbroadcast(g.where(w.getCondition(), dy, zero),
-                                       w.getX()),
-                         g.unbroadcast(g.where(w.getCondition(), zero, dy),
-                                       w.getY())};
+            return Grads{
+                Value(),
+                g.unbroadcast(g.where(w.getCondition(), dy, zero), w.getX()),
+                g.unbroadcast(g.where(w.getCondition(), zero, dy), w.getY())};
           })
           .Case([&](PReluOp p) -> GradResult {
             Value x = p.getInput(), s = p.getSlope();
@@ -1124,7 +1080,14 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
             Value eq = g.one<EqualOp>({x, g.expandLike(p.getOutput(), x)});
             return Grads{g.maskIn(eq, g.expandLike(dy, x))};
           })
-          .Case([&](BatchNormOp b) { return batchNormGrad(g, b, resultGrads); })
+          .Case([&](BatchNormOp b) -> GradResult {
+            // dist-build-train-step rewrites every BatchNormalization into
+            // its training form (batch statistics, as PyTorch's train()),
+            // so the op itself never needs a rule.
+            return unsupported(b, "batch_norm (a training step expands it "
+                                  "into batch statistics first)"),
+                   failure();
+          })
           .Case([&](LayerNormOp l) -> GradResult {
             if (resultGrads.size() > 1 && (resultGrads[1] || resultGrads[2]))
               return unsupported(l, "the mean and inv_std_dev results"),
@@ -1145,8 +1108,7 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
             return Grads{g.sub(dy, g.mul(g.exp(y), sum))};
           })
           .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-                ReduceProdOp, ReduceSumSquareOp, ReduceL2Op,
-                ReduceLogSumExpOp>(
+                ReduceProdOp, ReduceSumSquareOp, ReduceL2Op, ReduceLogSumExpOp>(
               [&](Operation *o) { return reduceGrad(g, o, dy); })
           .Case<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(
               [&](Operation *o) -> GradResult {
@@ -1185,9 +1147,8 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
           .Case([&](PadOp p) { return padGrad(g, p, dy); })
           .Case([&](CumSumOp c) -> GradResult {
             Value d = g.one<CumSumOp>(
-                {dy, c.getAxis()},
-                {g.i64("exclusive", c.getExclusive()),
-                 g.i64("reverse", c.getReverse() ? 0 : 1)});
+                {dy, c.getAxis()}, {g.i64("exclusive", c.getExclusive()),
+                                    g.i64("reverse", c.getReverse() ? 0 : 1)});
             return Grads{d, Value()};
           })
           .Case([&](TriluOp t) -> GradResult {
@@ -1203,7 +1164,8 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
           .Case([&](SoftmaxCrossEntropyLossOp l) {
             return softmaxCrossEntropyGrad(g, l, resultGrads);
           })
-          .Case([&](NegativeLogLikelihoodLossOp l) { return nllGrad(g, l, dy); })
+          .Case(
+              [&](NegativeLogLikelihoodLossOp l) { return nllGrad(g, l, dy); })
           .Default([&](Operation *o) -> GradResult {
             // Elementwise unary ops.
             if (o->getNumOperands() == 1 && o->getNumResults() == 1 &&
@@ -1219,8 +1181,7 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
     return failure();
   if (result->size() != numOperands)
     return op->emitOpError("gradient rule returned ")
-           << result->size() << " gradients for " << numOperands
-           << " operands";
+           << result->size() << " gradients for " << numOperands << " operands";
   // A rule may leave nulls where an op could not be built.
   for (auto [i, v] : llvm::enumerate(*result))
     if (v && v.getType() != op->getOperand(i).getType()) {

@@ -20,6 +20,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_BUILDTRAINSTEPPASS
 #include "dist/Dialect/Dist/Transforms/Passes.h.inc"
@@ -38,6 +40,14 @@ StringRef valueName(func::FuncOp f, unsigned i, bool result) {
   return "";
 }
 
+/// Argument or result attributes giving the value the name `name`.
+DictionaryAttr namedValue(MLIRContext *ctx, StringRef name) {
+  return DictionaryAttr::get(
+      ctx,
+      {NamedAttribute(StringAttr::get(ctx, DistDialect::getValueNameAttrName()),
+                      StringAttr::get(ctx, name))});
+}
+
 struct BuildTrainStepPass
     : public dist::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using Base::Base;
@@ -49,7 +59,8 @@ struct BuildTrainStepPass
   FailureOr<Value> buildLoss(func::FuncOp step, GraphBuilder &g, Value y);
   /// Replaces every BatchNormalization by its training form.
   LogicalResult expandBatchNorms(func::FuncOp step);
-  /// Reverse sweep: gradient of `loss` for every value in `wanted`.
+  /// Reverse sweep: the gradient of `loss` with respect to every active
+  /// value (a float value that depends on a parameter), in `grads`.
   LogicalResult differentiate(func::FuncOp step, Value loss,
                               llvm::DenseMap<Value, Value> &grads);
   /// Optimizer update of parameter `param` (read as `value`) with gradient
@@ -74,17 +85,10 @@ Value asElem(GraphBuilder &g, Value f32Scalar, Type t) {
 FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
                                                GraphBuilder &g, Value y) {
   auto yt = g.typeOf(y);
-  Type et = yt.getElementType();
   MLIRContext *ctx = &getContext();
   auto addLabel = [&](Type t) {
     unsigned idx = step.getNumArguments();
-    (void)step.insertArgument(
-        idx, t,
-        DictionaryAttr::get(ctx, {NamedAttribute(
-                                     StringAttr::get(
-                                         ctx, DistDialect::getValueNameAttrName()),
-                                     StringAttr::get(ctx, "label"))}),
-        step.getLoc());
+    (void)step.insertArgument(idx, t, namedValue(ctx, "label"), step.getLoc());
     return step.getArgument(idx);
   };
   if (loss == "model") {
@@ -146,7 +150,6 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
       return failure();
     return ce->getResult(0);
   }
-  (void)et;
   return step.emitError("unknown loss '") << loss << "'";
 }
 
@@ -267,15 +270,14 @@ ParamOp BuildTrainStepPass::addState(ModuleOp module, ParamOp param,
   for (int i = 1; module.lookupSymbol(name); ++i)
     name = (param.getSymName() + "." + suffix + "." + Twine(i)).str();
   OpBuilder b(module.getBody(), module.getBody()->end());
-  auto state = ParamOp::create(b, param.getLoc(), b.getStringAttr(name),
-                               param.getTypeAttr(), UnitAttr(),
-                               b.getUnitAttr());
+  auto state =
+      ParamOp::create(b, param.getLoc(), b.getStringAttr(name),
+                      param.getTypeAttr(), UnitAttr(), b.getUnitAttr());
   return state;
 }
 
-void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g,
-                                ParamOp param, Value p, Value grad, Value lr,
-                                Value t) {
+void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g, ParamOp param,
+                                Value p, Value grad, Value lr, Value t) {
   OpBuilder &b = g.b;
   Location loc = g.loc;
   double wd = effectiveWeightDecay();
@@ -308,7 +310,8 @@ void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g,
   ParamOp mP = addState(module, param, "exp_avg");
   ParamOp vP = addState(module, param, "exp_avg_sq");
   Value m = read(mP), v = read(vP);
-  // exp_avg.lerp_(grad, 1 - beta1)
+  // exp_avg.lerp_(grad, 1 - beta1) (torch 2; torch 1.13's mul_().add_() is
+  // the same value up to rounding)
   Value m2 = g.add(m, g.mulC(g.sub(d, m), 1.0 - beta1));
   // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
   Value v2 = g.add(g.mulC(v, beta2), g.mulC(g.mul(d, d), 1.0 - beta2));
@@ -326,22 +329,14 @@ void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g,
 void BuildTrainStepPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
-  if (!llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
-                          StringRef(optimizer))) {
-    module.emitError("unknown optimizer '")
-        << optimizer << "' (expected sgd, momentum, adam or adamw)";
-    return signalPassFailure();
-  }
-  if (lrSchedule != "constant" && lrSchedule != "cosine" &&
-      lrSchedule != "warmup-linear") {
-    module.emitError("unknown learning-rate schedule '")
-        << lrSchedule << "' (expected constant, cosine or warmup-linear)";
-    return signalPassFailure();
-  }
-  if (loss != "mse" && loss != "cross_entropy" && loss != "bce" &&
-      loss != "model") {
-    module.emitError("unknown loss '")
-        << loss << "' (expected mse, cross_entropy, bce or model)";
+  BuildTrainStepPassOptions opts{
+      loss,       lossOutput,  ignoreIndex, optimizer, lr,
+      lrSchedule, warmupSteps, momentum,    beta1,     beta2,
+      eps,        weightDecay, clipGradNorm};
+  std::string option;
+  std::string why = checkTrainStepOptions(opts, option);
+  if (!why.empty()) {
+    module.emitError("dist-build-train-step option ") << option << ": " << why;
     return signalPassFailure();
   }
 
@@ -421,15 +416,10 @@ void BuildTrainStepPass::runOnOperation() {
 
   // Learning rate and step number: trailing f32 scalars.
   auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
-  auto named = [&](StringRef n) {
-    return DictionaryAttr::get(
-        ctx, {NamedAttribute(
-                 StringAttr::get(ctx, DistDialect::getValueNameAttrName()),
-                 StringAttr::get(ctx, n))});
-  };
   unsigned lrIdx = step.getNumArguments();
-  (void)step.insertArgument(lrIdx, f32Scalar, named("lr"), step.getLoc());
-  (void)step.insertArgument(lrIdx + 1, f32Scalar, named("step"),
+  (void)step.insertArgument(lrIdx, f32Scalar, namedValue(ctx, "lr"),
+                            step.getLoc());
+  (void)step.insertArgument(lrIdx + 1, f32Scalar, namedValue(ctx, "step"),
                             step.getLoc());
   Value lrArg = step.getArgument(lrIdx), tArg = step.getArgument(lrIdx + 1);
 
@@ -493,7 +483,7 @@ void BuildTrainStepPass::runOnOperation() {
   ret->erase();
   SmallVector<Type> argTypes(step.getArgumentTypes());
   step.setFunctionType(FunctionType::get(ctx, argTypes, {f32Scalar}));
-  step.setResAttrsAttr(ArrayAttr::get(ctx, {named("loss")}));
+  step.setResAttrsAttr(ArrayAttr::get(ctx, {namedValue(ctx, "loss")}));
 
   // Inputs the step does not read are dropped (the label stays).
   // Forward ops the loss does not need go away first.
@@ -501,8 +491,8 @@ void BuildTrainStepPass::runOnOperation() {
   while (changed) {
     changed = false;
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-      if (&op != body.getTerminator() && !isa<SetParamOp>(op) &&
-          isPure(&op) && op.use_empty()) {
+      if (&op != body.getTerminator() && !isa<SetParamOp>(op) && isPure(&op) &&
+          op.use_empty()) {
         op.erase();
         changed = true;
       }
@@ -530,9 +520,48 @@ void BuildTrainStepPass::runOnOperation() {
                                FloatAttr::get(Float64Type::get(ctx), lr)),
                 NamedAttribute(StringAttr::get(ctx, "lr_schedule"),
                                StringAttr::get(ctx, sched)),
-                NamedAttribute(
-                    StringAttr::get(ctx, "warmup_steps"),
-                    IntegerAttr::get(IntegerType::get(ctx, 64), warmupSteps))}));
+                NamedAttribute(StringAttr::get(ctx, "warmup_steps"),
+                               IntegerAttr::get(IntegerType::get(ctx, 64),
+                                                warmupSteps))}));
 }
 
 } // namespace
+
+std::string dist::checkTrainStepOptions(const BuildTrainStepPassOptions &o,
+                                        std::string &option) {
+  auto bad = [&](StringRef name, const Twine &why) {
+    option = name.str();
+    return why.str();
+  };
+  if (!llvm::is_contained({"mse", "cross_entropy", "bce", "model"},
+                          StringRef(o.loss)))
+    return bad("loss", "unknown loss '" + o.loss +
+                           "' (expected mse, cross_entropy, bce or model)");
+  if (!llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
+                          StringRef(o.optimizer)))
+    return bad("optimizer", "unknown optimizer '" + o.optimizer +
+                                "' (expected sgd, momentum, adam or adamw)");
+  if (!llvm::is_contained({"constant", "cosine", "warmup-linear"},
+                          StringRef(o.lrSchedule)))
+    return bad("lr-schedule",
+               "unknown schedule '" + o.lrSchedule +
+                   "' (expected constant, cosine or warmup-linear)");
+  if (!(o.lr > 0) || !std::isfinite(o.lr))
+    return bad("lr", "must be a positive number");
+  if (!(o.momentum >= 0 && o.momentum < 1))
+    return bad("momentum", "must be in [0, 1)");
+  if (!(o.beta1 >= 0 && o.beta1 < 1))
+    return bad("beta1", "must be in [0, 1)");
+  if (!(o.beta2 >= 0 && o.beta2 < 1))
+    return bad("beta2", "must be in [0, 1)");
+  if (!(o.eps > 0))
+    return bad("eps", "must be positive");
+  // Negative weight decay means "the optimizer's default"; NaN is refused.
+  if (std::isnan(o.weightDecay))
+    return bad("weight-decay", "must not be negative");
+  if (o.warmupSteps < 0)
+    return bad("warmup-steps", "must not be negative");
+  if (!(o.clipGradNorm >= 0))
+    return bad("clip-grad-norm", "must not be negative");
+  return "";
+}

@@ -29,8 +29,7 @@ FailureOr<int64_t> defaultBytesAccessed(Operation *op);
 /// The gradient rules of the graph ops (Gradients.cpp): operand gradients
 /// from result gradients, built with `builder` at its insertion point.
 FailureOr<llvm::SmallVector<Value>>
-buildDefaultGradient(Operation *op, OpBuilder &builder,
-                     ValueRange resultGrads);
+buildDefaultGradient(Operation *op, OpBuilder &builder, ValueRange resultGrads);
 } // namespace detail
 
 /// Whether inferred result types `l` and declared types `r` agree: same

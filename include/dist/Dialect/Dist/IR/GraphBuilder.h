@@ -1,4 +1,5 @@
-//===- GraphBuilder.h - building dist graphs with inferred types -*- C++ -*-===//
+//===- GraphBuilder.h - building dist graphs with inferred types -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // A small builder of dist ops whose result types come from the ops' own
@@ -46,14 +47,13 @@ public:
     }
     OperationState state(loc, OpT::getOperationName());
     state.addOperands(operands);
-    state.addTypes(SmallVector<Type>(
-        numResults, UnrankedTensorType::get(b.getF32Type())));
+    state.addTypes(
+        SmallVector<Type>(numResults, UnrankedTensorType::get(b.getF32Type())));
     Operation *created = b.create(state);
     for (const NamedAttribute &a : attrs)
       created->setAttr(a.getName(), a.getValue());
     if (!segments.empty())
-      created->setAttr("operandSegmentSizes",
-                       b.getDenseI32ArrayAttr(segments));
+      created->setAttr("operandSegmentSizes", b.getDenseI32ArrayAttr(segments));
     SmallVector<Type> types;
     auto infer = cast<InferTypeOpInterface>(created);
     if (failed(infer.inferReturnTypes(
@@ -63,8 +63,7 @@ public:
         types.size() != numResults) {
       created->erase();
       hadError = true;
-      op->emitOpError("could not build ")
-          << OpT::getOperationName();
+      op->emitOpError("could not build ") << OpT::getOperationName();
       return nullptr;
     }
     for (auto [r, t] : llvm::zip(created->getResults(), types))
@@ -103,8 +102,8 @@ public:
   Value scalarLike(Value like, double v) { return scalar(elemOf(like), v); }
   /// A 1-D i64 constant.
   Value vec(ArrayRef<int64_t> v) {
-    auto t = RankedTensorType::get({static_cast<int64_t>(v.size())},
-                                   b.getI64Type());
+    auto t =
+        RankedTensorType::get({static_cast<int64_t>(v.size())}, b.getI64Type());
     return ConstantOp::create(b, loc, t,
                               cast<ElementsAttr>(DenseElementsAttr::get(t, v)));
   }
@@ -124,9 +123,7 @@ public:
   Value where(Value c, Value x, Value y) { return one<WhereOp>({c, x, y}); }
   /// where(c, x, 0).
   Value maskIn(Value c, Value x) { return where(c, x, scalarLike(x, 0)); }
-  Value greaterZero(Value x) {
-    return one<GreaterOp>({x, scalarLike(x, 0)});
-  }
+  Value greaterZero(Value x) { return one<GreaterOp>({x, scalarLike(x, 0)}); }
   Value castTo(Value x, Type elemType) {
     return one<CastOp>({x}, {attr("to", TypeAttr::get(elemType))});
   }
@@ -162,8 +159,8 @@ public:
   /// Slice of `x` with unit steps along `axes`.
   Value slice(Value x, ArrayRef<int64_t> starts, ArrayRef<int64_t> ends,
               ArrayRef<int64_t> axes) {
-    Operation *o = make<SliceOp>({x, vec(starts), vec(ends), vec(axes)}, {},
-                                 1, {1, 1, 1, 1, 0});
+    Operation *o = make<SliceOp>({x, vec(starts), vec(ends), vec(axes)}, {}, 1,
+                                 {1, 1, 1, 1, 0});
     return o ? o->getResult(0) : Value();
   }
   Value unsqueeze(Value x, ArrayRef<int64_t> axes) {
@@ -202,8 +199,7 @@ public:
                          ? Attribute(FloatAttr::get(t.getElementType(), 0))
                          : Attribute(IntegerAttr::get(t.getElementType(), 0));
     return one<ConstantOfShapeOp>(
-        {shapeOf(x)},
-        {attr("value", DenseElementsAttr::get(one1, zero))});
+        {shapeOf(x)}, {attr("value", DenseElementsAttr::get(one1, zero))});
   }
   /// Number of elements of `x` as a rank-0 tensor of `elemType`.
   Value numel(Value x, Type elemType) {
@@ -222,7 +218,8 @@ public:
     Value mean = reduceMean(x, axes, true);
     Value xc = sub(x, mean);
     Value var = reduceMean(mul(xc, xc), axes, true);
-    Value inv = one<ReciprocalOp>({one<SqrtOp>({add(var, scalarLike(x, eps))})});
+    Value inv =
+        one<ReciprocalOp>({one<SqrtOp>({add(var, scalarLike(x, eps))})});
     return {mean, xc, var, inv};
   }
 

@@ -21,6 +21,13 @@ class DistDialect;
 #define GEN_PASS_REGISTRATION
 #include "dist/Dialect/Dist/Transforms/Passes.h.inc"
 
+/// Checks the options of dist-build-train-step. Returns "" when they are
+/// valid; otherwise sets `option` to the offending option's name (as in
+/// the pass options and dist-opt's flags, e.g. "lr-schedule") and returns
+/// what is wrong with it.
+std::string checkTrainStepOptions(const BuildTrainStepPassOptions &options,
+                                  std::string &option);
+
 /// Refines the result types of the dist ops in `op`'s regions in place.
 /// Returns failure (after emitting an error) if inference of an op fails.
 LogicalResult inferShapes(Operation *root, int64_t *numRefined = nullptr);
