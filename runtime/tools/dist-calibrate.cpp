@@ -1,0 +1,624 @@
+//===- dist-calibrate.cpp - Measure this machine for the cost model -------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// dist-calibrate [--threads-max N] [--quick] [--quiet] [--json OUT]
+//
+// Measures this machine through the runtime's own entry points, so that the
+// figures are what compiled models get: GEMM throughput per data type,
+// thread count and size (dist_rt_gemm_f32/f64), streaming memory bandwidth
+// per thread count (a STREAM triad run by dist_rt_parallel_for), the fixed
+// cost of calling a small fused kernel and the fixed cost of one parallel
+// step. Prints one JSON object on stdout, or writes it atomically to OUT;
+// Cluster.h describes the fields (DeviceCalibration). Progress goes to
+// stderr, one line per measurement, unless --quiet. Every failure is one
+// "dist-calibrate: error: ..." line on stderr and exit code 1.
+//
+// dist-opt runs this program; it never links it. The program uses only the
+// runtime's public C API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist_rt/kernels.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Options and settings
+//===----------------------------------------------------------------------===//
+
+constexpr const char *kUsage =
+    "usage: dist-calibrate [--threads-max N] [--quick] [--quiet] "
+    "[--json OUT]\n"
+    "\n"
+    "Measures GEMM throughput, memory bandwidth and call overheads through\n"
+    "the dist-opt runtime and prints them as one JSON object.\n"
+    "\n"
+    "  --threads-max N  measure thread counts 1..N (default: hardware "
+    "threads)\n"
+    "  --quick          fewer sizes and shorter runs (a few seconds)\n"
+    "  --quiet          no progress lines on stderr\n"
+    "  --json OUT       write the JSON object to OUT instead of stdout\n";
+
+/// Largest accepted --threads-max (the runtime's own limit).
+constexpr int32_t kMaxThreads = 4096;
+
+/// The parsed command line.
+struct Options {
+  int32_t threadsMax = 0; ///< 0: hardware threads
+  bool quick = false;
+  bool quiet = false;
+  std::string jsonPath; ///< "" for stdout
+};
+
+/// How long and how big the measurements are.
+struct Settings {
+  std::vector<int64_t> gemmSizes;
+  /// Each GEMM measurement repeats until it took this long and ran at
+  /// least kMinGemmReps reps.
+  double gemmMinTimeS;
+  /// Bytes of each of the three triad arrays.
+  size_t triadArrayBytes;
+};
+
+constexpr int kMinGemmReps = 3;
+/// A GEMM rep runs enough calls to last about this long, so that timer
+/// resolution does not matter for small sizes.
+constexpr double kGemmRepTargetS = 1e-4;
+constexpr int kTriadRuns = 5;
+/// Overheads are timed in batches of kOverheadCalls calls; the median batch
+/// over kOverheadBatches batches is reported.
+constexpr int kOverheadCalls = 1000;
+constexpr int kOverheadBatches = 201;
+/// Elements of the tiny kernel timed for kernel_overhead.
+constexpr int64_t kTinyKernelElems = 16;
+
+Settings settingsFor(bool quick) {
+  if (quick)
+    return {{64, 256, 512}, 0.04, size_t(16) << 20};
+  return {{32, 64, 128, 256, 512, 1024}, 0.15, size_t(32) << 20};
+}
+
+int32_t hardwareThreads() {
+  unsigned count = std::thread::hardware_concurrency();
+  if (count == 0)
+    return 1;
+  return count > unsigned(kMaxThreads) ? kMaxThreads : int32_t(count);
+}
+
+/// Prints `message` as the one error line.
+void reportError(const std::string &message) {
+  std::fprintf(stderr, "dist-calibrate: error: %s\n", message.c_str());
+}
+
+/// Parses a thread count in [1, kMaxThreads].
+bool parseThreads(const std::string &text, int32_t &out) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  long value = std::strtol(text.c_str(), nullptr, 10);
+  if (value < 1 || value > kMaxThreads)
+    return false;
+  out = int32_t(value);
+  return true;
+}
+
+/// Parses argv into `options`. Returns false after reporting an error;
+/// sets `showHelp` for --help.
+bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
+  showHelp = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string name = arg, value;
+    bool hasInlineValue = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasInlineValue = true;
+    }
+    bool takesValue = name == "--threads-max" || name == "--json";
+    if (!takesValue && hasInlineValue) {
+      if (name == "--quick" || name == "--quiet" || name == "--help") {
+        reportError("option '" + name + "' takes no value");
+        return false;
+      }
+      reportError("unknown option '" + arg + "' (see --help)");
+      return false;
+    }
+    if (takesValue && !hasInlineValue) {
+      if (i + 1 >= argc) {
+        reportError("option '" + name + "' needs a value");
+        return false;
+      }
+      value = argv[++i];
+    }
+    if (name == "--threads-max") {
+      if (!parseThreads(value, options.threadsMax)) {
+        reportError("invalid --threads-max '" + value +
+                    "' (expected an integer from 1 to " +
+                    std::to_string(kMaxThreads) + ")");
+        return false;
+      }
+    } else if (name == "--json") {
+      if (value.empty()) {
+        reportError("option '--json' needs a file name");
+        return false;
+      }
+      options.jsonPath = value;
+    } else if (name == "--quick") {
+      options.quick = true;
+    } else if (name == "--quiet") {
+      options.quiet = true;
+    } else if (name == "--help" || name == "-h") {
+      showHelp = true;
+    } else if (arg.empty() || arg[0] != '-') {
+      reportError("unexpected argument '" + arg + "' (see --help)");
+      return false;
+    } else {
+      reportError("unknown option '" + arg + "' (see --help)");
+      return false;
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Timing helpers
+//===----------------------------------------------------------------------===//
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Median of `values` (the upper one of the middle two for an even count).
+double median(std::vector<double> values) {
+  auto middle = values.begin() + values.size() / 2;
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+/// Keeps the compiler from assuming anything about memory across this point.
+inline void clobberMemory() { asm volatile("" ::: "memory"); }
+
+bool quietMode = false;
+
+/// Prints one progress line on stderr unless --quiet.
+__attribute__((format(printf, 1, 2))) void progress(const char *format, ...) {
+  if (quietMode)
+    return;
+  std::va_list args;
+  va_start(args, format);
+  std::fputs("calibrate: ", stderr);
+  std::vfprintf(stderr, format, args);
+  std::fputc('\n', stderr);
+  va_end(args);
+}
+
+/// A block from the runtime allocator (the one generated code uses),
+/// aligned to 64 bytes and freed on destruction.
+class RuntimeBuffer {
+public:
+  explicit RuntimeBuffer(size_t bytes)
+      : ptr(_mlir_memref_to_llvm_aligned_alloc(64, bytes)) {}
+  RuntimeBuffer(const RuntimeBuffer &) = delete;
+  RuntimeBuffer &operator=(const RuntimeBuffer &) = delete;
+  ~RuntimeBuffer() { _mlir_memref_to_llvm_free(ptr); }
+
+  template <typename T>
+  T *as() const {
+    return static_cast<T *>(ptr);
+  }
+  explicit operator bool() const { return ptr != nullptr; }
+
+private:
+  void *ptr;
+};
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+/// (size, FLOP/s) pairs at one thread count.
+struct GemmSeries {
+  int32_t threads;
+  std::vector<std::pair<int64_t, double>> flopsBySize;
+};
+
+using GemmFn = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                        int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                        int64_t, int64_t, int64_t, int64_t);
+
+/// C (n x n) += A (n x n) * B (n x n), all row-major and contiguous, one
+/// batch.
+template <typename T>
+void runGemm(GemmFn gemm, int64_t n, const T *a, const T *b, T *c) {
+  gemm(/*batch=*/1, n, n, n, int64_t(intptr_t(a)), /*a_sb=*/0, /*a_sm=*/n,
+       /*a_sk=*/1, int64_t(intptr_t(b)), /*b_sk=*/n, /*b_sn=*/1,
+       int64_t(intptr_t(c)), /*c_sb=*/0, /*c_sm=*/n, /*c_sn=*/1, /*b_sb=*/0);
+}
+
+/// Median FLOP/s of square n x n x n products at the current thread count.
+template <typename T>
+double measureGemm(GemmFn gemm, int64_t n, const T *a, const T *b, T *c,
+                   double minTimeS) {
+  // C accumulates: reset it so that it stays small (every rep adds the same
+  // A * B, so it grows linearly and never overflows here).
+  std::fill(c, c + n * n, T(0));
+  runGemm(gemm, n, a, b, c); // warm-up
+
+  // Group calls into reps of about kGemmRepTargetS so that small sizes are
+  // not at the mercy of the timer.
+  auto probeStart = Clock::now();
+  runGemm(gemm, n, a, b, c);
+  double probeS = std::max(secondsSince(probeStart), 1e-9);
+  int64_t callsPerRep = std::clamp<int64_t>(
+      int64_t(std::ceil(kGemmRepTargetS / probeS)), 1, int64_t(1) << 20);
+
+  double flopsPerRep =
+      2.0 * double(n) * double(n) * double(n) * double(callsPerRep);
+  std::vector<double> repFlops;
+  auto start = Clock::now();
+  while (repFlops.size() < size_t(kMinGemmReps) ||
+         secondsSince(start) < minTimeS) {
+    auto repStart = Clock::now();
+    for (int64_t call = 0; call < callsPerRep; ++call)
+      runGemm(gemm, n, a, b, c);
+    double repS = std::max(secondsSince(repStart), 1e-9);
+    repFlops.push_back(flopsPerRep / repS);
+  }
+  return median(std::move(repFlops));
+}
+
+/// Deterministic values in [-1, 1).
+template <typename T>
+void fillPseudoRandom(T *data, size_t count, uint32_t seed) {
+  uint32_t state = seed;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    data[i] = T(double(state >> 8) / double(1u << 23) - 1.0);
+  }
+}
+
+/// Measures one data type at every thread count and size. Returns false
+/// when out of memory.
+template <typename T>
+bool measureGemmType(const char *dtype, GemmFn gemm,
+                     const std::vector<int64_t> &sizes, int32_t threadsMax,
+                     double minTimeS, std::vector<GemmSeries> &out) {
+  int64_t maxSize = *std::max_element(sizes.begin(), sizes.end());
+  size_t count = size_t(maxSize) * size_t(maxSize);
+  RuntimeBuffer a(count * sizeof(T)), b(count * sizeof(T)),
+      c(count * sizeof(T));
+  if (!a || !b || !c)
+    return false;
+  fillPseudoRandom(a.as<T>(), count, 1);
+  fillPseudoRandom(b.as<T>(), count, 2);
+
+  for (int32_t threads = 1; threads <= threadsMax; ++threads) {
+    dist_rt_set_num_threads(threads);
+    GemmSeries series{threads, {}};
+    for (int64_t n : sizes) {
+      double flops =
+          measureGemm<T>(gemm, n, a.as<T>(), b.as<T>(), c.as<T>(), minTimeS);
+      progress("gemm %s %" PRId64 " threads %d: %.1f GFLOP/s", dtype, n,
+               threads, flops * 1e-9);
+      series.flopsBySize.emplace_back(n, flops);
+    }
+    out.push_back(std::move(series));
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory bandwidth
+//===----------------------------------------------------------------------===//
+
+/// The triad a[i] = b[i] + scalar * c[i].
+struct TriadArgs {
+  float *a;
+  const float *b;
+  const float *c;
+  float scalar;
+};
+
+void triadChunk(void *ctx, int64_t begin, int64_t end) {
+  const auto &args = *static_cast<const TriadArgs *>(ctx);
+  float *__restrict a = args.a;
+  const float *__restrict b = args.b;
+  const float *__restrict c = args.c;
+  float scalar = args.scalar;
+  for (int64_t i = begin; i < end; ++i)
+    a[i] = b[i] + scalar * c[i];
+}
+
+/// Fills the three arrays; run on the pool so that pages are first touched
+/// by the threads that later stream them.
+void triadInitChunk(void *ctx, int64_t begin, int64_t end) {
+  const auto &args = *static_cast<const TriadArgs *>(ctx);
+  float *b = const_cast<float *>(args.b);
+  float *c = const_cast<float *>(args.c);
+  for (int64_t i = begin; i < end; ++i) {
+    args.a[i] = 0.0f;
+    b[i] = 1.0f;
+    c[i] = 2.0f;
+  }
+}
+
+/// Best-of-kTriadRuns triad bandwidth (bytes/s) per thread count,
+/// counting 3 * array bytes per run (STREAM's convention: the
+/// write-allocate read of `a` is not counted). Returns false when out of
+/// memory.
+bool measureBandwidth(size_t arrayBytes, int32_t threadsMax,
+                      std::vector<std::pair<int32_t, double>> &out) {
+  RuntimeBuffer a(arrayBytes), b(arrayBytes), c(arrayBytes);
+  if (!a || !b || !c)
+    return false;
+  auto n = int64_t(arrayBytes / sizeof(float));
+  TriadArgs args{a.as<float>(), b.as<float>(), c.as<float>(), 3.0f};
+  dist_rt_set_num_threads(threadsMax);
+  dist_rt_parallel_for(n, triadInitChunk, &args);
+
+  for (int32_t threads = 1; threads <= threadsMax; ++threads) {
+    dist_rt_set_num_threads(threads);
+    dist_rt_parallel_for(n, triadChunk, &args); // warm-up
+    double bestS = 1e30;
+    for (int run = 0; run < kTriadRuns; ++run) {
+      auto start = Clock::now();
+      dist_rt_parallel_for(n, triadChunk, &args);
+      clobberMemory();
+      bestS = std::min(bestS, std::max(secondsSince(start), 1e-9));
+    }
+    double bytesPerS = 3.0 * double(n) * sizeof(float) / bestS;
+    progress("memory bandwidth threads %d: %.1f GB/s", threads,
+             bytesPerS * 1e-9);
+    out.emplace_back(threads, bytesPerS);
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Overheads
+//===----------------------------------------------------------------------===//
+
+/// Stand-in for a fused elementwise kernel: one loop over `n` floats doing
+/// one multiply each. Kept out of line (and called through a volatile
+/// pointer below) so that every call is a real call, as when generated code
+/// runs a fused kernel on one thread.
+__attribute__((noinline)) void tinyKernel(const float *in, float *out,
+                                          int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = in[i] * 0.5f;
+}
+
+void (*volatile tinyKernelPtr)(const float *, float *, int64_t) = tinyKernel;
+
+/// kernel_overhead: seconds per call of tinyKernel over kTinyKernelElems
+/// elements on the calling thread, i.e. the fixed cost of entering and
+/// leaving a small kernel (call, loop setup, 16 floats of work). It does not
+/// include any thread-pool dispatch (that is step_overhead). Median over
+/// batches of kOverheadCalls calls.
+double measureKernelOverhead() {
+  alignas(64) float in[kTinyKernelElems];
+  alignas(64) float out[kTinyKernelElems];
+  for (int64_t i = 0; i < kTinyKernelElems; ++i)
+    in[i] = float(i);
+  auto kernel = tinyKernelPtr;
+  std::vector<double> perCallS;
+  for (int batch = 0; batch < kOverheadBatches; ++batch) {
+    auto start = Clock::now();
+    for (int call = 0; call < kOverheadCalls; ++call) {
+      kernel(in, out, kTinyKernelElems);
+      clobberMemory();
+    }
+    perCallS.push_back(secondsSince(start) / kOverheadCalls);
+  }
+  return median(std::move(perCallS));
+}
+
+void trivialBody(void *ctx, int64_t begin, int64_t end) {
+  *static_cast<volatile int64_t *>(ctx) += end - begin;
+}
+
+/// step_overhead: seconds per dist_rt_parallel_for over n = 1 with a
+/// trivial body plus one 64-byte, 64-byte-aligned allocation and free
+/// through the runtime allocator. With n = 1 the loop runs inline on the
+/// caller (no pool wake-up), so this is the runtime's fixed per-step
+/// bookkeeping. Median over batches of kOverheadCalls steps.
+double measureStepOverhead(int32_t threads) {
+  dist_rt_set_num_threads(threads);
+  volatile int64_t sink = 0;
+  std::vector<double> perStepS;
+  for (int batch = 0; batch < kOverheadBatches; ++batch) {
+    auto start = Clock::now();
+    for (int step = 0; step < kOverheadCalls; ++step) {
+      dist_rt_parallel_for(1, trivialBody, const_cast<int64_t *>(&sink));
+      void *block = _mlir_memref_to_llvm_aligned_alloc(64, 64);
+      clobberMemory();
+      _mlir_memref_to_llvm_free(block);
+    }
+    perStepS.push_back(secondsSince(start) / kOverheadCalls);
+  }
+  return median(std::move(perStepS));
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+/// A finite number in JSON syntax.
+std::string jsonNumber(double value) {
+  if (!std::isfinite(value))
+    value = 0;
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.6g", value);
+  return buffer;
+}
+
+std::string gemmJson(const std::vector<GemmSeries> &allSeries) {
+  std::string json = "[";
+  for (size_t i = 0; i < allSeries.size(); ++i) {
+    const GemmSeries &series = allSeries[i];
+    json += i ? ",\n      " : "\n      ";
+    json += "{\"threads\": " + std::to_string(series.threads) +
+            ", \"flops_by_size\": [";
+    for (size_t j = 0; j < series.flopsBySize.size(); ++j) {
+      if (j)
+        json += ", ";
+      json += "[" + std::to_string(series.flopsBySize[j].first) + ", " +
+              jsonNumber(series.flopsBySize[j].second) + "]";
+    }
+    json += "]}";
+  }
+  return json + "\n    ]";
+}
+
+/// Writes all of `text` to `fd`. Returns false with errno set on failure.
+bool writeAll(int fd, const std::string &text) {
+  const char *data = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    data += written;
+    left -= size_t(written);
+  }
+  return true;
+}
+
+/// The temporary file that becomes OUT. Created before measuring so that an
+/// unwritable OUT fails at once; removed unless committed.
+class AtomicOutput {
+public:
+  ~AtomicOutput() {
+    if (fd >= 0)
+      ::close(fd);
+    if (!tempPath.empty())
+      ::unlink(tempPath.c_str());
+  }
+
+  /// Creates the temporary file next to `path`.
+  bool open(const std::string &path) {
+    finalPath = path;
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      reportError("cannot write '" + path + "': it is a directory");
+      return false;
+    }
+    std::string candidate = path + ".tmp." + std::to_string(long(::getpid()));
+    fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                0666);
+    if (fd < 0) {
+      reportError("cannot write '" + path + "': " + std::strerror(errno));
+      return false;
+    }
+    tempPath = candidate;
+    return true;
+  }
+
+  /// Writes `text` and renames the temporary file to the final path.
+  bool commit(const std::string &text) {
+    if (!writeAll(fd, text) || ::close(fd) != 0) {
+      int error = errno;
+      fd = -1;
+      reportError("cannot write '" + finalPath + "': " + std::strerror(error));
+      return false;
+    }
+    fd = -1;
+    if (::rename(tempPath.c_str(), finalPath.c_str()) != 0) {
+      reportError("cannot write '" + finalPath + "': " + std::strerror(errno));
+      return false;
+    }
+    tempPath.clear();
+    return true;
+  }
+
+private:
+  std::string finalPath;
+  std::string tempPath;
+  int fd = -1;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Main
+//===----------------------------------------------------------------------===//
+
+int main(int argc, char **argv) {
+  Options options;
+  bool showHelp = false;
+  if (!parseCommandLine(argc, argv, options, showHelp))
+    return 1;
+  if (showHelp) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  quietMode = options.quiet;
+  int32_t cores = hardwareThreads();
+  int32_t threadsMax = options.threadsMax ? options.threadsMax : cores;
+  Settings settings = settingsFor(options.quick);
+
+  AtomicOutput output;
+  if (!options.jsonPath.empty() && !output.open(options.jsonPath))
+    return 1;
+
+  double kernelOverheadS = measureKernelOverhead();
+  progress("kernel overhead: %.1f ns", kernelOverheadS * 1e9);
+  double stepOverheadS = measureStepOverhead(threadsMax);
+  progress("step overhead: %.1f ns", stepOverheadS * 1e9);
+
+  std::vector<std::pair<int32_t, double>> bandwidth;
+  std::vector<GemmSeries> gemmF32, gemmF64;
+  if (!measureBandwidth(settings.triadArrayBytes, threadsMax, bandwidth) ||
+      !measureGemmType<float>("f32", dist_rt_gemm_f32, settings.gemmSizes,
+                              threadsMax, settings.gemmMinTimeS, gemmF32) ||
+      !measureGemmType<double>("f64", dist_rt_gemm_f64, settings.gemmSizes,
+                               threadsMax, settings.gemmMinTimeS, gemmF64)) {
+    reportError("out of memory");
+    return 1;
+  }
+  dist_rt_alloc_trim();
+
+  std::string json =
+      "{\n  \"version\": 1,\n  \"cores\": " + std::to_string(cores) +
+      ",\n  \"gemm\": {\n    \"f32\": " + gemmJson(gemmF32) +
+      ",\n    \"f64\": " + gemmJson(gemmF64) +
+      "\n  },\n  \"memory_bandwidth\": {";
+  for (size_t i = 0; i < bandwidth.size(); ++i)
+    json += (i ? ", \"" : "\"") + std::to_string(bandwidth[i].first) +
+            "\": " + jsonNumber(bandwidth[i].second);
+  json += "},\n  \"kernel_overhead\": " + jsonNumber(kernelOverheadS) +
+          ",\n  \"step_overhead\": " + jsonNumber(stepOverheadS) + "\n}\n";
+
+  if (!options.jsonPath.empty())
+    return output.commit(json) ? 0 : 1;
+  if (std::fputs(json.c_str(), stdout) == EOF || std::fflush(stdout) != 0) {
+    reportError(std::string("cannot write to stdout: ") + std::strerror(errno));
+    return 1;
+  }
+  return 0;
+}
