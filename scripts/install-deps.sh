@@ -23,6 +23,8 @@ PKGS=(
   libgtest-dev libgmock-dev
   # Model export scripts (PyTorch) and ONNX python helpers for tests.
   python3 python3-torch python3-onnx python3-numpy
+  # Headless Chromium renders plan.html in the planner tests.
+  chromium
   # Peak-memory measurement in bench/cpu_training.py (GNU time).
   time
   # libFuzzer runtime for the importer fuzz target.

@@ -29,4 +29,5 @@ config.substitutions.append(("%onnx_node_data",
 tool_dirs = [config.dist_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["dist-opt", "FileCheck", "not",
                                     "split-file", "count"], tool_dirs)
+config.substitutions.append(("%dist_tools", config.dist_tools_dir))
 config.substitutions.append(("%dist_opt", os.path.join(config.dist_tools_dir, "dist-opt")))

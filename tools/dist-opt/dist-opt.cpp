@@ -7,11 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dist/Analysis/Calibration.h"
+#include "dist/Analysis/Cluster.h"
 #include "dist/Codegen/Emit.h"
 #include "dist/Codegen/Passes.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 #include "dist/Import/ONNX/ONNXImporter.h"
+#include "dist/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -28,13 +31,20 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <map>
 #include <optional>
+
+namespace mlir::dist::test {
+void registerTestPlanPasses();
+} // namespace mlir::dist::test
 
 using namespace mlir;
 using namespace llvm;
@@ -121,10 +131,25 @@ struct OneLineDiagnostics {
 
 /// Whether the command line names an ONNX model as its input.
 bool hasONNXInput(int argc, char **argv) {
-  static const char *valueOptions[] = {
-      "-o",           "--params-file", "-params-file", "--input-shape",
-      "-input-shape", "--input-value", "-input-value", "-p",
-      "--name",       "-name",         "--emit",       "-emit"};
+  static const char *valueOptions[] = {"-o",
+                                       "--params-file",
+                                       "-params-file",
+                                       "--input-shape",
+                                       "-input-shape",
+                                       "--input-value",
+                                       "-input-value",
+                                       "-p",
+                                       "--name",
+                                       "-name",
+                                       "--emit",
+                                       "-emit",
+                                       "--cluster",
+                                       "--plan",
+                                       "--objective",
+                                       "--planner",
+                                       "--global-batch",
+                                       "--min-throughput",
+                                       "--plan-threads"};
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
     if (llvm::is_contained(valueOptions, arg)) {
@@ -219,11 +244,70 @@ LogicalResult addTrainStep(ModuleOp module,
 }
 
 /// `dist-opt model.onnx -o DIR`: import, lower, emit and link.
+/// What the planning flags asked for; `enabled` when any was given.
+struct PlanningOptions {
+  bool enabled = false;
+  std::string cluster = "local";
+  dist::PlanPassOptions pass;
+};
+
+/// Loads `--cluster` ("local" detects this machine).
+std::optional<dist::ClusterSpec> loadCluster(StringRef spec) {
+  if (spec == "local")
+    return dist::detectLocalCluster();
+  std::string error;
+  std::optional<dist::ClusterSpec> c = dist::loadClusterFile(spec.str(), error);
+  if (!c)
+    errs() << "error: " << oneLine(error) << "\n";
+  return c;
+}
+
+/// Attaches the cluster to `module`, plans it and, when `outDir` is set,
+/// writes plan.json and plan.html there; prints the summary to stdout.
+LogicalResult planAndReport(ModuleOp module, const PlanningOptions &planning,
+                            StringRef outDir) {
+  std::optional<dist::ClusterSpec> cluster = loadCluster(planning.cluster);
+  if (!cluster)
+    return failure();
+  auto attr = dist::ClusterAttr::get(module.getContext(), *cluster);
+  if (!attr) {
+    errs() << "error: internal: the cluster does not convert to IR\n";
+    return failure();
+  }
+  module->setAttr(dist::DistDialect::getClusterAttrName(), attr);
+  FailureOr<std::unique_ptr<dist::ModulePlan>> planned =
+      dist::planModule(module, planning.pass);
+  if (failed(planned))
+    return failure();
+  const dist::ModulePlan &mp = **planned;
+  outs() << dist::planSummary(mp.plan, mp.request);
+  outs().flush();
+  if (outDir.empty())
+    return success();
+  auto write = [&](StringRef file, const std::string &text) {
+    SmallString<256> path(outDir);
+    sys::path::append(path, file);
+    std::string err;
+    auto out = openOutputFile(path, &err);
+    if (!out) {
+      errs() << "error: " << oneLine(err) << "\n";
+      return false;
+    }
+    out->os() << text;
+    out->keep();
+    return true;
+  };
+  if (!write("plan.json", dist::planToJson(mp.plan, mp.request)) ||
+      !write("plan.html", dist::planToHtml(mp.plan, mp.request)))
+    return failure();
+  return success();
+}
+
 int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
                 StringRef nameOpt, StringRef paramsFile, StringRef runtimeLib,
                 StringRef runtimeInclude, dist::ONNXImportOptions opts,
                 const std::optional<dist::BuildTrainStepPassOptions> &train,
-                DialectRegistry &registry) {
+                const PlanningOptions &planning, DialectRegistry &registry) {
   if (!paramsFile.empty()) {
     errs() << "error: --params-file is not used with -o DIR (the parameter "
               "file is written into DIR)\n";
@@ -291,6 +375,10 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   };
   if (train && failed(addTrainStep(*module, *train)))
     return diagnostics.exitCode();
+  if (planning.enabled && failed(planAndReport(*module, planning, outDir)))
+    return diagnostics.exitCode();
+  if (emit == "plan")
+    return 0;
   if (emit == "dist") {
     if (!writeText(outPath(name + ".mlir"),
                    [&](raw_ostream &os) { module->print(os); }))
@@ -483,6 +571,43 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       "clip-grad-norm",
       cl::desc("Clip the global gradient norm to this value (0: off)"),
       cl::init(0), cl::cat(trainCategory));
+  cl::OptionCategory planCategory("dist-opt planning options");
+  cl::opt<std::string> clusterOpt(
+      "cluster",
+      cl::desc("Cluster to plan for: local (default: detect this machine) or "
+               "a cluster file (YAML or JSON)"),
+      cl::value_desc("local|file"), cl::init("local"), cl::cat(planCategory));
+  cl::opt<std::string> planOpt(
+      "plan",
+      cl::desc("auto: search a plan; FILE: apply a plan.json edited by hand "
+               "(rejected with the reason when it does not fit)"),
+      cl::value_desc("auto|file"), cl::cat(planCategory));
+  cl::opt<std::string> objectiveOpt(
+      "objective",
+      cl::desc("step-time (default) or cost (money per hour at "
+               "--min-throughput)"),
+      cl::init("step-time"), cl::cat(planCategory));
+  cl::opt<double> minThroughputOpt(
+      "min-throughput",
+      cl::desc("Samples per second the cost objective must reach"), cl::init(0),
+      cl::cat(planCategory));
+  cl::opt<std::string> plannerOpt(
+      "planner", cl::desc("Search: exact (default), rl, greedy or exhaustive"),
+      cl::init("exact"), cl::cat(planCategory));
+  cl::opt<int64_t> globalBatchOpt(
+      "global-batch",
+      cl::desc("Samples per step to plan for (default: the model's batch)"),
+      cl::init(0), cl::cat(planCategory));
+  cl::opt<int64_t> planThreadsOpt(
+      "plan-threads",
+      cl::desc("CPU threads per rank the cost model assumes (default: all "
+               "cores)"),
+      cl::init(0), cl::cat(planCategory));
+  cl::opt<bool> psTablesOpt(
+      "ps-tables",
+      cl::desc("Plan embedding tables as parameter-server tables with "
+               "row-wise updates (HeterPS)"),
+      cl::cat(planCategory));
   PassPipelineCLParser passPipeline("", "Passes to run after import", "p");
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -508,11 +633,60 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     return 1;
   }
   if (!emit.empty() &&
-      !llvm::is_contained({"exe", "obj", "llvm", "mlir", "dist"},
+      !llvm::is_contained({"exe", "obj", "llvm", "mlir", "dist", "plan"},
                           emit.getValue())) {
     errs() << "error: unknown --emit kind '" << emit
-           << "' (expected exe, obj, llvm, mlir or dist)\n";
+           << "' (expected exe, obj, llvm, mlir, dist or plan)\n";
     return 1;
+  }
+  PlanningOptions planning;
+  {
+    cl::Option *planFlags[] = {&clusterOpt,       &planOpt,    &objectiveOpt,
+                               &minThroughputOpt, &plannerOpt, &globalBatchOpt,
+                               &planThreadsOpt,   &psTablesOpt};
+    for (cl::Option *o : planFlags)
+      planning.enabled |= o->getNumOccurrences() > 0;
+    planning.enabled |= emit == "plan";
+    planning.cluster = clusterOpt;
+    planning.pass.objective = objectiveOpt;
+    planning.pass.minThroughput = minThroughputOpt;
+    planning.pass.strategy = plannerOpt;
+    planning.pass.globalBatch = globalBatchOpt;
+    planning.pass.threads = planThreadsOpt;
+    planning.pass.psTables = psTablesOpt;
+    if (!planOpt.empty() && planOpt != "auto")
+      planning.pass.planFile = planOpt;
+    if (!dist::parseObjective(objectiveOpt)) {
+      errs() << "error: --objective: unknown objective '" << objectiveOpt
+             << "' (expected step-time or cost)\n";
+      return 1;
+    }
+    if (!dist::parsePlanStrategy(plannerOpt)) {
+      errs() << "error: --planner: unknown planner '" << plannerOpt
+             << "' (expected exact, rl, greedy or exhaustive)\n";
+      return 1;
+    }
+    if (objectiveOpt == "cost" && !(minThroughputOpt > 0)) {
+      errs() << "error: --min-throughput: the cost objective needs a "
+                "positive throughput (samples/s)\n";
+      return 1;
+    }
+    if (minThroughputOpt.getNumOccurrences() && objectiveOpt != "cost") {
+      errs() << "error: --min-throughput: only used with --objective=cost\n";
+      return 1;
+    }
+    if (globalBatchOpt < 0 || planThreadsOpt < 0) {
+      errs() << "error: --"
+             << (globalBatchOpt < 0 ? "global-batch" : "plan-threads")
+             << ": must not be negative\n";
+      return 1;
+    }
+    if (!planning.pass.planFile.empty() &&
+        !sys::fs::exists(planning.pass.planFile)) {
+      errs() << "error: --plan: " << planning.pass.planFile
+             << ": no such file\n";
+      return 1;
+    }
   }
   std::optional<dist::BuildTrainStepPassOptions> train;
   {
@@ -573,7 +747,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     return compileMain(inputFile, outputFile,
                        emit.empty() ? std::string("exe") : emit.getValue(),
                        modelName, paramsFile, runtimeLib, runtimeInclude,
-                       std::move(opts), train, registry);
+                       std::move(opts), train, planning, registry);
   if (!paramsFile.empty()) {
     opts.paramFile = paramsFile;
   } else if (outputFile != "-") {
@@ -600,6 +774,8 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     return 1;
   }
   if (train && failed(addTrainStep(*module, *train)))
+    return 1;
+  if (planning.enabled && failed(planAndReport(*module, planning, "")))
     return 1;
   if (passPipeline.hasAnyOccurrences()) {
     PassManager pm(&context);
@@ -637,6 +813,100 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   output->keep();
   return 0;
 }
+/// `dist-opt calibrate -o local.yaml`: measures this machine with the
+/// runtime's dist-calibrate tool (next to dist-opt) and writes the detected
+/// local cluster with the measurements as a cluster file.
+int calibrateMain(int argc, char **argv) {
+  cl::OptionCategory category("dist-opt calibrate options");
+  cl::opt<std::string> output("o", cl::desc("Cluster file to write"),
+                              cl::value_desc("file"), cl::Required,
+                              cl::cat(category));
+  cl::opt<int64_t> threadsMax(
+      "threads-max",
+      cl::desc("Largest thread count to measure (default: all "
+               "cores)"),
+      cl::init(0), cl::cat(category));
+  cl::opt<bool> quick("quick", cl::desc("Fewer sizes, shorter runs"),
+                      cl::cat(category));
+  cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
+                      cl::cat(category));
+  cl::opt<std::string> tool(
+      "calibrate-tool", cl::desc("The dist-calibrate executable"),
+      cl::value_desc("file"), cl::cat(category), cl::Hidden);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dist-opt calibrate: measure this machine for the cost "
+      "model\n");
+  if (threadsMax < 0) {
+    errs() << "error: --threads-max: must not be negative\n";
+    return 1;
+  }
+  std::string exe = tool;
+  if (exe.empty()) {
+    std::string self = sys::fs::getMainExecutable(nullptr, nullptr);
+    SmallString<256> p(sys::path::parent_path(self));
+    sys::path::append(p, "dist-calibrate");
+    exe = p.str().str();
+  }
+  if (!sys::fs::can_execute(exe)) {
+    errs() << "error: the calibration tool " << exe
+           << " is missing (build the dist-calibrate target)\n";
+    return 1;
+  }
+  SmallString<128> json;
+  int fd;
+  if (sys::fs::createTemporaryFile("dist-calibrate", "json", fd, json)) {
+    errs() << "error: cannot create a temporary file\n";
+    return 1;
+  }
+  sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeJson = llvm::make_scope_exit([&] { sys::fs::remove(json); });
+  std::vector<std::string> argStorage = {exe, "--json", json.str().str()};
+  if (threadsMax > 0) {
+    argStorage.push_back("--threads-max");
+    argStorage.push_back(std::to_string(threadsMax));
+  }
+  if (quick)
+    argStorage.push_back("--quick");
+  if (quiet)
+    argStorage.push_back("--quiet");
+  SmallVector<StringRef> args(argStorage.begin(), argStorage.end());
+  std::string execError;
+  int rc = sys::ExecuteAndWait(exe, args, std::nullopt, {}, 0, 0, &execError);
+  if (rc != 0) {
+    errs() << "error: calibration failed"
+           << (execError.empty() ? "" : ": " + execError) << " (exit " << rc
+           << ")\n";
+    return 1;
+  }
+  auto buffer = MemoryBuffer::getFile(json);
+  if (!buffer) {
+    errs() << "error: cannot read the calibration output: "
+           << buffer.getError().message() << "\n";
+    return 1;
+  }
+  std::string error;
+  std::optional<dist::DeviceCalibration> cal =
+      dist::parseCalibrationJson((*buffer)->getBuffer().str(), error);
+  if (!cal) {
+    errs() << "error: " << oneLine(error) << "\n";
+    return 1;
+  }
+  dist::ClusterSpec cluster = dist::detectLocalCluster();
+  dist::applyCalibration(cluster, *cal);
+  std::string err;
+  auto out = openOutputFile(output, &err);
+  if (!out) {
+    errs() << "error: " << oneLine(err) << "\n";
+    return 1;
+  }
+  out->os() << dist::clusterToYaml(cluster);
+  out->keep();
+  if (!quiet)
+    errs() << "calibrate: wrote " << output << "\n";
+  return 0;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -648,6 +918,10 @@ int main(int argc, char **argv) {
   dist::registerDistPasses();
   dist::registerDistCodegenPasses();
   dist::registerHostCodegenPipeline();
+  dist::registerDistTransformsPasses();
+  dist::test::registerTestPlanPasses();
+  if (argc >= 2 && StringRef(argv[1]) == "calibrate")
+    return calibrateMain(argc - 1, argv + 1);
   if (hasONNXInput(argc, argv))
     return importMain(argc, argv, registry);
   return asMainReturnCode(MlirOptMain(

@@ -101,3 +101,141 @@ ExpertAxisAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expert axis needs a mesh axis name";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Phase tags
+//===----------------------------------------------------------------------===//
+
+Location DistDialect::tagPhase(Location loc, StringRef phase) {
+  return NameLoc::get(StringAttr::get(loc.getContext(), phase), loc);
+}
+
+StringRef DistDialect::getPhase(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    StringRef n = name.getName().getValue();
+    if (n == kPhaseBackward || n == kPhaseUpdate)
+      return n;
+    return "";
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location l : fused.getLocations())
+      if (StringRef p = getPhase(l); !p.empty())
+        return p;
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes <-> JSON
+//===----------------------------------------------------------------------===//
+
+std::optional<llvm::json::Value> mlir::dist::attrToJson(Attribute attr) {
+  if (auto dict = dyn_cast<DictionaryAttr>(attr)) {
+    llvm::json::Object obj;
+    for (NamedAttribute entry : dict) {
+      std::optional<llvm::json::Value> v = attrToJson(entry.getValue());
+      if (!v)
+        return std::nullopt;
+      obj[entry.getName().getValue()] = std::move(*v);
+    }
+    return llvm::json::Value(std::move(obj));
+  }
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array arr;
+    for (Attribute a : array) {
+      std::optional<llvm::json::Value> v = attrToJson(a);
+      if (!v)
+        return std::nullopt;
+      arr.push_back(std::move(*v));
+    }
+    return llvm::json::Value(std::move(arr));
+  }
+  if (auto s = dyn_cast<StringAttr>(attr))
+    return llvm::json::Value(s.getValue().str());
+  if (auto b = dyn_cast<BoolAttr>(attr))
+    return llvm::json::Value(b.getValue());
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return llvm::json::Value(i.getValue().getSExtValue());
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return llvm::json::Value(f.getValueAsDouble());
+  return std::nullopt;
+}
+
+Attribute mlir::dist::jsonToAttr(MLIRContext *ctx,
+                                 const llvm::json::Value &value) {
+  Builder b(ctx);
+  switch (value.kind()) {
+  case llvm::json::Value::Object: {
+    SmallVector<NamedAttribute> entries;
+    for (const auto &[key, v] : *value.getAsObject()) {
+      Attribute a = jsonToAttr(ctx, v);
+      if (!a)
+        return {};
+      entries.push_back(b.getNamedAttr(key.str(), a));
+    }
+    return b.getDictionaryAttr(entries);
+  }
+  case llvm::json::Value::Array: {
+    SmallVector<Attribute> items;
+    for (const llvm::json::Value &v : *value.getAsArray()) {
+      Attribute a = jsonToAttr(ctx, v);
+      if (!a)
+        return {};
+      items.push_back(a);
+    }
+    return b.getArrayAttr(items);
+  }
+  case llvm::json::Value::String:
+    return b.getStringAttr(*value.getAsString());
+  case llvm::json::Value::Boolean:
+    return b.getBoolAttr(*value.getAsBoolean());
+  case llvm::json::Value::Number:
+    if (std::optional<int64_t> i = value.getAsInteger())
+      return b.getI64IntegerAttr(*i);
+    return b.getF64FloatAttr(*value.getAsNumber());
+  case llvm::json::Value::Null:
+    return b.getUnitAttr();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ClusterAttr
+//===----------------------------------------------------------------------===//
+
+static std::optional<ClusterSpec> clusterFromDict(DictionaryAttr spec,
+                                                  std::string &error) {
+  std::optional<llvm::json::Value> json = attrToJson(spec);
+  if (!json) {
+    error = "cluster holds a value that is not a dictionary, array, string, "
+            "boolean or number";
+    return std::nullopt;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << *json;
+  return clusterFromJson(text, error);
+}
+
+LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  DictionaryAttr spec) {
+  std::string error;
+  if (!clusterFromDict(spec, error))
+    return emitError() << "invalid cluster: " << error;
+  return success();
+}
+
+std::optional<ClusterSpec> ClusterAttr::getCluster() const {
+  std::string error;
+  return clusterFromDict(getSpec(), error);
+}
+
+ClusterAttr ClusterAttr::get(MLIRContext *ctx, const ClusterSpec &cluster) {
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse(clusterToJson(cluster));
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return {};
+  }
+  return get(ctx, cast<DictionaryAttr>(jsonToAttr(ctx, *json)));
+}

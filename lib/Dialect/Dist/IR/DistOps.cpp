@@ -39,51 +39,6 @@ bool mlir::dist::areCompatibleInferredTypes(TypeRange l, TypeRange r) {
 }
 
 //===----------------------------------------------------------------------===//
-// Cost interface defaults
-//===----------------------------------------------------------------------===//
-
-static FailureOr<int64_t> staticNumElements(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  if (!shaped || !shaped.hasStaticShape())
-    return failure();
-  return shaped.getNumElements();
-}
-
-static FailureOr<int64_t> staticBytes(Type type) {
-  FailureOr<int64_t> n = staticNumElements(type);
-  if (failed(n))
-    return failure();
-  Type elt = getElementTypeOrSelf(type);
-  if (!elt.isIntOrFloat())
-    return failure(); // Strings have no fixed size.
-  unsigned bits = elt.getIntOrFloatBitWidth();
-  return *n * static_cast<int64_t>((bits + 7) / 8);
-}
-
-FailureOr<int64_t> mlir::dist::detail::defaultFlopCount(Operation *op) {
-  int64_t total = 0;
-  for (Type t : op->getResultTypes()) {
-    FailureOr<int64_t> n = staticNumElements(t);
-    if (failed(n))
-      return failure();
-    total += *n;
-  }
-  return total;
-}
-
-FailureOr<int64_t> mlir::dist::detail::defaultBytesAccessed(Operation *op) {
-  int64_t total = 0;
-  for (Type t : llvm::concat<Type>(llvm::to_vector(op->getOperandTypes()),
-                                   llvm::to_vector(op->getResultTypes()))) {
-    FailureOr<int64_t> n = staticBytes(t);
-    if (failed(n))
-      return failure();
-    total += *n;
-  }
-  return total;
-}
-
-//===----------------------------------------------------------------------===//
 // Parameters
 //===----------------------------------------------------------------------===//
 

@@ -403,6 +403,10 @@ void BuildTrainStepPass::runOnOperation() {
     return signalPassFailure();
   y = ret->getOperand(outIdx);
 
+  // Ops after `lastForward` are the loss and the backward pass, ops after
+  // `lastBackward` (set below) the update; their locations get a phase tag
+  // (see DistDialect::getPhaseLocName) for the cost model.
+  Operation *lastForward = ret->getPrevNode();
   OpBuilder b(ret);
   GraphBuilder g(b, step);
   auto lossVal = buildLoss(step, g, y);
@@ -449,6 +453,7 @@ void BuildTrainStepPass::runOnOperation() {
   }
 
   b.setInsertionPoint(ret);
+  Operation *lastBackward = ret->getPrevNode();
   if (clipGradNorm > 0) {
     // torch.nn.utils.clip_grad_norm_: coef = min(max / (norm + 1e-6), 1).
     Value total;
@@ -468,11 +473,27 @@ void BuildTrainStepPass::runOnOperation() {
   for (auto &[p, gr] : paramGrads) {
     Type et = g.elemOf(gr);
     p.setTrainable(true);
+    // Update ops carry the parameter's location, so the cost model charges
+    // them to the layer that reads the parameter.
+    g.loc = DistDialect::tagPhase(NameLoc::get(p.getSymNameAttr(), p.getLoc()),
+                                  DistDialect::kPhaseUpdate);
     update(module, g, p, paramValue[p], gr, asElem(g, lrArg, et),
            asElem(g, tArg, et));
   }
   if (g.hadError)
     return signalPassFailure();
+  {
+    bool backward = true;
+    Operation *first = lastForward ? lastForward->getNextNode() : &body.front();
+    for (Operation *op = first; op && op != ret; op = op->getNextNode()) {
+      if (op == (lastBackward ? lastBackward->getNextNode() : first))
+        backward = false;
+      if (DistDialect::getPhase(op->getLoc()).empty())
+        op->setLoc(DistDialect::tagPhase(op->getLoc(),
+                                         backward ? DistDialect::kPhaseBackward
+                                                  : DistDialect::kPhaseUpdate));
+    }
+  }
 
   // Return the loss as f32; set_params must stay after every read, so the
   // new return goes last.

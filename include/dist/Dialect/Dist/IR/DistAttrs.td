@@ -89,4 +89,36 @@ def Dist_ExpertAxisAttr : Dist_Attr<"ExpertAxis", "expert_axis"> {
   let genVerifyDecl = 1;
 }
 
+
+def Dist_ClusterAttr : Dist_Attr<"Cluster", "cluster"> {
+  let summary = "the unified cluster object a module is planned for";
+  let description = [{
+    The cluster of nodes, devices and links the planner and the cost model
+    work on, as a dictionary with the keys of a cluster file (see
+    `include/dist/Analysis/Cluster.h`). dist-opt attaches it to the module as
+    `dist.cluster`, built from `--cluster=FILE` or detected from the local
+    machine. The verifier checks it the way a cluster file is checked.
+
+    ```mlir
+    module attributes {dist.cluster = #dist.cluster<{name = "pair",
+        nodes = [{name = "n", devices = [
+          {kind = "cpu", count = 2, memory = 1.0e9,
+           memory_bandwidth = 1.0e10, peak_flops = {f32 = 1.0e11} }
+        ] }
+      ] }>} {}
+    ```
+  }];
+  let parameters = (ins "::mlir::DictionaryAttr":$spec);
+  let assemblyFormat = "`<` $spec `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The cluster as the C++ model; fails only if the attribute was built
+    /// without verification.
+    std::optional<::mlir::dist::ClusterSpec> getCluster() const;
+    /// Builds the attribute from the C++ model.
+    static ClusterAttr get(::mlir::MLIRContext *ctx,
+                           const ::mlir::dist::ClusterSpec &cluster);
+  }];
+}
+
 #endif // DIST_DIALECT_DIST_IR_DISTATTRS_TD

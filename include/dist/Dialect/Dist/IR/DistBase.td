@@ -39,6 +39,26 @@ def Dist_Dialect : Dialect {
     static constexpr llvm::StringLiteral getValueNameAttrName() {
       return llvm::StringLiteral("dist.name");
     }
+    /// Name of the module attribute holding the cluster (`#dist.cluster`).
+    static constexpr llvm::StringLiteral getClusterAttrName() {
+      return llvm::StringLiteral("dist.cluster");
+    }
+    /// Name of the module attribute holding the chosen plan (a dictionary
+    /// with plan.json's content).
+    static constexpr llvm::StringLiteral getPlanAttrName() {
+      return llvm::StringLiteral("dist.plan");
+    }
+
+    /// Phase tags: a training step's loss, backward and optimizer ops carry
+    /// `NameLoc(<tag>, <location of the op they come from>)`; forward ops
+    /// carry none. The cost model reads them.
+    static constexpr llvm::StringLiteral kPhaseBackward = "dist.bwd";
+    static constexpr llvm::StringLiteral kPhaseUpdate = "dist.update";
+    /// Wraps `loc` in the tag `phase`.
+    static ::mlir::Location tagPhase(::mlir::Location loc,
+                                     llvm::StringRef phase);
+    /// The phase tag of `loc` (looking through fused locations), or "".
+    static llvm::StringRef getPhase(::mlir::Location loc);
 
   private:
     void registerAttributes();

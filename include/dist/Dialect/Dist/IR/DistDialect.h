@@ -19,6 +19,9 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/JSON.h"
+
+#include "dist/Analysis/Cluster.h"
 
 namespace mlir::dist {
 namespace detail {
@@ -26,6 +29,9 @@ namespace detail {
 FailureOr<int64_t> defaultFlopCount(Operation *op);
 /// Default traffic: bytes of every operand and result.
 FailureOr<int64_t> defaultBytesAccessed(Operation *op);
+/// Matrix-product shape {batch, m, n, k} of contraction ops (matmul, gemm,
+/// and convolutions as the im2col GEMM codegen runs); failure otherwise.
+FailureOr<llvm::SmallVector<int64_t, 4>> defaultContractionShape(Operation *op);
 /// The gradient rules of the graph ops (Gradients.cpp): operand gradients
 /// from result gradients, built with `builder` at its insertion point.
 FailureOr<llvm::SmallVector<Value>>
@@ -35,6 +41,12 @@ buildDefaultGradient(Operation *op, OpBuilder &builder, ValueRange resultGrads);
 /// Whether inferred result types `l` and declared types `r` agree: same
 /// element types, and shapes that agree wherever both are known.
 bool areCompatibleInferredTypes(TypeRange l, TypeRange r);
+
+/// Converts between attributes and JSON: dictionaries are objects, arrays
+/// are arrays, strings, booleans, integers and floats map to themselves.
+/// Returns null / nullopt for anything else.
+std::optional<llvm::json::Value> attrToJson(Attribute attr);
+Attribute jsonToAttr(MLIRContext *ctx, const llvm::json::Value &value);
 } // namespace mlir::dist
 
 #include "dist/Dialect/Dist/IR/DistDialect.h.inc"

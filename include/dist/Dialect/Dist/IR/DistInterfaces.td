@@ -18,8 +18,10 @@ def Dist_CostOpInterface : OpInterface<"CostOpInterface"> {
     Static cost of one execution of the op, used by the cost model and the
     planner. Quantities are counted for the op's result types as they stand;
     a dynamic dimension makes the answer `failure()` unless the caller binds
-    it first. The default counts one floating-point operation per result
-    element and the bytes of all operands and results.
+    it first. The defaults (lib/Dialect/Dist/IR/Costs.cpp) count 2·M·N·K per
+    product for contractions, a per-element cost for the rest (more for
+    transcendental functions and normalisations), and the bytes of all
+    operands and results.
   }];
   let methods = [
     InterfaceMethod<"Number of floating-point (or integer) operations.",
@@ -29,6 +31,13 @@ def Dist_CostOpInterface : OpInterface<"CostOpInterface"> {
     InterfaceMethod<"Bytes read from operands plus bytes written to results.",
       "::mlir::FailureOr<int64_t>", "getBytesAccessed", (ins), [{}], [{
         return ::mlir::dist::detail::defaultBytesAccessed($_op);
+      }]>,
+    InterfaceMethod<[{Shape {batch, m, n, k} of the matrix product the op
+      runs as (matmul, gemm, convolutions through im2col), or failure for an
+      op that is not a contraction.}],
+      "::mlir::FailureOr<::llvm::SmallVector<int64_t, 4>>",
+      "getContractionShape", (ins), [{}], [{
+        return ::mlir::dist::detail::defaultContractionShape($_op);
       }]>,
   ];
 }

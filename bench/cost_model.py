@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+#===- bench/cost_model.py - Predicted against measured step time ----------===#
+# SPDX-License-Identifier: Apache-2.0
+#
+# Checks the cost model on this machine: calibrates it (`dist-opt calibrate`),
+# then for every model of the CPU benchmark (bench/export_bench_models.py:
+# MLP at batch 64, GPT-style LM at batch 4 x 64 tokens, residual CNN at
+# batch 8, DLRM at batch 128), for inference and for training (AdamW), and
+# for each thread count, compiles the model with the calibrated cluster
+# (`--cluster local.yaml --plan-threads T`), reads the predicted
+# single-process step time from plan.json, runs the executable (inference:
+# `--bench N`, median latency; training: `train --log`, median step time
+# after warm-up) and prints predicted, measured and the relative error.
+# The target is an error within 15% for every row.
+#
+#   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
+#       [--iterations 50] [--work /tmp/dist-cost-bench]
+#
+# Exits with 0 when every row ran (whatever the error), 1 otherwise.
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+
+import cpu_training  # noqa: E402  (training export and data)
+
+MODELS = ("mlp", "gpt", "resnet", "dlrm")
+TARGET = 0.15
+
+
+def export_inference(name, work):
+    """Exports `name` in eval mode; returns (onnx path, batch, {input: npy})."""
+    import export_bench_models as ebm
+    model, shapes, ins, outs, batch, int_high = ebm.make_bench_model(name)
+    d = os.path.join(work, name + "-infer")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, name + ".onnx")
+    ebm.export_static(model, ebm.example_args(shapes, ins), ins, outs, path)
+    rng = np.random.RandomState(0)
+    files = {}
+    for shape, iname in zip(shapes, ins):
+        if iname in ("idx", "sparse"):
+            arr = rng.randint(0, int_high, size=shape).astype(np.int64)
+        else:
+            arr = rng.randn(*shape).astype(np.float32)
+        files[iname] = os.path.join(d, iname + ".npy")
+        np.save(files[iname], arr)
+    return path, batch, files
+
+
+def compile_model(dist_opt, path, out_dir, name, cluster, threads, train):
+    cmd = [dist_opt, path, "-o", out_dir, "--name", name,
+           "--cluster", cluster, "--plan-threads", str(threads)]
+    if train:
+        cmd += ["--train", "--loss=" + cpu_training.LOSS[name],
+                "--optimizer=adamw", "--lr=1e-3"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    with open(os.path.join(out_dir, "plan.json")) as f:
+        plan = json.load(f)
+    return plan["predicted"]["step_time_ms"], ""
+
+
+def measure_inference(exe, files, threads, iterations):
+    cmd = [exe, "--threads", str(threads), "--bench", str(iterations)]
+    for k, v in files.items():
+        cmd += ["--input", "%s=%s" % (k, v)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    for tok in r.stdout.split():
+        if tok.startswith("latency_ms_median="):
+            return float(tok.split("=", 1)[1]), ""
+    return None, "no latency in: " + r.stdout.strip()
+
+
+def measure_training(exe, batch, files, label, threads, steps, work):
+    warmup = 5
+    log = os.path.join(work, "cost-log.jsonl")
+    cmd = [exe, "train", "--batch-size", str(batch), "--steps",
+           str(warmup + steps), "--threads", str(threads), "--log", log,
+           "--quiet", "--data", "label=" + label]
+    for k, v in files.items():
+        cmd += ["--data", "%s=%s" % (k, v)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    rows = [json.loads(line) for line in open(log)]
+    return float(np.median([batch / s["samples_per_s"] * 1e3
+                            for s in rows[warmup:]])), ""
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="cost model: predicted against measured step time")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--model", nargs="+", choices=MODELS, default=list(MODELS))
+    ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--work", default="/tmp/dist-cost-bench")
+    ap.add_argument("--cluster", help="use this cluster file instead of "
+                    "calibrating")
+    ap.add_argument("--dist-opt", default=os.path.join(REPO_ROOT, "build",
+                                                       "bin", "dist-opt"))
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    cluster = a.cluster
+    if not cluster:
+        cluster = os.path.join(a.work, "local.yaml")
+        t0 = time.perf_counter()
+        r = subprocess.run([a.dist_opt, "calibrate", "-o", cluster, "--quiet"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("calibrate failed: " + r.stderr.strip())
+            return 1
+        print("calibrated in %.1f s: %s" % (time.perf_counter() - t0, cluster))
+
+    ok = True
+    rows = []
+    for name in a.model:
+        ipath, ibatch, ifiles = export_inference(name, a.work)
+        tpath, tbatch, tfiles, label = cpu_training.export_and_data(name,
+                                                                    a.work)
+        for threads in a.threads:
+            for mode in ("inference", "training"):
+                train = mode == "training"
+                out_dir = os.path.join(a.work, "%s-%s-%d" % (name, mode,
+                                                             threads)) + "/"
+                pred, err = compile_model(a.dist_opt, tpath if train else ipath,
+                                          out_dir, name, cluster, threads,
+                                          train)
+                if pred is None:
+                    print("%s %s: compile failed: %s" % (name, mode, err))
+                    ok = False
+                    continue
+                exe = out_dir + name
+                if train:
+                    meas, err = measure_training(exe, tbatch, tfiles, label,
+                                                 threads, a.iterations,
+                                                 a.work)
+                else:
+                    meas, err = measure_inference(exe, ifiles, threads,
+                                                  a.iterations)
+                if meas is None:
+                    print("%s %s: run failed: %s" % (name, mode, err))
+                    ok = False
+                    continue
+                rows.append((name, mode, threads, pred, meas,
+                             (pred - meas) / meas))
+
+    print("\n%-8s %-10s %7s %13s %12s %8s" % ("model", "mode", "threads",
+                                              "predicted ms", "measured ms",
+                                              "error"))
+    within = 0
+    for name, mode, threads, pred, meas, e in rows:
+        within += abs(e) <= TARGET
+        print("%-8s %-10s %7d %13.3f %12.3f %+7.1f%%" % (
+            name, mode, threads, pred, meas, 100 * e))
+    if rows:
+        worst = max(abs(r[5]) for r in rows)
+        print("\n%d of %d within %.0f%%; worst %.1f%%; mean |error| %.1f%%" % (
+            within, len(rows), 100 * TARGET, 100 * worst,
+            100 * sum(abs(r[5]) for r in rows) / len(rows)))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+//===- Calibration.h - Merge dist-calibrate measurements --------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// `dist-opt calibrate` runs the runtime's measuring tool (dist-calibrate,
+// built from runtime/tools) and stores what it printed as the calibration of
+// the local CPU device. This is the parsing half.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_ANALYSIS_CALIBRATION_H
+#define DIST_ANALYSIS_CALIBRATION_H
+
+#include "dist/Analysis/Cluster.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::dist {
+
+/// Parses dist-calibrate's JSON output. Returns nullopt with a one-line
+/// `error` naming the offending key when it is malformed.
+std::optional<DeviceCalibration> parseCalibrationJson(const std::string &json,
+                                                      std::string &error);
+
+/// Stores `cal` on every CPU device of `cluster` and raises the devices'
+/// bandwidth and f32/f64 peaks to the measured figures when those are
+/// higher (a data-sheet estimate below a measurement is wrong).
+void applyCalibration(ClusterSpec &cluster, const DeviceCalibration &cal);
+
+} // namespace mlir::dist
+
+#endif // DIST_ANALYSIS_CALIBRATION_H

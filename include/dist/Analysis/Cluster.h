@@ -1,0 +1,151 @@
+//===- Cluster.h - The unified cluster object -------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The machines a model is planned for: nodes, the devices in each node
+// (kind, model, count, memory, peak FLOP/s per data type, memory bandwidth,
+// price per device-hour), the links inside a node and between nodes, and the
+// measurements `dist-opt calibrate` took. A plain C++ model, usable without
+// IR: the planner and the cost model read it, and the `#dist.cluster`
+// attribute on a module carries its JSON form.
+//
+// Units are SI base units throughout: bytes, bytes per second, seconds,
+// FLOP per second, currency units per device-hour.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_ANALYSIS_CLUSTER_H
+#define DIST_ANALYSIS_CLUSTER_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::dist {
+
+/// Kind of compute device.
+enum class DevKind { CPU, GPU };
+
+/// "cpu" / "gpu".
+const char *stringifyDevKind(DevKind kind);
+
+/// A point-to-point or collective link: alpha-beta model.
+struct LinkSpec {
+  double bandwidthBytesPerS = 0; ///< > 0
+  double latencyS = 0;           ///< >= 0
+};
+
+/// GEMM throughput measured at one thread count (CPU) for one data type,
+/// at a few problem sizes (the cost model interpolates by the geometric mean
+/// of M, N and K).
+struct GemmCalibration {
+  int64_t threads = 1;
+  /// (geometric-mean size, FLOP/s) pairs sorted by size.
+  std::vector<std::pair<double, double>> flopsBySize;
+};
+
+/// What `dist-opt calibrate` measured on one device type.
+struct DeviceCalibration {
+  /// Per data type ("f32", "f64", ...): GEMM throughput per thread count.
+  std::map<std::string, std::vector<GemmCalibration>> gemm;
+  /// Streaming memory bandwidth (bytes/s) per thread count.
+  std::map<int64_t, double> memoryBandwidthByThreads;
+  /// Cost of one generated elementwise op over N f32 elements at one
+  /// thread, as fixed overhead plus per-element time.
+  double kernelOverheadS = 0;
+  /// Fixed cost of one call of a model step (argument marshalling, buffer
+  /// setup), seconds.
+  double stepOverheadS = 0;
+};
+
+/// One kind of device in a node (`count` identical devices).
+struct DeviceSpec {
+  DevKind kind = DevKind::CPU;
+  std::string model;          ///< e.g. "Xeon 8480", "H100-SXM"
+  int64_t count = 1;          ///< devices of this spec in the node (>= 1)
+  int64_t cores = 1;          ///< CPU: hardware threads per device; GPU: SMs
+  double memoryBytes = 0;     ///< per device (> 0)
+  /// Peak FLOP/s per data type ("f32", "f16", "bf16", "f64", "i8"), per
+  /// device; at least one entry.
+  std::map<std::string, double> peakFlops;
+  double memoryBandwidthBytesPerS = 0; ///< per device (> 0)
+  double pricePerHour = 0;             ///< per device-hour (>= 0)
+  std::string isa;                     ///< CPU vector ISA ("avx512", ...)
+  std::optional<DeviceCalibration> calibration;
+
+  /// Peak FLOP/s for `dtype`, falling back to f32 when the type is absent.
+  double peakFlopsFor(const std::string &dtype) const;
+};
+
+/// A node type (`count` identical nodes).
+struct NodeSpec {
+  std::string name;
+  int64_t count = 1;
+  std::vector<DeviceSpec> devices;
+  /// Link between devices of this node (NVLink, shared memory, PCIe).
+  LinkSpec intraLink;
+};
+
+/// The whole cluster.
+struct ClusterSpec {
+  std::string name;
+  std::vector<NodeSpec> nodes;
+  /// Link between nodes (network).
+  LinkSpec interLink;
+  /// Where the spec came from (file path or "local"), for messages.
+  std::string source;
+
+  /// Total number of devices of `kind` over all nodes.
+  int64_t deviceCount(DevKind kind) const;
+  int64_t totalDevices() const;
+  int64_t totalNodes() const;
+};
+
+/// Loads a cluster file (YAML; JSON is accepted since it is YAML). On error
+/// returns nullopt and sets `error` to one line "<file>:<line>:<col>: <what>",
+/// e.g. "c.yaml:7:5: unknown key 'bandwith' in device (did you mean
+/// 'bandwidth'?)" or "c.yaml:3:1: node 'gpu' is missing field 'devices'".
+///
+/// Keys are snake_case: `name` (default "cluster"), `nodes` (required list of
+/// `name`, `count` (default 1), `devices`, `links: {intra: ...}`), devices
+/// with `kind` (cpu | gpu), `model`, `count` (default 1), `cores` (default 1),
+/// `memory`, `peak_flops` (map of f64/f32/f16/bf16/i8), `memory_bandwidth`,
+/// `price_per_hour` (default 0), `isa` and `calibration`, and a top-level
+/// `links: {inter: ...}`. A link is `{bandwidth: ..., latency: ...}`.
+/// A missing intra-node link defaults to 10 GB/s and 5 us, a missing
+/// inter-node link to 1.25 GB/s and 50 us.
+///
+/// Numbers are plain SI base units or strings with units: sizes B, KB, MB,
+/// GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024);
+/// bandwidths are sizes followed by "/s"; latencies s, ms, us, ns; FLOP/s a
+/// K, M, G, T or P prefix, optionally followed by "FLOP/s" or "FLOPS".
+std::optional<ClusterSpec> loadClusterFile(const std::string &path,
+                                           std::string &error);
+/// Same from a string; `sourceName` is used in messages.
+std::optional<ClusterSpec> parseCluster(const std::string &text,
+                                        const std::string &sourceName,
+                                        std::string &error);
+
+/// Detects this machine: cores, memory, vector ISA, CPU model, and GPUs
+/// through the CUDA driver (dlopen'ed libcuda.so.1) when one is present.
+/// Peak figures are estimates from the ISA and clock unless `calibrated`
+/// data is merged in by the caller: CPU f32 peak is hardware threads x clock
+/// x FLOP per cycle (32 with AVX-512, 16 with AVX2, 8 otherwise), f64 half
+/// of it, memory bandwidth 10 GB/s per thread up to 100 GB/s; GPU f32 peak is
+/// SMs x 128 x 2 x clock and bandwidth 2 x memory clock x bus width. The
+/// intra-node link is shared memory (20 GB/s, 1 us), the inter-node link
+/// 1.25 GB/s and 50 us. Never fails: without libcuda only the CPU is listed.
+ClusterSpec detectLocalCluster();
+
+/// Writes `spec` as YAML that loadClusterFile reads back unchanged.
+std::string clusterToYaml(const ClusterSpec &spec);
+/// Writes `spec` as one-line JSON (the payload of `#dist.cluster`), and
+/// reads it back.
+std::string clusterToJson(const ClusterSpec &spec);
+std::optional<ClusterSpec> clusterFromJson(const std::string &json,
+                                           std::string &error);
+
+} // namespace mlir::dist
+
+#endif // DIST_ANALYSIS_CLUSTER_H

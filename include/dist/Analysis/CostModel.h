@@ -1,0 +1,142 @@
+//===- CostModel.h - Time and memory of layers on devices -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The global cost model: how long a layer's forward, backward and update
+// take on a device, how much memory it holds there, and what communication
+// costs (alpha-beta model per collective and topology). Plain C++ over the
+// cluster model; the IR side (CostOpInterface) produces the LayerCost
+// records it consumes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_ANALYSIS_COSTMODEL_H
+#define DIST_ANALYSIS_COSTMODEL_H
+
+#include "dist/Analysis/Cluster.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::dist {
+
+/// Work of one phase (forward or backward) of a layer for ONE sample.
+struct PhaseWork {
+  double gemmFlops = 0;  ///< FLOPs in matrix products and convolutions
+  double otherFlops = 0; ///< FLOPs in everything else
+  double bytes = 0;      ///< memory traffic of the non-GEMM kernels
+  /// Sum over the layer's matrix products of flops * log(size) where size
+  /// is the geometric mean of M, N, K at batch 1 (so that the cost model
+  /// can pick an efficiency per size); 0 when gemmFlops is 0.
+  double gemmLogSizeWeighted = 0;
+  /// Share of M in each product that grows with the batch (1: M scales
+  /// with samples, 0: fixed); used to rescale the size with the batch.
+  double gemmBatchScaling = 1;
+  int64_t kernels = 0; ///< generated kernels (loop nests) launched
+  int64_t gemmCalls = 0;
+};
+
+/// Costs of one layer, as the cost op interface reports them.
+struct LayerCost {
+  std::string name; ///< e.g. "/h.0/attn" (common prefix of its ops' names)
+  int64_t numOps = 0;
+  PhaseWork fwd;
+  PhaseWork bwd; ///< zero for inference
+  /// Optimizer update of the layer's parameters, per STEP (not per sample);
+  /// zero when unknown (the model then estimates Adam's traffic).
+  PhaseWork update;
+  double paramBytes = 0;       ///< dense parameters (trained ones)
+  double frozenParamBytes = 0; ///< constants, running statistics
+  double sparseParamBytes = 0; ///< embedding tables looked up by index
+  /// Bytes of embedding rows touched per sample (pull/push volume).
+  double sparseRowBytesPerSample = 0;
+  double activationBytes = 0; ///< per sample, kept for backward
+  double inputBytes = 0;      ///< per sample, activations entering
+  double outputBytes = 0;     ///< per sample, activations leaving
+  /// Megatron-style column/row split applies (matmul-dominated layer).
+  bool tensorParallel = false;
+  /// Embedding lookup on a large table (HeterPS: IO-bound, CPU-friendly).
+  bool sparse = false;
+};
+
+/// Collectives the runtime provides.
+enum class Collective {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Broadcast
+};
+
+/// Topology a collective runs over.
+enum class Topology { Ring, Tree, Hierarchical };
+
+/// Abstract cost model.
+class CostModel {
+public:
+  virtual ~CostModel();
+
+  /// Seconds for `phase` of `layer` over `samples` samples on one device of
+  /// `dev` with tensor-parallel degree `tp` (work split tp ways) and
+  /// `threads` CPU threads (ignored on GPUs; 0 means all cores).
+  virtual double phaseTimeS(const LayerCost &layer, const PhaseWork &phase,
+                            const DeviceSpec &dev, double samples, int64_t tp,
+                            int64_t threads) const = 0;
+
+  /// Seconds for the optimizer update of the layer's parameters, sharded
+  /// over `shards` devices (ZeRO-1; 1 = unsharded).
+  virtual double updateTimeS(const LayerCost &layer, const DeviceSpec &dev,
+                             int64_t shards, int64_t threads) const = 0;
+
+  /// Seconds for a collective of `bytes` (per rank, the full buffer) over
+  /// `ranks` ranks on `link`.
+  virtual double collectiveTimeS(Collective kind, double bytes, int64_t ranks,
+                                 const LinkSpec &link,
+                                 Topology topo = Topology::Ring) const = 0;
+
+  /// Seconds to send `bytes` point to point.
+  virtual double p2pTimeS(double bytes, const LinkSpec &link) const = 0;
+
+  /// Fixed cost of one step call (runtime overhead).
+  virtual double stepOverheadS(const DeviceSpec &dev) const = 0;
+};
+
+/// Roofline model per kernel class, using the device's calibration when it
+/// has one (GEMM FLOP/s by size and thread count, streaming bandwidth by
+/// thread count, per-kernel overhead) and data-sheet peaks otherwise.
+class AnalyticCostModel : public CostModel {
+public:
+  /// `dtype` selects the peak/calibration entry ("f32" by default).
+  explicit AnalyticCostModel(std::string dtype = "f32");
+
+  double phaseTimeS(const LayerCost &layer, const PhaseWork &phase,
+                    const DeviceSpec &dev, double samples, int64_t tp,
+                    int64_t threads) const override;
+  double updateTimeS(const LayerCost &layer, const DeviceSpec &dev,
+                     int64_t shards, int64_t threads) const override;
+  double collectiveTimeS(Collective kind, double bytes, int64_t ranks,
+                         const LinkSpec &link,
+                         Topology topo = Topology::Ring) const override;
+  double p2pTimeS(double bytes, const LinkSpec &link) const override;
+  double stepOverheadS(const DeviceSpec &dev) const override;
+
+  /// GEMM FLOP/s of `dev` at problem size `size` (geometric mean of M, N,
+  /// K) with `threads` threads.
+  double gemmFlopsPerS(const DeviceSpec &dev, double size,
+                       int64_t threads) const;
+  /// Streaming bandwidth of `dev` with `threads` threads.
+  double bandwidthBytesPerS(const DeviceSpec &dev, int64_t threads) const;
+
+private:
+  std::string dtype;
+};
+
+/// Predicted time of one step of the whole model in one process on one
+/// device of `dev` with `threads` threads: every layer's forward (and, when
+/// training, backward and update) at `batch` samples, plus the step overhead.
+double predictStepTimeS(const std::vector<LayerCost> &layers,
+                        const DeviceSpec &dev, int64_t batch, int64_t threads,
+                        bool training, const CostModel &cm);
+
+} // namespace mlir::dist
+
+#endif // DIST_ANALYSIS_COSTMODEL_H

@@ -1,0 +1,72 @@
+//===- LayerCosts.h - Layer costs of a dist function ------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Groups the ops of an inference or training-step function into layers and
+// sums what the cost op interface reports for each: per-sample forward and
+// backward work, the optimizer update, parameters, activations kept for
+// backward, boundary activations, and whether the layer is a sparse
+// embedding lookup or a tensor-parallel candidate. The planner and the cost
+// model consume the result (dist/Analysis/CostModel.h).
+//
+// A layer is a maximal run of forward ops whose ONNX node names share the
+// same scope (the name up to its last '/', e.g. "/h.0/attn" for
+// "/h.0/attn/MatMul"); unnamed ops join the layer before them. Backward and
+// update ops (tagged by dist-build-train-step, see
+// DistDialect::getPhase) are charged to the layer of the forward op they
+// come from, update ops to the layer that reads the parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_TRANSFORMS_LAYERCOSTS_H
+#define DIST_TRANSFORMS_LAYERCOSTS_H
+
+#include "dist/Analysis/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <vector>
+
+namespace mlir::dist {
+
+struct FunctionCosts {
+  std::vector<LayerCost> layers;
+  /// Batch (samples) the function's shapes are for.
+  int64_t batch = 1;
+  /// Layer index of every op of the body, in order (-1 for ops that cost
+  /// nothing: constants, parameter reads, the terminator).
+  std::vector<int64_t> opLayer;
+  bool training = false;
+};
+
+/// Collects the layer costs of `func`, whose shapes must be static (bind a
+/// dynamic batch first with bindBatch). Emits an error naming the op and
+/// fails when an op's cost is unknown.
+///
+/// Embedding tables of at least 1 MiB read by a gather make their layer
+/// `sparse`. With `psTables` they are priced as parameter-server tables
+/// (HeterPS): held once, their gradients and optimizer updates touch only
+/// the looked-up rows. Without it (the default, and what generated code
+/// does today: the runtime has no parameter server yet) they are ordinary
+/// dense parameters whose gradient and update ops cost what the training
+/// step spells out.
+FailureOr<FunctionCosts> collectLayerCosts(func::FuncOp func,
+                                           bool psTables = false);
+
+/// Sets every dynamic leading dimension of `func`'s tensor arguments to
+/// `batch` and re-infers the shapes of the body. Fails (with an error) if
+/// inference fails or shapes stay dynamic.
+LogicalResult bindBatch(func::FuncOp func, int64_t batch);
+
+/// The function the planner works on: the training step (marked
+/// `dist.train_step`), else the first public function with a body; null
+/// when there is none.
+func::FuncOp findPlannedFunction(ModuleOp module);
+
+/// The batch `func` is compiled for: the static leading dimension of its
+/// first ranked tensor argument of rank >= 1; 0 when it is dynamic or there
+/// is none.
+int64_t getStaticBatch(func::FuncOp func);
+
+} // namespace mlir::dist
+
+#endif // DIST_TRANSFORMS_LAYERCOSTS_H

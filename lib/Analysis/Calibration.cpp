@@ -1,0 +1,124 @@
+//===- Calibration.cpp - Merge dist-calibrate measurements -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// See Calibration.h. The JSON layout is the one runtime/tools/
+// dist-calibrate.cpp prints:
+//   {"version":1, "cores":N, "gemm":{"f32":[{"threads":1,
+//    "flops_by_size":[[size, flops], ...]}, ...], ...},
+//    "memory_bandwidth":{"1":bytes_per_s, ...}, "kernel_overhead":s,
+//    "step_overhead":s}
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Analysis/Calibration.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir::dist;
+
+namespace {
+bool positive(std::optional<double> v) {
+  return v && std::isfinite(*v) && *v > 0;
+}
+} // namespace
+
+std::optional<DeviceCalibration>
+mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed) {
+    error =
+        "calibration output is not JSON: " + llvm::toString(parsed.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root) {
+    error = "calibration output is not a JSON object";
+    return std::nullopt;
+  }
+  DeviceCalibration cal;
+  const llvm::json::Object *gemm = root->getObject("gemm");
+  if (!gemm) {
+    error = "calibration output has no 'gemm' object";
+    return std::nullopt;
+  }
+  for (const auto &[dtype, list] : *gemm) {
+    const llvm::json::Array *entries = list.getAsArray();
+    if (!entries) {
+      error = "gemm." + dtype.str() + ": expected an array";
+      return std::nullopt;
+    }
+    for (size_t i = 0; i < entries->size(); ++i) {
+      std::string where = "gemm." + dtype.str() + "[" + std::to_string(i) + "]";
+      const llvm::json::Object *e = (*entries)[i].getAsObject();
+      std::optional<int64_t> threads =
+          e ? e->getInteger("threads") : std::nullopt;
+      const llvm::json::Array *pts = e ? e->getArray("flops_by_size") : nullptr;
+      if (!threads || *threads < 1 || !pts) {
+        error = where + ": expected {threads, flops_by_size}";
+        return std::nullopt;
+      }
+      GemmCalibration g;
+      g.threads = *threads;
+      for (const llvm::json::Value &p : *pts) {
+        const llvm::json::Array *pair = p.getAsArray();
+        if (!pair || pair->size() != 2 || !positive((*pair)[0].getAsNumber()) ||
+            !positive((*pair)[1].getAsNumber())) {
+          error = where + ".flops_by_size: expected [size, flops] pairs of "
+                          "positive numbers";
+          return std::nullopt;
+        }
+        g.flopsBySize.emplace_back(*(*pair)[0].getAsNumber(),
+                                   *(*pair)[1].getAsNumber());
+      }
+      std::sort(g.flopsBySize.begin(), g.flopsBySize.end());
+      cal.gemm[dtype.str()].push_back(std::move(g));
+    }
+    std::sort(cal.gemm[dtype.str()].begin(), cal.gemm[dtype.str()].end(),
+              [](const GemmCalibration &a, const GemmCalibration &b) {
+                return a.threads < b.threads;
+              });
+  }
+  if (const llvm::json::Object *bw = root->getObject("memory_bandwidth")) {
+    for (const auto &[key, value] : *bw) {
+      int64_t threads = 0;
+      if (!llvm::to_integer(key.str(), threads, 10) || threads < 1 ||
+          !positive(value.getAsNumber())) {
+        error = "memory_bandwidth." + key.str() +
+                ": expected a positive number keyed by a thread count";
+        return std::nullopt;
+      }
+      cal.memoryBandwidthByThreads[threads] = *value.getAsNumber();
+    }
+  }
+  if (std::optional<double> k = root->getNumber("kernel_overhead"))
+    cal.kernelOverheadS = *k;
+  if (std::optional<double> s = root->getNumber("step_overhead"))
+    cal.stepOverheadS = *s;
+  if (cal.kernelOverheadS < 0 || cal.stepOverheadS < 0) {
+    error = "overheads must not be negative";
+    return std::nullopt;
+  }
+  return cal;
+}
+
+void mlir::dist::applyCalibration(ClusterSpec &cluster,
+                                  const DeviceCalibration &cal) {
+  for (NodeSpec &node : cluster.nodes) {
+    for (DeviceSpec &dev : node.devices) {
+      if (dev.kind != DevKind::CPU)
+        continue;
+      dev.calibration = cal;
+      for (const auto &[threads, bw] : cal.memoryBandwidthByThreads)
+        dev.memoryBandwidthBytesPerS =
+            std::max(dev.memoryBandwidthBytesPerS, bw);
+      for (const auto &[dtype, list] : cal.gemm)
+        for (const GemmCalibration &g : list)
+          for (const auto &[size, flops] : g.flopsBySize)
+            dev.peakFlops[dtype] = std::max(dev.peakFlops[dtype], flops);
+    }
+  }
+}

@@ -1,0 +1,244 @@
+//===- CostModel.cpp - Roofline cost model over the cluster ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// AnalyticCostModel predicts the time of a layer's phase as the sum of three
+// terms, each matching how generated code runs it today:
+//  - matrix products and convolutions are calls into the runtime's GEMM
+//    (OpenBLAS on CPU, cuBLAS on GPU): FLOPs over the GEMM throughput at the
+//    product's size and the thread count. Calibrated devices interpolate the
+//    measured FLOP/s in log(size); others use a share of the peak.
+//  - every other kernel is a fused loop nest: its memory traffic over the
+//    streaming bandwidth, plus its arithmetic at a fraction of the vector
+//    peak (transcendental-heavy kernels are compute bound), plus a fixed
+//    per-kernel cost. Generated loops run on one thread on CPU today (the
+//    runtime's pool only threads GEMM), so they use the one-thread bandwidth.
+//  - collectives follow the alpha-beta model per topology.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Analysis/CostModel.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir::dist;
+
+CostModel::~CostModel() = default;
+
+namespace {
+
+/// Share of the data-sheet GEMM peak reached without calibration.
+constexpr double kUncalibratedGemmEfficiency = 0.6;
+/// Share of the data-sheet bandwidth reached by streaming kernels.
+constexpr double kUncalibratedBandwidthEfficiency = 0.7;
+/// Share of the one-core vector peak reached by generated elementwise code
+/// on arithmetic (polynomial approximations of exp/tanh/erf, divisions).
+constexpr double kElementwiseComputeEfficiency = 0.5;
+/// Per-kernel fixed cost when uncalibrated: loop setup on CPU, a launch on
+/// GPU.
+constexpr double kCpuKernelOverheadS = 2e-7;
+constexpr double kGpuKernelOverheadS = 5e-6;
+/// Per-GEMM-call fixed cost when uncalibrated (library dispatch).
+constexpr double kCpuGemmCallOverheadS = 2e-6;
+constexpr double kGpuGemmCallOverheadS = 8e-6;
+
+int64_t effectiveThreads(const DeviceSpec &dev, int64_t threads) {
+  if (dev.kind != DevKind::CPU)
+    return 1;
+  int64_t cores = std::max<int64_t>(1, dev.cores);
+  if (threads <= 0)
+    return cores;
+  return std::min(threads, cores);
+}
+
+/// Interpolates y at x in log-log space over sorted (x, y) points, clamping
+/// outside the range.
+double interpolateLogLog(const std::vector<std::pair<double, double>> &pts,
+                         double x) {
+  if (pts.empty())
+    return 0;
+  if (x <= pts.front().first)
+    return pts.front().second * std::min(1.0, x / pts.front().first);
+  if (x >= pts.back().first)
+    return pts.back().second;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (x > pts[i].first)
+      continue;
+    double x0 = std::log(pts[i - 1].first), x1 = std::log(pts[i].first);
+    double y0 = std::log(pts[i - 1].second), y1 = std::log(pts[i].second);
+    double t = x1 > x0 ? (std::log(x) - x0) / (x1 - x0) : 0;
+    return std::exp(y0 + t * (y1 - y0));
+  }
+  return pts.back().second;
+}
+
+} // namespace
+
+AnalyticCostModel::AnalyticCostModel(std::string dtype)
+    : dtype(std::move(dtype)) {}
+
+double AnalyticCostModel::gemmFlopsPerS(const DeviceSpec &dev, double size,
+                                        int64_t threads) const {
+  int64_t t = effectiveThreads(dev, threads);
+  if (dev.calibration) {
+    auto it = dev.calibration->gemm.find(dtype);
+    if (it == dev.calibration->gemm.end())
+      it = dev.calibration->gemm.find("f32");
+    if (it != dev.calibration->gemm.end() && !it->second.empty()) {
+      // The measured thread count closest to t (below it when possible).
+      const GemmCalibration *best = &it->second.front();
+      for (const GemmCalibration &g : it->second)
+        if (g.threads <= t && g.threads > best->threads)
+          best = &g;
+      double flops = interpolateLogLog(best->flopsBySize, size);
+      if (flops > 0) {
+        // Scale linearly when more threads are asked than were measured.
+        if (best->threads < t && best->threads > 0)
+          flops *= static_cast<double>(t) / best->threads;
+        return flops;
+      }
+    }
+  }
+  double peak = dev.peakFlopsFor(dtype);
+  if (dev.kind == DevKind::CPU)
+    peak *= static_cast<double>(t) / std::max<int64_t>(1, dev.cores);
+  // Small products do not reach the peak: ramp up to size 512.
+  double ramp = std::min(1.0, std::max(0.05, size / 512.0));
+  return peak * kUncalibratedGemmEfficiency * std::sqrt(ramp);
+}
+
+double AnalyticCostModel::bandwidthBytesPerS(const DeviceSpec &dev,
+                                             int64_t threads) const {
+  int64_t t = effectiveThreads(dev, threads);
+  if (dev.calibration && !dev.calibration->memoryBandwidthByThreads.empty()) {
+    const auto &bw = dev.calibration->memoryBandwidthByThreads;
+    auto it = bw.upper_bound(t);
+    if (it != bw.begin())
+      --it;
+    return it->second;
+  }
+  double peak = dev.memoryBandwidthBytesPerS * kUncalibratedBandwidthEfficiency;
+  if (dev.kind == DevKind::CPU && dev.cores > 1)
+    peak *= std::min(1.0, 2.0 * t / dev.cores); // Few cores saturate it.
+  return peak;
+}
+
+double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
+                                     const PhaseWork &phase,
+                                     const DeviceSpec &dev, double samples,
+                                     int64_t tp, int64_t threads) const {
+  (void)layer;
+  if (samples <= 0)
+    return 0;
+  bool cpu = dev.kind == DevKind::CPU;
+  // Tensor parallelism splits the products (and the elementwise work on
+  // their sharded outputs) of layers that support it.
+  double split = layer.tensorParallel
+                     ? static_cast<double>(std::max<int64_t>(1, tp))
+                     : 1.0;
+  double time = 0;
+  if (phase.gemmFlops > 0) {
+    double logSize = phase.gemmLogSizeWeighted / phase.gemmFlops;
+    double size = std::exp(logSize) *
+                  std::pow(samples, phase.gemmBatchScaling / 3.0) /
+                  std::cbrt(split);
+    double flops = phase.gemmFlops * samples / split;
+    time += flops / gemmFlopsPerS(dev, size, threads);
+    time +=
+        phase.gemmCalls * (cpu ? kCpuGemmCallOverheadS : kGpuGemmCallOverheadS);
+  }
+  // Generated loops: one thread on CPU; memory or arithmetic bound,
+  // whichever is slower.
+  int64_t loopThreads = cpu ? 1 : threads;
+  double bytes = phase.bytes * samples / split;
+  double vectorPeak = dev.peakFlopsFor(dtype);
+  if (cpu)
+    vectorPeak /= std::max<int64_t>(1, dev.cores);
+  time += std::max(bytes / bandwidthBytesPerS(dev, loopThreads),
+                   phase.otherFlops * samples / split /
+                       (vectorPeak * kElementwiseComputeEfficiency));
+  double overhead = cpu ? kCpuKernelOverheadS : kGpuKernelOverheadS;
+  if (dev.calibration && dev.calibration->kernelOverheadS > 0)
+    overhead = dev.calibration->kernelOverheadS;
+  time += phase.kernels * overhead;
+  return time;
+}
+
+double AnalyticCostModel::updateTimeS(const LayerCost &layer,
+                                      const DeviceSpec &dev, int64_t shards,
+                                      int64_t threads) const {
+  double n = static_cast<double>(std::max<int64_t>(1, shards));
+  if (layer.update.bytes > 0 || layer.update.kernels > 0)
+    return phaseTimeS(layer, layer.update, dev, 1.0 / n, 1, threads) +
+           layer.update.kernels * (1.0 - 1.0 / n) *
+               (dev.kind == DevKind::CPU ? kCpuKernelOverheadS
+                                         : kGpuKernelOverheadS);
+  // Adam: read parameter, gradient and two moments, write three.
+  double bytes = 7.0 * layer.paramBytes / n;
+  return bytes /
+         bandwidthBytesPerS(dev, dev.kind == DevKind::CPU ? 1 : threads);
+}
+
+double AnalyticCostModel::collectiveTimeS(Collective kind, double bytes,
+                                          int64_t ranks, const LinkSpec &link,
+                                          Topology topo) const {
+  if (ranks <= 1 || bytes <= 0)
+    return 0;
+  double p = static_cast<double>(ranks);
+  double alpha = link.latencyS;
+  double beta = link.bandwidthBytesPerS > 0 ? 1.0 / link.bandwidthBytesPerS : 0;
+  // Steps and per-rank volume of the ring algorithms; the tree variants
+  // trade bandwidth for log(p) latency.
+  double steps = 0, volume = 0;
+  switch (kind) {
+  case Collective::AllReduce:
+    steps = 2 * (p - 1);
+    volume = 2 * (p - 1) / p * bytes;
+    break;
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+  case Collective::AllToAll:
+    steps = p - 1;
+    volume = (p - 1) / p * bytes;
+    break;
+  case Collective::Broadcast:
+    steps = p - 1;
+    volume = bytes;
+    break;
+  }
+  if (topo == Topology::Tree) {
+    double levels = std::ceil(std::log2(p));
+    steps = (kind == Collective::AllReduce ? 2 : 1) * levels;
+    volume = (kind == Collective::AllReduce ? 2 : 1) * bytes;
+  }
+  return steps * alpha + volume * beta;
+}
+
+double AnalyticCostModel::p2pTimeS(double bytes, const LinkSpec &link) const {
+  if (bytes <= 0)
+    return 0;
+  return link.latencyS +
+         (link.bandwidthBytesPerS > 0 ? bytes / link.bandwidthBytesPerS : 0);
+}
+
+double AnalyticCostModel::stepOverheadS(const DeviceSpec &dev) const {
+  if (dev.calibration && dev.calibration->stepOverheadS > 0)
+    return dev.calibration->stepOverheadS;
+  return dev.kind == DevKind::CPU ? 5e-6 : 2e-5;
+}
+
+double mlir::dist::predictStepTimeS(const std::vector<LayerCost> &layers,
+                                    const DeviceSpec &dev, int64_t batch,
+                                    int64_t threads, bool training,
+                                    const CostModel &cm) {
+  double samples = static_cast<double>(std::max<int64_t>(1, batch));
+  double t = cm.stepOverheadS(dev);
+  for (const LayerCost &l : layers) {
+    t += cm.phaseTimeS(l, l.fwd, dev, samples, 1, threads);
+    if (training) {
+      t += cm.phaseTimeS(l, l.bwd, dev, samples, 1, threads);
+      t += cm.updateTimeS(l, dev, 1, threads);
+    }
+  }
+  return t;
+}

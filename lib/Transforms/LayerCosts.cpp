@@ -1,0 +1,404 @@
+//===- LayerCosts.cpp - Layer costs of a dist function ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// See LayerCosts.h. Kernel and traffic counts model what codegen emits:
+// view ops (reshape family) are free; an elementwise op whose operand comes
+// from a single-use non-contraction producer is fused into it (no kernel of
+// its own, the intermediate never reaches memory); contractions are runtime
+// GEMM calls whose inputs are read by the library, plus an im2col kernel for
+// convolutions and an initialisation kernel for a bias.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Transforms/LayerCosts.h"
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+
+int64_t bytesOf(Type t) {
+  auto shaped = dyn_cast<ShapedType>(t);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  Type e = shaped.getElementType();
+  if (!e.isIntOrFloat())
+    return 0;
+  return shaped.getNumElements() *
+         static_cast<int64_t>((e.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(getElementTypeOrSelf(v.getType()));
+}
+
+/// Ops codegen turns into views or nothing.
+bool isFree(Operation *op) {
+  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp, ShapeOp,
+             SizeOp, ConstantOp, GetParamOp, SetParamOp>(op) ||
+         op->hasTrait<OpTrait::IsTerminator>() ||
+         !isa<DistDialect>(op->getDialect());
+}
+
+/// Ops that fuse into a producer's loop nest when they read its result.
+bool isFusibleConsumer(Operation *op) {
+  if (op->getNumResults() != 1)
+    return false;
+  auto out = dyn_cast<ShapedType>(op->getResult(0).getType());
+  if (!out)
+    return false;
+  // Elementwise: an operand of the same shape as the result.
+  return llvm::any_of(op->getOperands(),
+                      [&](Value v) {
+                        return v.getType() == out ||
+                               (isa<ShapedType>(v.getType()) &&
+                                cast<ShapedType>(v.getType()).getShape() ==
+                                    out.getShape());
+                      }) &&
+         !isa<TransposeOp, ConcatOp, SliceOp, GatherOp, PadOp, TileOp, ExpandOp,
+              SoftmaxOp, LogSoftmaxOp, LayerNormOp, CumSumOp, MatMulOp, GemmOp,
+              ConvOp, ConvTransposeOp>(op);
+}
+
+/// The layer scope of a location: the innermost node name without its last
+/// path component ("/h.0/attn/MatMul" -> "/h.0/attn"), or "".
+std::string scopeOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    StringRef n = name.getName().getValue();
+    if (n == DistDialect::kPhaseBackward || n == DistDialect::kPhaseUpdate)
+      return scopeOf(name.getChildLoc());
+    size_t slash = n.rfind('/');
+    if (slash != StringRef::npos && slash > 0)
+      return n.substr(0, slash).str();
+    return n.str();
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location l : fused.getLocations()) {
+      std::string s = scopeOf(l);
+      if (!s.empty())
+        return s;
+    }
+  }
+  return "";
+}
+
+/// The raw innermost name (for update ops: the parameter's name).
+std::string nameOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    StringRef n = name.getName().getValue();
+    if (n == DistDialect::kPhaseBackward || n == DistDialect::kPhaseUpdate)
+      return nameOf(name.getChildLoc());
+    return n.str();
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string s = nameOf(l); !s.empty())
+        return s;
+  return "";
+}
+
+/// Tables at least this large are sparse embeddings (parameter-server
+/// candidates).
+constexpr int64_t kSparseTableBytes = 1 << 20;
+
+} // namespace
+
+func::FuncOp mlir::dist::findPlannedFunction(ModuleOp module) {
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f.isDeclaration())
+      continue;
+    if (f->hasAttr("dist.train_step"))
+      return f;
+    if (!entry && f.isPublic())
+      entry = f;
+  }
+  return entry;
+}
+
+int64_t mlir::dist::getStaticBatch(func::FuncOp func) {
+  for (Type t : func.getArgumentTypes()) {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    if (!ranked || ranked.getRank() == 0)
+      continue;
+    return ShapedType::isDynamic(ranked.getDimSize(0)) ? 0
+                                                       : ranked.getDimSize(0);
+  }
+  return 0;
+}
+
+LogicalResult mlir::dist::bindBatch(func::FuncOp func, int64_t batch) {
+  Block &body = func.getBody().front();
+  SmallVector<Type> types;
+  for (BlockArgument arg : body.getArguments()) {
+    Type t = arg.getType();
+    if (auto ranked = dyn_cast<RankedTensorType>(t);
+        ranked && ranked.getRank() > 0 &&
+        ShapedType::isDynamic(ranked.getDimSize(0))) {
+      SmallVector<int64_t> shape(ranked.getShape());
+      shape[0] = batch;
+      t = RankedTensorType::get(shape, ranked.getElementType(),
+                                ranked.getEncoding());
+      arg.setType(t);
+    }
+    types.push_back(t);
+  }
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), types, func.getResultTypes()));
+  if (failed(inferShapes(func)))
+    return failure();
+  WalkResult r = func.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto s = dyn_cast<ShapedType>(t); s && !s.hasStaticShape()) {
+        op->emitError("shape ")
+            << t << " stays dynamic with the batch bound to " << batch
+            << "; fix it with --input-shape";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
+FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
+                                                       bool psTables) {
+  FunctionCosts out;
+  out.training = func->hasAttr("dist.train_step");
+  out.batch = getStaticBatch(func);
+  if (out.batch <= 0)
+    out.batch = 1;
+  double samples = static_cast<double>(out.batch);
+  auto module = func->getParentOfType<ModuleOp>();
+  Block &body = func.getBody().front();
+
+  // Parameters read through get_param.
+  llvm::DenseMap<Value, ParamOp> paramOf;
+  // Layer of each forward value's producer (-1: argument or parameter).
+  llvm::DenseMap<Value, int64_t> producerLayer;
+  llvm::StringMap<int64_t> lastLayerOfScope;
+  llvm::StringMap<int64_t> layerOfParam;
+  std::vector<std::string> scopes;
+  // Values whose producer absorbs their consumer (fused, never stored).
+  llvm::DenseSet<Value> fusedValues;
+  llvm::DenseSet<StringRef> countedParams;
+  // Types of the sparse embedding tables.
+  llvm::DenseSet<Type> sparseTableTypes;
+
+  auto newLayer = [&](const std::string &scope) {
+    LayerCost l;
+    l.name =
+        scope.empty() ? "layer" + std::to_string(out.layers.size()) : scope;
+    out.layers.push_back(l);
+    scopes.push_back(scope);
+    lastLayerOfScope[scope] = static_cast<int64_t>(out.layers.size()) - 1;
+    return static_cast<int64_t>(out.layers.size()) - 1;
+  };
+
+  for (Operation &op : body) {
+    if (auto get = dyn_cast<GetParamOp>(op)) {
+      if (auto p = module.lookupSymbol<ParamOp>(get.getNameAttr()))
+        paramOf[get.getResult()] = p;
+      out.opLayer.push_back(-1);
+      continue;
+    }
+    if (isFree(&op) &&
+        !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op)) {
+      out.opLayer.push_back(-1);
+      continue;
+    }
+    StringRef phase = DistDialect::getPhase(op.getLoc());
+    std::string scope = scopeOf(op.getLoc());
+    int64_t layer = -1;
+    if (phase.empty()) {
+      if (out.layers.empty() || (!scope.empty() && scopes.back() != scope))
+        layer = newLayer(scope);
+      else
+        layer = static_cast<int64_t>(out.layers.size()) - 1;
+    } else if (phase == DistDialect::kPhaseUpdate) {
+      auto it = layerOfParam.find(nameOf(op.getLoc()));
+      if (it != layerOfParam.end())
+        layer = it->second;
+    }
+    if (layer < 0) {
+      auto it = lastLayerOfScope.find(scope);
+      layer = it != lastLayerOfScope.end()
+                  ? it->second
+                  : (out.layers.empty()
+                         ? newLayer(scope)
+                         : static_cast<int64_t>(out.layers.size()) - 1);
+    }
+    out.opLayer.push_back(layer);
+    LayerCost &L = out.layers[layer];
+    PhaseWork &work = phase.empty()                          ? L.fwd
+                      : phase == DistDialect::kPhaseBackward ? L.bwd
+                                                             : L.update;
+    bool perSample = phase != DistDialect::kPhaseUpdate;
+    double scale = perSample ? 1.0 / samples : 1.0;
+
+    // Parameters this op reads.
+    for (Value v : op.getOperands()) {
+      auto it = paramOf.find(v);
+      if (it == paramOf.end())
+        continue;
+      ParamOp p = it->second;
+      if (p.getState())
+        continue;
+      StringRef name = p.getSymName();
+      if (phase.empty() && !layerOfParam.count(name))
+        layerOfParam[name] = layer;
+      if (!phase.empty() || !countedParams.insert(name).second)
+        continue;
+      double bytes = static_cast<double>(bytesOf(p.getType()));
+      bool trained = p.getTrainable() || !out.training;
+      if (isa<GatherOp>(op) && v == op.getOperand(0) &&
+          bytes >= kSparseTableBytes) {
+        L.sparse = true;
+        if (psTables) {
+          L.sparseParamBytes += bytes;
+          sparseTableTypes.insert(p.getType());
+        } else {
+          L.paramBytes += bytes;
+        }
+        L.sparseRowBytesPerSample +=
+            static_cast<double>(bytesOf(op.getResult(0).getType())) / samples;
+      } else if (trained && isFloatTensor(v)) {
+        L.paramBytes += bytes;
+      } else {
+        L.frozenParamBytes += bytes;
+      }
+    }
+    if (isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op)) {
+      // Views: the value is the operand's, fusion state carries over.
+      if (op.getNumOperands() && fusedValues.contains(op.getOperand(0)))
+        fusedValues.insert(op.getResult(0));
+      if (phase.empty())
+        for (Value r : op.getResults())
+          producerLayer[r] = layer;
+      continue;
+    }
+    if (phase.empty())
+      ++L.numOps;
+
+    // Gradients and updates of sparse tables: the parameter server applies
+    // them to the touched rows only (HeterPS), so they cost the rows'
+    // traffic, not the dense table-sized ops the training step spells out.
+    if (!phase.empty() && llvm::any_of(op.getResultTypes(), [&](Type t) {
+          return sparseTableTypes.contains(t);
+        })) {
+      double rows = L.sparseRowBytesPerSample;
+      if (phase == DistDialect::kPhaseBackward) {
+        work.bytes += 2 * rows;
+      } else {
+        work.bytes += 2 * rows * samples;
+      }
+      work.kernels += 1;
+      continue;
+    }
+
+    auto cost = dyn_cast<CostOpInterface>(op);
+    if (!cost)
+      return op.emitError("has no cost model"), failure();
+    FailureOr<int64_t> flops = cost.getFlopCount();
+    if (failed(flops))
+      return op.emitError("cost unknown: shapes must be static (bind the "
+                          "batch with --global-batch or --input-shape)"),
+             failure();
+    FailureOr<SmallVector<int64_t, 4>> gemm = cost.getContractionShape();
+    int64_t resultBytes = 0;
+    for (Value r : op.getResults())
+      resultBytes += bytesOf(r.getType());
+    if (succeeded(gemm)) {
+      const SmallVector<int64_t, 4> &s = *gemm;
+      double f = 2.0 * s[0] * s[1] * s[2] * s[3];
+      double size = std::cbrt(static_cast<double>(s[1]) * s[2] * s[3]);
+      work.gemmFlops += f * scale;
+      work.gemmLogSizeWeighted += f * scale * std::log(std::max(1.0, size));
+      work.gemmCalls += 1;
+      work.otherFlops += static_cast<double>(*flops - f) * scale;
+      if (isa<ConvOp>(op)) {
+        // im2col: reads the input, writes the column matrix.
+        double col =
+            static_cast<double>(s[0]) * s[2] * s[3] *
+            (bytesOf(op.getOperand(0).getType()) /
+             std::max<int64_t>(1, cast<ShapedType>(op.getOperand(0).getType())
+                                      .getNumElements()));
+        work.bytes += (bytesOf(op.getOperand(0).getType()) + 2 * col) * scale;
+        work.kernels += 1;
+      }
+      if (op.getNumOperands() > 2) {
+        // Bias broadcast into the output before the GEMM accumulates.
+        work.bytes += static_cast<double>(resultBytes) * scale;
+        work.kernels += 1;
+      }
+    } else {
+      work.otherFlops += static_cast<double>(*flops) * scale;
+      bool fused = false;
+      int64_t traffic = 0;
+      for (Value v : op.getOperands()) {
+        if (fusedValues.contains(v)) {
+          fused = true;
+          continue;
+        }
+        // A gather reads only the rows it selects.
+        if (isa<GatherOp, GatherElementsOp>(op) && v == op.getOperand(0))
+          traffic += resultBytes;
+        else
+          traffic += bytesOf(v.getType());
+      }
+      // A single-use result read by a fusible consumer stays in registers.
+      bool resultFused = op.getNumResults() == 1 &&
+                         op.getResult(0).hasOneUse() &&
+                         isFusibleConsumer(*op.getResult(0).getUsers().begin());
+      if (resultFused)
+        fusedValues.insert(op.getResult(0));
+      else
+        traffic += resultBytes;
+      work.bytes += static_cast<double>(traffic) * scale;
+      if (!(fused && isFusibleConsumer(&op)))
+        work.kernels += 1;
+    }
+
+    if (phase.empty()) {
+      for (Value r : op.getResults()) {
+        producerLayer[r] = layer;
+        if (!isFloatTensor(r))
+          continue;
+        double bytes = static_cast<double>(bytesOf(r.getType())) / samples;
+        bool keptForBackward =
+            !out.training || llvm::any_of(r.getUsers(), [](Operation *u) {
+              return !DistDialect::getPhase(u->getLoc()).empty();
+            });
+        if (keptForBackward && !fusedValues.contains(r))
+          L.activationBytes += bytes;
+      }
+      for (Value v : op.getOperands()) {
+        if (paramOf.count(v) || !isa<ShapedType>(v.getType()))
+          continue;
+        auto it = producerLayer.find(v);
+        int64_t from = it == producerLayer.end() ? -1 : it->second;
+        if (from == layer)
+          continue;
+        double bytes = static_cast<double>(bytesOf(v.getType())) / samples;
+        L.inputBytes += bytes;
+        if (from >= 0)
+          out.layers[from].outputBytes += bytes;
+      }
+    }
+    if (isa<MatMulOp, GemmOp>(op) &&
+        llvm::any_of(op.getOperands(), [&](Value v) {
+          auto it = paramOf.find(v);
+          return it != paramOf.end() &&
+                 cast<ShapedType>(v.getType()).getRank() == 2;
+        }))
+      L.tensorParallel = true;
+  }
+  return out;
+}

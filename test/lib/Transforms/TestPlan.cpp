@@ -1,0 +1,153 @@
+//===- TestPlan.cpp - Passes printing planner decisions ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// dist-test-plan runs the planner like dist-plan and prints its decisions
+// (degrees, stages, the stage and device type of every layer, predicted
+// figures) to stdout. dist-test-layer-costs prints the cost records of
+// every layer and the predicted single-process step time on the first
+// device type of the module's cluster.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Analysis/CostModel.h"
+#include "dist/Analysis/Planner.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Transforms/LayerCosts.h"
+#include "dist/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+
+struct TestPlanPass
+    : public PassWrapper<TestPlanPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestPlanPass)
+  TestPlanPass() = default;
+  TestPlanPass(const TestPlanPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "dist-test-plan"; }
+  StringRef getDescription() const final {
+    return "print the planner's decisions";
+  }
+  Option<std::string> objective{*this, "objective",
+                                llvm::cl::init("step-time")};
+  Option<double> minThroughput{*this, "min-throughput", llvm::cl::init(0)};
+  Option<std::string> strategy{*this, "strategy", llvm::cl::init("exact")};
+  Option<int64_t> globalBatch{*this, "global-batch", llvm::cl::init(0)};
+  Option<int64_t> threads{*this, "threads", llvm::cl::init(0)};
+  Option<std::string> planFile{*this, "plan-file", llvm::cl::init("")};
+  Option<bool> psTables{*this, "ps-tables", llvm::cl::init(false)};
+
+  void runOnOperation() override {
+    PlanPassOptions o;
+    o.objective = objective;
+    o.minThroughput = minThroughput;
+    o.strategy = strategy;
+    o.globalBatch = globalBatch;
+    o.threads = threads;
+    o.planFile = planFile;
+    o.psTables = psTables;
+    auto result = planModule(getOperation(), o);
+    if (failed(result))
+      return signalPassFailure();
+    const Plan &p = (*result)->plan;
+    const PlanRequest &req = (*result)->request;
+    std::vector<DeviceType> types = listDeviceTypes((*result)->cluster);
+    raw_ostream &os = llvm::outs();
+    os << "plan: objective=" << stringifyObjective(p.objective)
+       << " strategy=" << stringifyPlanStrategy(p.strategy) << " dp=" << p.dp
+       << " tp=" << p.tp << " pp=" << p.pp
+       << " micro-batches=" << p.microBatches
+       << " recompute=" << (p.recompute ? 1 : 0) << " devices=" << p.devicesUsed
+       << "\n";
+    for (size_t s = 0; s < p.stages.size(); ++s) {
+      const StagePlan &st = p.stages[s];
+      os << "stage " << s << ": layers " << st.firstLayer << "-" << st.lastLayer
+         << " on " << types[st.deviceType].label << " units=" << st.units
+         << " dp=" << st.dp << " tp=" << st.tp
+         << " recompute=" << (st.recompute ? 1 : 0) << "\n";
+    }
+    for (size_t l = 0; l < req.layers.size(); ++l) {
+      int64_t s = p.layerStage[l];
+      os << "layer " << l << " '" << req.layers[l].name << "' -> stage " << s
+         << " on " << types[p.stages[s].deviceType].label
+         << (req.layers[l].sparse ? " (sparse)" : "") << "\n";
+    }
+    os << "predicted: step_ms=" << llvm::format("%.4g", p.stepTimeS * 1e3)
+       << " throughput=" << llvm::format("%.4g", p.throughput)
+       << " cost_per_hour=" << llvm::format("%.4g", p.costPerHour) << "\n";
+  }
+};
+
+struct TestLayerCostsPass
+    : public PassWrapper<TestLayerCostsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestLayerCostsPass)
+  TestLayerCostsPass() = default;
+  TestLayerCostsPass(const TestLayerCostsPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "dist-test-layer-costs"; }
+  StringRef getDescription() const final {
+    return "print the layer costs of the planned function";
+  }
+  Option<int64_t> threads{*this, "threads", llvm::cl::init(1)};
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp func = findPlannedFunction(module);
+    if (!func) {
+      module.emitError("no function");
+      return signalPassFailure();
+    }
+    FailureOr<FunctionCosts> costs = collectLayerCosts(func);
+    if (failed(costs))
+      return signalPassFailure();
+    raw_ostream &os = llvm::outs();
+    os << "function " << func.getSymName() << " batch=" << costs->batch
+       << " training=" << (costs->training ? 1 : 0)
+       << " layers=" << costs->layers.size() << "\n";
+    for (const LayerCost &l : costs->layers) {
+      os << "layer '" << l.name << "' ops=" << l.numOps
+         << " fwd_gemm_flops=" << llvm::format("%.6g", l.fwd.gemmFlops)
+         << " fwd_other_flops=" << llvm::format("%.6g", l.fwd.otherFlops)
+         << " fwd_bytes=" << llvm::format("%.6g", l.fwd.bytes)
+         << " fwd_kernels=" << l.fwd.kernels
+         << " bwd_gemm_flops=" << llvm::format("%.6g", l.bwd.gemmFlops)
+         << " bwd_bytes=" << llvm::format("%.6g", l.bwd.bytes)
+         << " update_bytes=" << llvm::format("%.6g", l.update.bytes)
+         << " params=" << llvm::format("%.6g", l.paramBytes)
+         << " sparse_params=" << llvm::format("%.6g", l.sparseParamBytes)
+         << " activations=" << llvm::format("%.6g", l.activationBytes)
+         << " in=" << llvm::format("%.6g", l.inputBytes)
+         << " out=" << llvm::format("%.6g", l.outputBytes)
+         << (l.sparse ? " sparse" : "")
+         << (l.tensorParallel ? " tensor-parallel" : "") << "\n";
+    }
+    auto attr =
+        module->getAttrOfType<ClusterAttr>(DistDialect::getClusterAttrName());
+    if (!attr)
+      return;
+    std::optional<ClusterSpec> cluster = attr.getCluster();
+    if (!cluster || cluster->nodes.empty() || cluster->nodes[0].devices.empty())
+      return;
+    AnalyticCostModel cm;
+    const DeviceSpec &dev = cluster->nodes[0].devices[0];
+    double t = predictStepTimeS(costs->layers, dev, costs->batch, threads,
+                                costs->training, cm);
+    os << "predicted single-process step: " << llvm::format("%.4g", t * 1e3)
+       << " ms\n";
+  }
+};
+
+} // namespace
+
+namespace mlir::dist::test {
+void registerTestPlanPasses() {
+  PassRegistration<TestPlanPass>();
+  PassRegistration<TestLayerCostsPass>();
+}
+} // namespace mlir::dist::test

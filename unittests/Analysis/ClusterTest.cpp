@@ -1,0 +1,644 @@
+//===- ClusterTest.cpp - cluster file parsing, writing and detection ------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Checks that cluster files in YAML and JSON parse to the right numbers (with
+// units converted), that clusterToYaml and clusterToJson read back unchanged,
+// that each kind of mistake gives a one-line "file:line:col: what" error at
+// the right place, and that detecting the local machine gives sane figures.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Analysis/Cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <utility>
+
+using namespace mlir::dist;
+
+namespace {
+
+const char *fullExample = R"(name: mixed
+nodes:
+  - name: gpu-node
+    count: 4
+    devices:
+      - kind: gpu
+        model: H100-SXM
+        count: 8
+        cores: 132
+        memory: 80GiB
+        peak_flops: {f32: 67T, bf16: 989T}
+        memory_bandwidth: 3.35TB/s
+        price_per_hour: 2.5
+    links:
+      intra: {bandwidth: 450GB/s, latency: 2us}
+  - name: cpu-node
+    count: 2
+    devices:
+      - kind: cpu
+        model: Xeon 8480
+        cores: 112
+        memory: 512GiB
+        peak_flops: {f64: 4.3e12, f32: 8.6 TFLOP/s}
+        memory_bandwidth: 307.2e9
+        isa: avx512
+        calibration:
+          gemm:
+            f32:
+              - threads: 1
+                flops_by_size: [[256, 1.1e11], [64, 5.1e10]]
+              - threads: 4
+                flops_by_size: [[64, 1.9e11]]
+          memory_bandwidth: {1: 1.2e10, 2: 1.8e10}
+          kernel_overhead: 2.0e-7
+          step_overhead: 5us
+links:
+  inter: {bandwidth: 25GB/s, latency: 5us}
+)";
+
+// The same cluster written as JSON, with units in strings.
+const char *fullExampleJson = R"({
+  "name": "mixed",
+  "nodes": [
+    {"name": "gpu-node", "count": 4,
+     "devices": [{"kind": "gpu", "model": "H100-SXM", "count": 8,
+                  "cores": 132, "memory": "80GiB",
+                  "peak_flops": {"f32": "67T", "bf16": "989T"},
+                  "memory_bandwidth": "3.35TB/s", "price_per_hour": 2.5}],
+     "links": {"intra": {"bandwidth": "450GB/s", "latency": "2us"}}},
+    {"name": "cpu-node", "count": 2,
+     "devices": [{"kind": "cpu", "model": "Xeon 8480", "cores": 112,
+                  "memory": "512GiB",
+                  "peak_flops": {"f64": 4.3e12, "f32": "8.6 TFLOP/s"},
+                  "memory_bandwidth": 307.2e9, "isa": "avx512",
+                  "calibration": {
+                    "gemm": {"f32": [
+                      {"threads": 1,
+                       "flops_by_size": [[256, 1.1e11], [64, 5.1e10]]},
+                      {"threads": 4, "flops_by_size": [[64, 1.9e11]]}]},
+                    "memory_bandwidth": {"1": 1.2e10, "2": 1.8e10},
+                    "kernel_overhead": 2.0e-7,
+                    "step_overhead": "5us"}}]}
+  ],
+  "links": {"inter": {"bandwidth": "25GB/s", "latency": "5us"}}
+})";
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "dist-cluster-test-" + name;
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+ClusterSpec parseOk(const std::string &text, const std::string &source) {
+  std::string error;
+  std::optional<ClusterSpec> spec = parseCluster(text, source, error);
+  EXPECT_TRUE(spec.has_value()) << error;
+  EXPECT_EQ(error, "");
+  return spec ? *spec : ClusterSpec();
+}
+
+std::string parseError(const std::string &text) {
+  std::string error;
+  std::optional<ClusterSpec> spec = parseCluster(text, "c.yaml", error);
+  EXPECT_FALSE(spec.has_value());
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  return error;
+}
+
+void expectSameLink(const LinkSpec &a, const LinkSpec &b) {
+  EXPECT_EQ(a.bandwidthBytesPerS, b.bandwidthBytesPerS);
+  EXPECT_EQ(a.latencyS, b.latencyS);
+}
+
+void expectSameCalibration(const DeviceCalibration &a,
+                           const DeviceCalibration &b) {
+  ASSERT_EQ(a.gemm.size(), b.gemm.size());
+  for (const auto &[dtype, entries] : a.gemm) {
+    auto other = b.gemm.find(dtype);
+    ASSERT_NE(other, b.gemm.end()) << dtype;
+    ASSERT_EQ(entries.size(), other->second.size());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      EXPECT_EQ(entries[i].threads, other->second[i].threads);
+      EXPECT_EQ(entries[i].flopsBySize, other->second[i].flopsBySize);
+    }
+  }
+  EXPECT_EQ(a.memoryBandwidthByThreads, b.memoryBandwidthByThreads);
+  EXPECT_EQ(a.kernelOverheadS, b.kernelOverheadS);
+  EXPECT_EQ(a.stepOverheadS, b.stepOverheadS);
+}
+
+void expectSameCluster(const ClusterSpec &a, const ClusterSpec &b) {
+  EXPECT_EQ(a.name, b.name);
+  expectSameLink(a.interLink, b.interLink);
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (size_t n = 0; n < a.nodes.size(); ++n) {
+    const NodeSpec &x = a.nodes[n], &y = b.nodes[n];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.count, y.count);
+    expectSameLink(x.intraLink, y.intraLink);
+    ASSERT_EQ(x.devices.size(), y.devices.size());
+    for (size_t d = 0; d < x.devices.size(); ++d) {
+      const DeviceSpec &p = x.devices[d], &q = y.devices[d];
+      EXPECT_EQ(p.kind, q.kind);
+      EXPECT_EQ(p.model, q.model);
+      EXPECT_EQ(p.count, q.count);
+      EXPECT_EQ(p.cores, q.cores);
+      EXPECT_EQ(p.memoryBytes, q.memoryBytes);
+      EXPECT_EQ(p.peakFlops, q.peakFlops);
+      EXPECT_EQ(p.memoryBandwidthBytesPerS, q.memoryBandwidthBytesPerS);
+      EXPECT_EQ(p.pricePerHour, q.pricePerHour);
+      EXPECT_EQ(p.isa, q.isa);
+      ASSERT_EQ(p.calibration.has_value(), q.calibration.has_value());
+      if (p.calibration)
+        expectSameCalibration(*p.calibration, *q.calibration);
+    }
+  }
+}
+
+/// A one-device cluster whose device has `field: value`, for unit checks.
+std::string withDeviceField(const std::string &field,
+                            const std::string &value) {
+  std::string text = "nodes:\n"
+                     "  - name: n\n"
+                     "    devices:\n"
+                     "      - kind: cpu\n";
+  if (field != "memory")
+    text += "        memory: 1GB\n";
+  if (field != "peak_flops")
+    text += "        peak_flops: {f32: 1T}\n";
+  if (field != "memory_bandwidth")
+    text += "        memory_bandwidth: 1GB/s\n";
+  text += "        " + field + ": " + value + "\n";
+  return text;
+}
+
+double parseMemory(const std::string &value) {
+  ClusterSpec spec = parseOk(withDeviceField("memory", value), "m.yaml");
+  return spec.nodes.empty() ? -1 : spec.nodes[0].devices[0].memoryBytes;
+}
+
+double parseBandwidth(const std::string &value) {
+  ClusterSpec spec =
+      parseOk(withDeviceField("memory_bandwidth", value), "b.yaml");
+  return spec.nodes.empty() ? -1
+                            : spec.nodes[0].devices[0].memoryBandwidthBytesPerS;
+}
+
+double parseFlops(const std::string &value) {
+  ClusterSpec spec =
+      parseOk(withDeviceField("peak_flops", "{f32: " + value + "}"), "f.yaml");
+  return spec.nodes.empty() ? -1 : spec.nodes[0].devices[0].peakFlops["f32"];
+}
+
+double parseLatency(const std::string &value) {
+  std::string text = withDeviceField("memory", "1GB") +
+                     "links:\n  inter: {bandwidth: 1GB/s, latency: " + value +
+                     "}\n";
+  ClusterSpec spec = parseOk(text, "l.yaml");
+  return spec.interLink.latencyS;
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+TEST(Cluster, ParsesFullExample) {
+  ClusterSpec spec = parseOk(fullExample, "mixed.yaml");
+  EXPECT_EQ(spec.name, "mixed");
+  EXPECT_EQ(spec.source, "mixed.yaml");
+  ASSERT_EQ(spec.nodes.size(), 2u);
+
+  const NodeSpec &gpuNode = spec.nodes[0];
+  EXPECT_EQ(gpuNode.name, "gpu-node");
+  EXPECT_EQ(gpuNode.count, 4);
+  ASSERT_EQ(gpuNode.devices.size(), 1u);
+  const DeviceSpec &gpu = gpuNode.devices[0];
+  EXPECT_EQ(gpu.kind, DevKind::GPU);
+  EXPECT_EQ(gpu.model, "H100-SXM");
+  EXPECT_EQ(gpu.count, 8);
+  EXPECT_EQ(gpu.cores, 132);
+  EXPECT_EQ(gpu.memoryBytes, 80.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(gpu.peakFlops.size(), 2u);
+  EXPECT_EQ(gpu.peakFlops.at("f32"), 67e12);
+  EXPECT_EQ(gpu.peakFlops.at("bf16"), 989e12);
+  EXPECT_EQ(gpu.memoryBandwidthBytesPerS, 3.35e12);
+  EXPECT_EQ(gpu.pricePerHour, 2.5);
+  EXPECT_EQ(gpu.isa, "");
+  EXPECT_FALSE(gpu.calibration.has_value());
+  EXPECT_EQ(gpuNode.intraLink.bandwidthBytesPerS, 450e9);
+  EXPECT_EQ(gpuNode.intraLink.latencyS, 2e-6);
+
+  const NodeSpec &cpuNode = spec.nodes[1];
+  EXPECT_EQ(cpuNode.name, "cpu-node");
+  EXPECT_EQ(cpuNode.count, 2);
+  ASSERT_EQ(cpuNode.devices.size(), 1u);
+  const DeviceSpec &cpu = cpuNode.devices[0];
+  EXPECT_EQ(cpu.kind, DevKind::CPU);
+  EXPECT_EQ(cpu.model, "Xeon 8480");
+  EXPECT_EQ(cpu.count, 1);
+  EXPECT_EQ(cpu.cores, 112);
+  EXPECT_EQ(cpu.memoryBytes, 512.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(cpu.peakFlops.at("f64"), 4.3e12);
+  EXPECT_EQ(cpu.peakFlops.at("f32"), 8.6e12);
+  EXPECT_EQ(cpu.memoryBandwidthBytesPerS, 307.2e9);
+  EXPECT_EQ(cpu.pricePerHour, 0);
+  EXPECT_EQ(cpu.isa, "avx512");
+  // No links on the node: the documented defaults.
+  EXPECT_EQ(cpuNode.intraLink.bandwidthBytesPerS, 10e9);
+  EXPECT_EQ(cpuNode.intraLink.latencyS, 5e-6);
+
+  ASSERT_TRUE(cpu.calibration.has_value());
+  const DeviceCalibration &cal = *cpu.calibration;
+  ASSERT_EQ(cal.gemm.size(), 1u);
+  const std::vector<GemmCalibration> &f32 = cal.gemm.at("f32");
+  ASSERT_EQ(f32.size(), 2u);
+  EXPECT_EQ(f32[0].threads, 1);
+  // Sorted by size.
+  ASSERT_EQ(f32[0].flopsBySize.size(), 2u);
+  EXPECT_EQ(f32[0].flopsBySize[0], std::make_pair(64.0, 5.1e10));
+  EXPECT_EQ(f32[0].flopsBySize[1], std::make_pair(256.0, 1.1e11));
+  EXPECT_EQ(f32[1].threads, 4);
+  ASSERT_EQ(f32[1].flopsBySize.size(), 1u);
+  EXPECT_EQ(f32[1].flopsBySize[0], std::make_pair(64.0, 1.9e11));
+  ASSERT_EQ(cal.memoryBandwidthByThreads.size(), 2u);
+  EXPECT_EQ(cal.memoryBandwidthByThreads.at(1), 1.2e10);
+  EXPECT_EQ(cal.memoryBandwidthByThreads.at(2), 1.8e10);
+  EXPECT_EQ(cal.kernelOverheadS, 2.0e-7);
+  EXPECT_EQ(cal.stepOverheadS, 5e-6);
+
+  EXPECT_EQ(spec.interLink.bandwidthBytesPerS, 25e9);
+  EXPECT_EQ(spec.interLink.latencyS, 5e-6);
+}
+
+TEST(Cluster, CountsDevicesAcrossNodeCounts) {
+  ClusterSpec spec = parseOk(fullExample, "mixed.yaml");
+  EXPECT_EQ(spec.deviceCount(DevKind::GPU), 4 * 8);
+  EXPECT_EQ(spec.deviceCount(DevKind::CPU), 2 * 1);
+  EXPECT_EQ(spec.totalDevices(), 34);
+  EXPECT_EQ(spec.totalNodes(), 6);
+
+  ClusterSpec manual;
+  NodeSpec a;
+  a.count = 3;
+  DeviceSpec gpus;
+  gpus.kind = DevKind::GPU;
+  gpus.count = 2;
+  DeviceSpec cpus;
+  cpus.kind = DevKind::CPU;
+  cpus.count = 1;
+  a.devices = {gpus, cpus};
+  NodeSpec b;
+  b.count = 5;
+  cpus.count = 2;
+  b.devices = {cpus};
+  manual.nodes = {a, b};
+  EXPECT_EQ(manual.deviceCount(DevKind::GPU), 6);
+  EXPECT_EQ(manual.deviceCount(DevKind::CPU), 3 + 10);
+  EXPECT_EQ(manual.totalDevices(), 19);
+  EXPECT_EQ(manual.totalNodes(), 8);
+  EXPECT_EQ(ClusterSpec().totalDevices(), 0);
+}
+
+TEST(Cluster, PeakFlopsForFallsBackToF32) {
+  DeviceSpec device;
+  device.peakFlops = {{"f32", 10e12}, {"bf16", 40e12}};
+  EXPECT_EQ(device.peakFlopsFor("bf16"), 40e12);
+  EXPECT_EQ(device.peakFlopsFor("f32"), 10e12);
+  EXPECT_EQ(device.peakFlopsFor("i8"), 10e12);
+  EXPECT_STREQ(stringifyDevKind(DevKind::CPU), "cpu");
+  EXPECT_STREQ(stringifyDevKind(DevKind::GPU), "gpu");
+}
+
+TEST(Cluster, ConvertsUnits) {
+  EXPECT_EQ(parseMemory("100"), 100.0);
+  EXPECT_EQ(parseMemory("100B"), 100.0);
+  EXPECT_EQ(parseMemory("2KB"), 2e3);
+  EXPECT_EQ(parseMemory("3MB"), 3e6);
+  EXPECT_EQ(parseMemory("16GB"), 16e9);
+  EXPECT_EQ(parseMemory("2TB"), 2e12);
+  EXPECT_EQ(parseMemory("1KiB"), 1024.0);
+  EXPECT_EQ(parseMemory("1.5 MiB"), 1.5 * 1024 * 1024);
+  EXPECT_EQ(parseMemory("80GiB"), 80.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(parseMemory("1TiB"), 1024.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(parseMemory("8.589934592e10"), 8.589934592e10);
+  EXPECT_EQ(parseMemory("\"80GiB\""), 80.0 * 1024 * 1024 * 1024);
+
+  EXPECT_EQ(parseBandwidth("25GB/s"), 25e9);
+  EXPECT_EQ(parseBandwidth("1.25GB/s"), 1.25e9);
+  EXPECT_EQ(parseBandwidth("1GiB/s"), 1024.0 * 1024 * 1024);
+  EXPECT_EQ(parseBandwidth("500MB/s"), 500e6);
+  EXPECT_EQ(parseBandwidth("2.5e12"), 2.5e12);
+  EXPECT_EQ(parseBandwidth("3.35TB/s"), 3.35e12);
+
+  EXPECT_EQ(parseFlops("67T"), 67e12);
+  EXPECT_EQ(parseFlops("1.5G"), 1.5e9);
+  EXPECT_EQ(parseFlops("2TFLOPS"), 2e12);
+  EXPECT_EQ(parseFlops("3 PFLOP/s"), 3e15);
+  EXPECT_EQ(parseFlops("4e12"), 4e12);
+  EXPECT_EQ(parseFlops("500M"), 500e6);
+  EXPECT_EQ(parseFlops("7K"), 7e3);
+
+  EXPECT_EQ(parseLatency("5us"), 5e-6);
+  EXPECT_EQ(parseLatency("1ms"), 1e-3);
+  EXPECT_EQ(parseLatency("10ns"), 10e-9);
+  EXPECT_EQ(parseLatency("0.5s"), 0.5);
+  EXPECT_EQ(parseLatency("2e-6"), 2e-6);
+  EXPECT_EQ(parseLatency("0"), 0.0);
+}
+
+TEST(Cluster, JsonFormParsesEqual) {
+  ClusterSpec fromYaml = parseOk(fullExample, "mixed.yaml");
+  std::string error;
+  std::optional<ClusterSpec> fromJson = clusterFromJson(fullExampleJson, error);
+  ASSERT_TRUE(fromJson.has_value()) << error;
+  expectSameCluster(fromYaml, *fromJson);
+}
+
+TEST(Cluster, LoadsFile) {
+  std::string path = tempPath("mixed.yaml");
+  writeFile(path, fullExample);
+  std::string error;
+  std::optional<ClusterSpec> spec = loadClusterFile(path, error);
+  ASSERT_TRUE(spec.has_value()) << error;
+  EXPECT_EQ(spec->source, path);
+  expectSameCluster(*spec, parseOk(fullExample, "mixed.yaml"));
+  std::remove(path.c_str());
+}
+
+TEST(Cluster, MissingFileIsAnError) {
+  std::string path = tempPath("does-not-exist.yaml");
+  std::string error;
+  EXPECT_FALSE(loadClusterFile(path, error).has_value());
+  EXPECT_EQ(error.rfind(path + ": cannot open file", 0), 0u) << error;
+}
+
+//===----------------------------------------------------------------------===//
+// Round trips
+//===----------------------------------------------------------------------===//
+
+TEST(Cluster, RoundTripsThroughYaml) {
+  ClusterSpec spec = parseOk(fullExample, "mixed.yaml");
+  std::string yaml = clusterToYaml(spec);
+  ClusterSpec back = parseOk(yaml, "written.yaml");
+  expectSameCluster(spec, back);
+  // Written twice, the same text.
+  EXPECT_EQ(clusterToYaml(back), yaml);
+
+  std::string path = tempPath("written.yaml");
+  writeFile(path, yaml);
+  std::string error;
+  std::optional<ClusterSpec> loaded = loadClusterFile(path, error);
+  ASSERT_TRUE(loaded.has_value()) << error;
+  expectSameCluster(spec, *loaded);
+  std::remove(path.c_str());
+}
+
+TEST(Cluster, RoundTripsThroughJson) {
+  ClusterSpec spec = parseOk(fullExample, "mixed.yaml");
+  std::string json = clusterToJson(spec);
+  EXPECT_EQ(json.find('\n'), std::string::npos);
+  EXPECT_EQ(json.front(), '{');
+  std::string error;
+  std::optional<ClusterSpec> back = clusterFromJson(json, error);
+  ASSERT_TRUE(back.has_value()) << error << "\n" << json;
+  expectSameCluster(spec, *back);
+  EXPECT_EQ(clusterToJson(*back), json);
+}
+
+TEST(Cluster, RoundTripsAwkwardValues) {
+  ClusterSpec spec;
+  spec.name = "odd: \"name\" # with symbols";
+  NodeSpec node;
+  node.name = "true";
+  node.count = 3;
+  node.intraLink = {1.0 / 3.0, 0.1};
+  DeviceSpec device;
+  device.kind = DevKind::GPU;
+  device.model = "Intel(R) Xeon(R) Platinum 8480+ @ 2.0GHz\ttab";
+  device.count = 2;
+  device.cores = 7;
+  device.memoryBytes = 123456789.123;
+  device.peakFlops = {{"f16", 1e15 / 7.0}, {"i8", 2.0e15}};
+  device.memoryBandwidthBytesPerS = 0.1 + 0.2;
+  device.pricePerHour = 1.0 / 3.0;
+  device.isa = "avx2";
+  DeviceCalibration calibration;
+  calibration.gemm["f64"] = {};
+  calibration.kernelOverheadS = 1.0 / 7.0 * 1e-6;
+  device.calibration = calibration;
+  node.devices.push_back(device);
+  spec.nodes.push_back(node);
+  spec.interLink = {1e10 / 3.0, 0};
+
+  ClusterSpec fromYaml = parseOk(clusterToYaml(spec), "odd.yaml");
+  expectSameCluster(spec, fromYaml);
+  std::string error;
+  std::optional<ClusterSpec> fromJson =
+      clusterFromJson(clusterToJson(spec), error);
+  ASSERT_TRUE(fromJson.has_value()) << error;
+  expectSameCluster(spec, *fromJson);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST(Cluster, UnknownKeySuggestsTheClosest) {
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    devices:\n"
+                       "      - kind: cpu\n"
+                       "        memory: 1GB\n"
+                       "        peak_flops: {f32: 1T}\n"
+                       "        memory_bandwith: 1GB/s\n"),
+            "c.yaml:7:9: unknown key 'memory_bandwith' in device 0 of node "
+            "'n' (did you mean 'memory_bandwidth'?)");
+  EXPECT_EQ(parseError("name: x\n"
+                       "colour: red\n"
+                       "nodes: []\n"),
+            "c.yaml:2:1: unknown key 'colour' in cluster");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    devices:\n"
+                       "      - kind: cpu\n"
+                       "        memory: 1GB\n"
+                       "        peak_flops: {fp32: 1T}\n"
+                       "        memory_bandwidth: 1GB/s\n"),
+            "c.yaml:6:22: unknown key 'fp32' in peak_flops (did you mean "
+            "'f32'?)");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    devices:\n"
+                       "      - kind: cpu\n"
+                       "        memory: 1GB\n"
+                       "        peak_flops: {f32: 1T}\n"
+                       "        memory_bandwidth: 1GB/s\n"
+                       "links:\n"
+                       "  inter: {bandwith: 1GB/s, latency: 1us}\n"),
+            "c.yaml:9:11: unknown key 'bandwith' in link 'inter' (did you "
+            "mean 'bandwidth'?)");
+}
+
+TEST(Cluster, MissingFieldsNameThePlace) {
+  EXPECT_EQ(parseError("name: x\n"
+                       "nodes:\n"
+                       "  - name: gpu-node\n"
+                       "    count: 2\n"),
+            "c.yaml:3:5: node 'gpu-node' is missing field 'devices'");
+  EXPECT_EQ(parseError("name: x\n"), "c.yaml:1:1: cluster is missing field "
+                                     "'nodes'");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    devices:\n"
+                       "      - kind: cpu\n"
+                       "        peak_flops: {f32: 1T}\n"
+                       "        memory_bandwidth: 1GB/s\n"),
+            "c.yaml:4:9: device 0 of node 'n' is missing field 'memory'");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - count: 2\n"
+                       "    devices: []\n"),
+            "c.yaml:2:5: node 0 is missing field 'name'");
+}
+
+TEST(Cluster, WrongTypesAreReported) {
+  EXPECT_EQ(parseError(withDeviceField("memory", "[1, 2]")),
+            "c.yaml:7:9: expected a number for 'memory'");
+  EXPECT_EQ(parseError(withDeviceField("memory", "lots")),
+            "c.yaml:7:17: expected a number for 'memory'");
+  EXPECT_EQ(parseError("nodes: 5\n"), "c.yaml:1:8: expected a list for "
+                                      "'nodes'");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    count: 1.5\n"
+                       "    devices: []\n"),
+            "c.yaml:3:12: expected an integer for 'count'");
+}
+
+TEST(Cluster, NonPositiveValuesAreReported) {
+  EXPECT_EQ(parseError(withDeviceField("memory_bandwidth", "0")),
+            "c.yaml:7:27: memory_bandwidth must be positive");
+  EXPECT_EQ(parseError(withDeviceField("memory", "-1GB")),
+            "c.yaml:7:17: memory must be positive");
+  EXPECT_EQ(parseError(withDeviceField("price_per_hour", "-0.5")),
+            "c.yaml:8:25: price_per_hour must not be negative");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    count: 0\n"
+                       "    devices: []\n"),
+            "c.yaml:3:12: count must be at least 1");
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    devices: []\n"),
+            "c.yaml:3:5: devices of node 'n' must not be empty");
+}
+
+TEST(Cluster, BadUnitsAreReported) {
+  EXPECT_EQ(parseError(withDeviceField("memory", "1GB") +
+                       "links:\n"
+                       "  inter: {bandwidth: 25Gbps, latency: 5us}\n"),
+            "c.yaml:9:22: unknown unit 'Gbps' in '25Gbps'");
+  EXPECT_EQ(parseError(withDeviceField("memory", "16 gigs")),
+            "c.yaml:7:17: unknown unit 'gigs' in '16 gigs'");
+  // A size unit where a time is expected.
+  EXPECT_EQ(parseError(withDeviceField("memory", "1GB") +
+                       "links:\n"
+                       "  inter: {bandwidth: 1GB/s, latency: 5GB}\n"),
+            "c.yaml:9:38: unknown unit 'GB' in '5GB'");
+}
+
+TEST(Cluster, UnknownKindAndDuplicateNodes) {
+  EXPECT_EQ(parseError("nodes:\n"
+                       "  - name: n\n"
+                       "    devices:\n"
+                       "      - kind: tpu\n"
+                       "        memory: 1GB\n"
+                       "        peak_flops: {f32: 1T}\n"
+                       "        memory_bandwidth: 1GB/s\n"),
+            "c.yaml:4:15: unknown device kind 'tpu' (expected cpu or gpu)");
+  const char *device = "    devices: [{kind: cpu, memory: 1GB, peak_flops: "
+                       "{f32: 1T}, memory_bandwidth: 1GB/s}]\n";
+  EXPECT_EQ(parseError(std::string("nodes:\n") + "  - name: a\n" + device +
+                       "  - name: a\n" + device),
+            "c.yaml:4:11: duplicate node name 'a'");
+}
+
+TEST(Cluster, EmptyAndNonMappingFiles) {
+  EXPECT_EQ(parseError(""), "c.yaml:1:1: empty file");
+  EXPECT_EQ(parseError("# nothing here\n\n"), "c.yaml:1:1: empty file");
+  EXPECT_EQ(parseError("- a\n- b\n"),
+            "c.yaml:1:1: expected a mapping at the top level");
+  EXPECT_EQ(parseError("hello\n"),
+            "c.yaml:1:1: expected a mapping at the top level");
+}
+
+TEST(Cluster, YamlSyntaxErrorsHaveALocation) {
+  std::string error = parseError("name: x\n"
+                                 "nodes:\n"
+                                 "  - name: @a\n");
+  EXPECT_EQ(error.rfind("c.yaml:3:11: ", 0), 0u) << error;
+  EXPECT_NE(error.find("unrecognized character"), std::string::npos) << error;
+
+  std::string unclosed = parseError("nodes: [a, b\n");
+  EXPECT_EQ(unclosed.rfind("c.yaml:", 0), 0u) << unclosed;
+}
+
+TEST(Cluster, ErrorsNameTheFile) {
+  std::string path = tempPath("bad.yaml");
+  writeFile(path, "nodes: 5\n");
+  std::string error;
+  EXPECT_FALSE(loadClusterFile(path, error).has_value());
+  EXPECT_EQ(error, path + ":1:8: expected a list for 'nodes'");
+  std::remove(path.c_str());
+
+  EXPECT_FALSE(clusterFromJson("{\"nodes\": 5}", error).has_value());
+  EXPECT_EQ(error, "<json>:1:11: expected a list for 'nodes'");
+}
+
+//===----------------------------------------------------------------------===//
+// Local detection
+//===----------------------------------------------------------------------===//
+
+TEST(Cluster, DetectsTheLocalMachine) {
+  ClusterSpec spec = detectLocalCluster();
+  EXPECT_EQ(spec.source, "local");
+  ASSERT_EQ(spec.nodes.size(), 1u);
+  const NodeSpec &node = spec.nodes[0];
+  EXPECT_EQ(node.name, "local");
+  EXPECT_EQ(node.count, 1);
+  ASSERT_GE(node.devices.size(), 1u);
+  const DeviceSpec &cpu = node.devices[0];
+  EXPECT_EQ(cpu.kind, DevKind::CPU);
+  EXPECT_GE(cpu.cores, 1);
+  EXPECT_GT(cpu.memoryBytes, 0);
+  EXPECT_GT(cpu.peakFlopsFor("f32"), 0);
+  EXPECT_GT(cpu.peakFlopsFor("f64"), 0);
+  EXPECT_LE(cpu.peakFlopsFor("f64"), cpu.peakFlopsFor("f32"));
+  EXPECT_GT(cpu.memoryBandwidthBytesPerS, 0);
+  EXPECT_LE(cpu.memoryBandwidthBytesPerS, 100e9);
+  EXPECT_FALSE(cpu.isa.empty());
+  EXPECT_FALSE(cpu.model.empty());
+  EXPECT_EQ(node.intraLink.bandwidthBytesPerS, 20e9);
+  EXPECT_EQ(node.intraLink.latencyS, 1e-6);
+  EXPECT_EQ(spec.interLink.bandwidthBytesPerS, 1.25e9);
+  EXPECT_EQ(spec.interLink.latencyS, 50e-6);
+  for (const DeviceSpec &device : node.devices) {
+    EXPECT_GE(device.count, 1);
+    EXPECT_GT(device.memoryBytes, 0);
+    EXPECT_GT(device.peakFlopsFor("f32"), 0);
+    EXPECT_GT(device.memoryBandwidthBytesPerS, 0);
+  }
+  EXPECT_EQ(spec.deviceCount(DevKind::CPU), 1);
+
+  // What was detected can be written and read back.
+  ClusterSpec back = parseOk(clusterToYaml(spec), "local.yaml");
+  expectSameCluster(spec, back);
+}
+
+} // namespace
