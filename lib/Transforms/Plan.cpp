@@ -175,6 +175,9 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
     return module.emitError("internal error: plan.json does not parse: ")
                << llvm::toString(json.takeError()),
            failure();
+  // The timeline is for plan.html; the IR keeps the decisions and figures.
+  if (llvm::json::Object *obj = json->getAsObject())
+    obj->erase("timeline");
   module->setAttr(DistDialect::getPlanAttrName(), jsonToAttr(ctx, *json));
   std::vector<DeviceType> types = listDeviceTypes(result->cluster);
   int64_t numStages = static_cast<int64_t>(plan.stages.size());
