@@ -138,8 +138,28 @@ struct TestLayerCostsPass
     const DeviceSpec &dev = cluster->nodes[0].devices[0];
     double t = predictStepTimeS(costs->layers, dev, costs->batch, threads,
                                 costs->training, cm);
+    // The same split by kernel class: library GEMMs, generated loops, and
+    // the optimizer update.
+    double gemmS = 0, loopS = 0, updateS = 0;
+    for (const LayerCost &l : costs->layers) {
+      for (const PhaseWork *w : {&l.fwd, &l.bwd}) {
+        if (w == &l.bwd && !costs->training)
+          continue;
+        PhaseWork gemmOnly = *w, loopsOnly = *w;
+        gemmOnly.bytes = gemmOnly.otherFlops = 0;
+        gemmOnly.kernels = 0;
+        loopsOnly.gemmFlops = loopsOnly.gemmLogSizeWeighted = 0;
+        loopsOnly.gemmCalls = 0;
+        gemmS += cm.phaseTimeS(l, gemmOnly, dev, costs->batch, 1, threads);
+        loopS += cm.phaseTimeS(l, loopsOnly, dev, costs->batch, 1, threads);
+      }
+      if (costs->training)
+        updateS += cm.updateTimeS(l, dev, 1, threads);
+    }
     os << "predicted single-process step: " << llvm::format("%.4g", t * 1e3)
-       << " ms\n";
+       << " ms (gemm " << llvm::format("%.4g", gemmS * 1e3) << " ms, loops "
+       << llvm::format("%.4g", loopS * 1e3) << " ms, update "
+       << llvm::format("%.4g", updateS * 1e3) << " ms)\n";
   }
 };
 
