@@ -125,8 +125,8 @@
 //    req.seed; reward: minus the cost over a cost scale, or for infeasible
 //    assignments a penalty below every feasible reward seen that grows with
 //    the throughput shortfall and capacity excess. The best feasible
-//    assignment seen goes through Greedy's local search. RL, StepTime:
-//    returns the Greedy plan.
+//    assignment seen (Greedy's plan counts as seen) goes through Greedy's
+//    local search. RL, StepTime: returns the Greedy plan.
 //
 //===----------------------------------------------------------------------===//
 
@@ -2071,8 +2071,11 @@ public:
 
   /// The cheapest plan with cost <= costBound that respects the capacities
   /// of the types in `tracked` (the others are ignored).
+  /// With `feasibility`, any plan within the capacities will do (costBound
+  /// must be infinite): labels are compared on their units only.
   std::optional<CostSolution> solve(double costBound,
-                                    const std::vector<bool> &tracked);
+                                    const std::vector<bool> &tracked,
+                                    bool feasibility = false);
 
   /// Scores an assignment of a type to every layer (stages are its runs).
   /// Returns nullopt when infeasible and sets `shortfall` (> 0): the sum of
@@ -2100,8 +2103,11 @@ private:
   std::unordered_map<uint64_t, CachedStage> stageCache;
 };
 
-std::optional<CostSolution>
-CostSearch::solve(double costBound, const std::vector<bool> &tracked) {
+std::optional<CostSolution> CostSearch::solve(double costBound,
+                                              const std::vector<bool> &tracked,
+                                              bool feasibility) {
+  assert((!feasibility || std::isinf(costBound)) &&
+         "a feasibility search has no cost bound");
   const int64_t numL = p.numLayers, numT = p.numTypes;
   std::vector<int64_t> slot(numT, -1);
   int64_t nc = 0;
@@ -2114,13 +2120,6 @@ CostSearch::solve(double costBound, const std::vector<bool> &tracked) {
   std::vector<int32_t> begin(numL * numT, 0), end(numL * numT, 0);
   std::vector<CostLabel> cand;
   std::vector<int64_t> candCounts, order;
-  auto better = [](const CostLabel &x, const CostLabel &y) {
-    CostSolution ref;
-    ref.cost = y.cost;
-    ref.devices = y.devices;
-    ref.throughput = y.throughput;
-    return betterCost(x.cost, x.devices, x.throughput, ref);
-  };
   auto addCandidate = [&](const CostLabel &lab, const int64_t *nextCounts,
                           int64_t k, int64_t n) {
     cand.push_back(lab);
@@ -2129,19 +2128,25 @@ CostSearch::solve(double costBound, const std::vector<bool> &tracked) {
     if (slot[k] >= 0)
       candCounts[candCounts.size() - nc + slot[k]] += n;
   };
-  // Keeps the labels no cheaper label with fewer units per tracked type
-  // dominates.
+  // Keeps the labels that no label before them in (units,) cost order with
+  // no more units per tracked type dominates.
+  std::vector<int64_t> unitSum;
   auto commit = [&](int64_t state) {
     begin[state] = static_cast<int32_t>(labels.size());
     order.resize(cand.size());
-    for (size_t x = 0; x < cand.size(); ++x)
+    unitSum.assign(cand.size(), 0);
+    for (size_t x = 0; x < cand.size(); ++x) {
       order[x] = static_cast<int64_t>(x);
+      if (feasibility)
+        for (int64_t d = 0; d < nc; ++d)
+          unitSum[x] += candCounts[x * nc + d];
+    }
     std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-      if (better(cand[x], cand[y]))
-        return true;
-      if (better(cand[y], cand[x]))
-        return false;
-      return x < y;
+      const CostLabel &lx = cand[x], &ly = cand[y];
+      return std::make_tuple(unitSum[x], lx.cost, lx.devices, -lx.throughput,
+                             x) < std::make_tuple(unitSum[y], ly.cost,
+                                                  ly.devices, -ly.throughput,
+                                                  y);
     });
     for (int64_t x : order) {
       const int64_t *cc = candCounts.data() + x * nc;
@@ -2527,7 +2532,8 @@ std::optional<CostSolution> rlCost(CostSearch &search, const Problem &p,
   double penalty = 2;
   double baseline = 0;
   bool haveBaseline = false;
-  std::optional<CostSolution> best;
+  // The reference plan (Greedy's) counts as seen.
+  std::optional<CostSolution> best = ref;
   for (int64_t ep = 0; ep < p.req.rlEpisodes;) {
     int64_t n = std::min(batch, p.req.rlEpisodes - ep);
     for (int64_t e = 0; e < n; ++e, ++ep) {
@@ -2605,14 +2611,16 @@ std::optional<CostSolution> rlCost(CostSearch &search, const Problem &p,
   return improveLocally(search, p, *best);
 }
 
-/// Exact cheapest plan: first ignoring the types' capacities, then counting
-/// the units of each type a relaxed plan uses too many of, until a plan
-/// respects them all.
+/// Exact cheapest plan (or with `feasibility` any plan): first ignoring the
+/// types' capacities, then counting the units of each type a relaxed plan
+/// uses too many of, until a plan respects them all.
 std::optional<CostSolution> exactCost(CostSearch &search, const Problem &p,
-                                      double costBound) {
+                                      double costBound,
+                                      bool feasibility = false) {
   std::vector<bool> tracked(p.numTypes, false);
   while (true) {
-    std::optional<CostSolution> sol = search.solve(costBound, tracked);
+    std::optional<CostSolution> sol =
+        search.solve(costBound, tracked, feasibility);
     if (!sol)
       return sol;
     std::vector<int64_t> used(p.numTypes, 0);
@@ -2631,20 +2639,25 @@ std::optional<CostSolution> exactCost(CostSearch &search, const Problem &p,
   }
 }
 
-/// Largest throughput floor any plan reaches (bisection on feasibility).
+/// Largest throughput floor any plan reaches, to a relative 1e-4, by
+/// bisection on feasibility (`above` is known to be out of reach).
 double bestReachableThroughput(const Problem &p, double above) {
-  auto feasible = [&](double th) {
+  // The throughput of some plan that reaches `th`, or 0 when none does.
+  auto reach = [&](double th) {
     CostSearch search(p, th);
-    return exactCost(search, p, kInf).has_value();
+    std::optional<CostSolution> sol =
+        exactCost(search, p, kInf, /*feasibility=*/true);
+    return sol ? std::max(th, sol->throughput) : 0.0;
   };
-  double lo = 0, hi = above;
-  if (!feasible(hi * 1e-12))
+  double hi = above;
+  double lo = reach(above * 1e-12);
+  if (lo == 0)
     return 0;
-  lo = hi * 1e-12;
-  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
-    double mid = 0.5 * (lo + hi);
-    if (feasible(mid))
-      lo = mid;
+  while (lo < hi && hi > lo * (1 + 1e-4)) {
+    double mid = std::sqrt(lo * hi);
+    double got = reach(mid);
+    if (got > 0)
+      lo = std::min(got, hi);
     else
       hi = mid;
   }
@@ -2687,8 +2700,14 @@ std::optional<Plan> planCost(const Problem &p, int64_t &scored,
       return std::nullopt;
     }
     double best = bestReachableThroughput(p, minThroughput);
-    error = "no plan reaches " + formatNumber(minThroughput) +
-            " samples/s: best is " + formatNumber(best) + " samples/s";
+    if (best >= minThroughput)
+      error = std::string("the ") + stringifyPlanStrategy(p.req.strategy) +
+              " strategy found no plan that reaches " +
+              formatNumber(minThroughput) +
+              " samples/s; the exact strategy finds one";
+    else
+      error = "no plan reaches " + formatNumber(minThroughput) +
+              " samples/s: best is " + formatNumber(best) + " samples/s";
     return std::nullopt;
   }
   Plan plan;

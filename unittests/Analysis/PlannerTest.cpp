@@ -446,18 +446,29 @@ TEST(Planner, CostRespectsCapacities) {
   std::optional<Plan> plan = makePlan(req, cm, error);
   ASSERT_TRUE(plan) << error;
   checkPlan(*plan, req, cm);
-  std::vector<DeviceType> types = listDeviceTypes(cluster);
-  int64_t cheapUnits = 0, dearUnits = 0;
-  for (const StagePlan &st : plan->stages)
-    (st.deviceType == 0 ? cheapUnits : dearUnits) += st.units;
-  EXPECT_LE(cheapUnits, 2);
-  EXPECT_GT(cheapUnits, 0);
-  EXPECT_GT(dearUnits, 0);
+  auto unitsOf = [](const Plan &plan, int64_t type) {
+    int64_t units = 0;
+    for (const StagePlan &st : plan.stages)
+      if (st.deviceType == type)
+        units += st.units;
+    return units;
+  };
+  EXPECT_LE(unitsOf(*plan, 0), 2);
+  EXPECT_GT(unitsOf(*plan, 0), 0);
+  EXPECT_GT(unitsOf(*plan, 1), 0);
 
   req.strategy = PlanStrategy::Exhaustive;
   std::optional<Plan> exhaustive = makePlan(req, cm, error);
   ASSERT_TRUE(exhaustive) << error;
   EXPECT_TRUE(relClose(plan->costPerHour, exhaustive->costPerHour));
+
+  // With more cheap units the plan takes more of them: the capacity bound.
+  cluster.nodes[0].devices[0].count = 8;
+  req.strategy = PlanStrategy::Exact;
+  std::optional<Plan> roomy = makePlan(req, cm, error);
+  ASSERT_TRUE(roomy) << error;
+  EXPECT_GT(unitsOf(*roomy, 0), 2);
+  EXPECT_LT(roomy->costPerHour, plan->costPerHour);
 }
 
 /// Recommendation model: sparse embeddings, then a dense tower.
