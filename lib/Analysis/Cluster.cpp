@@ -572,10 +572,10 @@ bool ClusterParser::parseLink(const YamlValue &value, StringRef name,
 bool ClusterParser::parseCalibration(const YamlValue &value,
                                      DeviceCalibration &calibration) {
   if (!expectMap(value, "calibration") ||
-      !checkKeys(
-          value,
-          {"gemm", "memory_bandwidth", "kernel_overhead", "step_overhead"},
-          "calibration"))
+      !checkKeys(value,
+                 {"gemm", "memory_bandwidth", "kernel_overhead",
+                  "step_overhead", "loop_bandwidth"},
+                 "calibration"))
     return false;
 
   if (const YamlValue *gemm = value.lookup("gemm")) {
@@ -632,6 +632,32 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
                         /*allowZero=*/false, bytesPerS))
         return false;
       calibration.memoryBandwidthByThreads[threads] = bytesPerS;
+    }
+  }
+
+  if (const YamlValue *loops = value.lookup("loop_bandwidth")) {
+    if (!expectMap(*loops, "loop_bandwidth") ||
+        !checkKeys(*loops, {"elementwise", "reduction", "movement", "window"},
+                   "loop_bandwidth"))
+      return false;
+    for (const YamlValue &perClass : loops->children) {
+      std::string field = "loop_bandwidth." + perClass.key;
+      if (!expectSeq(perClass, field))
+        return false;
+      auto &points = calibration.loopBandwidth[perClass.key];
+      for (const YamlValue &pair : perClass.children) {
+        if (pair.kind != YamlValue::Kind::Seq || pair.children.size() != 2)
+          return fail(pair.loc, "expected a [footprint, bandwidth] pair in '" +
+                                    field + "'");
+        double footprint = 0, bytesPerS = 0;
+        if (!readQuantity(pair.children[0], "footprint", UnitKind::Size,
+                          /*allowZero=*/false, footprint) ||
+            !readQuantity(pair.children[1], "bandwidth", UnitKind::Bandwidth,
+                          /*allowZero=*/false, bytesPerS))
+          return false;
+        points.emplace_back(footprint, bytesPerS);
+      }
+      std::sort(points.begin(), points.end());
     }
   }
 
@@ -932,6 +958,20 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
         ", ");
     os << "}\n";
   }
+  if (!calibration.loopBandwidth.empty()) {
+    os << indent << "loop_bandwidth:\n";
+    for (const auto &[kind, points] : calibration.loopBandwidth) {
+      os << indent << "  " << kind << ": [";
+      llvm::interleave(
+          points, os,
+          [&](const std::pair<double, double> &point) {
+            os << "[" << formatNumber(point.first) << ", "
+               << formatNumber(point.second) << "]";
+          },
+          ", ");
+      os << "]\n";
+    }
+  }
   os << indent
      << "kernel_overhead: " << formatNumber(calibration.kernelOverheadS)
      << "\n";
@@ -1014,6 +1054,16 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
     result["gemm"] = std::move(gemm);
   if (!cal.memoryBandwidthByThreads.empty())
     result["memory_bandwidth"] = std::move(bandwidth);
+  if (!cal.loopBandwidth.empty()) {
+    llvm::json::Object loops;
+    for (const auto &[kind, points] : cal.loopBandwidth) {
+      llvm::json::Array list;
+      for (const auto &[footprint, bytesPerS] : points)
+        list.push_back(llvm::json::Array{footprint, bytesPerS});
+      loops[kind] = std::move(list);
+    }
+    result["loop_bandwidth"] = std::move(loops);
+  }
   return result;
 }
 

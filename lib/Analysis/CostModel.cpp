@@ -74,6 +74,20 @@ double interpolateLogLog(const std::vector<std::pair<double, double>> &pts,
 
 } // namespace
 
+const char *mlir::dist::stringifyKernelClass(KernelClass c) {
+  switch (c) {
+  case KernelClass::Elementwise:
+    return "elementwise";
+  case KernelClass::Reduction:
+    return "reduction";
+  case KernelClass::Movement:
+    return "movement";
+  case KernelClass::Window:
+    return "window";
+  }
+  return "elementwise";
+}
+
 AnalyticCostModel::AnalyticCostModel(std::string dtype)
     : dtype(std::move(dtype)) {}
 
@@ -123,6 +137,29 @@ double AnalyticCostModel::bandwidthBytesPerS(const DeviceSpec &dev,
   return peak;
 }
 
+double AnalyticCostModel::loopBytesPerS(const DeviceSpec &dev, KernelClass c,
+                                        double footprint) const {
+  if (dev.calibration) {
+    auto it = dev.calibration->loopBandwidth.find(stringifyKernelClass(c));
+    if (it != dev.calibration->loopBandwidth.end() && !it->second.empty()) {
+      const auto &pts = it->second;
+      // Linear in log(footprint), clamped at the ends.
+      if (footprint <= pts.front().first)
+        return pts.front().second;
+      if (footprint >= pts.back().first)
+        return pts.back().second;
+      for (size_t i = 1; i < pts.size(); ++i) {
+        if (footprint > pts[i].first)
+          continue;
+        double x0 = std::log(pts[i - 1].first), x1 = std::log(pts[i].first);
+        double t = x1 > x0 ? (std::log(footprint) - x0) / (x1 - x0) : 0;
+        return pts[i - 1].second + t * (pts[i].second - pts[i - 1].second);
+      }
+    }
+  }
+  return bandwidthBytesPerS(dev, 1);
+}
+
 double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
                                      const PhaseWork &phase,
                                      const DeviceSpec &dev, double samples,
@@ -150,13 +187,29 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
   // Generated loops: one thread on CPU; memory or arithmetic bound,
   // whichever is slower.
   int64_t loopThreads = cpu ? 1 : threads;
-  double bytes = phase.bytes * samples / split;
   double vectorPeak = dev.peakFlopsFor(dtype);
   if (cpu)
     vectorPeak /= std::max<int64_t>(1, dev.cores);
-  time += std::max(bytes / bandwidthBytesPerS(dev, loopThreads),
-                   phase.otherFlops * samples / split /
-                       (vectorPeak * kElementwiseComputeEfficiency));
+  double memoryS = 0;
+  double classified = 0;
+  if (cpu) {
+    // Per kernel class at the class's working-set size; calibrated
+    // throughputs already include the arithmetic of the measured kernels.
+    for (int c = 0; c < kNumKernelClasses; ++c) {
+      double b = phase.classBytes[c];
+      if (b <= 0)
+        continue;
+      classified += b;
+      double footprint =
+          std::exp(phase.classLogFootprintWeighted[c] / b) * samples / split;
+      memoryS += b * samples / split /
+                 loopBytesPerS(dev, static_cast<KernelClass>(c), footprint);
+    }
+  }
+  memoryS += std::max(0.0, phase.bytes - classified) * samples / split /
+             bandwidthBytesPerS(dev, loopThreads);
+  time += std::max(memoryS, phase.otherFlops * samples / split /
+                                (vectorPeak * kElementwiseComputeEfficiency));
   double overhead = cpu ? kCpuKernelOverheadS : kGpuKernelOverheadS;
   if (dev.calibration && dev.calibration->kernelOverheadS > 0)
     overhead = dev.calibration->kernelOverheadS;

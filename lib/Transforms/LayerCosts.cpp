@@ -105,6 +105,32 @@ std::string nameOf(Location loc) {
   return "";
 }
 
+/// The loop class codegen's kernel for `op` falls in.
+KernelClass kernelClassOf(Operation *op) {
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+          ReduceSumSquareOp, ReduceL2Op, ReduceLogSumExpOp, SoftmaxOp,
+          LogSoftmaxOp, LayerNormOp, InstanceNormOp, BatchNormOp,
+          GlobalAveragePoolOp, GlobalMaxPoolOp, ArgMaxOp, ArgMinOp, CumSumOp,
+          TopKOp, SoftmaxCrossEntropyLossOp, NegativeLogLikelihoodLossOp>(op))
+    return KernelClass::Reduction;
+  if (isa<TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp,
+          ScatterElementsOp, ExpandOp, TileOp, PadOp, OneHotOp>(op))
+    return KernelClass::Movement;
+  if (isa<MaxPoolOp, AveragePoolOp, ConvOp, ConvTransposeOp>(op))
+    return KernelClass::Window;
+  return KernelClass::Elementwise;
+}
+
+/// Adds `bytes` moved by one generated kernel of class `c`.
+void addLoopBytes(PhaseWork &work, KernelClass c, double bytes) {
+  if (bytes <= 0)
+    return;
+  int i = static_cast<int>(c);
+  work.bytes += bytes;
+  work.classBytes[i] += bytes;
+  work.classLogFootprintWeighted[i] += bytes * std::log(std::max(1.0, bytes));
+}
+
 /// Tables at least this large are sparse embeddings (parameter-server
 /// candidates).
 constexpr int64_t kSparseTableBytes = 1 << 20;
@@ -330,12 +356,14 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
             (bytesOf(op.getOperand(0).getType()) /
              std::max<int64_t>(1, cast<ShapedType>(op.getOperand(0).getType())
                                       .getNumElements()));
-        work.bytes += (bytesOf(op.getOperand(0).getType()) + 2 * col) * scale;
+        addLoopBytes(work, KernelClass::Movement,
+                     (bytesOf(op.getOperand(0).getType()) + 2 * col) * scale);
         work.kernels += 1;
       }
       if (op.getNumOperands() > 2) {
         // Bias broadcast into the output before the GEMM accumulates.
-        work.bytes += static_cast<double>(resultBytes) * scale;
+        addLoopBytes(work, KernelClass::Elementwise,
+                     static_cast<double>(resultBytes) * scale);
         work.kernels += 1;
       }
     } else {
@@ -361,7 +389,8 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         fusedValues.insert(op.getResult(0));
       else
         traffic += resultBytes;
-      work.bytes += static_cast<double>(traffic) * scale;
+      addLoopBytes(work, kernelClassOf(&op),
+                   static_cast<double>(traffic) * scale);
       if (!(fused && isFusibleConsumer(&op)))
         work.kernels += 1;
     }

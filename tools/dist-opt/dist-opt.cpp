@@ -14,6 +14,7 @@
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 #include "dist/Import/ONNX/ONNXImporter.h"
+#include "dist/Transforms/LayerCosts.h"
 #include "dist/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -813,10 +814,211 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   output->keep();
   return 0;
 }
+/// A micro-model whose generated loops stand for one kernel class, with a
+/// dynamic batch N; `rowShape` is the shape of one batch row of input x.
+struct LoopProbe {
+  const char *kernelClass;
+  const char *onnxText;
+  std::vector<int64_t> rowShape;
+};
+
+const LoopProbe kLoopProbes[] = {
+    {"elementwise",
+     "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+     "g (float[N,1024] x) => (float[N,1024] y) <float c = {0.5}> {\n"
+     "  t = Mul(x, c)\n  u = Add(t, c)\n  y = Relu(u)\n}\n",
+     {1024}},
+    {"reduction",
+     "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+     "g (float[N,1024] x) => (float[N,1024] y, float[1024] z) {\n"
+     "  y = Softmax <axis = -1> (x)\n"
+     "  ax = Constant <value = int64[1] {0}> ()\n"
+     "  z = ReduceSum <keepdims = 0> (x, ax)\n}\n",
+     {1024}},
+    {"movement",
+     "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+     "g (float[N,32,32] x) => (float[N,32,32] y, float[N,34,34] z) {\n"
+     "  y = Transpose <perm = [0, 2, 1]> (x)\n"
+     "  pd = Constant <value = int64[6] {0, 1, 1, 0, 1, 1}> ()\n"
+     "  z = Pad(x, pd)\n}\n",
+     {32, 32}},
+    {"window",
+     "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+     "g (float[N,16,16,16] x) => (float[N,16,16,16] y) {\n"
+     "  y = MaxPool <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x)\n}\n",
+     {16, 16, 16}},
+};
+
+/// Writes an f32 .npy of `shape` with values in [0, 1).
+bool writeNpy(StringRef path, ArrayRef<int64_t> shape) {
+  std::string dims;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    dims += std::to_string(d) + ", ";
+    n *= d;
+  }
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  if (ec)
+    return false;
+  os << "\x93NUMPY" << '\x01' << '\x00';
+  uint16_t len = static_cast<uint16_t>(header.size());
+  os.write(reinterpret_cast<const char *>(&len), 2);
+  os << header;
+  std::vector<float> row(4096);
+  for (size_t i = 0; i < row.size(); ++i)
+    row[i] = static_cast<float>((i * 37) % 101) / 101.0f;
+  for (int64_t done = 0; done < n;) {
+    int64_t k = std::min<int64_t>(n - done, row.size());
+    os.write(reinterpret_cast<const char *>(row.data()), k * sizeof(float));
+    done += k;
+  }
+  return !os.has_error();
+}
+
+/// Bytes the cost model counts for one run of the probe at batch `n`.
+std::optional<double> probeBytes(StringRef modelPath, int64_t n,
+                                 DialectRegistry &registry) {
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  ScopedDiagnosticHandler quiet(&context,
+                                [](Diagnostic &) { return success(); });
+  dist::ONNXImportOptions opts;
+  SmallString<128> params;
+  int fd;
+  if (sys::fs::createTemporaryFile("dist-probe", "params", fd, params))
+    return std::nullopt;
+  sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeParams = llvm::make_scope_exit([&] { sys::fs::remove(params); });
+  opts.paramFile = params.str().str();
+  OwningOpRef<ModuleOp> module =
+      dist::importONNXFile(&context, modelPath, opts, nullptr);
+  if (!module)
+    return std::nullopt;
+  func::FuncOp func = dist::findPlannedFunction(*module);
+  if (!func || failed(dist::bindBatch(func, n)))
+    return std::nullopt;
+  FailureOr<dist::FunctionCosts> costs = dist::collectLayerCosts(func);
+  if (failed(costs))
+    return std::nullopt;
+  double bytes = 0;
+  for (const dist::LayerCost &l : costs->layers)
+    bytes += l.fwd.bytes;
+  return bytes * n;
+}
+
+/// Measures the throughput of generated loops per kernel class (one thread)
+/// at a few working-set sizes by compiling and timing the probes.
+bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
+                    DialectRegistry &registry) {
+  SmallString<128> dir;
+  if (sys::fs::createUniqueDirectory("dist-calibrate-loops", dir)) {
+    errs() << "error: cannot create a temporary directory\n";
+    return false;
+  }
+  auto removeDir =
+      llvm::make_scope_exit([&] { sys::fs::remove_directories(dir); });
+  std::vector<double> footprints = {256.0 * 1024, 4.0 * 1024 * 1024};
+  if (!quick)
+    footprints.push_back(64.0 * 1024 * 1024);
+  for (const LoopProbe &probe : kLoopProbes) {
+    SmallString<256> model(dir), out(dir);
+    sys::path::append(model, std::string(probe.kernelClass) + ".onnxtext");
+    sys::path::append(out, probe.kernelClass);
+    {
+      std::error_code ec;
+      raw_fd_ostream os(model, ec);
+      if (ec) {
+        errs() << "error: " << model << ": " << ec.message() << "\n";
+        return false;
+      }
+      os << probe.onnxText;
+    }
+    if (compileMain(model, out, "exe", probe.kernelClass, "", "", "",
+                    dist::ONNXImportOptions(), std::nullopt, PlanningOptions(),
+                    registry) != 0) {
+      errs() << "error: calibration probe '" << probe.kernelClass
+             << "' failed to compile\n";
+      return false;
+    }
+    int64_t rowElems = 1;
+    for (int64_t d : probe.rowShape)
+      rowElems *= d;
+    std::vector<std::pair<double, double>> points;
+    for (double target : footprints) {
+      // Input plus output of a row, roughly.
+      int64_t n =
+          std::max<int64_t>(1, static_cast<int64_t>(target / (8.0 * rowElems)));
+      std::optional<double> bytes = probeBytes(model, n, registry);
+      if (!bytes) {
+        errs() << "error: calibration probe '" << probe.kernelClass
+               << "' has no cost at batch " << n << "\n";
+        return false;
+      }
+      SmallString<256> input(dir), stdoutFile(dir);
+      sys::path::append(input, "x.npy");
+      sys::path::append(stdoutFile, "bench.txt");
+      std::vector<int64_t> shape = {n};
+      shape.insert(shape.end(), probe.rowShape.begin(), probe.rowShape.end());
+      if (!writeNpy(input, shape)) {
+        errs() << "error: cannot write " << input << "\n";
+        return false;
+      }
+      int64_t iterations = std::clamp<int64_t>(
+          static_cast<int64_t>(0.15 / (*bytes / 1e10)), 5, 5000);
+      SmallString<256> exe(out);
+      sys::path::append(exe, probe.kernelClass);
+      std::string inputArg = "x=" + input.str().str();
+      std::string iterArg = std::to_string(iterations);
+      SmallVector<StringRef> args = {exe, "--input", inputArg, "--threads",
+                                     "1", "--bench", iterArg};
+      std::optional<StringRef> redirects[] = {
+          std::nullopt, StringRef(stdoutFile), std::nullopt};
+      std::string execError;
+      if (sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 0, 0,
+                              &execError) != 0) {
+        errs() << "error: calibration probe '" << probe.kernelClass
+               << "' failed to run" << (execError.empty() ? "" : ": ")
+               << execError << "\n";
+        return false;
+      }
+      auto text = MemoryBuffer::getFile(stdoutFile);
+      double ms = 0;
+      if (text) {
+        StringRef rest = (*text)->getBuffer();
+        size_t at = rest.find("latency_ms_median=");
+        if (at != StringRef::npos)
+          rest.substr(at + 18)
+              .take_until([](char c) { return c == ' ' || c == '\n'; })
+              .getAsDouble(ms);
+      }
+      if (!(ms > 0)) {
+        errs() << "error: calibration probe '" << probe.kernelClass
+               << "' printed no latency\n";
+        return false;
+      }
+      double bytesPerS = *bytes / (ms * 1e-3);
+      points.emplace_back(*bytes, bytesPerS);
+      if (!quiet)
+        errs() << "calibrate: loops " << probe.kernelClass << " "
+               << format("%.0f", *bytes / 1024)
+               << " KiB: " << format("%.1f", bytesPerS / 1e9) << " GB/s\n";
+    }
+    std::sort(points.begin(), points.end());
+    cal.loopBandwidth[probe.kernelClass] = std::move(points);
+  }
+  return true;
+}
+
 /// `dist-opt calibrate -o local.yaml`: measures this machine with the
 /// runtime's dist-calibrate tool (next to dist-opt) and writes the detected
 /// local cluster with the measurements as a cluster file.
-int calibrateMain(int argc, char **argv) {
+int calibrateMain(int argc, char **argv, DialectRegistry &registry) {
   cl::OptionCategory category("dist-opt calibrate options");
   cl::opt<std::string> output("o", cl::desc("Cluster file to write"),
                               cl::value_desc("file"), cl::Required,
@@ -833,6 +1035,10 @@ int calibrateMain(int argc, char **argv) {
   cl::opt<std::string> tool(
       "calibrate-tool", cl::desc("The dist-calibrate executable"),
       cl::value_desc("file"), cl::cat(category), cl::Hidden);
+  // The probes are compiled with the normal pipeline, which reads these.
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -840,6 +1046,14 @@ int calibrateMain(int argc, char **argv) {
       "model\n");
   if (threadsMax < 0) {
     errs() << "error: --threads-max: must not be negative\n";
+    return 1;
+  }
+  // Opened first so that an unwritable path fails before measuring; the
+  // file replaces an existing one only once everything succeeded.
+  std::string err;
+  auto out = openOutputFile(output, &err);
+  if (!out) {
+    errs() << "error: " << oneLine(err) << "\n";
     return 1;
   }
   std::string exe = tool;
@@ -893,14 +1107,10 @@ int calibrateMain(int argc, char **argv) {
     errs() << "error: " << oneLine(error) << "\n";
     return 1;
   }
+  if (!calibrateLoops(*cal, quick, quiet, registry))
+    return 1;
   dist::ClusterSpec cluster = dist::detectLocalCluster();
   dist::applyCalibration(cluster, *cal);
-  std::string err;
-  auto out = openOutputFile(output, &err);
-  if (!out) {
-    errs() << "error: " << oneLine(err) << "\n";
-    return 1;
-  }
   out->os() << dist::clusterToYaml(cluster);
   out->keep();
   if (!quiet)
@@ -921,7 +1131,7 @@ int main(int argc, char **argv) {
   dist::registerDistTransformsPasses();
   dist::test::registerTestPlanPasses();
   if (argc >= 2 && StringRef(argv[1]) == "calibrate")
-    return calibrateMain(argc - 1, argv + 1);
+    return calibrateMain(argc - 1, argv + 1, registry);
   if (hasONNXInput(argc, argv))
     return importMain(argc, argv, registry);
   return asMainReturnCode(MlirOptMain(

@@ -132,6 +132,7 @@ void expectSameCalibration(const DeviceCalibration &a,
   EXPECT_EQ(a.memoryBandwidthByThreads, b.memoryBandwidthByThreads);
   EXPECT_EQ(a.kernelOverheadS, b.kernelOverheadS);
   EXPECT_EQ(a.stepOverheadS, b.stepOverheadS);
+  EXPECT_EQ(a.loopBandwidth, b.loopBandwidth);
 }
 
 void expectSameCluster(const ClusterSpec &a, const ClusterSpec &b) {
@@ -432,6 +433,9 @@ TEST(Cluster, RoundTripsAwkwardValues) {
   DeviceCalibration calibration;
   calibration.gemm["f64"] = {};
   calibration.kernelOverheadS = 1.0 / 7.0 * 1e-6;
+  calibration.loopBandwidth["reduction"] = {{262144.5, 4.1e9 / 3.0},
+                                            {6.7e7, 3.8e9}};
+  calibration.loopBandwidth["window"] = {{524288, 6.9e9}};
   device.calibration = calibration;
   node.devices.push_back(device);
   spec.nodes.push_back(node);

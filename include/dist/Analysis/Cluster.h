@@ -57,15 +57,20 @@ struct DeviceCalibration {
   /// Fixed cost of one call of a model step (argument marshalling, buffer
   /// setup), seconds.
   double stepOverheadS = 0;
+  /// Throughput of generated (compiler-emitted) loops per kernel class
+  /// ("elementwise", "reduction", "movement", "window"; see
+  /// CostModel.h KernelClass): (footprint bytes, bytes/s) pairs sorted by
+  /// footprint, measured at one thread on small models dist-opt compiles.
+  std::map<std::string, std::vector<std::pair<double, double>>> loopBandwidth;
 };
 
 /// One kind of device in a node (`count` identical devices).
 struct DeviceSpec {
   DevKind kind = DevKind::CPU;
-  std::string model;          ///< e.g. "Xeon 8480", "H100-SXM"
-  int64_t count = 1;          ///< devices of this spec in the node (>= 1)
-  int64_t cores = 1;          ///< CPU: hardware threads per device; GPU: SMs
-  double memoryBytes = 0;     ///< per device (> 0)
+  std::string model;      ///< e.g. "Xeon 8480", "H100-SXM"
+  int64_t count = 1;      ///< devices of this spec in the node (>= 1)
+  int64_t cores = 1;      ///< CPU: hardware threads per device; GPU: SMs
+  double memoryBytes = 0; ///< per device (> 0)
   /// Peak FLOP/s per data type ("f32", "f16", "bf16", "f64", "i8"), per
   /// device; at least one entry.
   std::map<std::string, double> peakFlops;

@@ -19,6 +19,16 @@
 
 namespace mlir::dist {
 
+/// Classes of generated loop nests, which reach different throughputs:
+/// elementwise chains, reductions (softmax, norms, reduce_*), data movement
+/// (transpose, gather, concat, slice, pad, im2col) and windowed kernels
+/// (pooling, direct convolutions).
+enum class KernelClass { Elementwise, Reduction, Movement, Window };
+constexpr int kNumKernelClasses = 4;
+/// "elementwise", "reduction", "movement", "window" (the keys of a
+/// calibration's loop_bandwidth).
+const char *stringifyKernelClass(KernelClass c);
+
 /// Work of one phase (forward or backward) of a layer for ONE sample.
 struct PhaseWork {
   double gemmFlops = 0;  ///< FLOPs in matrix products and convolutions
@@ -33,6 +43,12 @@ struct PhaseWork {
   double gemmBatchScaling = 1;
   int64_t kernels = 0; ///< generated kernels (loop nests) launched
   int64_t gemmCalls = 0;
+  /// `bytes` split by kernel class, and per class the sum of bytes *
+  /// log(footprint per sample) of its kernels (footprint: the bytes one
+  /// kernel touches), so the cost model can pick a throughput per working-set
+  /// size.
+  double classBytes[kNumKernelClasses] = {0, 0, 0, 0};
+  double classLogFootprintWeighted[kNumKernelClasses] = {0, 0, 0, 0};
 };
 
 /// Costs of one layer, as the cost op interface reports them.
@@ -125,6 +141,11 @@ public:
                        int64_t threads) const;
   /// Streaming bandwidth of `dev` with `threads` threads.
   double bandwidthBytesPerS(const DeviceSpec &dev, int64_t threads) const;
+  /// Throughput of generated loops of class `c` touching `footprint` bytes
+  /// on one thread: calibrated when the device has loop measurements, else
+  /// the streaming bandwidth.
+  double loopBytesPerS(const DeviceSpec &dev, KernelClass c,
+                       double footprint) const;
 
 private:
   std::string dtype;

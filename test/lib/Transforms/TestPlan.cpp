@@ -148,6 +148,8 @@ struct TestLayerCostsPass
         PhaseWork gemmOnly = *w, loopsOnly = *w;
         gemmOnly.bytes = gemmOnly.otherFlops = 0;
         gemmOnly.kernels = 0;
+        for (int c = 0; c < kNumKernelClasses; ++c)
+          gemmOnly.classBytes[c] = gemmOnly.classLogFootprintWeighted[c] = 0;
         loopsOnly.gemmFlops = loopsOnly.gemmLogSizeWeighted = 0;
         loopsOnly.gemmCalls = 0;
         gemmS += cm.phaseTimeS(l, gemmOnly, dev, costs->batch, 1, threads);
