@@ -19,6 +19,8 @@ PKGS=(
   # Compiled models: gcc links the artifacts; the runtime loads OpenBLAS
   # (pthread variant) at run time for matrix products.
   gcc libc6-dev libopenblas0-pthread
+  # Collectives between ranks (MPI backend) and the launcher.
+  libopenmpi-dev openmpi-bin
   # Unit tests.
   libgtest-dev libgmock-dev
   # Model export scripts (PyTorch) and ONNX python helpers for tests.

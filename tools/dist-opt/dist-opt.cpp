@@ -43,6 +43,8 @@
 #include <map>
 #include <optional>
 
+#include <unistd.h>
+
 namespace mlir::dist::test {
 void registerTestPlanPasses();
 } // namespace mlir::dist::test
@@ -1015,6 +1017,86 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
   return true;
 }
 
+/// Times all_reduce between two local MPI ranks (dist-calibrate-comm under
+/// mpirun) and stores the alpha-beta fit as the node's intra link. Without
+/// mpirun, or when the run fails, says so in one warning line and keeps the
+/// default link.
+void calibrateCollectives(dist::ClusterSpec &cluster, StringRef toolDir,
+                          bool quick, bool quiet) {
+  auto warn = [&](const Twine &why) {
+    errs() << "warning: calibrate: collectives not measured (" << why
+           << "); the intra-node link keeps its default figures\n";
+  };
+  llvm::ErrorOr<std::string> mpirun = sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return warn("mpirun not found");
+  SmallString<256> exe(toolDir);
+  sys::path::append(exe, "dist-calibrate-comm");
+  if (!sys::fs::can_execute(exe))
+    return warn(Twine(exe) + " is missing");
+  SmallString<128> json;
+  int fd;
+  if (sys::fs::createTemporaryFile("dist-calibrate-comm", "json", fd, json))
+    return warn("cannot create a temporary file");
+  sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeJson = llvm::make_scope_exit([&] { sys::fs::remove(json); });
+  std::vector<std::string> argStorage = {*mpirun};
+  if (::getuid() == 0)
+    argStorage.push_back("--allow-run-as-root");
+  for (const char *a :
+       {"--oversubscribe", "--mca", "btl", "self,vader", "-np", "2"})
+    argStorage.push_back(a);
+  argStorage.push_back(exe.str().str());
+  argStorage.push_back("--json");
+  argStorage.push_back(json.str().str());
+  if (quick)
+    argStorage.push_back("--quick");
+  SmallVector<StringRef> args(argStorage.begin(), argStorage.end());
+  SmallString<128> log;
+  if (sys::fs::createTemporaryFile("dist-calibrate-comm", "log", fd, log))
+    return warn("cannot create a temporary file");
+  sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeLog = llvm::make_scope_exit([&] { sys::fs::remove(log); });
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string execError;
+  int rc = sys::ExecuteAndWait(*mpirun, args, std::nullopt, redirects,
+                               /*SecondsToWait=*/120, 0, &execError);
+  if (rc != 0) {
+    std::string detail;
+    if (auto text = MemoryBuffer::getFile(log)) {
+      StringRef t = (*text)->getBuffer().trim();
+      detail =
+          t.substr(t.rfind('\n') == StringRef::npos ? 0 : t.rfind('\n') + 1)
+              .str();
+    }
+    return warn("mpirun exited with " + Twine(rc) +
+                (detail.empty() ? "" : ": " + oneLine(detail)));
+  }
+  auto text = MemoryBuffer::getFile(json);
+  llvm::Expected<llvm::json::Value> parsed =
+      text ? llvm::json::parse((*text)->getBuffer())
+           : llvm::Expected<llvm::json::Value>(
+                 llvm::createStringError("no output"));
+  if (!parsed) {
+    std::string why = llvm::toString(parsed.takeError());
+    return warn("bad output: " + why);
+  }
+  const llvm::json::Object *obj = parsed->getAsObject();
+  std::optional<double> latency =
+      obj ? obj->getNumber("latency_s") : std::nullopt;
+  std::optional<double> bandwidth =
+      obj ? obj->getNumber("bandwidth_bytes_per_s") : std::nullopt;
+  if (!latency || !bandwidth || !(*latency >= 0) || !(*bandwidth > 0))
+    return warn("output without latency_s / bandwidth_bytes_per_s");
+  for (dist::NodeSpec &node : cluster.nodes)
+    node.intraLink = {*bandwidth, *latency};
+  if (!quiet)
+    errs() << "calibrate: all_reduce between 2 local ranks: latency "
+           << format("%.2f", *latency * 1e6) << " us, bandwidth "
+           << format("%.2f", *bandwidth / 1e9) << " GB/s\n";
+}
+
 /// `dist-opt calibrate -o local.yaml`: measures this machine with the
 /// runtime's dist-calibrate tool (next to dist-opt) and writes the detected
 /// local cluster with the measurements as a cluster file.
@@ -1111,6 +1193,7 @@ int calibrateMain(int argc, char **argv, DialectRegistry &registry) {
     return 1;
   dist::ClusterSpec cluster = dist::detectLocalCluster();
   dist::applyCalibration(cluster, *cal);
+  calibrateCollectives(cluster, sys::path::parent_path(exe), quick, quiet);
   out->os() << dist::clusterToYaml(cluster);
   out->keep();
   if (!quiet)

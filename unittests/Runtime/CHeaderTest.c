@@ -6,6 +6,7 @@
  * below through the C ABI.
  *===----------------------------------------------------------------------===*/
 
+#include "dist_rt/comm.h"
 #include "dist_rt/dist_rt.h"
 #include "dist_rt/kernels.h"
 #include "dist_rt/model.h"

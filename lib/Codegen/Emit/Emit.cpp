@@ -721,11 +721,13 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
                                   "-I" + std::string(tmpDir),
                                   glue.str().str(),
                                   objPath.str(),
-                                  o.runtimeLib,
-                                  "-lstdc++",
-                                  "-lm",
-                                  "-lpthread",
-                                  "-ldl"};
+                                  o.runtimeLib};
+  // What the runtime itself links (MPI for its collectives).
+  for (llvm::StringRef lib :
+       llvm::split(llvm::StringRef(DIST_RUNTIME_LINK_LIBS), ';'))
+    if (!lib.empty())
+      common.push_back(lib.str());
+  common.insert(common.end(), {"-lstdc++", "-lm", "-lpthread", "-ldl"});
   // Executable (linked to a temporary name first: nothing half-written is
   // left under the final name).
   std::string exe = path(o.name), exeTmp = exe + ".tmp";

@@ -58,7 +58,10 @@ typedef enum {
   DIST_RT_ERROR_OUT_OF_MEMORY,
   /// The runtime or the compiled code broke one of its own invariants (an
   /// unexpected C++ exception, an output of the wrong shape, ...).
-  DIST_RT_ERROR_INTERNAL
+  DIST_RT_ERROR_INTERNAL,
+  /// Communication between ranks failed (dist_rt/comm.h): a collective timed
+  /// out, a peer died, or MPI reported an error.
+  DIST_RT_ERROR_COMM
 } dist_rt_status_code_t;
 
 /// Result of a fallible call. NULL means success. A non-NULL status is owned
