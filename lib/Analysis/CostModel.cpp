@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iterator>
 
 using namespace mlir::dist;
 
@@ -100,14 +102,17 @@ double AnalyticCostModel::gemmFlopsPerS(const DeviceSpec &dev, double size,
       it = dev.calibration->gemm.find("f32");
     if (it != dev.calibration->gemm.end() && !it->second.empty()) {
       // The measured thread count closest to t (below it when possible).
-      const GemmCalibration *best = &it->second.front();
+      // The measured thread count closest to t (lists need not be sorted),
+      // scaled linearly to t when there is no exact match.
+      const GemmCalibration *best = nullptr;
       for (const GemmCalibration &g : it->second)
-        if (g.threads <= t && g.threads > best->threads)
+        if (!g.flopsBySize.empty() &&
+            (!best ||
+             std::llabs(g.threads - t) < std::llabs(best->threads - t)))
           best = &g;
-      double flops = interpolateLogLog(best->flopsBySize, size);
+      double flops = best ? interpolateLogLog(best->flopsBySize, size) : 0;
       if (flops > 0) {
-        // Scale linearly when more threads are asked than were measured.
-        if (best->threads < t && best->threads > 0)
+        if (best->threads != t && best->threads > 0)
           flops *= static_cast<double>(t) / best->threads;
         return flops;
       }
@@ -128,8 +133,9 @@ double AnalyticCostModel::bandwidthBytesPerS(const DeviceSpec &dev,
     const auto &bw = dev.calibration->memoryBandwidthByThreads;
     auto it = bw.upper_bound(t);
     if (it != bw.begin())
-      --it;
-    return it->second;
+      return std::prev(it)->second;
+    // Only larger thread counts were measured: scale down.
+    return it->second * static_cast<double>(t) / it->first;
   }
   double peak = dev.memoryBandwidthBytesPerS * kUncalibratedBandwidthEfficiency;
   if (dev.kind == DevKind::CPU && dev.cores > 1)
@@ -222,10 +228,7 @@ double AnalyticCostModel::updateTimeS(const LayerCost &layer,
                                       int64_t threads) const {
   double n = static_cast<double>(std::max<int64_t>(1, shards));
   if (layer.update.bytes > 0 || layer.update.kernels > 0)
-    return phaseTimeS(layer, layer.update, dev, 1.0 / n, 1, threads) +
-           layer.update.kernels * (1.0 - 1.0 / n) *
-               (dev.kind == DevKind::CPU ? kCpuKernelOverheadS
-                                         : kGpuKernelOverheadS);
+    return phaseTimeS(layer, layer.update, dev, 1.0 / n, 1, threads);
   // Adam: read parameter, gradient and two moments, write three.
   double bytes = 7.0 * layer.paramBytes / n;
   return bytes /

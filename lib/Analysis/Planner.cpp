@@ -911,7 +911,9 @@ bool evaluateStepPlan(Plan &plan, const Problem &p, std::string &error) {
     error = "recomputation only applies to training";
     return false;
   }
-  if (req.globalBatch % (plan.dp * plan.microBatches) != 0) {
+  if (plan.dp < 1 || plan.microBatches < 1 || plan.dp > req.globalBatch ||
+      plan.microBatches > req.globalBatch ||
+      req.globalBatch % (plan.dp * plan.microBatches) != 0) {
     error = "global batch " + std::to_string(req.globalBatch) +
             " is not divisible by dp " + std::to_string(plan.dp) + " * " +
             std::to_string(plan.microBatches) + " micro-batches";

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -217,6 +218,10 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
   llvm::DenseSet<StringRef> countedParams;
   // Types of the sparse embedding tables.
   llvm::DenseSet<Type> sparseTableTypes;
+  // Per (layer, phase 0/1/2): sum of GEMM flops times their batch scaling.
+  std::map<std::pair<int64_t, int>, double> gemmScalingWeighted;
+  // (value, consuming layer) pairs already counted as a boundary.
+  llvm::DenseSet<std::pair<Value, int64_t>> boundaryCounted;
 
   auto newLayer = [&](const std::string &scope) {
     LayerCost l;
@@ -344,9 +349,28 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
     if (succeeded(gemm)) {
       const SmallVector<int64_t, 4> &s = *gemm;
       double f = 2.0 * s[0] * s[1] * s[2] * s[3];
-      double size = std::cbrt(static_cast<double>(s[1]) * s[2] * s[3]);
+      // The product's size for ONE sample: the dimension that carries the
+      // batch is divided by it (and scales back with the samples at
+      // prediction time); a batch in s0 (one product per image or head)
+      // leaves the size alone.
+      double m = s[1], n = s[2], k = s[3];
+      double batchScaling = 0;
+      int64_t b = out.batch;
+      if (b > 1 && !(s[0] >= b && s[0] % b == 0)) {
+        for (double *d : {&m, &n, &k})
+          if (*d >= b && static_cast<int64_t>(*d) % b == 0) {
+            *d /= b;
+            batchScaling = 1;
+            break;
+          }
+      }
+      double size = std::cbrt(m * n * k);
       work.gemmFlops += f * scale;
       work.gemmLogSizeWeighted += f * scale * std::log(std::max(1.0, size));
+      gemmScalingWeighted[{layer, phase.empty() ? 0
+                                  : phase == DistDialect::kPhaseBackward
+                                      ? 1
+                                      : 2}] += f * scale * batchScaling;
       work.gemmCalls += 1;
       work.otherFlops += static_cast<double>(*flops - f) * scale;
       if (isa<ConvOp>(op)) {
@@ -413,7 +437,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           continue;
         auto it = producerLayer.find(v);
         int64_t from = it == producerLayer.end() ? -1 : it->second;
-        if (from == layer)
+        if (from == layer || !boundaryCounted.insert({v, layer}).second)
           continue;
         double bytes = static_cast<double>(bytesOf(v.getType())) / samples;
         L.inputBytes += bytes;
@@ -428,6 +452,12 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                  cast<ShapedType>(v.getType()).getRank() == 2;
         }))
       L.tensorParallel = true;
+  }
+  for (auto &[key, weighted] : gemmScalingWeighted) {
+    LayerCost &l = out.layers[key.first];
+    PhaseWork &w = key.second == 0 ? l.fwd : key.second == 1 ? l.bwd : l.update;
+    if (w.gemmFlops > 0)
+      w.gemmBatchScaling = weighted / w.gemmFlops;
   }
   return out;
 }

@@ -109,6 +109,16 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
 
   // Costs need static shapes: bind a dynamic batch on a copy.
   int64_t staticBatch = getStaticBatch(func);
+  if (staticBatch > 0 && options.globalBatch > 0 &&
+      options.globalBatch != staticBatch)
+    return func.emitError("global batch ")
+               << options.globalBatch << " differs from the batch "
+               << staticBatch
+               << " the model is compiled for (leave the batch dynamic to "
+                  "plan another one)",
+           failure();
+  if (options.threads < 0)
+    return module.emitError("threads must not be negative"), failure();
   int64_t batch = options.globalBatch > 0 ? options.globalBatch : staticBatch;
   if (batch <= 0)
     return func.emitError("the batch dimension is dynamic: give the global "
@@ -155,9 +165,21 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
     if (!plan)
       return module.emitError("plan ") << options.planFile << ": " << error,
              failure();
+    if (plan->objective != req.objective)
+      return module.emitError("plan ") << options.planFile << " is a "
+                                       << stringifyObjective(plan->objective)
+                                       << " plan, the request asks for "
+                                       << stringifyObjective(req.objective),
+             failure();
     if (!evaluatePlan(*plan, req, costModel, error))
       return module.emitError("plan ")
                  << options.planFile << " does not fit: " << error,
+             failure();
+    if (req.objective == Objective::Cost &&
+        plan->throughput < req.minThroughput)
+      return module.emitError("plan ")
+                 << options.planFile << " reaches " << plan->throughput
+                 << " samples/s, below --min-throughput " << req.minThroughput,
              failure();
     result->plan = std::move(*plan);
   } else {

@@ -466,6 +466,9 @@ extern "C" dist_rt_status_t
 dist_rt_comm_split_mesh(dist_rt_comm_t world, const int64_t *mesh_shape,
                         int32_t num_axes, dist_rt_comm_t *out_axis_comms) {
   const char *op = "split_mesh";
+  if (out_axis_comms && num_axes >= 1 && num_axes <= kMaxMeshAxes)
+    for (int32_t a = 0; a < num_axes; ++a)
+      out_axis_comms[a] = nullptr;
   DIST_RT_CHECK(checkComm(world, op));
   if (!out_axis_comms)
     return callError(world, op, DIST_RT_ERROR_INVALID_ARGUMENT,

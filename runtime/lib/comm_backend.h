@@ -28,15 +28,23 @@ namespace comm {
 /// timeout; a timeout of 0 never expires.
 class Deadline {
 public:
+  /// Timeouts above this (about 31 years) never expire; converting them to
+  /// the clock's integer nanoseconds would overflow.
+  static constexpr double kNeverSeconds = 1e9;
+
   explicit Deadline(double timeoutSeconds)
       : timeoutSeconds(timeoutSeconds),
         end(std::chrono::steady_clock::now() +
             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(timeoutSeconds))) {}
+                std::chrono::duration<double>(
+                    timeoutSeconds > 0 && timeoutSeconds < kNeverSeconds
+                        ? timeoutSeconds
+                        : 0))) {}
 
   /// True once the deadline has passed.
   bool expired() const {
-    return timeoutSeconds > 0 && std::chrono::steady_clock::now() >= end;
+    return timeoutSeconds > 0 && timeoutSeconds < kNeverSeconds &&
+           std::chrono::steady_clock::now() >= end;
   }
 
   /// The timeout it was built from, for messages.

@@ -74,13 +74,14 @@ int main(int argc, char **argv) {
     if (rank == 0)
       std::fprintf(stderr, "dist-calibrate-comm: error: needs at least 2 "
                            "ranks (run it under mpirun -np 2)\n");
-    dist_rt_world_finalize();
+    dist_rt_status_free(dist_rt_world_finalize());
+    dist_rt_comm_release(world);
     return 1;
   }
   int64_t maxBytes = quick ? (1 << 20) : (16 << 20);
   std::vector<float> buf(maxBytes / sizeof(float), 1.0f);
   std::vector<std::pair<double, double>> points;
-  for (int64_t bytes = 8; bytes <= maxBytes; bytes *= 8) {
+  for (int64_t bytes = 8; bytes <= maxBytes; bytes *= 4) {
     int64_t count = bytes / static_cast<int64_t>(sizeof(float));
     std::vector<double> times;
     double spent = 0;
@@ -144,6 +145,12 @@ int main(int argc, char **argv) {
       }
     }
   }
-  dist_rt_world_finalize();
+  if (dist_rt_status_t s = dist_rt_world_finalize()) {
+    std::fprintf(stderr, "dist-calibrate-comm: error: %s\n",
+                 dist_rt_status_message(s));
+    dist_rt_status_free(s);
+    rc = 1;
+  }
+  dist_rt_comm_release(world);
   return rc;
 }

@@ -268,7 +268,7 @@ std::optional<dist::ClusterSpec> loadCluster(StringRef spec) {
 /// Attaches the cluster to `module`, plans it and, when `outDir` is set,
 /// writes plan.json and plan.html there; prints the summary to stdout.
 LogicalResult planAndReport(ModuleOp module, const PlanningOptions &planning,
-                            StringRef outDir) {
+                            StringRef outDir, raw_ostream &summaryOs) {
   std::optional<dist::ClusterSpec> cluster = loadCluster(planning.cluster);
   if (!cluster)
     return failure();
@@ -283,8 +283,8 @@ LogicalResult planAndReport(ModuleOp module, const PlanningOptions &planning,
   if (failed(planned))
     return failure();
   const dist::ModulePlan &mp = **planned;
-  outs() << dist::planSummary(mp.plan, mp.request);
-  outs().flush();
+  summaryOs << dist::planSummary(mp.plan, mp.request);
+  summaryOs.flush();
   if (outDir.empty())
     return success();
   auto write = [&](StringRef file, const std::string &text) {
@@ -378,7 +378,8 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   };
   if (train && failed(addTrainStep(*module, *train)))
     return diagnostics.exitCode();
-  if (planning.enabled && failed(planAndReport(*module, planning, outDir)))
+  if (planning.enabled &&
+      failed(planAndReport(*module, planning, outDir, outs())))
     return diagnostics.exitCode();
   if (emit == "plan")
     return 0;
@@ -778,7 +779,8 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   }
   if (train && failed(addTrainStep(*module, *train)))
     return 1;
-  if (planning.enabled && failed(planAndReport(*module, planning, "")))
+  // The IR may go to stdout: the summary goes to stderr.
+  if (planning.enabled && failed(planAndReport(*module, planning, "", errs())))
     return 1;
   if (passPipeline.hasAnyOccurrences()) {
     PassManager pm(&context);
@@ -885,7 +887,8 @@ bool writeNpy(StringRef path, ArrayRef<int64_t> shape) {
 
 /// Bytes the cost model counts for one run of the probe at batch `n`.
 std::optional<double> probeBytes(StringRef modelPath, int64_t n,
-                                 DialectRegistry &registry) {
+                                 DialectRegistry &registry,
+                                 int64_t *kernelsOut) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   ScopedDiagnosticHandler quiet(&context,
@@ -909,8 +912,13 @@ std::optional<double> probeBytes(StringRef modelPath, int64_t n,
   if (failed(costs))
     return std::nullopt;
   double bytes = 0;
-  for (const dist::LayerCost &l : costs->layers)
+  int64_t kernels = 0;
+  for (const dist::LayerCost &l : costs->layers) {
     bytes += l.fwd.bytes;
+    kernels += l.fwd.kernels;
+  }
+  if (kernelsOut)
+    *kernelsOut = std::max<int64_t>(1, kernels);
   return bytes * n;
 }
 
@@ -956,7 +964,8 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
       // Input plus output of a row, roughly.
       int64_t n =
           std::max<int64_t>(1, static_cast<int64_t>(target / (8.0 * rowElems)));
-      std::optional<double> bytes = probeBytes(model, n, registry);
+      int64_t kernels = 1;
+      std::optional<double> bytes = probeBytes(model, n, registry, &kernels);
       if (!bytes) {
         errs() << "error: calibration probe '" << probe.kernelClass
                << "' has no cost at batch " << n << "\n";
@@ -1004,8 +1013,11 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
                << "' printed no latency\n";
         return false;
       }
-      double bytesPerS = *bytes / (ms * 1e-3);
-      points.emplace_back(*bytes, bytesPerS);
+      // The run's fixed cost is not loop time; a point's footprint is what
+      // one kernel of the probe touches, as the cost model looks it up.
+      double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
+      double bytesPerS = *bytes / seconds;
+      points.emplace_back(*bytes / kernels, bytesPerS);
       if (!quiet)
         errs() << "calibrate: loops " << probe.kernelClass << " "
                << format("%.0f", *bytes / 1024)
@@ -1070,6 +1082,8 @@ void calibrateCollectives(dist::ClusterSpec &cluster, StringRef toolDir,
           t.substr(t.rfind('\n') == StringRef::npos ? 0 : t.rfind('\n') + 1)
               .str();
     }
+    if (rc == -2)
+      return warn("mpirun timed out after 120 s");
     return warn("mpirun exited with " + Twine(rc) +
                 (detail.empty() ? "" : ": " + oneLine(detail)));
   }

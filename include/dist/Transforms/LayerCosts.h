@@ -10,7 +10,9 @@
 //
 // A layer is a maximal run of forward ops whose ONNX node names share the
 // same scope (the name up to its last '/', e.g. "/h.0/attn" for
-// "/h.0/attn/MatMul"); unnamed ops join the layer before them. Backward and
+// "/h.0/attn/MatMul"; a name without '/' is its own scope, so models with
+// flat node names get one layer per op); ops without a name location join
+// the layer before them. Backward and
 // update ops (tagged by dist-build-train-step, see
 // DistDialect::getPhase) are charged to the layer of the forward op they
 // come from, update ops to the layer that reads the parameter.

@@ -28,9 +28,10 @@
  * Thread-safety: a communicator must be used by one thread at a time (MPI
  * is initialized with MPI_THREAD_FUNNELED: with the MPI backend all
  * communication must come from the thread that called dist_rt_world_init).
- * Retain and release are atomic and may be called from any thread. The
- * world is process-wide: dist_rt_world_init and dist_rt_world_finalize
- * serialize with each other.
+ * Retain is atomic and may be called from any thread; the release that drops
+ * the last reference frees the MPI communicator and must come from the
+ * communicating thread too. The world is process-wide: dist_rt_world_init and
+ * dist_rt_world_finalize serialize with each other.
  *
  * This header compiles as C99 and as C++.
  *===----------------------------------------------------------------------===*/
@@ -120,8 +121,8 @@ DIST_RT_API dist_rt_status_t dist_rt_world_finalize(void);
 /// MPI_COMM_WORLD, which also kills every other rank (use it after a
 /// communication failure, when the other ranks may be blocked); otherwise
 /// it ends the process with _Exit(code). Flushes stdout and stderr first;
-/// runs no atexit handlers or static destructors. Does not return. May be
-/// called from any thread.
+/// runs no atexit handlers or static destructors. Does not return. Call it
+/// from the communicating thread (MPI_THREAD_FUNNELED).
 DIST_RT_API void dist_rt_world_abort(int code);
 
 /*===----------------------------------------------------------------------===*

@@ -143,9 +143,13 @@ FailureOr<int64_t> mlir::dist::detail::defaultFlopCount(Operation *op) {
     FailureOr<int64_t> out = resultElements(op);
     if (failed(out))
       return failure();
-    // Bias / beta * C epilogue: one add per output element.
-    int64_t epilogue = op->getNumOperands() > 2 ? *out : 0;
-    return 2 * s[0] * s[1] * s[2] * s[3] + epilogue;
+    // Bias / beta * C epilogue: one add per output element. Counted in
+    // double: huge products must fail, not wrap.
+    double total =
+        2.0 * s[0] * s[1] * s[2] * s[3] + (op->getNumOperands() > 2 ? *out : 0);
+    if (total > 9.0e18)
+      return failure();
+    return static_cast<int64_t>(total);
   }
   FailureOr<int64_t> out = resultElements(op);
   if (failed(out))
