@@ -49,6 +49,10 @@ done
 echo "== compile for training: dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy --optimizer=adamw --lr=3e-3 -o out/gpt_train/ --name gpt"
 time build/bin/dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy \
   --optimizer=adamw --lr=3e-3 -o out/gpt_train/ --name gpt
+echo "== plan the training step on this machine: dist-opt ... --emit=plan --cluster=local --global-batch 16 (out/gpt_train/plan.json, plan.html)"
+build/bin/dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy \
+  --optimizer=adamw --lr=3e-3 -o out/gpt_train/ --name gpt --emit=plan \
+  --cluster=local --global-batch 16
 $py - <<'PY'
 import numpy as np, onnx
 m = onnx.load("out/models/gpt_opset17.onnx")

@@ -501,6 +501,33 @@ dist_rt_comm_split_mesh(dist_rt_comm_t world, const int64_t *mesh_shape,
       else
         product *= mesh_shape[a];
     }
+    // Every rank must ask for the same mesh, or the communicator splits
+    // below (which have no deadline) would not match up: compare the
+    // shapes first, under the deadline (this is also the rendezvous that
+    // catches a missing rank).
+    DIST_RT_CHECK(checkUsable(world, op));
+    {
+      int64_t shape[1 + kMaxMeshAxes] = {num_axes};
+      for (int32_t a = 0; a < num_axes; ++a)
+        shape[1 + a] = mesh_shape[a];
+      int64_t lo[1 + kMaxMeshAxes], hi[1 + kMaxMeshAxes];
+      DIST_RT_CHECK(fromBackend(
+          world, world->backend->allReduce(op, shape, lo, 1 + kMaxMeshAxes,
+                                           DIST_RT_DTYPE_INT64,
+                                           DIST_RT_REDUCE_MIN,
+                                           Deadline(world->timeoutSeconds))));
+      DIST_RT_CHECK(fromBackend(
+          world, world->backend->allReduce(op, shape, hi, 1 + kMaxMeshAxes,
+                                           DIST_RT_DTYPE_INT64,
+                                           DIST_RT_REDUCE_MAX,
+                                           Deadline(world->timeoutSeconds))));
+      for (int32_t i = 0; i < 1 + kMaxMeshAxes; ++i)
+        if (lo[i] != hi[i])
+          return callError(world, op, DIST_RT_ERROR_INVALID_ARGUMENT,
+                           "the ranks ask for different meshes (this rank: "
+                           "%s)",
+                           meshText.c_str());
+    }
     int32_t size = world->backend->size();
     bool isWorld = false;
     {
@@ -518,12 +545,6 @@ dist_rt_comm_split_mesh(dist_rt_comm_t world, const int64_t *mesh_shape,
                        "mesh %s needs %" PRId64 " rank%s, %s has %" PRId32,
                        meshText.c_str(), product, product == 1 ? "" : "s", what,
                        size);
-    DIST_RT_CHECK(checkUsable(world, op));
-
-    // A deadline-bounded rendezvous first: creating communicators has no
-    // deadline, so a missing rank is caught here rather than hanging there.
-    DIST_RT_CHECK(fromBackend(
-        world, world->backend->barrier(op, Deadline(world->timeoutSeconds))));
 
     std::vector<dist_rt_comm_t> created;
     auto fail = [&](dist_rt_status_t status) {

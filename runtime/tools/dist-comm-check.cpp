@@ -53,6 +53,8 @@ constexpr const char *kUsage =
     "axis of a device mesh and checks the results. Run it under mpirun.\n"
     "\n"
     "  --mesh AxB...  mesh shape; its product must be the number of ranks\n"
+    "  --rank0-mesh AxB...  rank 0 asks for this mesh instead (the ranks\n"
+    "                 disagree: every rank must fail)\n"
     "                 (default: one axis over all ranks)\n"
     "  --timeout S    deadline of each collective in seconds (default 300,\n"
     "                 0 for none)\n"
@@ -61,6 +63,8 @@ constexpr const char *kUsage =
 
 struct Options {
   std::vector<int64_t> mesh;
+  /// Rank 0's mesh when given (the others use `mesh`): ranks that disagree.
+  std::vector<int64_t> rank0Mesh;
   double timeout = 300;
   int64_t dieRank = -1;
   int64_t hangRank = -1;
@@ -109,7 +113,8 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       value = arg.substr(eq + 1);
       hasInlineValue = true;
     }
-    bool takesValue = name == "--mesh" || name == "--timeout" ||
+    bool takesValue = name == "--mesh" || name == "--rank0-mesh" ||
+                      name == "--timeout" ||
                       name == "--die-rank" || name == "--hang-rank";
     if (name == "--help" || name == "-h") {
       showHelp = true;
@@ -128,8 +133,9 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       }
       value = argv[++i];
     }
-    if (name == "--mesh") {
-      if (!parseMesh(value, options.mesh)) {
+    if (name == "--mesh" || name == "--rank0-mesh") {
+      if (!parseMesh(value, name == "--mesh" ? options.mesh
+                                             : options.rank0Mesh)) {
         reportUsageError("invalid --mesh '" + value +
                          "' (expected extents of at least 1 joined by 'x', "
                          "like 2x2)");
@@ -443,6 +449,8 @@ int main(int argc, char **argv) {
 
   if (options.mesh.empty())
     options.mesh.push_back(size);
+  if (worldRank == 0 && !options.rank0Mesh.empty())
+    options.mesh = options.rank0Mesh;
   int32_t numAxes = static_cast<int32_t>(options.mesh.size());
   std::vector<dist_rt_comm_t> axes(options.mesh.size(), nullptr);
   check(
