@@ -132,12 +132,13 @@ public:
           inPlace ? MPI_IN_PLACE
                   : static_cast<const char *>(send) + offset * elementSize;
       void *chunkRecv = static_cast<char *>(recv) + offset * elementSize;
+      std::string waitingFor = otherRanks(numRanks);
       MPI_Request request;
       int rc = MPI_Iallreduce(chunkSend, chunkRecv, n, mpiType(dtype),
                               mpiOp(reduce), comm, &request);
       if (rc != MPI_SUCCESS)
         return mpiError(op, rc);
-      return wait(op, &request, deadline, otherRanks(numRanks));
+      return wait(op, &request, deadline, waitingFor);
     });
   }
 
@@ -146,13 +147,14 @@ public:
                              const Deadline &deadline) override {
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
+    std::string waitingFor = otherRanks(numRanks);
     MPI_Request request;
     int n = static_cast<int>(countPerRank);
     int rc = MPI_Iallgather(send, n, mpiType(dtype), recv, n, mpiType(dtype),
                             comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
-    return wait(op, &request, deadline, otherRanks(numRanks));
+    return wait(op, &request, deadline, waitingFor);
   }
 
   dist_rt_status_t reduceScatter(const char *op, const void *send, void *recv,
@@ -161,13 +163,14 @@ public:
                                  const Deadline &deadline) override {
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
+    std::string waitingFor = otherRanks(numRanks);
     MPI_Request request;
     int rc = MPI_Ireduce_scatter_block(
         send, recv, static_cast<int>(countPerRank), mpiType(dtype),
         mpiOp(reduce), comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
-    return wait(op, &request, deadline, otherRanks(numRanks));
+    return wait(op, &request, deadline, waitingFor);
   }
 
   dist_rt_status_t allToAll(const char *op, const void *send, void *recv,
@@ -175,13 +178,14 @@ public:
                             const Deadline &deadline) override {
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
+    std::string waitingFor = otherRanks(numRanks);
     MPI_Request request;
     int n = static_cast<int>(countPerRank);
     int rc = MPI_Ialltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype),
                            comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
-    return wait(op, &request, deadline, otherRanks(numRanks));
+    return wait(op, &request, deadline, waitingFor);
   }
 
   dist_rt_status_t broadcast(const char *op, void *buf, int64_t count,
@@ -253,11 +257,12 @@ public:
   }
 
   dist_rt_status_t barrier(const char *op, const Deadline &deadline) override {
+    std::string waitingFor = otherRanks(numRanks);
     MPI_Request request;
     int rc = MPI_Ibarrier(comm, &request);
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
-    return wait(op, &request, deadline, otherRanks(numRanks));
+    return wait(op, &request, deadline, waitingFor);
   }
 
   dist_rt_status_t split(const char *op, int32_t color, int32_t key,

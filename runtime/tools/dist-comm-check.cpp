@@ -114,8 +114,8 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       hasInlineValue = true;
     }
     bool takesValue = name == "--mesh" || name == "--rank0-mesh" ||
-                      name == "--timeout" ||
-                      name == "--die-rank" || name == "--hang-rank";
+                      name == "--timeout" || name == "--die-rank" ||
+                      name == "--hang-rank";
     if (name == "--help" || name == "-h") {
       showHelp = true;
       continue;
@@ -134,8 +134,8 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       value = argv[++i];
     }
     if (name == "--mesh" || name == "--rank0-mesh") {
-      if (!parseMesh(value, name == "--mesh" ? options.mesh
-                                             : options.rank0Mesh)) {
+      if (!parseMesh(value,
+                     name == "--mesh" ? options.mesh : options.rank0Mesh)) {
         reportUsageError("invalid --mesh '" + value +
                          "' (expected extents of at least 1 joined by 'x', "
                          "like 2x2)");
