@@ -73,7 +73,8 @@ def compile_model(dist_opt, path, out_dir, name, cluster, threads, train):
 
 
 def measure_inference(exe, files, threads, iterations):
-    cmd = [exe, "--threads", str(threads), "--bench", str(iterations)]
+    cmd = [exe, "--threads", str(threads), "--bench", str(iterations),
+           "--output-dir", os.path.join(os.path.dirname(exe), "results")]
     for k, v in files.items():
         cmd += ["--input", "%s=%s" % (k, v)]
     r = subprocess.run(cmd, capture_output=True, text=True)

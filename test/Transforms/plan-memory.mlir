@@ -7,7 +7,8 @@
 // everything on one device.
 
 // CHECK: plan: objective=step-time strategy=exact
-// CHECK-NOT: pp=1 micro-batches={{[0-9]+}} recompute={{[01]}} devices=1
+// CHECK-SAME: devices={{([2-9]|[1-9][0-9]+)$}}
+// CHECK: stage 0: layers 0-{{[0-3]}} on n/g units={{([2-9]|[1-9][0-9]+)}}
 // CHECK: predicted: step_ms=
 module attributes {dist.cluster = #dist.cluster<{name = "small", nodes = [
     {name = "n", devices = [{kind = "gpu", model = "g", count = 8,

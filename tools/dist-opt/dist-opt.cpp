@@ -986,8 +986,11 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
       sys::path::append(exe, probe.kernelClass);
       std::string inputArg = "x=" + input.str().str();
       std::string iterArg = std::to_string(iterations);
-      SmallVector<StringRef> args = {exe, "--input", inputArg, "--threads",
-                                     "1", "--bench", iterArg};
+      // Outputs go to the temporary directory, never the caller's one.
+      std::string outputArg = dir.str().str();
+      SmallVector<StringRef> args = {exe,     "--input",     inputArg,
+                                     "--threads", "1",       "--bench",
+                                     iterArg, "--output-dir", outputArg};
       std::optional<StringRef> redirects[] = {
           std::nullopt, StringRef(stdoutFile), std::nullopt};
       std::string execError;
