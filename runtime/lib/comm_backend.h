@@ -129,6 +129,10 @@ dist_rt_status_t createMpiWorldBackend(int *argc, char ***argv,
 /// failure, since MPI_Finalize could wait forever on operations in flight.
 dist_rt_status_t finalizeMpi();
 
+/// Whether MPI runs with MPI_THREAD_SERIALIZED or better, so that
+/// communication may move to another thread as long as calls never overlap.
+bool mpiAllowsSerializedThreads();
+
 /// Calls MPI_Abort(MPI_COMM_WORLD, code) if MPI is initialized and not
 /// finalized; returns otherwise.
 void abortMpi(int code);

@@ -47,6 +47,7 @@ constexpr int64_t kMaxChunk = DIST_RT_COMM_MAX_CHUNK;
 
 /// True when createMpiWorldBackend called MPI_Init_thread.
 std::atomic<bool> initializedHere{false};
+std::atomic<bool> serializedThreads{false};
 /// True once any operation timed out or failed in MPI.
 std::atomic<bool> communicationFailed{false};
 
@@ -377,7 +378,9 @@ dist_rt::comm::createMpiWorldBackend(int *argc, char ***argv,
                       "initialized again");
   if (!initialized) {
     int provided = 0;
-    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    // SERIALIZED when the library has it: the mesh collectives of
+    // generated code (mesh.cpp) run on a communication thread.
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS)
       return makeStatus(DIST_RT_ERROR_COMM,
                         "world_init: MPI_Init_thread failed: %s",
@@ -390,6 +393,7 @@ dist_rt::comm::createMpiWorldBackend(int *argc, char ***argv,
                         provided);
     }
     initializedHere.store(true);
+    serializedThreads.store(provided >= MPI_THREAD_SERIALIZED);
     // Only when MPI is ours: the program's own handler is left alone.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   }
@@ -407,6 +411,14 @@ dist_rt::comm::createMpiWorldBackend(int *argc, char ***argv,
   }
   out->reset(new MpiBackend(world));
   return nullptr;
+}
+
+bool dist_rt::comm::mpiAllowsSerializedThreads() {
+  if (initializedHere.load())
+    return serializedThreads.load();
+  int provided = 0;
+  return mpiRunning() && MPI_Query_thread(&provided) == MPI_SUCCESS &&
+         provided >= MPI_THREAD_SERIALIZED;
 }
 
 dist_rt_status_t dist_rt::comm::finalizeMpi() {

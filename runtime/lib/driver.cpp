@@ -11,6 +11,8 @@
 
 #include "driver.h"
 
+#include "dist_rt/kernels.h"
+
 #include "internal.h"
 
 #include <algorithm>
@@ -65,6 +67,10 @@ std::string errnoMessage(const std::string &what, int errnum) {
 int fail(std::string message) {
   std::replace(message.begin(), message.end(), '\n', ' ');
   std::replace(message.begin(), message.end(), '\r', ' ');
+  // In a job of several ranks every message names the rank it comes from.
+  if (dist_rt_mesh_world_size() > 1 && message.rfind("rank ", 0) != 0)
+    message =
+        "rank " + std::to_string(dist_rt_mesh_world_rank()) + ": " + message;
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::fflush(stderr);
   return 1;

@@ -14,6 +14,7 @@
 #include "driver.h"
 #include "internal.h"
 
+#include "dist_rt/kernels.h"
 #include "dist_rt/model.h"
 #include "dist_rt/npy.h"
 
@@ -184,10 +185,12 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
                                                   tensors.size(), &outputs))
     return fail(status);
 
-  if (desc->num_outputs != 0 &&
+  // Under a mesh every rank computes the same outputs; rank 0 writes them.
+  bool lead = dist_rt_mesh_world_rank() == 0;
+  if (lead && desc->num_outputs != 0 &&
       !makeDirectories(cl.outputDir, "the output directory", error))
     return fail(error);
-  for (uint32_t o = 0; o < desc->num_outputs; ++o)
+  for (uint32_t o = 0; lead && o < desc->num_outputs; ++o)
     if (dist_rt_status_t status = writeTensorFile(outputPaths[o], outputs[o]))
       return fail(status);
 
@@ -218,7 +221,8 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
   auto p90Rank =
       static_cast<size_t>(std::ceil(0.9 * static_cast<double>(count)));
   double p90 = latenciesMs[std::max<size_t>(p90Rank, 1) - 1];
-  std::printf("latency_ms_median=%.3f latency_ms_p90=%.3f\n", median, p90);
+  if (lead)
+    std::printf("latency_ms_median=%.3f latency_ms_p90=%.3f\n", median, p90);
   std::fflush(stdout);
   return 0;
 }
@@ -231,17 +235,21 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
 
 extern "C" int dist_rt_main(int argc, char **argv,
                             const dist_rt_model_desc_t *desc) {
+  // With a mesh, every rank ends together: a failing rank ends the job
+  // (dist_rt_mesh_finish), the others meet at a barrier and finalize MPI.
 #if DIST_RT_HAS_EXCEPTIONS
+  int code = 1;
   try {
-    return runMain(argc, argv, desc);
+    code = runMain(argc, argv, desc);
   } catch (const std::bad_alloc &) {
-    return fail(std::string("out of memory"));
+    code = fail(std::string("out of memory"));
   } catch (const std::exception &exception) {
-    return fail(std::string("internal error: ") + exception.what());
+    code = fail(std::string("internal error: ") + exception.what());
   } catch (...) {
-    return fail(std::string("internal error: unexpected exception"));
+    code = fail(std::string("internal error: unexpected exception"));
   }
+  return dist_rt_mesh_finish(code);
 #else
-  return runMain(argc, argv, desc);
+  return dist_rt_mesh_finish(runMain(argc, argv, desc));
 #endif
 }

@@ -243,6 +243,11 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
   if (dist_rt_status_t status =
           checkTensorGroup(desc, "output", desc.num_outputs, desc.outputs))
     return status;
+  if (desc.num_mesh_axes && !desc.mesh_shape)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the descriptor has %" PRIu32
+                      " mesh axes but no mesh shape",
+                      desc.name, desc.num_mesh_axes);
   return desc.train ? checkTrainDesc(desc) : nullptr;
 }
 
@@ -527,6 +532,10 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
                       "model '%s': the thread count must not be negative "
                       "(got %" PRId32 ")",
                       desc->name, options.num_threads);
+  if (desc->num_mesh_axes)
+    if (dist_rt_status_t status = dist_rt_mesh_setup(
+            desc->num_mesh_axes, desc->mesh_shape, desc->mesh_axis_names))
+      return status;
 
   std::unique_ptr<dist_rt_model> model(new dist_rt_model());
   model->desc = desc;

@@ -14,6 +14,8 @@
 #include "driver.h"
 #include "internal.h"
 
+#include "dist_rt/kernels.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -331,8 +333,10 @@ bool loadDataset(const dist_rt_train_desc_t &train, const TrainCommandLine &cl,
 }
 
 /// Picks the batch size from the command line and the model.
+/// `dp` ranks share every batch: a batch dimension the model fixed is that
+/// of one rank's slice.
 bool chooseBatchSize(const dist_rt_train_desc_t &train,
-                     const TrainCommandLine &cl, int64_t numSamples,
+                     const TrainCommandLine &cl, int64_t numSamples, int64_t dp,
                      int64_t &batchSize, std::string &error) {
   // A step without inputs (a loss made of parameters alone) reads no data;
   // a "batch" is then just one step.
@@ -349,15 +353,24 @@ bool chooseBatchSize(const dist_rt_train_desc_t &train,
               first.name + "' is dynamic";
       return false;
     }
-    batchSize = first.dims[0];
+    batchSize = first.dims[0] * dp;
+  }
+  if (batchSize % dp != 0) {
+    error = "--batch-size " + std::to_string(batchSize) +
+            " cannot be split evenly over the " + std::to_string(dp) +
+            " data-parallel ranks";
+    return false;
   }
   for (uint32_t i = 0; i < train.num_inputs; ++i) {
     int64_t fixed = train.inputs[i].dims[0];
-    if (fixed != DIST_RT_DYNAMIC_DIM && fixed != batchSize) {
+    if (fixed != DIST_RT_DYNAMIC_DIM && fixed * dp != batchSize) {
       error = "--batch-size " + std::to_string(batchSize) +
-              " differs from the batch size " + std::to_string(fixed) +
+              " differs from the batch size " + std::to_string(fixed * dp) +
               " that the model fixed for train input '" + train.inputs[i].name +
-              "'";
+              "'" +
+              (dp > 1 ? " (" + std::to_string(fixed) + " per rank on " +
+                            std::to_string(dp) + " data-parallel ranks)"
+                      : std::string());
       return false;
     }
   }
@@ -387,13 +400,17 @@ uint64_t drawBelow(std::mt19937_64 &engine, uint64_t bound) {
   }
 }
 
-/// Hands out the batch of every step. Without shuffling, a batch is a
-/// contiguous run of samples and is used in place; with shuffling, its
-/// samples are gathered into buffers allocated once.
+/// Hands out the batch of every step, or with data parallelism this rank's
+/// slice of it: rows [rowOffset, rowOffset + rows) of the global batch.
+/// Without shuffling, a slice is a contiguous run of samples and is used in
+/// place; with shuffling, its samples are gathered into buffers allocated
+/// once.
 class Batcher {
 public:
-  Batcher(const Dataset &data, int64_t batchSize, bool shuffle, uint64_t seed)
-      : data(data), batchSize(batchSize), shuffle(shuffle), seed(seed) {}
+  Batcher(const Dataset &data, int64_t batchSize, int64_t rowOffset,
+          int64_t rows, bool shuffle, uint64_t seed)
+      : data(data), batchSize(batchSize), rowOffset(rowOffset), rows(rows),
+        shuffle(shuffle), seed(seed) {}
 
   /// Allocates the buffers; false when out of memory.
   bool init() {
@@ -403,12 +420,12 @@ public:
     for (size_t i = 0; i < count; ++i) {
       const dist_rt_tensor_t &tensor = data.tensors[i];
       dims[i].assign(tensor.dims, tensor.dims + tensor.rank);
-      dims[i][0] = batchSize;
+      dims[i][0] = rows;
       batch[i] = {tensor.dtype, tensor.rank, dims[i].data(), nullptr};
       if (!shuffle)
         continue;
       void *buffer = nullptr;
-      size_t bytes = data.sampleBytes[i] * static_cast<size_t>(batchSize);
+      size_t bytes = data.sampleBytes[i] * static_cast<size_t>(rows);
       if (::posix_memalign(&buffer, 64, std::max<size_t>(bytes, 1)) != 0)
         return false;
       buffers.emplace_back(buffer);
@@ -424,7 +441,7 @@ public:
   /// Makes tensors() the batch of 0-based step `step`.
   void prepare(int64_t step) {
     int64_t epoch = step / batchesPerEpoch();
-    int64_t first = (step % batchesPerEpoch()) * batchSize;
+    int64_t first = (step % batchesPerEpoch()) * batchSize + rowOffset;
     for (size_t i = 0; i < batch.size() && !shuffle; ++i)
       batch[i].data = static_cast<char *>(data.tensors[i].data) +
                       static_cast<size_t>(first) * data.sampleBytes[i];
@@ -438,7 +455,7 @@ public:
       size_t bytes = data.sampleBytes[i];
       const auto *source = static_cast<const char *>(data.tensors[i].data);
       auto *target = static_cast<char *>(batch[i].data);
-      for (int64_t row = 0; row < batchSize; ++row)
+      for (int64_t row = 0; row < rows; ++row)
         std::memcpy(target + static_cast<size_t>(row) * bytes,
                     source + static_cast<size_t>(order[first + row]) * bytes,
                     bytes);
@@ -458,6 +475,8 @@ private:
 
   const Dataset &data;
   int64_t batchSize;
+  int64_t rowOffset;
+  int64_t rows;
   bool shuffle;
   uint64_t seed;
   /// The sample order of epoch orderEpoch (shuffling only).
@@ -508,10 +527,11 @@ struct FileCloser {
 /// in place on a terminal, else a line every tenth of the run.
 class Progress {
 public:
+  /// `print`: whether this process prints progress at all (rank 0 only).
   Progress(FILE *log, const std::string &logPath, bool bar, int64_t firstStep,
-           int64_t totalSteps, int64_t batchSize)
-      : log(log), logPath(logPath), bar(bar), firstStep(firstStep),
-        totalSteps(totalSteps), batchSize(batchSize),
+           int64_t totalSteps, int64_t batchSize, bool print)
+      : log(log), logPath(logPath), bar(bar && print), print(print),
+        firstStep(firstStep), totalSteps(totalSteps), batchSize(batchSize),
         lineEvery(std::max<int64_t>(1, totalSteps / 10)), start(Clock::now()) {}
 
   /// Records 1-based step `number`, which took `stepSeconds`.
@@ -549,7 +569,7 @@ public:
       std::fflush(stdout);
       drawn = true;
       lastDraw = Clock::now();
-    } else if (number % lineEvery == 0 || number == totalSteps) {
+    } else if (print && (number % lineEvery == 0 || number == totalSteps)) {
       std::printf("step %" PRId64 "/%" PRId64
                   " loss=%.6g lr=%.6g samples_per_s=%.1f\n",
                   number, totalSteps, loss, lr, samplesPerS);
@@ -570,6 +590,7 @@ private:
   FILE *log;
   std::string logPath;
   bool bar;
+  bool print;
   int64_t firstStep;
   int64_t totalSteps;
   int64_t batchSize;
@@ -1007,11 +1028,25 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
           dist_rt_model_create(&desc, &options, &rawModel))
     return fail(status);
   ModelPtr model(rawModel);
+  // Data parallelism: this rank takes its slice of every batch. Only rank 0
+  // of the job logs, shows progress and writes files; the parameters are
+  // the same on every rank (same start, averaged gradients).
+  int64_t dp = dist_rt_mesh_axis_size("dp");
+  int64_t dpRank = dist_rt_mesh_axis_coord("dp");
+  bool lead = dist_rt_mesh_world_rank() == 0;
+  if (!lead) {
+    cl.quiet = true;
+    cl.logPath.clear();
+    cl.saveParamsDir.clear();
+    cl.exportOnnxPath.clear();
+    cl.checkpointDir.clear();
+    cl.checkpointEvery = 0;
+  }
 
   Dataset data;
   int64_t batchSize = 0;
   if (!loadDataset(train, cl, data, error) ||
-      !chooseBatchSize(train, cl, data.numSamples, batchSize, error))
+      !chooseBatchSize(train, cl, data.numSamples, dp, batchSize, error))
     return fail(error);
   if (train.num_inputs == 0)
     data.numSamples = batchSize;
@@ -1083,12 +1118,14 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
           errnoMessage("cannot open the log file '" + cl.logPath + "'", errno));
   }
 
-  Batcher batcher(data, batchSize, cl.shuffle, static_cast<uint64_t>(cl.seed));
+  Batcher batcher(data, batchSize, dpRank * (batchSize / dp), batchSize / dp,
+                  cl.shuffle, static_cast<uint64_t>(cl.seed));
   if (!batcher.init())
     return fail(std::string("out of memory allocating the batch buffers"));
   Progress progress(log.get(), cl.logPath,
                     !cl.quiet && ::isatty(::fileno(stdout)), firstStep,
-                    totalSteps, batchSize);
+                    totalSteps, batchSize, lead);
+  dist_rt_mesh_get_stats(nullptr, /*reset=*/1);
   CheckpointState state = {0,         totalSteps,         cl.seed,
                            batchSize, cl.shuffle ? 1 : 0, desc.name};
   float loss = 0;
@@ -1127,6 +1164,20 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   if (!cl.exportOnnxPath.empty() &&
       !exportOnnx(model.get(), onnxSource, cl.exportOnnxPath, error))
     return fail(error);
+  if (!lead)
+    return 0;
+  if (dp > 1) {
+    dist_rt_mesh_stats_t comm;
+    dist_rt_mesh_get_stats(&comm, /*reset=*/0);
+    double overlapped = comm.comm_seconds > comm.wait_seconds
+                            ? comm.comm_seconds - comm.wait_seconds
+                            : 0.0;
+    std::printf("data parallel over %" PRId64 " ranks: %" PRId64
+                " all-reduces (%.1f MB), %.3f s communicating, "
+                "%.3f s of it overlapped with compute\n",
+                dp, comm.ops, static_cast<double>(comm.bytes) / 1e6,
+                comm.comm_seconds, overlapped);
+  }
   if (firstStep >= totalSteps)
     std::printf("nothing to train: the checkpoint is at step %" PRId64
                 " of %" PRId64 "\n",

@@ -569,7 +569,7 @@ TEST_F(ModelTest, BadDescriptorsAndOptions) {
   desc.abi_version = 1;
   EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
             "model 'affine' was compiled for runtime ABI version 1, this "
-            "runtime supports version 2");
+            "runtime supports version 3");
 
   desc = affineDesc();
   desc.entry = nullptr;

@@ -25,9 +25,13 @@
  * dist_rt_comm_release. The world is also held by the runtime itself until
  * dist_rt_world_finalize. Buffers are borrowed for the duration of a call.
  *
- * Thread-safety: a communicator must be used by one thread at a time (MPI
- * is initialized with MPI_THREAD_FUNNELED: with the MPI backend all
- * communication must come from the thread that called dist_rt_world_init).
+ * Thread-safety: a communicator must be used by one thread at a time, and
+ * with the MPI backend no two threads may communicate at the same time. MPI
+ * is initialized with MPI_THREAD_SERIALIZED where the library offers it
+ * (else MPI_THREAD_FUNNELED, and then all communication must come from the
+ * thread that called dist_rt_world_init); the mesh collectives of generated
+ * code (dist_rt/kernels.h) use a communication thread only with
+ * SERIALIZED.
  * Retain is atomic and may be called from any thread; the release that drops
  * the last reference frees the MPI communicator and must come from the
  * communicating thread too. The world is process-wide: dist_rt_world_init and
@@ -100,7 +104,8 @@ dist_rt_world_options_initialize(dist_rt_world_options_t *options);
 /// second call (before dist_rt_world_finalize) ignores `argc`, `argv` and
 /// `options` and stores another reference to the same world. `options` may
 /// be NULL for the defaults. `argc` and `argv` are passed to MPI_Init_thread
-/// and may be NULL. MPI is initialized (MPI_THREAD_FUNNELED) only if the
+/// and may be NULL. MPI is initialized (MPI_THREAD_SERIALIZED, at least
+/// MPI_THREAD_FUNNELED) only if the
 /// program has not done it itself; the world then covers MPI_COMM_WORLD.
 /// On success stores a reference in `*out_world`; on failure stores NULL
 /// there.

@@ -123,6 +123,92 @@ typedef void (*dist_rt_parallel_fn_t)(void *ctx, int64_t begin, int64_t end);
 DIST_RT_API void dist_rt_parallel_for(int64_t n, dist_rt_parallel_fn_t fn,
                                       void *ctx);
 
+/*===----------------------------------------------------------------------===*
+ * Mesh collectives
+ *
+ * A model partitioned by dist-opt --mesh runs one SPMD program on every
+ * rank of a device mesh. dist_rt_mesh_setup creates the world (MPI under a
+ * launcher such as mpirun, else one rank) and one communicator per mesh
+ * axis; generated code then reduces buffers over mesh axes through
+ * dist_rt_mesh_all_reduce_start / _wait. Started reductions run in order
+ * on a communication thread (when MPI offers MPI_THREAD_SERIALIZED, else
+ * inside the start call), so the code between start and wait overlaps
+ * with them. A failed reduction (dead or hung rank: the world's deadline,
+ * DIST_RT_COMM_TIMEOUT seconds, default 300) prints one line naming the
+ * rank and ends the whole job (dist_rt_world_abort(1)).
+ *===----------------------------------------------------------------------===*/
+
+/// Reductions of dist_rt_mesh_all_reduce_start.
+enum {
+  DIST_RT_MESH_REDUCE_SUM = 0,
+  DIST_RT_MESH_REDUCE_MAX = 1,
+  DIST_RT_MESH_REDUCE_MIN = 2,
+  DIST_RT_MESH_REDUCE_PROD = 3,
+  /// Sum divided by the number of ranks reduced over.
+  DIST_RT_MESH_REDUCE_AVERAGE = 4
+};
+
+/// Sets up the mesh of `num_axes` axes with extents `shape` and names
+/// `names` (may be NULL) for the process. The world must have
+/// product(shape) ranks, or 1 rank, which then runs the whole mesh alone
+/// (every axis has size 1: reductions are identities and the data-parallel
+/// batch is not split). Calling it again with the same mesh is a no-op;
+/// another mesh is an error. Collective over the world.
+DIST_RT_API dist_rt_status_t dist_rt_mesh_setup(uint32_t num_axes,
+                                                const int64_t *shape,
+                                                const char *const *names);
+
+/// Whether dist_rt_mesh_setup succeeded (and dist_rt_mesh_finish did not
+/// run yet).
+DIST_RT_API int dist_rt_mesh_active(void);
+
+/// The caller's rank in the world and the world's size (0 and 1 without a
+/// mesh).
+DIST_RT_API int32_t dist_rt_mesh_world_rank(void);
+DIST_RT_API int32_t dist_rt_mesh_world_size(void);
+
+/// The size of mesh axis `name` as this run sees it (1 when the mesh has
+/// no such axis, or when the job runs alone) and the caller's coordinate on
+/// it (0 then).
+DIST_RT_API int64_t dist_rt_mesh_axis_size(const char *name);
+DIST_RT_API int64_t dist_rt_mesh_axis_coord(const char *name);
+
+/// Starts reducing `count` elements at `data` (an intptr_t as int64; dtype
+/// DIST_RT_DTYPE_FLOAT or DIST_RT_DTYPE_DOUBLE) in place over the mesh axes
+/// whose bits are set in `axis_mask` (bit a: axis a; all bits of the mesh:
+/// the world) with DIST_RT_MESH_REDUCE_* `reduce`. Returns a handle for
+/// dist_rt_mesh_all_reduce_wait; the buffer must not be touched until then.
+/// Every rank must start the same reductions in the same order.
+DIST_RT_API int64_t dist_rt_mesh_all_reduce_start(int64_t data, int64_t count,
+                                                  int64_t dtype, int64_t reduce,
+                                                  int64_t axis_mask);
+
+/// Returns once the reduction of `handle` is complete.
+DIST_RT_API void dist_rt_mesh_all_reduce_wait(int64_t handle);
+
+/// Time and volume of the mesh reductions since the last reset.
+typedef struct dist_rt_mesh_stats_t {
+  /// Reductions completed and bytes reduced (per rank, before reduction).
+  int64_t ops;
+  int64_t bytes;
+  /// Seconds the reductions took from start to completion, summed.
+  double comm_seconds;
+  /// Seconds callers spent blocked in dist_rt_mesh_all_reduce_wait: the
+  /// part of comm_seconds that did not overlap with computation.
+  double wait_seconds;
+} dist_rt_mesh_stats_t;
+
+/// Copies the statistics into `*out` (zeros without a mesh); with `reset`
+/// also sets them back to zero. NULL `out` only resets.
+DIST_RT_API void dist_rt_mesh_get_stats(dist_rt_mesh_stats_t *out, int reset);
+
+/// Ends the mesh at the end of a program with exit code `exit_code`: with
+/// 0, waits for every rank to finish (a collective under the deadline) and
+/// finalizes MPI; otherwise, with more than one rank, ends the whole job at
+/// once (dist_rt_world_abort) so that no rank waits for this one. Returns
+/// the exit code to use. A no-op returning `exit_code` without a mesh.
+DIST_RT_API int dist_rt_mesh_finish(int exit_code);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

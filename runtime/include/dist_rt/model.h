@@ -56,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 2
+#define DIST_RT_MODEL_ABI_VERSION 3
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -170,6 +170,16 @@ typedef struct dist_rt_model_desc_t {
   /// buffers (copied from the file, optimizer state zeroed) shared by
   /// inference and training runs.
   const dist_rt_train_desc_t *train;
+  /// The device mesh the model was partitioned for (dist-opt --mesh): axis
+  /// extents and names ("dp", "tp"), row-major over the ranks of the job.
+  /// 0 axes (NULL arrays) for a model that was not partitioned. With a
+  /// mesh, dist_rt_model_create sets it up (dist_rt_mesh_setup): the job
+  /// must have product(mesh_shape) ranks, or 1. A data-parallel (dp) mesh
+  /// splits every batch of a training step: the step's inputs get rows
+  /// [r * B / dp, (r + 1) * B / dp) of the global batch B on dp rank r.
+  uint32_t num_mesh_axes;
+  const int64_t *mesh_shape;
+  const char *const *mesh_axis_names;
 } dist_rt_model_desc_t;
 
 /*===----------------------------------------------------------------------===*
