@@ -252,7 +252,42 @@ struct PlanningOptions {
   bool enabled = false;
   std::string cluster = "local";
   dist::PlanPassOptions pass;
+  /// --mesh ("" when not given) and the gradient bucket size: the module is
+  /// partitioned (dist-partition) after planning when a mesh is given.
+  std::string mesh;
+  int64_t gradBucketBytes = 4 << 20;
 };
+
+/// Builds the training step, at the per-rank batch when --mesh splits a
+/// static batch.
+LogicalResult addTrainStepForMesh(ModuleOp module,
+                                  const dist::BuildTrainStepPassOptions &train,
+                                  const PlanningOptions &planning) {
+  if (planning.mesh.empty())
+    return addTrainStep(module, train);
+  dist::MeshSpec mesh;
+  if (!dist::parseMesh(planning.mesh, mesh).empty())
+    return failure();
+  return dist::buildTrainStepForMesh(
+      module, mesh, [&] { return addTrainStep(module, train); });
+}
+
+/// Runs dist-partition on `module` for `--mesh`; a no-op without one.
+LogicalResult partitionForMesh(ModuleOp module,
+                               const PlanningOptions &planning) {
+  if (planning.mesh.empty())
+    return success();
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  dist::PartitionPassOptions opts;
+  opts.mesh = planning.mesh;
+  opts.bucketBytes = planning.gradBucketBytes;
+  pm.addPass(dist::createPartitionPass(opts));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  return pm.run(module);
+}
 
 /// Loads `--cluster` ("local" detects this machine).
 std::optional<dist::ClusterSpec> loadCluster(StringRef spec) {
@@ -376,10 +411,12 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
     }
     return true;
   };
-  if (train && failed(addTrainStep(*module, *train)))
+  if (train && failed(addTrainStepForMesh(*module, *train, planning)))
     return diagnostics.exitCode();
   if (planning.enabled &&
       failed(planAndReport(*module, planning, outDir, outs())))
+    return diagnostics.exitCode();
+  if (failed(partitionForMesh(*module, planning)))
     return diagnostics.exitCode();
   if (emit == "plan")
     return 0;
@@ -576,6 +613,16 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       cl::desc("Clip the global gradient norm to this value (0: off)"),
       cl::init(0), cl::cat(trainCategory));
   cl::OptionCategory planCategory("dist-opt planning options");
+  cl::opt<std::string> meshOpt(
+      "mesh",
+      cl::desc("Partition for this device mesh, e.g. dp=2 (data parallel over "
+               "2 ranks); run the result with mpirun -np <ranks>"),
+      cl::value_desc("axis=size,..."), cl::cat(planCategory));
+  cl::opt<double> gradBucketMbOpt(
+      "grad-bucket-mb",
+      cl::desc("Size of a fused gradient all-reduce bucket in MiB (default "
+               "4)"),
+      cl::init(4.0), cl::cat(planCategory));
   cl::opt<std::string> clusterOpt(
       "cluster",
       cl::desc("Cluster to plan for: local (default: detect this machine) or "
@@ -685,6 +732,23 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
              << ": must not be negative\n";
       return 1;
     }
+    if (meshOpt.getNumOccurrences()) {
+      dist::MeshSpec mesh;
+      std::string why = dist::parseMesh(meshOpt, mesh);
+      if (!why.empty()) {
+        errs() << "error: --mesh: " << why << "\n";
+        return 1;
+      }
+      planning.mesh = meshOpt;
+    }
+    if (!(gradBucketMbOpt > 0) || gradBucketMbOpt > 1024 * 1024) {
+      errs() << "error: --grad-bucket-mb: must be a positive size in MiB, "
+                "got "
+             << gradBucketMbOpt << "\n";
+      return 1;
+    }
+    planning.gradBucketBytes =
+        std::max<int64_t>(1, static_cast<int64_t>(gradBucketMbOpt * 1048576));
     if (!planning.pass.planFile.empty() &&
         !sys::fs::exists(planning.pass.planFile)) {
       errs() << "error: --plan: " << planning.pass.planFile
@@ -777,10 +841,12 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       errs() << "error: " << inputFile << ": import failed\n";
     return 1;
   }
-  if (train && failed(addTrainStep(*module, *train)))
+  if (train && failed(addTrainStepForMesh(*module, *train, planning)))
     return 1;
   // The IR may go to stdout: the summary goes to stderr.
   if (planning.enabled && failed(planAndReport(*module, planning, "", errs())))
+    return 1;
+  if (failed(partitionForMesh(*module, planning)))
     return 1;
   if (passPipeline.hasAnyOccurrences()) {
     PassManager pm(&context);
@@ -988,9 +1054,9 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
       std::string iterArg = std::to_string(iterations);
       // Outputs go to the temporary directory, never the caller's one.
       std::string outputArg = dir.str().str();
-      SmallVector<StringRef> args = {exe,     "--input",     inputArg,
-                                     "--threads", "1",       "--bench",
-                                     iterArg, "--output-dir", outputArg};
+      SmallVector<StringRef> args = {
+          exe,       "--input", inputArg,       "--threads", "1",
+          "--bench", iterArg,   "--output-dir", outputArg};
       std::optional<StringRef> redirects[] = {
           std::nullopt, StringRef(stdoutFile), std::nullopt};
       std::string execError;
@@ -1224,6 +1290,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registry.insert<dist::DistDialect>();
+  dist::registerCollectiveBufferization(registry);
   registerAllPasses();
   dist::registerDistPasses();
   dist::registerDistCodegenPasses();

@@ -46,6 +46,10 @@ struct TrainSignature {
 struct ModelSignature {
   std::vector<TensorSignature> params, inputs, outputs;
   std::optional<TrainSignature> train;
+  /// The mesh the module was partitioned for (`shard.grid @mesh` with
+  /// `dist.mesh_axes`, see dist-partition); empty when it was not.
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshShape;
 };
 
 /// Reads the signature of the (single, public) entry function of a dist

@@ -44,6 +44,11 @@ struct HostCodegenOptions {
 void buildHostCodegenPipeline(OpPassManager &pm,
                               const HostCodegenOptions &options);
 
+/// Registers the bufferization of `shard.all_reduce` into runtime calls
+/// (lib/Codegen/Host/Collectives.cpp). Needed by the host pipeline on any
+/// partitioned module.
+void registerCollectiveBufferization(DialectRegistry &registry);
+
 /// Registers the pipeline as `dist-host-codegen-pipeline`.
 void registerHostCodegenPipeline();
 

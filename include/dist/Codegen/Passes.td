@@ -99,6 +99,17 @@ def ContractionsToRuntimePass
   ];
 }
 
+def StripMeshPass : Pass<"dist-strip-mesh", "::mlir::ModuleOp"> {
+  let summary = "drop the shard.grid mesh declarations after bufferization";
+  let description = [{
+    Bufferization turns every `shard.all_reduce` into calls of the runtime
+    (dist_rt_mesh_all_reduce_start / _wait), which reads the mesh from the
+    model descriptor. The `shard.grid` declarations left over are removed;
+    any other shard op still present is an error (not supported by host
+    codegen).
+  }];
+}
+
 def AddEntryWrapperPass : Pass<"dist-add-entry-wrapper", "::mlir::ModuleOp"> {
   let summary = "add the packed entry point that the runtime calls";
   let description = [{

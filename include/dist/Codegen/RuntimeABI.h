@@ -18,13 +18,29 @@ namespace mlir::dist::runtime_abi {
 inline constexpr llvm::StringLiteral kGemmF32 = "dist_rt_gemm_f32";
 inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
 
+/// Mesh collectives (dist_rt/kernels.h): start(ptr, count, dtype, reduce,
+/// axis_mask) -> handle and wait(handle), all as i64.
+inline constexpr llvm::StringLiteral kMeshAllReduceStart =
+    "dist_rt_mesh_all_reduce_start";
+inline constexpr llvm::StringLiteral kMeshAllReduceWait =
+    "dist_rt_mesh_all_reduce_wait";
+/// Reduction codes of dist_rt_mesh_all_reduce_start (DIST_RT_MESH_REDUCE_*).
+inline constexpr int64_t kReduceSum = 0;
+inline constexpr int64_t kReduceMax = 1;
+inline constexpr int64_t kReduceMin = 2;
+inline constexpr int64_t kReduceProd = 3;
+inline constexpr int64_t kReduceAverage = 4;
+/// Element type codes (DIST_RT_DTYPE_* in dist_rt/param_format.h).
+inline constexpr int64_t kDTypeFloat = 1;
+inline constexpr int64_t kDTypeDouble = 11;
+
 /// Generic allocation functions the memref lowering calls
 /// (finalize-memref-to-llvm with use-generic-functions).
 inline constexpr llvm::StringLiteral kAlloc = "_mlir_memref_to_llvm_alloc";
 inline constexpr llvm::StringLiteral kFree = "_mlir_memref_to_llvm_free";
 
 /// Model descriptor type and entry calling convention (dist_rt/model.h).
-inline constexpr unsigned kModelABIVersion = 2;
+inline constexpr unsigned kModelABIVersion = 3;
 inline constexpr llvm::StringLiteral kModelDescType = "dist_rt_model_desc_t";
 inline constexpr llvm::StringLiteral kTensorDescType = "dist_rt_tensor_desc_t";
 inline constexpr llvm::StringLiteral kModelHeader = "dist_rt/model.h";

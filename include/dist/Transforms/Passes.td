@@ -57,4 +57,44 @@ def PlanPass : Pass<"dist-plan", "ModuleOp"> {
   ];
 }
 
+def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
+  let summary = "split a model over a device mesh (SPMD, one program for all ranks)";
+  let description = [{
+    Declares the device mesh as `shard.grid @mesh(shape = ...)` with the
+    axis names in `dist.mesh_axes` (e.g. `["dp", "tp"]`) and rewrites the
+    module into the program every rank runs.
+
+    Data parallelism (axis `dp` of size n > 1) applies to the training step
+    (the function marked `dist.train_step`): each rank takes 1/n of every
+    batch, so a static batch B becomes B/n in the step's signature and in
+    every shape that depends on it (an op with the batch baked into a
+    constant, e.g. a Reshape to [B, ...], fails with a hint to export the
+    model with a dynamic batch axis). The parameter gradients are averaged
+    over the axis in fused buckets: gradients are grouped in the order the
+    backward pass produces them into buckets of about `bucket-bytes`, each
+    bucket is packed (flattened and concatenated) right after its last
+    gradient is computed and reduced with one
+    `shard.all_reduce ... reduction = <average>`, and unpacked just before
+    the optimizer update, so the reduction of early buckets can overlap the
+    rest of the backward pass. The returned loss is averaged too. Values
+    averaged are exactly those the update reads that depend on the step's
+    data inputs. Inference functions stay replicated (the runtime splits
+    the batch of an inference run).
+
+    Other axes of size > 1 (tensor parallelism) are rejected for now.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "\"\"",
+           "the mesh, e.g. dp=2 or dp=2,tp=1 (axis=size, comma-separated)">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
+           "target size of a gradient bucket in bytes">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "num-buckets", "Number of gradient buckets">,
+    Statistic<"numReduced", "num-reduced", "Number of values all-reduced">,
+  ];
+}
+
 #endif // DIST_TRANSFORMS_PASSES_TD

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -133,6 +134,15 @@ std::string dist::getTrainStepName(ModuleOp module) {
 
 FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   ModelSignature sig;
+  if (auto grid = module.lookupSymbol<shard::GridOp>("mesh")) {
+    auto names = grid->getAttrOfType<ArrayAttr>("dist.mesh_axes");
+    for (auto [i, n] : llvm::enumerate(grid.getShape())) {
+      auto name = names && i < names.size() ? dyn_cast<StringAttr>(names[i])
+                                            : StringAttr();
+      sig.meshAxes.push_back(name ? name.str() : "axis" + std::to_string(i));
+      sig.meshShape.push_back(n);
+    }
+  }
   auto entryName = getEntryName(module);
   if (failed(entryName))
     return failure();
@@ -462,6 +472,15 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
                                   : cString(o.onnxFileName))
        << "};\n";
   }
+  if (!sig.meshShape.empty()) {
+    os << "static const int64_t mesh_shape[] = {";
+    for (int64_t d : sig.meshShape)
+      os << d << ", ";
+    os << "0};\nstatic const char *const mesh_axis_names[] = {";
+    for (const std::string &a : sig.meshAxes)
+      os << cString(a) << ", ";
+    os << "NULL};\n";
+  }
   os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
      << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "
      << (o.paramFileName.empty() ? std::string("NULL")
@@ -469,7 +488,11 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << ",\n  " << ref("param", sig.params) << ",\n  "
      << ref("input", sig.inputs) << ",\n  " << ref("output", sig.outputs)
      << ",\n  " << o.entrySymbol << ",\n  "
-     << (sig.train ? "&train_desc" : "NULL") << "};\n\n";
+     << (sig.train ? "&train_desc" : "NULL") << ",\n  "
+     << (sig.meshShape.empty() ? std::string("0, NULL, NULL")
+                               : std::to_string(sig.meshShape.size()) +
+                                     ", mesh_shape, mesh_axis_names")
+     << "};\n\n";
   os << "#ifdef DIST_MODEL_MAIN\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"

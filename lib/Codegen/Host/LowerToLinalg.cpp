@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Matchers.h"
@@ -586,8 +587,8 @@ struct LowerToLinalgPass
     target.addIllegalDialect<dist::DistDialect>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           scf::SCFDialect,
-                           bufferization::BufferizationDialect>();
+                           scf::SCFDialect, bufferization::BufferizationDialect,
+                           shard::ShardDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return converter.isSignatureLegal(f.getFunctionType()) &&
              converter.isLegal(&f.getBody());

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // dist graph -> linalg on tensors -> restricted elementwise fusion ->
-// one-shot bufferization -> ownership-based deallocation -> BLAS calls for
+// one-shot bufferization (mesh collectives become runtime calls) -> ownership-based deallocation -> BLAS calls for
 // contractions -> loops -> LLVM dialect with the runtime's entry wrapper.
 // Vectorisation of the loops is left to LLVM's loop vectoriser (O3 with the
 // host CPU's features), which handles the contiguous elementwise and
@@ -40,6 +40,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   bufOpts.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
+  pm.addPass(createStripMeshPass());
   // The updated parameters a training step returns are its arguments.
   pm.addNestedPass<func::FuncOp>(createDropParamResultsPass());
   pm.addPass(createCanonicalizerPass());

@@ -43,7 +43,17 @@ static bool isMoreStatic(Type refined, Type old) {
   return gained;
 }
 
-LogicalResult mlir::dist::inferShapes(Operation *root, int64_t *numRefined) {
+/// Whether `inferred` may replace `old` in replace mode: both ranked tensors
+/// of the same rank and element type that differ.
+static bool isReplacement(Type inferred, Type old) {
+  auto r = dyn_cast<RankedTensorType>(inferred);
+  auto o = dyn_cast<RankedTensorType>(old);
+  return r && o && r != o && r.getRank() == o.getRank() &&
+         r.getElementType() == o.getElementType();
+}
+
+LogicalResult mlir::dist::inferShapes(Operation *root, int64_t *numRefined,
+                                      bool replace) {
   WalkResult result = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (!isa<DistDialect>(op->getDialect()))
       return WalkResult::advance();
@@ -62,7 +72,8 @@ LogicalResult mlir::dist::inferShapes(Operation *root, int64_t *numRefined) {
       return WalkResult::interrupt();
     }
     for (auto [res, type] : llvm::zip(op->getResults(), types)) {
-      if (isMoreStatic(type, res.getType())) {
+      if (isMoreStatic(type, res.getType()) ||
+          (replace && isReplacement(type, res.getType()))) {
         res.setType(type);
         if (numRefined)
           ++*numRefined;

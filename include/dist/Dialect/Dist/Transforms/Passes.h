@@ -30,7 +30,11 @@ std::string checkTrainStepOptions(const BuildTrainStepPassOptions &options,
 
 /// Refines the result types of the dist ops in `op`'s regions in place.
 /// Returns failure (after emitting an error) if inference of an op fails.
-LogicalResult inferShapes(Operation *root, int64_t *numRefined = nullptr);
+/// With `replace`, every inferred type that differs from the current one
+/// (same rank) replaces it, so a function whose argument shapes changed
+/// (a batch split over ranks) gets consistent types throughout.
+LogicalResult inferShapes(Operation *root, int64_t *numRefined = nullptr,
+                          bool replace = false);
 } // namespace mlir::dist
 
 #endif // DIST_DIALECT_DIST_TRANSFORMS_PASSES_H

@@ -1,0 +1,454 @@
+//===- Partition.cpp - SPMD partitioning over a device mesh ---------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `dist-partition` pass (see Passes.td): declares the mesh as a
+// `shard.grid` and rewrites the training step for data parallelism: the
+// batch is split over the dp axis and gradients are averaged in fused
+// buckets placed as early as the backward pass allows.
+//
+// Why not upstream `sharding-propagation` + `shard-partition` for data
+// parallelism: they fail a whole function on any op without a
+// ShardingInterface model (shared/ENVIRONMENT.md), and a batch split needs
+// no propagation at all: every op is batch-parallel except the reductions
+// into the loss and the parameter gradients, which this pass finds from the
+// step's structure (values the optimizer update reads that depend on data).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Transforms/Passes.h"
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/GraphBuilder.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+#include "dist/Transforms/LayerCosts.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+constexpr llvm::StringLiteral kMeshSymbol = "mesh";
+constexpr llvm::StringLiteral kMeshAxesAttr = "dist.mesh_axes";
+constexpr int64_t kMaxAxisSize = int64_t(1) << 20;
+/// Module attribute: the training step was built at batch / dp already.
+constexpr llvm::StringLiteral kBatchSplitAttr = "dist.batch_split";
+
+/// Gives `func`'s tensor arguments (rank >= 1) a leading dimension of
+/// `batch` / `dp` and re-infers every shape of its body.
+LogicalResult rebatch(func::FuncOp func, int64_t batch, int64_t dp) {
+  if (batch % dp != 0)
+    return func.emitError("the batch of ")
+           << batch << " samples the model is compiled for cannot be split "
+           << "evenly over dp=" << dp
+           << " ranks (export the model with a dynamic batch axis, or pick a "
+              "batch divisible by "
+           << dp << ")";
+  Block &body = func.getBody().front();
+  SmallVector<Type> types;
+  for (BlockArgument arg : body.getArguments()) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (t && t.getRank() > 0) {
+      if (t.getDimSize(0) != batch)
+        return func.emitError("input #")
+               << arg.getArgNumber() << " of '" << func.getSymName()
+               << "' has type " << t
+               << ", whose leading dimension is not the batch " << batch;
+      SmallVector<int64_t> shape(t.getShape());
+      shape[0] = batch / dp;
+      arg.setType(
+          RankedTensorType::get(shape, t.getElementType(), t.getEncoding()));
+    }
+    types.push_back(arg.getType());
+  }
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), types, func.getResultTypes()));
+  // A static export bakes the batch into Reshape targets ([B, T, H, D]):
+  // a reshape of a batch-major value computed from the inputs that keeps
+  // the batch in front gets B / dp there instead.
+  llvm::DenseSet<Value> fromInputs(body.args_begin(), body.args_end());
+  for (Operation &op : body) {
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return fromInputs.contains(v); }))
+      fromInputs.insert(op.result_begin(), op.result_end());
+    auto reshape = dyn_cast<ReshapeOp>(op);
+    if (!reshape || !fromInputs.contains(reshape.getInput()))
+      continue;
+    auto in = dyn_cast<RankedTensorType>(reshape.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(reshape.getType());
+    auto shapeConst = reshape.getShape().getDefiningOp<ConstantOp>();
+    if (!in || !out || !shapeConst || in.getRank() == 0 || out.getRank() == 0 ||
+        (in.getDimSize(0) != batch && in.getDimSize(0) != batch / dp) ||
+        out.getDimSize(0) != batch)
+      continue;
+    auto values = dyn_cast<DenseIntElementsAttr>(shapeConst.getValue());
+    if (!values || values.getNumElements() == 0)
+      continue;
+    SmallVector<int64_t> target;
+    for (const APInt &v : values.getValues<APInt>())
+      target.push_back(v.getSExtValue());
+    if (target[0] != batch)
+      continue;
+    target[0] = batch / dp;
+    OpBuilder b(reshape);
+    auto t = cast<RankedTensorType>(values.getType());
+    Value c = ConstantOp::create(
+        b, shapeConst.getLoc(), t,
+        cast<ElementsAttr>(DenseIntElementsAttr::get(t, target)));
+    reshape.getShapeMutable().assign(c);
+  }
+  auto hint = [&](InFlightDiagnostic &&d) {
+    d.attachNote(func.getLoc())
+        << "splitting the batch of " << batch << " over dp=" << dp
+        << " needs every shape that depends on the batch to follow it; "
+        << "export the model with a dynamic batch axis";
+    return failure();
+  };
+  if (failed(inferShapes(func, nullptr, /*replace=*/true)))
+    return hint(func.emitError("cannot split the batch of '")
+                << func.getSymName() << "' (see the error above)");
+  if (failed(verify(func)))
+    return hint(func.emitError("'")
+                << func.getSymName()
+                << "' does not verify after splitting its batch");
+  return success();
+}
+} // namespace
+
+LogicalResult
+dist::buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
+                            llvm::function_ref<LogicalResult()> buildStep) {
+  int64_t dp = mesh.sizeOf("dp");
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic() && !f.isExternal() && !f->hasAttr("dist.train_step"))
+      entry = f;
+  int64_t batch = entry ? getStaticBatch(entry) : 0;
+  if (dp == 1 || batch == 0)
+    return buildStep();
+  // The step is built from a copy of the forward function at the per-rank
+  // batch; the forward function itself (inference) keeps the full batch.
+  OwningOpRef<func::FuncOp> saved(entry.clone());
+  if (failed(rebatch(entry, batch, dp)) || failed(buildStep()))
+    return failure();
+  entry.getBody().takeBody(saved->getBody());
+  entry.setFunctionType(saved->getFunctionType());
+  module->setAttr(
+      kBatchSplitAttr,
+      IntegerAttr::get(IntegerType::get(module.getContext(), 64), dp));
+  return success();
+}
+
+int64_t MeshSpec::numRanks() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+int64_t MeshSpec::sizeOf(StringRef name) const {
+  for (auto [a, s] : llvm::zip(axes, shape))
+    if (a == name)
+      return s;
+  return 1;
+}
+
+std::string MeshSpec::str() const {
+  std::string s;
+  for (auto [a, n] : llvm::zip(axes, shape))
+    s += (s.empty() ? "" : ",") + a + "=" + std::to_string(n);
+  return s;
+}
+
+bool dist::isKnownMeshAxis(StringRef name) {
+  return name == "dp" || name == "tp";
+}
+
+std::string dist::parseMesh(StringRef text, MeshSpec &out) {
+  out = MeshSpec();
+  if (text.trim().empty())
+    return "the mesh is empty (expected axis=size pairs, e.g. dp=2,tp=2)";
+  SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  int64_t total = 1;
+  for (StringRef part : parts) {
+    part = part.trim();
+    if (!part.contains('='))
+      return ("'" + part + "' is not axis=size (e.g. dp=2)").str();
+    auto [name, size] = part.split('=');
+    name = name.trim();
+    size = size.trim();
+    if (name.empty())
+      return ("'" + part + "' has no axis name").str();
+    if (!isKnownMeshAxis(name))
+      return ("unknown mesh axis '" + name +
+              "' (expected dp: data parallel, tp: tensor parallel)")
+          .str();
+    if (llvm::is_contained(out.axes, name.str()))
+      return ("axis '" + name + "' appears twice").str();
+    int64_t n = 0;
+    if (size.getAsInteger(10, n) || n < 1 || n > kMaxAxisSize)
+      return ("the size of axis '" + name +
+              "' must be an integer from 1 to 1048576, got '" + size + "'")
+          .str();
+    total *= n;
+    if (total > kMaxAxisSize)
+      return "the mesh has more than 1048576 ranks";
+    out.axes.push_back(name.str());
+    out.shape.push_back(n);
+  }
+  return "";
+}
+
+std::optional<MeshSpec> dist::getModuleMesh(ModuleOp module) {
+  auto grid = module.lookupSymbol<shard::GridOp>(kMeshSymbol);
+  if (!grid)
+    return std::nullopt;
+  MeshSpec spec;
+  auto names = grid->getAttrOfType<ArrayAttr>(kMeshAxesAttr);
+  ArrayRef<int64_t> shape = grid.getShape();
+  for (auto [i, n] : llvm::enumerate(shape)) {
+    StringAttr name = names && i < names.size() ? dyn_cast<StringAttr>(names[i])
+                                                : StringAttr();
+    spec.axes.push_back(name ? name.str() : "axis" + std::to_string(i));
+    spec.shape.push_back(n);
+  }
+  return spec;
+}
+
+namespace {
+
+/// Whether `op` belongs to the optimizer update (see
+/// DistDialect::tagPhase; set by dist-build-train-step).
+bool isUpdateOp(Operation *op) {
+  return DistDialect::getPhase(op->getLoc()) == DistDialect::kPhaseUpdate;
+}
+
+struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+  /// Gives the step's data inputs a leading dimension of batch / dp when
+  /// the batch is static, and re-infers every shape.
+  LogicalResult splitBatch(func::FuncOp step, int64_t dp);
+  /// Averages the gradients and the loss over mesh axis `axis`.
+  LogicalResult reduceGradients(func::FuncOp step, int16_t axis);
+};
+
+LogicalResult PartitionPass::splitBatch(func::FuncOp step, int64_t dp) {
+  ModuleOp module = getOperation();
+  if (auto split = module->getAttrOfType<IntegerAttr>(kBatchSplitAttr)) {
+    module->removeAttr(kBatchSplitAttr);
+    if (split.getInt() == dp)
+      return success(); // Built at the per-rank batch already.
+    return module.emitError("the training step was built for dp=")
+           << split.getInt() << ", not dp=" << dp;
+  }
+  int64_t batch = getStaticBatch(step);
+  if (batch == 0)
+    return success(); // Dynamic: the runtime passes each rank its rows.
+  // Shapes the backward pass derived from the batch may be constants by
+  // now; re-inference reports them.
+  return rebatch(step, batch, dp);
+}
+
+LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
+  Block &body = step.getBody().front();
+  MLIRContext *ctx = &getContext();
+
+  // Values that differ between ranks: everything computed from the data
+  // inputs (every tensor argument but the rank-0 learning rate and step).
+  llvm::DenseSet<Value> perRank;
+  for (BlockArgument arg : body.getArguments())
+    if (auto t = dyn_cast<RankedTensorType>(arg.getType()); t && t.getRank())
+      perRank.insert(arg);
+  Operation *firstUpdate = nullptr;
+  for (Operation &op : body) {
+    if (!firstUpdate && isUpdateOp(&op))
+      firstUpdate = &op;
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return perRank.contains(v); }))
+      perRank.insert(op.result_begin(), op.result_end());
+  }
+  if (!firstUpdate)
+    return step.emitError("the training step has no optimizer update "
+                          "(was it built by dist-build-train-step?)");
+
+  // Gradients: values the update reads that are computed before it from
+  // the data, in the order the backward pass produces them.
+  llvm::SetVector<Value> grads;
+  llvm::DenseMap<Operation *, unsigned> position;
+  unsigned pos = 0;
+  for (Operation &op : body)
+    position[&op] = pos++;
+  for (Operation *op = firstUpdate; op; op = op->getNextNode()) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def || !perRank.contains(v) ||
+          position[def] >= position[firstUpdate])
+        continue;
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t || !t.hasStaticShape() || !isa<FloatType>(t.getElementType()))
+        return def->emitError("the optimizer update reads ")
+               << v.getType()
+               << " computed from the batch, which data parallelism cannot "
+                  "average (not a static floating-point tensor)";
+      grads.insert(v);
+    }
+  }
+  SmallVector<Value> order(grads.begin(), grads.end());
+  llvm::stable_sort(order, [&](Value a, Value b) {
+    return position[a.getDefiningOp()] < position[b.getDefiningOp()];
+  });
+
+  // Buckets per element type, filled in production order.
+  struct Bucket {
+    SmallVector<Value> members;
+    int64_t bytes = 0;
+  };
+  SmallVector<Bucket> buckets;
+  llvm::DenseMap<Type, unsigned> open;
+  for (Value v : order) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t bytes =
+        t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
+    auto it = open.find(t.getElementType());
+    if (it == open.end() || buckets[it->second].bytes >= bucketBytes) {
+      buckets.emplace_back();
+      it = open.insert_or_assign(t.getElementType(), buckets.size() - 1).first;
+    }
+    buckets[it->second].members.push_back(v);
+    buckets[it->second].bytes += bytes;
+  }
+
+  auto allReduce = [&](OpBuilder &b, Location loc, Value v) {
+    return shard::AllReduceOp::create(b, loc, v.getType(), kMeshSymbol,
+                                      ArrayRef<int16_t>{axis}, v,
+                                      shard::ReductionKind::Average)
+        .getResult();
+  };
+  OpBuilder unpackBuilder(firstUpdate);
+  for (auto [i, bucket] : llvm::enumerate(buckets)) {
+    Location loc = DistDialect::tagPhase(
+        NameLoc::get(StringAttr::get(ctx, "grad_bucket_" + Twine(i)),
+                     step.getLoc()),
+        DistDialect::kPhaseBackward);
+    Operation *last = bucket.members.front().getDefiningOp();
+    for (Value v : bucket.members)
+      if (position[v.getDefiningOp()] > position[last])
+        last = v.getDefiningOp();
+    // Pack and start the reduction right after the last gradient.
+    OpBuilder b(last->getBlock(), std::next(Block::iterator(last)));
+    GraphBuilder g(b, last);
+    g.loc = loc;
+    // A bucket of one gradient is reduced as it is.
+    bool single = bucket.members.size() == 1;
+    SmallVector<Value> flat;
+    SmallVector<int64_t> sizes;
+    for (Value v : bucket.members) {
+      int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
+      sizes.push_back(n);
+      flat.push_back(single ||
+                             cast<RankedTensorType>(v.getType()).getRank() == 1
+                         ? v
+                         : g.reshape(v, {n}));
+    }
+    Value packed =
+        single ? flat.front() : g.one<ConcatOp>(flat, {g.i64("axis", 0)});
+    if (g.hadError)
+      return failure();
+    Value reduced = allReduce(b, loc, packed);
+    // Unpack just before the update.
+    GraphBuilder u(unpackBuilder, firstUpdate);
+    u.loc = loc;
+    int64_t offset = 0;
+    for (auto [v, n] : llvm::zip(bucket.members, sizes)) {
+      auto t = cast<RankedTensorType>(v.getType());
+      Value part = reduced;
+      if (!single) {
+        part = u.slice(reduced, {offset}, {offset + n}, {0});
+        if (t.getRank() != 1)
+          part = u.reshape(part, t.getShape());
+      }
+      offset += n;
+      v.replaceUsesWithIf(part, [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return user->getBlock() == &body &&
+               position.lookup(user) >= position[firstUpdate] &&
+               position.count(user);
+      });
+    }
+    if (u.hadError)
+      return failure();
+    numReduced += bucket.members.size();
+  }
+  numBuckets += buckets.size();
+
+  // The loss every rank returns is the mean over the global batch.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(ret);
+  Location lossLoc = DistDialect::tagPhase(
+      NameLoc::get(StringAttr::get(ctx, "loss_mean"), step.getLoc()),
+      DistDialect::kPhaseUpdate);
+  for (OpOperand &operand : ret->getOpOperands())
+    if (perRank.contains(operand.get()))
+      operand.set(allReduce(b, lossLoc, operand.get()));
+  return success();
+}
+
+void PartitionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MeshSpec spec;
+  std::string why = parseMesh(mesh, spec);
+  if (!why.empty()) {
+    module.emitError("dist-partition: mesh: ") << why;
+    return signalPassFailure();
+  }
+  if (bucketBytes < 1) {
+    module.emitError("dist-partition: bucket-bytes must be positive");
+    return signalPassFailure();
+  }
+  if (module.lookupSymbol(kMeshSymbol)) {
+    module.emitError("the module already has a '")
+        << kMeshSymbol << "' symbol (partitioned twice?)";
+    return signalPassFailure();
+  }
+  for (auto [name, size] : llvm::zip(spec.axes, spec.shape))
+    if (name != "dp" && size > 1) {
+      module.emitError("tensor parallelism (")
+          << name << "=" << size
+          << ") is not implemented yet: only the dp axis of the mesh can be "
+             "larger than 1";
+      return signalPassFailure();
+    }
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto grid =
+      shard::GridOp::create(b, module.getLoc(), kMeshSymbol, spec.shape);
+  grid->setAttr(kMeshAxesAttr, b.getStrArrayAttr(SmallVector<StringRef>(
+                                   spec.axes.begin(), spec.axes.end())));
+
+  int64_t dp = spec.sizeOf("dp");
+  if (dp == 1)
+    return;
+  int16_t dpAxis = static_cast<int16_t>(
+      llvm::find(spec.axes, std::string("dp")) - spec.axes.begin());
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("dist.train_step"))
+      if (failed(splitBatch(f, dp)) || failed(reduceGradients(f, dpAxis)))
+        return signalPassFailure();
+}
+
+} // namespace

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Checks data-parallel training and inference against one process.
+
+For each model (train_check.py's MLP and GPT-style LM, exported with a
+static batch) and optimizer, compiles the model twice with dist-opt --train:
+once as is and once with --mesh dp=N. It then trains the plain artifact in
+one process and the partitioned one under `mpirun -np N` on the same data
+for the same steps, with the same global batch, and compares:
+  - every step's loss (relative error <= --rtol, default 1e-5);
+  - the final parameters written by --save-params (|a - b| <= rtol * max|a|
+    per tensor);
+  - the inference outputs of the partitioned artifact under mpirun against
+    the plain artifact's (same rule).
+With --gradient-clip it also checks clip-grad-norm, which must see the
+averaged gradient. Prints one line per check and `N passed, M failed`; exits
+non-zero when a check fails.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_check  # noqa: E402
+from train_check import StepError, run  # noqa: E402
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+          "self,vader", "--bind-to", "none"]
+
+
+def max_rel(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    scale = max(float(np.abs(a).max()) if a.size else 0.0, 1e-30)
+    return float(np.abs(a - b).max()) / scale if a.size else 0.0
+
+
+def check(model_name, optimizer, args, work):
+    spec = train_check.make_spec(model_name)
+    hp = train_check.hyperparameters(optimizer, args)
+    d = os.path.join(work, f"{model_name}_{optimizer}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    x_path = os.path.join(d, spec.input_name + ".npy")
+    y_path = os.path.join(d, "label.npy")
+    np.save(x_path, spec.x)
+    np.save(y_path, spec.y)
+    onnx_path = os.path.join(d, "model.onnx")
+    train_check.export_onnx(spec, onnx_path)
+    flags = train_check.compile_args(optimizer, hp, args)
+    one = os.path.join(d, "one")
+    dp = os.path.join(d, "dp")
+    run([args.dist_opt, onnx_path] + flags + ["-o", one, "--name", "model"],
+        args.timeout, "dist-opt --train", args.verbose)
+    run([args.dist_opt, onnx_path] + flags +
+        ["--mesh", f"dp={args.ranks}", "--grad-bucket-mb",
+         str(args.bucket_mb), "-o", dp, "--name", "model"],
+        args.timeout, f"dist-opt --train --mesh dp={args.ranks}", args.verbose)
+
+    def train(exe_dir, tag, launcher):
+        log = os.path.join(d, f"{tag}.jsonl")
+        save = os.path.join(d, f"{tag}_params")
+        run(launcher + [os.path.join(exe_dir, "model"), "train",
+                        "--data", f"{spec.input_name}={x_path}",
+                        "--data", f"label={y_path}",
+                        "--batch-size", str(spec.batch),
+                        "--steps", str(args.steps), "--log", log,
+                        "--save-params", save, "--threads", "1", "--quiet"],
+            args.timeout, f"train ({tag})", args.verbose)
+        losses, _ = train_check.read_log(log, args.steps)
+        return losses, save
+
+    ref_losses, ref_save = train(one, "one", [])
+    got_losses, got_save = train(dp, "dp", MPIRUN + ["-np", str(args.ranks)])
+    loss_err = max(abs(a - b) / max(abs(a), 1e-30)
+                   for a, b in zip(ref_losses, got_losses))
+    param_err = 0.0
+    names = sorted(os.listdir(ref_save))
+    if not names or sorted(os.listdir(got_save)) != names:
+        raise StepError("the two runs saved different parameter files")
+    for n in names:
+        param_err = max(param_err, max_rel(np.load(os.path.join(ref_save, n)),
+                                           np.load(os.path.join(got_save, n))))
+
+    # Inference: the partitioned artifact under mpirun against one process.
+    sample = os.path.join(d, "sample.npy")
+    np.save(sample, spec.x[:spec.batch])
+    out_one = os.path.join(d, "out_one")
+    out_dp = os.path.join(d, "out_dp")
+    run([os.path.join(one, "model"), "--input",
+         f"{spec.input_name}={sample}", "--output-dir", out_one,
+         "--threads", "1"], args.timeout, "inference (one)", args.verbose)
+    run(MPIRUN + ["-np", str(args.ranks), os.path.join(dp, "model"),
+                  "--input", f"{spec.input_name}={sample}", "--output-dir",
+                  out_dp, "--threads", "1"],
+        args.timeout, "inference (dp)", args.verbose)
+    infer_err = 0.0
+    for n in sorted(os.listdir(out_one)):
+        infer_err = max(infer_err, max_rel(np.load(os.path.join(out_one, n)),
+                                           np.load(os.path.join(out_dp, n))))
+    ok = (loss_err <= args.rtol and param_err <= args.rtol and
+          infer_err <= args.rtol)
+    print(f"{model_name} {optimizer} dp={args.ranks}: steps={args.steps} "
+          f"max_loss_rel_err={loss_err:.3g} max_param_rel_err={param_err:.3g} "
+          f"max_infer_rel_err={infer_err:.3g} {'PASS' if ok else 'FAIL'}",
+          flush=True)
+    return ok
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dist-opt", default=train_check.DEFAULT_DIST_OPT)
+    p.add_argument("--work", required=True, metavar="DIR")
+    p.add_argument("--model", nargs="+", choices=("mlp", "gpt"),
+                   default=["mlp", "gpt"])
+    p.add_argument("--optimizer", nargs="+", choices=train_check.OPTIMIZERS,
+                   default=["sgd", "adamw"])
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--bucket-mb", type=float, default=0.05,
+                   help="gradient bucket size (small: several buckets)")
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    # The hyperparameters train_check.py uses by default.
+    defaults = train_check.parse_args([])
+    for k in ("lr", "weight_decay", "lr_schedule", "warmup_steps",
+              "clip_grad_norm"):
+        setattr(args, k, getattr(defaults, k))
+    os.makedirs(args.work, exist_ok=True)
+    passed = failed = 0
+    for m in args.model:
+        for o in args.optimizer:
+            try:
+                ok = check(m, o, args, args.work)
+            except StepError as e:
+                print(f"{m} {o} dp={args.ranks}: error: {e} FAIL", flush=True)
+                ok = False
+            passed += ok
+            failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
