@@ -7,9 +7,12 @@
 # compiles it into out/gpt/ (executable, shared library + C header, manifest,
 # parameter file), runs it on sample input at two batch sizes and checks the
 # logits against PyTorch's. Then compiles it again with a training step
-# (dist-opt --train) and trains it for 300 steps on synthetic data, with a
-# metrics log, checkpoints and the trained parameters saved, and checks that
-# the loss fell. The local machine is the cluster (one process).
+# (dist-opt --train), partitioned for 2 data-parallel ranks (--mesh dp=2) and
+# planned for the local machine (the plan is printed and written to
+# out/gpt_train/plan.json and plan.html), and trains it for 300 steps on
+# synthetic data on 2 local ranks (mpirun -np 2), with a metrics log,
+# checkpoints and the trained parameters saved, and checks that the loss
+# fell.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -46,13 +49,10 @@ done
 # Training: the same model compiled with a training step, trained on a
 # synthetic next-token task (arithmetic sequences mod the vocabulary) whose
 # loss visibly falls.
-echo "== compile for training: dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy --optimizer=adamw --lr=3e-3 -o out/gpt_train/ --name gpt"
+echo "== compile for training on 2 local ranks (data parallel), with the plan for this machine: dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy --optimizer=adamw --lr=3e-3 --mesh dp=2 --cluster=local --global-batch 16 -o out/gpt_train/ --name gpt"
 time build/bin/dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy \
-  --optimizer=adamw --lr=3e-3 -o out/gpt_train/ --name gpt
-echo "== plan the training step on this machine: dist-opt ... --emit=plan --cluster=local --global-batch 16 (out/gpt_train/plan.json, plan.html)"
-build/bin/dist-opt out/models/gpt_opset17.onnx --train --loss=cross_entropy \
-  --optimizer=adamw --lr=3e-3 -o out/gpt_train/ --name gpt --emit=plan \
-  --cluster=local --global-batch 16
+  --optimizer=adamw --lr=3e-3 --mesh dp=2 --cluster=local --global-batch 16 \
+  -o out/gpt_train/ --name gpt
 $py - <<'PY'
 import numpy as np, onnx
 m = onnx.load("out/models/gpt_opset17.onnx")
@@ -67,9 +67,10 @@ seq = (start + step * np.arange(t + 1)[None, :]) % vocab
 np.save("out/inputs/train_idx.npy", seq[:, :t].astype(np.int64))
 np.save("out/inputs/train_label.npy", seq[:, 1:].astype(np.int64))
 PY
-echo "== train: out/gpt_train/gpt train --data idx=out/inputs/train_idx.npy --data label=out/inputs/train_label.npy --batch-size 16 --steps 300"
+echo "== train on 2 ranks: mpirun -np 2 out/gpt_train/gpt train --data idx=out/inputs/train_idx.npy --data label=out/inputs/train_label.npy --batch-size 16 --steps 300 --threads 1"
 rm -rf out/gpt_train/ckpt
-out/gpt_train/gpt train --data idx=out/inputs/train_idx.npy \
+mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --bind-to none \
+  -np 2 out/gpt_train/gpt train --threads 1 --data idx=out/inputs/train_idx.npy \
   --data label=out/inputs/train_label.npy --batch-size 16 --steps 300 \
   --log out/gpt_train/metrics.jsonl --save-params out/gpt_train/trained \
   --checkpoint-dir out/gpt_train/ckpt --checkpoint-every 100

@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+#===- bench/dp_scaling.py - data-parallel scaling against PyTorch DDP -----===#
+# SPDX-License-Identifier: Apache-2.0
+#
+# Data-parallel training throughput on this machine: the GPT-style LM of the
+# CPU benchmarks (bench/export_bench_models.py: 2 layers, d=256, 4 heads,
+# vocab 1024, 64 tokens) trained with AdamW at the same global batch by
+#   - dist-opt: one process with one thread, and `--mesh dp=2` under
+#     `mpirun -np 2` with one thread per rank;
+#   - PyTorch: one process with one thread, and DistributedDataParallel on
+#     the gloo backend with 2 processes of one thread (loopback).
+# Scaling efficiency = (2-rank samples/s) / (2 x 1-rank samples/s). Step
+# times are medians over the last STEPS steps after WARMUP (dist-opt: from
+# `train --log`; PyTorch: wall time of forward, backward, optimizer step).
+# For dist-opt it also prints the time rank 0 spent in gradient all-reduces
+# and how much of it overlapped with computation (the runtime's counters).
+#
+#   /usr/bin/python3 bench/dp_scaling.py [--steps 30]
+#       [--work /tmp/dist-dp-bench]
+#
+# Exits with 0 when every run worked, 1 otherwise.
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+          "self,vader"]
+WARMUP = 5
+
+TORCH_CHILD = r"""
+import os, sys, json, time
+import numpy as np, torch
+import torch.nn.functional as F
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+import export_bench_models as ebm
+d, batch, steps, world = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+rank = int(os.environ.get("RANK", "0"))
+torch.set_num_threads(1)
+model, shapes, ins, outs, _, _ = ebm.make_bench_model("gpt")
+model.load_state_dict(torch.load(d + "/init.pt"))
+model.train()
+if world > 1:
+    import torch.distributed as dist
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = torch.nn.parallel.DistributedDataParallel(model)
+idx = torch.from_numpy(np.load(d + "/idx.npy"))
+label = torch.from_numpy(np.load(d + "/label.npy"))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+local = batch // world
+nb = idx.shape[0] // batch
+times = []
+for s in range(steps):
+    b = s % nb
+    lo = b * batch + rank * local
+    x, y = idx[lo:lo + local], label[lo:lo + local]
+    t0 = time.perf_counter()
+    out = model(x)
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    times.append(time.perf_counter() - t0)
+if rank == 0:
+    print(json.dumps({"times": times}))
+if world > 1:
+    dist.destroy_process_group()
+"""
+
+
+def run(cmd, env=None, timeout=1800):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])} ... exited with "
+                           f"{p.returncode}: {p.stderr.strip()[-400:]}")
+    return p.stdout
+
+
+def dist_opt_run(exe, files, batch, steps, ranks, work, tag):
+    log = os.path.join(work, f"{tag}.jsonl")
+    cmd = [exe, "train", "--data", f"idx={files['idx']}", "--data",
+           f"label={files['label']}", "--batch-size", str(batch), "--steps",
+           str(steps), "--threads", "1", "--log", log, "--quiet"]
+    if ranks > 1:
+        cmd = MPIRUN + ["-np", str(ranks)] + cmd
+    out = run(cmd)
+    rows = [json.loads(l) for l in open(log)]
+    step_s = statistics.median(batch / r["samples_per_s"]
+                               for r in rows[WARMUP:])
+    comm = re.search(r"([0-9.]+) s communicating, ([0-9.]+) s of it "
+                     r"overlapped", out)
+    total_s = re.search(r"trained \d+ steps in ([0-9.]+) s", out)
+    return step_s, comm, float(total_s.group(1)) if total_s else None
+
+
+def torch_run(d, batch, steps, world):
+    script = os.path.join(d, "ddp_child.py")
+    with open(script, "w") as f:
+        f.write(TORCH_CHILD)
+    args = [sys.executable, script, os.path.join(REPO_ROOT, "bench"),
+            os.path.join(REPO_ROOT, "scripts"), d, str(batch), str(steps),
+            str(world)]
+    if world == 1:
+        out = run(args)
+    else:
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29517",
+                   WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
+        procs = []
+        for r in range(world):
+            procs.append(subprocess.Popen(
+                args, env=dict(env, RANK=str(r)), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, universal_newlines=True))
+        outs = [p.communicate(timeout=1800) for p in procs]
+        for p, (o, e) in zip(procs, outs):
+            if p.returncode != 0:
+                raise RuntimeError(f"DDP rank exited with {p.returncode}: "
+                                   f"{e.strip()[-400:]}")
+        out = outs[0][0]
+    times = json.loads(out.strip().splitlines()[-1])["times"]
+    return statistics.median(times[WARMUP:])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--batch", type=int, nargs="+", default=[4],
+                   help="global batches (the model is exported at batch 4: others need a re-export)")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--work", default="/tmp/dist-dp-bench")
+    p.add_argument("--dist-opt",
+                   default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
+    args = p.parse_args()
+    import cpu_training
+    import numpy as np
+    os.makedirs(args.work, exist_ok=True)
+    onnx_path, _, files, label = cpu_training.export_and_data("gpt", args.work)
+    files = dict(files, label=label)
+    d = os.path.dirname(onnx_path)
+    # More samples, so that every batch size has distinct batches.
+    rng = np.random.RandomState(1)
+    n = max(args.batch) * 8
+    idx = np.load(files["idx"])
+    np.save(files["idx"], rng.randint(0, 1024, size=(n,) + idx.shape[1:])
+            .astype(np.int64))
+    np.save(files["label"], rng.randint(0, 1024, size=(n,) + idx.shape[1:])
+            .astype(np.int64))
+    flags = ["--train", "--loss=cross_entropy", "--optimizer=adamw",
+             "--lr=1e-3"]
+    exes = {}
+    failed = False
+    for tag, extra in (("one", []), ("dp2", ["--mesh", "dp=2"])):
+        out = os.path.join(args.work, "gpt_" + tag)
+        run([args.dist_opt, onnx_path] + flags + extra +
+            ["-o", out, "--name", "gpt"])
+        exes[tag] = os.path.join(out, "gpt")
+    print("GPT-style LM (d=256, 2 layers, 64 tokens), AdamW, one thread per "
+          "rank, samples/s at the same global batch")
+    print(f"{'batch':>5}  {'dist-opt 1':>10} {'dist-opt 2':>10} {'eff':>5}  "
+          f"{'torch 1':>8} {'DDP 2':>8} {'eff':>5}  comm(rank 0)")
+    for batch in args.batch:
+        try:
+            s1, _, _ = dist_opt_run(exes["one"], files, batch, args.steps, 1,
+                                    args.work, f"one_b{batch}")
+            s2, comm, total = dist_opt_run(exes["dp2"], files, batch,
+                                           args.steps, 2, args.work,
+                                           f"dp2_b{batch}")
+            t1 = torch_run(d, batch, args.steps, 1)
+            t2 = torch_run(d, batch, args.steps, 2)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print(f"{batch:>5}  error: {e}")
+            failed = True
+            continue
+        d1, d2 = batch / s1, batch / s2
+        p1, p2 = batch / t1, batch / t2
+        commtxt = "-"
+        if comm and total:
+            c, o = float(comm.group(1)), float(comm.group(2))
+            commtxt = (f"{c:.3f} s of {total:.3f} s training in all-reduce, "
+                       f"{o:.3f} s overlapped ({100 * o / max(c, 1e-9):.0f}%)")
+        print(f"{batch:>5}  {d1:>10.1f} {d2:>10.1f} {d2 / (2 * d1):>5.0%}  "
+              f"{p1:>8.1f} {p2:>8.1f} {p2 / (2 * p1):>5.0%}  {commtxt}",
+              flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
