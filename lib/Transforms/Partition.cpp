@@ -19,13 +19,13 @@
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/IR/GraphBuilder.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 #include "dist/Transforms/LayerCosts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::dist {
@@ -37,9 +37,6 @@ using namespace mlir;
 using namespace mlir::dist;
 
 namespace {
-constexpr llvm::StringLiteral kMeshSymbol = "mesh";
-constexpr llvm::StringLiteral kMeshAxesAttr = "dist.mesh_axes";
-constexpr int64_t kMaxAxisSize = int64_t(1) << 20;
 /// Module attribute: the training step was built at batch / dp already.
 constexpr llvm::StringLiteral kBatchSplitAttr = "dist.batch_split";
 
@@ -146,83 +143,6 @@ dist::buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
       kBatchSplitAttr,
       IntegerAttr::get(IntegerType::get(module.getContext(), 64), dp));
   return success();
-}
-
-int64_t MeshSpec::numRanks() const {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
-int64_t MeshSpec::sizeOf(StringRef name) const {
-  for (auto [a, s] : llvm::zip(axes, shape))
-    if (a == name)
-      return s;
-  return 1;
-}
-
-std::string MeshSpec::str() const {
-  std::string s;
-  for (auto [a, n] : llvm::zip(axes, shape))
-    s += (s.empty() ? "" : ",") + a + "=" + std::to_string(n);
-  return s;
-}
-
-bool dist::isKnownMeshAxis(StringRef name) {
-  return name == "dp" || name == "tp";
-}
-
-std::string dist::parseMesh(StringRef text, MeshSpec &out) {
-  out = MeshSpec();
-  if (text.trim().empty())
-    return "the mesh is empty (expected axis=size pairs, e.g. dp=2,tp=2)";
-  SmallVector<StringRef> parts;
-  text.split(parts, ',');
-  int64_t total = 1;
-  for (StringRef part : parts) {
-    part = part.trim();
-    if (!part.contains('='))
-      return ("'" + part + "' is not axis=size (e.g. dp=2)").str();
-    auto [name, size] = part.split('=');
-    name = name.trim();
-    size = size.trim();
-    if (name.empty())
-      return ("'" + part + "' has no axis name").str();
-    if (!isKnownMeshAxis(name))
-      return ("unknown mesh axis '" + name +
-              "' (expected dp: data parallel, tp: tensor parallel)")
-          .str();
-    if (llvm::is_contained(out.axes, name.str()))
-      return ("axis '" + name + "' appears twice").str();
-    int64_t n = 0;
-    if (size.getAsInteger(10, n) || n < 1 || n > kMaxAxisSize)
-      return ("the size of axis '" + name +
-              "' must be an integer from 1 to 1048576, got '" + size + "'")
-          .str();
-    total *= n;
-    if (total > kMaxAxisSize)
-      return "the mesh has more than 1048576 ranks";
-    out.axes.push_back(name.str());
-    out.shape.push_back(n);
-  }
-  return "";
-}
-
-std::optional<MeshSpec> dist::getModuleMesh(ModuleOp module) {
-  auto grid = module.lookupSymbol<shard::GridOp>(kMeshSymbol);
-  if (!grid)
-    return std::nullopt;
-  MeshSpec spec;
-  auto names = grid->getAttrOfType<ArrayAttr>(kMeshAxesAttr);
-  ArrayRef<int64_t> shape = grid.getShape();
-  for (auto [i, n] : llvm::enumerate(shape)) {
-    StringAttr name = names && i < names.size() ? dyn_cast<StringAttr>(names[i])
-                                                : StringAttr();
-    spec.axes.push_back(name ? name.str() : "axis" + std::to_string(i));
-    spec.shape.push_back(n);
-  }
-  return spec;
 }
 
 namespace {

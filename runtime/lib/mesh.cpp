@@ -249,6 +249,16 @@ extern "C" dist_rt_status_t dist_rt_mesh_setup(uint32_t num_axes,
   if (threaded)
     m.worker = std::thread(workerLoop);
   m.active = true;
+  // dist_rt_main ends the mesh itself; a program using a model through
+  // lib<name>.so gets it ended (and MPI finalized) when it exits normally.
+  static bool atExitRegistered = false;
+  if (!atExitRegistered) {
+    atExitRegistered = true;
+    std::atexit([] {
+      if (dist_rt_mesh_active())
+        dist_rt_mesh_finish(0);
+    });
+  }
   return nullptr;
 }
 

@@ -11,11 +11,11 @@
 #include "dist/Codegen/Emit.h"
 #include "dist/Codegen/RuntimeABI.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist_rt/model.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -134,14 +134,9 @@ std::string dist::getTrainStepName(ModuleOp module) {
 
 FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   ModelSignature sig;
-  if (auto grid = module.lookupSymbol<shard::GridOp>("mesh")) {
-    auto names = grid->getAttrOfType<ArrayAttr>("dist.mesh_axes");
-    for (auto [i, n] : llvm::enumerate(grid.getShape())) {
-      auto name = names && i < names.size() ? dyn_cast<StringAttr>(names[i])
-                                            : StringAttr();
-      sig.meshAxes.push_back(name ? name.str() : "axis" + std::to_string(i));
-      sig.meshShape.push_back(n);
-    }
+  if (std::optional<MeshSpec> mesh = getModuleMesh(module)) {
+    sig.meshAxes = mesh->axes;
+    sig.meshShape = mesh->shape;
   }
   auto entryName = getEntryName(module);
   if (failed(entryName))

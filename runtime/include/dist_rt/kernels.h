@@ -153,7 +153,9 @@ enum {
 /// product(shape) ranks, or 1 rank, which then runs the whole mesh alone
 /// (every axis has size 1: reductions are identities and the data-parallel
 /// batch is not split). Calling it again with the same mesh is a no-op;
-/// another mesh is an error. Collective over the world.
+/// another mesh is an error. Collective over the world. A mesh still
+/// active when the program exits normally is ended then, as by
+/// dist_rt_mesh_finish(0).
 DIST_RT_API dist_rt_status_t dist_rt_mesh_setup(uint32_t num_axes,
                                                 const int64_t *shape,
                                                 const char *const *names);

@@ -1,0 +1,50 @@
+//===- Mesh.h - the device mesh of a partitioned module ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// How a module records the device mesh it was partitioned for: an upstream
+// `shard.grid @mesh(shape = ...)` with the axis names in its `dist.mesh_axes`
+// attribute (e.g. ["dp", "tp"]). dist-partition writes it, codegen reads it
+// into the model descriptor, and `--mesh` is parsed here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_DIALECT_DIST_IR_MESH_H
+#define DIST_DIALECT_DIST_IR_MESH_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::dist {
+
+/// Symbol of the mesh's shard.grid and the attribute naming its axes.
+inline constexpr llvm::StringLiteral kMeshSymbol = "mesh";
+inline constexpr llvm::StringLiteral kMeshAxesAttr = "dist.mesh_axes";
+
+/// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
+struct MeshSpec {
+  std::vector<std::string> axes;
+  std::vector<int64_t> shape;
+  /// The size of axis `name`, 1 when the mesh has no such axis.
+  int64_t sizeOf(llvm::StringRef name) const;
+};
+
+/// The axis names the compiler knows: dp (data parallel) and tp (tensor
+/// parallel).
+bool isKnownMeshAxis(llvm::StringRef name);
+
+/// Parses "dp=2,tp=2" (axis=size, comma-separated; known axis names, each
+/// at most once; sizes from 1 to 2^20, at most 2^20 ranks in all). Returns
+/// "" on success, else what is wrong (one line).
+std::string parseMesh(llvm::StringRef text, MeshSpec &out);
+
+/// The mesh `module` was partitioned for, or std::nullopt when it has none.
+std::optional<MeshSpec> getModuleMesh(ModuleOp module);
+
+} // namespace mlir::dist
+
+#endif // DIST_DIALECT_DIST_IR_MESH_H

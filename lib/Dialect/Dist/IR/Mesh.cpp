@@ -1,0 +1,78 @@
+//===- Mesh.cpp - the device mesh of a partitioned module -----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//===----------------------------------------------------------------------===//
+
+#include "dist/Dialect/Dist/IR/Mesh.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+constexpr int64_t kMaxRanks = int64_t(1) << 20;
+} // namespace
+
+int64_t MeshSpec::sizeOf(StringRef name) const {
+  for (auto [a, s] : llvm::zip(axes, shape))
+    if (a == name)
+      return s;
+  return 1;
+}
+
+bool dist::isKnownMeshAxis(StringRef name) {
+  return name == "dp" || name == "tp";
+}
+
+std::string dist::parseMesh(StringRef text, MeshSpec &out) {
+  out = MeshSpec();
+  if (text.trim().empty())
+    return "the mesh is empty (expected axis=size pairs, e.g. dp=2,tp=2)";
+  SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  int64_t total = 1;
+  for (StringRef part : parts) {
+    part = part.trim();
+    if (!part.contains('='))
+      return ("'" + part + "' is not axis=size (e.g. dp=2)").str();
+    auto [name, size] = part.split('=');
+    name = name.trim();
+    size = size.trim();
+    if (name.empty())
+      return ("'" + part + "' has no axis name").str();
+    if (!isKnownMeshAxis(name))
+      return ("unknown mesh axis '" + name +
+              "' (expected dp: data parallel, tp: tensor parallel)")
+          .str();
+    if (llvm::is_contained(out.axes, name.str()))
+      return ("axis '" + name + "' appears twice").str();
+    int64_t n = 0;
+    if (size.getAsInteger(10, n) || n < 1 || n > kMaxRanks)
+      return ("the size of axis '" + name +
+              "' must be an integer from 1 to 1048576, got '" + size + "'")
+          .str();
+    total *= n;
+    if (total > kMaxRanks)
+      return "the mesh has more than 1048576 ranks";
+    out.axes.push_back(name.str());
+    out.shape.push_back(n);
+  }
+  return "";
+}
+
+std::optional<MeshSpec> dist::getModuleMesh(ModuleOp module) {
+  auto grid = module.lookupSymbol<shard::GridOp>(kMeshSymbol);
+  if (!grid)
+    return std::nullopt;
+  MeshSpec spec;
+  auto names = grid->getAttrOfType<ArrayAttr>(kMeshAxesAttr);
+  for (auto [i, n] : llvm::enumerate(grid.getShape())) {
+    StringAttr name = names && i < names.size() ? dyn_cast<StringAttr>(names[i])
+                                                : StringAttr();
+    spec.axes.push_back(name ? name.str() : "axis" + std::to_string(i));
+    spec.shape.push_back(n);
+  }
+  return spec;
+}
