@@ -160,11 +160,29 @@ bool readTextFile(const std::string &path, std::string &text,
 bool readWholeFile(const std::string &path, size_t maxBytes, std::string &text,
                    std::string &error);
 
+/// The whole values of a model's parameters. Parameters that tensor
+/// parallelism split are gathered from every rank by `gather`, which is
+/// collective over their mesh axes: every rank of the job calls it at the
+/// same point. The others are the model's own buffers.
+class WholeParams {
+public:
+  bool gather(dist_rt_model_t model, bool withState, std::string &error);
+  /// Parameter `index` (descriptor order); `gather` must have run.
+  dist_rt_status_t get(uint32_t index, dist_rt_tensor_t &out) const;
+
+private:
+  dist_rt_model_t model_ = nullptr;
+  std::vector<std::vector<char>> bytes_;
+  std::vector<std::vector<int64_t>> dims_;
+};
+
 /// Writes the ONNX model `source` (the artifact's copy of the model it was
 /// compiled from) to `dest` with every frozen and trained parameter of
-/// `model` (a training model) as its initializer's new value (onnx_export.cpp).
-bool exportOnnx(dist_rt_model_t model, const std::string &source,
-                const std::string &dest, std::string &error);
+/// `params` (of a training model) as its initializer's new value
+/// (onnx_export.cpp).
+bool exportOnnx(dist_rt_model_t model, const WholeParams &params,
+                const std::string &source, const std::string &dest,
+                std::string &error);
 
 //===----------------------------------------------------------------------===//
 // Models

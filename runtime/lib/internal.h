@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
 #include <exception>
@@ -32,6 +33,37 @@
 #endif
 
 namespace dist_rt {
+
+//===----------------------------------------------------------------------===//
+// Mesh (mesh.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Concatenates `bytes` bytes (a multiple of 4) of `src` from every rank of
+/// mesh axis `axis`, in coordinate order, into `dst` on every rank of it.
+/// Collective over the axis; runs after the collectives already started.
+dist_rt_status_t meshGatherBytes(int64_t axis, const void *src, void *dst,
+                                 int64_t bytes);
+/// The number of ranks along mesh axis `axis` (1 without a mesh).
+int64_t meshAxisSize(int64_t axis);
+
+//===----------------------------------------------------------------------===//
+// Parameters split by tensor parallelism (model.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The split of parameter `index` ({-1, 0, 1} when it is whole).
+dist_rt_param_shard_t paramShard(const dist_rt_model_desc_t &desc,
+                                 uint32_t index);
+/// The extents of the whole parameter `index` (the local ones unless split).
+std::vector<int64_t> paramFullDims(const dist_rt_model_desc_t &desc,
+                                   uint32_t index);
+/// Copies this rank's part of split parameter `index` from the whole
+/// tensor `full` into `local`.
+void sliceParam(const dist_rt_model_desc_t &desc, uint32_t index,
+                const void *full, void *local);
+/// Assembles the whole split parameter `index` of `model` in `full` from
+/// every rank's part; collective over the parameter's mesh axis.
+dist_rt_status_t gatherParam(dist_rt_model_t model, uint32_t index,
+                             std::vector<char> &full);
 
 //===----------------------------------------------------------------------===//
 // Strided copies (alloc.cpp)

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm_backend.h"
+#include "internal.h"
 #include "status.h"
 
 #include "dist_rt/comm.h"
@@ -38,9 +39,12 @@ double secondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-/// One started reduction.
+/// One started collective: an in-place reduction, or a gather of `count`
+/// elements per rank from `data` into `recv`.
 struct Job {
   int64_t handle = 0;
+  bool gather = false;
+  void *recv = nullptr;
   void *data = nullptr;
   int64_t count = 0;
   uint32_t dtype = 0;
@@ -89,6 +93,11 @@ size_t elementSize(uint32_t dtype) {
 
 /// Runs `job` (blocking, under the communicator's deadline).
 void runJob(Job &job) {
+  if (job.gather) {
+    job.status =
+        dist_rt_all_gather(job.comm, job.data, job.recv, job.count, job.dtype);
+    return;
+  }
   dist_rt_reduce_op_t op = DIST_RT_REDUCE_SUM;
   switch (job.reduce) {
   case DIST_RT_MESH_REDUCE_MAX:
@@ -225,6 +234,20 @@ extern "C" dist_rt_status_t dist_rt_mesh_setup(uint32_t num_axes,
                       static_cast<long long>(product));
   }
   bool alone = size == 1;
+  if (alone)
+    for (uint32_t a = 0; a < num_axes; ++a)
+      if (meshShape[a] > 1 && meshNames[a] != "dp") {
+        dist_rt_comm_release(world);
+        return makeStatus(
+            DIST_RT_ERROR_INVALID_ARGUMENT,
+            "the model is compiled for the mesh %s, whose %s axis splits "
+            "parameters over %lld ranks: run it with %lld ranks (e.g. "
+            "mpirun -np %lld); a process alone cannot hold another rank's "
+            "part",
+            meshText(meshShape, meshNames).c_str(), meshNames[a].c_str(),
+            static_cast<long long>(meshShape[a]),
+            static_cast<long long>(product), static_cast<long long>(product));
+      }
   std::vector<int64_t> splitShape =
       alone ? std::vector<int64_t>(num_axes, 1) : meshShape;
   std::vector<dist_rt_comm_t> comms(num_axes, nullptr);
@@ -376,6 +399,105 @@ extern "C" void dist_rt_mesh_all_reduce_wait(int64_t handle) {
     abortJob(message);
   }
   delete job;
+}
+
+namespace {
+
+/// Runs `job` on the communication thread after what is queued (or here
+/// without one) and waits for it; takes ownership of `job`.
+dist_rt_status_t runNow(Job *job) {
+  Mesh &m = mesh();
+  job->started = Clock::now();
+  std::unique_lock<std::mutex> lock(m.mutex);
+  m.stats.ops += 1;
+  m.stats.bytes += job->count * static_cast<int64_t>(elementSize(job->dtype));
+  if (m.worker.joinable()) {
+    m.queue.push_back(job);
+    m.changed.notify_all();
+    Clock::time_point begin = Clock::now();
+    m.changed.wait(lock, [&] { return job->done; });
+    m.stats.wait_seconds += secondsBetween(begin, Clock::now());
+  } else {
+    lock.unlock();
+    runJob(*job);
+    double seconds = secondsBetween(job->started, Clock::now());
+    lock.lock();
+    m.stats.comm_seconds += seconds;
+    m.stats.wait_seconds += seconds;
+  }
+  dist_rt_status_t status = job->status;
+  delete job;
+  return status;
+}
+
+/// The communicator of mesh axis `axis`, or null.
+dist_rt_comm_t axisComm(int64_t axis) {
+  Mesh &m = mesh();
+  if (!m.active || axis < 0 || axis >= static_cast<int64_t>(m.shape.size()))
+    return nullptr;
+  return m.axisComms[static_cast<size_t>(axis)];
+}
+
+} // namespace
+
+extern "C" int64_t dist_rt_mesh_coord(int64_t axis) {
+  dist_rt_comm_t comm = axisComm(axis);
+  return comm ? dist_rt_comm_rank(comm) : 0;
+}
+
+extern "C" void dist_rt_mesh_all_gather(int64_t src, int64_t dst, int64_t count,
+                                        int64_t dtype, int64_t axis_mask) {
+  Mesh &m = mesh();
+  if (!m.active)
+    abortJob("a collective of the model ran before its mesh was set up "
+             "(dist_rt_mesh_setup)");
+  int64_t axis = -1;
+  for (size_t a = 0; a < m.shape.size() && a < 63; ++a)
+    if (axis_mask == (int64_t(1) << a))
+      axis = static_cast<int64_t>(a);
+  if (axis < 0 || count < 0 ||
+      (dtype != DIST_RT_DTYPE_FLOAT && dtype != DIST_RT_DTYPE_DOUBLE))
+    abortJob("rank " + std::to_string(m.worldRank) +
+             ": all_gather over mesh axes 0x" + std::to_string(axis_mask) +
+             " with dtype " + std::to_string(dtype) + " is not supported");
+  auto *job = new Job();
+  job->gather = true;
+  job->data = reinterpret_cast<void *>(static_cast<intptr_t>(src));
+  job->recv = reinterpret_cast<void *>(static_cast<intptr_t>(dst));
+  job->count = count;
+  job->dtype = static_cast<uint32_t>(dtype);
+  job->comm = axisComm(axis);
+  if (dist_rt_status_t s = runNow(job)) {
+    std::string message = dist_rt_status_message(s);
+    dist_rt_status_free(s);
+    abortJob(message);
+  }
+}
+
+dist_rt_status_t dist_rt::meshGatherBytes(int64_t axis, const void *src,
+                                          void *dst, int64_t bytes) {
+  dist_rt_comm_t comm = axisComm(axis);
+  if (!comm)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "gather over mesh axis %lld without a mesh",
+                      static_cast<long long>(axis));
+  if (bytes % 4 != 0)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "gather of %lld bytes: not a multiple of 4",
+                      static_cast<long long>(bytes));
+  auto *job = new Job();
+  job->gather = true;
+  job->data = const_cast<void *>(src);
+  job->recv = dst;
+  job->count = bytes / 4; // Moved as float32 words: the bytes are opaque.
+  job->dtype = DIST_RT_DTYPE_FLOAT;
+  job->comm = comm;
+  return runNow(job);
+}
+
+int64_t dist_rt::meshAxisSize(int64_t axis) {
+  dist_rt_comm_t comm = axisComm(axis);
+  return comm ? dist_rt_comm_size(comm) : 1;
 }
 
 extern "C" void dist_rt_mesh_get_stats(dist_rt_mesh_stats_t *out, int reset) {

@@ -248,6 +248,19 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
                       "model '%s': the descriptor has %" PRIu32
                       " mesh axes but no mesh shape",
                       desc.name, desc.num_mesh_axes);
+  for (uint32_t i = 0; desc.param_shards && i < desc.num_params; ++i) {
+    const dist_rt_param_shard_t &s = desc.param_shards[i];
+    const dist_rt_tensor_desc_t &p = desc.params[i];
+    if (s.axis < 0)
+      continue;
+    if (static_cast<uint32_t>(s.axis) >= desc.num_mesh_axes || s.dim < 0 ||
+        static_cast<uint32_t>(s.dim) >= p.rank || s.blocks < 1 ||
+        p.dims[s.dim] < 0 || p.dims[s.dim] % s.blocks != 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': parameter '%s' has an invalid split "
+                        "(axis %d, dimension %d, %d blocks)",
+                        desc.name, p.name, s.axis, s.dim, s.blocks);
+  }
   return desc.train ? checkTrainDesc(desc) : nullptr;
 }
 
@@ -359,6 +372,7 @@ uint8_t paramRole(const dist_rt_model_desc_t &desc, uint32_t index) {
 /// dtype and shape.
 dist_rt_status_t findParam(const dist_rt_model &model, const std::string &path,
                            const dist_rt_tensor_desc_t &param,
+                           const int64_t *expectDims,
                            dist_rt_param_info_t &info) {
   const char *modelName = model.desc->name;
   if (dist_rt_status_t status =
@@ -377,14 +391,14 @@ dist_rt_status_t findParam(const dist_rt_model &model, const std::string &path,
   bool sameShape = info.rank == param.rank;
   for (uint32_t d = 0; sameShape && d < param.rank; ++d)
     sameShape =
-        param.dims[d] == DIST_RT_DYNAMIC_DIM || param.dims[d] == info.dims[d];
+        expectDims[d] == DIST_RT_DYNAMIC_DIM || expectDims[d] == info.dims[d];
   if (!sameShape)
     return makeStatus(DIST_RT_ERROR_FORMAT,
                       "parameter '%s' in %s has shape %s, the model "
                       "expects %s",
                       param.name, path.c_str(),
                       formatShape(info.rank, info.dims).c_str(),
-                      formatShape(param.rank, param.dims).c_str());
+                      formatShape(param.rank, expectDims).c_str());
   return nullptr;
 }
 
@@ -468,16 +482,24 @@ dist_rt_status_t loadParams(dist_rt_model &model,
     const int64_t *dims = param.dims;
     if (paramRole(desc, i) != DIST_RT_PARAM_STATE) {
       dist_rt_param_info_t info;
-      if (dist_rt_status_t status = findParam(model, path, param, info))
+      std::vector<int64_t> full = dist_rt::paramFullDims(desc, i);
+      if (dist_rt_status_t status =
+              findParam(model, path, param, full.data(), info))
         return status;
       data = info.data;
       dims = info.dims;
     }
-    if (desc.train) {
+    bool split = dist_rt::paramShard(desc, i).axis >= 0;
+    if (desc.train || split) {
       void *copy = nullptr;
-      if (dist_rt_status_t status = copyParam(model, param, data, dims, copy))
+      // This rank's part of a split parameter (optimizer state: zeros).
+      if (dist_rt_status_t status =
+              copyParam(model, param, split ? nullptr : data, param.dims, copy))
         return status;
+      if (split && data)
+        dist_rt::sliceParam(desc, i, data, copy);
       data = copy;
+      dims = param.dims;
     }
     writeDescriptor(model.paramWords.data() + model.paramOffsets[i], data,
                     param.rank, dims);
@@ -913,6 +935,86 @@ dist_rt_model_train_step(dist_rt_model_t model, const dist_rt_tensor_t *inputs,
   return dist_rt::guardStatus("dist_rt_model_train_step", [&] {
     return trainStep(*model, inputs, num_inputs, lr, step, out_loss);
   });
+}
+
+dist_rt_param_shard_t dist_rt::paramShard(const dist_rt_model_desc_t &desc,
+                                          uint32_t index) {
+  if (!desc.param_shards || index >= desc.num_params)
+    return dist_rt_param_shard_t{-1, 0, 1};
+  return desc.param_shards[index];
+}
+
+std::vector<int64_t> dist_rt::paramFullDims(const dist_rt_model_desc_t &desc,
+                                            uint32_t index) {
+  const dist_rt_tensor_desc_t &param = desc.params[index];
+  std::vector<int64_t> dims(param.dims, param.dims + param.rank);
+  dist_rt_param_shard_t s = paramShard(desc, index);
+  if (s.axis >= 0 && static_cast<uint32_t>(s.axis) < desc.num_mesh_axes &&
+      s.dim >= 0 && static_cast<uint32_t>(s.dim) < param.rank)
+    dims[static_cast<size_t>(s.dim)] *= desc.mesh_shape[s.axis];
+  return dims;
+}
+
+namespace {
+/// The geometry of a split parameter: `outer` rows of `blocks` blocks, each
+/// block holding `parts` chunks of `chunkBytes` bytes (one per rank).
+struct ShardGeometry {
+  int64_t outer = 1, blocks = 1, parts = 1, chunkBytes = 0;
+};
+
+ShardGeometry shardGeometry(const dist_rt_model_desc_t &desc, uint32_t index) {
+  const dist_rt_tensor_desc_t &param = desc.params[index];
+  dist_rt_param_shard_t s = dist_rt::paramShard(desc, index);
+  ShardGeometry g;
+  g.parts = desc.mesh_shape[s.axis];
+  g.blocks = s.blocks;
+  int64_t inner = static_cast<int64_t>(dist_rt_dtype_size(param.dtype));
+  for (uint32_t d = 0; d < param.rank; ++d) {
+    if (static_cast<int32_t>(d) < s.dim)
+      g.outer *= param.dims[d];
+    else if (static_cast<int32_t>(d) > s.dim)
+      inner *= param.dims[d];
+  }
+  g.chunkBytes = param.dims[s.dim] / s.blocks * inner;
+  return g;
+}
+} // namespace
+
+void dist_rt::sliceParam(const dist_rt_model_desc_t &desc, uint32_t index,
+                         const void *full, void *local) {
+  dist_rt_param_shard_t s = paramShard(desc, index);
+  ShardGeometry g = shardGeometry(desc, index);
+  int64_t coord = dist_rt_mesh_coord(s.axis);
+  const char *src = static_cast<const char *>(full);
+  char *dst = static_cast<char *>(local);
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t b = 0; b < g.blocks; ++b)
+      std::memcpy(dst + (o * g.blocks + b) * g.chunkBytes,
+                  src + ((o * g.blocks + b) * g.parts + coord) * g.chunkBytes,
+                  static_cast<size_t>(g.chunkBytes));
+}
+
+dist_rt_status_t dist_rt::gatherParam(dist_rt_model_t model, uint32_t index,
+                                      std::vector<char> &full) {
+  const dist_rt_model_desc_t &desc = *model->desc;
+  dist_rt_tensor_t local;
+  describeParam(*model, index, local);
+  dist_rt_param_shard_t s = paramShard(desc, index);
+  ShardGeometry g = shardGeometry(desc, index);
+  int64_t localBytes = g.outer * g.blocks * g.chunkBytes;
+  std::vector<char> all(static_cast<size_t>(localBytes * g.parts));
+  if (dist_rt_status_t status =
+          meshGatherBytes(s.axis, local.data, all.data(), localBytes))
+    return status;
+  full.assign(all.size(), 0);
+  for (int64_t r = 0; r < g.parts; ++r)
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t b = 0; b < g.blocks; ++b)
+        std::memcpy(
+            full.data() + ((o * g.blocks + b) * g.parts + r) * g.chunkBytes,
+            all.data() + r * localBytes + (o * g.blocks + b) * g.chunkBytes,
+            static_cast<size_t>(g.chunkBytes));
+  return nullptr;
 }
 
 extern "C" dist_rt_status_t dist_rt_model_param(dist_rt_model_t model,

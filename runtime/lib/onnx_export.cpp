@@ -127,6 +127,7 @@ std::string encodeTensor(const std::string &name, const dist_rt_tensor_t &t) {
 } // namespace
 
 bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
+                                 const WholeParams &params,
                                  const std::string &source,
                                  const std::string &dest, std::string &error) {
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -184,8 +185,7 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
         auto it = wanted.find(name);
         if (it != wanted.end()) {
           dist_rt_tensor_t value;
-          if (dist_rt_status_t status =
-                  dist_rt_model_param(model, it->second, &value)) {
+          if (dist_rt_status_t status = params.get(it->second, value)) {
             error = dist_rt_status_message(status);
             dist_rt_status_free(status);
             return false;

@@ -632,19 +632,54 @@ bool paramFileNames(const dist_rt_model_desc_t &desc,
   return true;
 }
 
+} // namespace
+
+bool WholeParams::gather(dist_rt_model_t model, bool withState,
+                         std::string &error) {
+  model_ = model;
+  const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
+  bytes_.assign(desc.num_params, {});
+  dims_.assign(desc.num_params, {});
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    if (paramShard(desc, i).axis < 0 ||
+        (!withState && desc.train &&
+         desc.train->param_roles[i] == DIST_RT_PARAM_STATE))
+      continue;
+    if (dist_rt_status_t status = gatherParam(model, i, bytes_[i])) {
+      error = dist_rt_status_message(status);
+      dist_rt_status_free(status);
+      return false;
+    }
+    dims_[i] = paramFullDims(desc, i);
+  }
+  return true;
+}
+
+dist_rt_status_t WholeParams::get(uint32_t index, dist_rt_tensor_t &out) const {
+  if (dist_rt_status_t status = dist_rt_model_param(model_, index, &out))
+    return status;
+  if (index < dims_.size() && !dims_[index].empty()) {
+    out.dims = dims_[index].data();
+    out.data = const_cast<char *>(bytes_[index].data());
+  }
+  return nullptr;
+}
+
+namespace {
+
 /// Writes the parameters of `model` to `dir`, one file each: every one with
 /// `withState`, else the frozen and trained ones. With `sync` each file is
 /// flushed to storage.
-bool writeParams(dist_rt_model_t model, const std::vector<std::string> &names,
-                 const std::string &dir, bool withState, bool sync,
-                 std::string &error) {
+bool writeParams(dist_rt_model_t model, const WholeParams &whole,
+                 const std::vector<std::string> &names, const std::string &dir,
+                 bool withState, bool sync, std::string &error) {
   const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
   for (uint32_t i = 0; i < desc.num_params; ++i) {
     if (!withState && desc.train->param_roles[i] == DIST_RT_PARAM_STATE)
       continue;
     dist_rt_tensor_t param;
     std::string path = dir + "/" + names[i];
-    dist_rt_status_t status = dist_rt_model_param(model, i, &param);
+    dist_rt_status_t status = whole.get(i, param);
     if (!status)
       status = writeTensorFile(path, param);
     if (status) {
@@ -676,17 +711,23 @@ bool readParams(dist_rt_model_t model, const std::vector<std::string> &names,
     if (!readTensorFile("parameter", desc.params[i], path, file.arrays[0],
                         saved, error))
       return false;
+    // A split parameter's file holds the whole tensor (any layout can
+    // resume it); this rank takes its part.
+    std::vector<int64_t> whole = paramFullDims(desc, i);
     bool matches = saved.dtype == live.dtype && saved.rank == live.rank &&
-                   std::equal(live.dims, live.dims + live.rank, saved.dims);
+                   std::equal(whole.begin(), whole.end(), saved.dims);
     if (!matches) {
       error = path + " holds " +
               describeType(saved.dtype, saved.rank, saved.dims) +
               ", parameter '" + desc.params[i].name + "' is " +
-              describeType(live.dtype, live.rank, live.dims);
+              describeType(live.dtype, live.rank, whole.data());
       return false;
     }
-    std::memcpy(live.data, saved.data,
-                static_cast<size_t>(file.arrays[0].nbytes));
+    if (paramShard(desc, i).axis >= 0)
+      sliceParam(desc, i, saved.data, live.data);
+    else
+      std::memcpy(live.data, saved.data,
+                  static_cast<size_t>(file.arrays[0].nbytes));
   }
   return true;
 }
@@ -964,6 +1005,7 @@ bool moveIntoPlace(const std::string &from, const std::string &to,
 /// temporary directory, renamed into place, then named by dir/latest.
 /// Afterwards only it and the checkpoint `latest` named before remain.
 bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
+                    const WholeParams &whole,
                     const std::vector<std::string> &names,
                     const CheckpointState &state, std::string &error) {
   std::string name = checkpointName(state.step);
@@ -975,8 +1017,8 @@ bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
     return false;
   }
   bool saved =
-      writeParams(model, names, temp, /*withState=*/true, /*sync=*/true,
-                  error) &&
+      writeParams(model, whole, names, temp, /*withState=*/true,
+                  /*sync=*/true, error) &&
       writeFileAtomically(temp + "/" + kStateFile, stateJson(state), error) &&
       syncPath(temp, error) && moveIntoPlace(temp, dir + "/" + name, error) &&
       syncPath(dir, error);
@@ -1034,6 +1076,10 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   int64_t dp = dist_rt_mesh_axis_size("dp");
   int64_t dpRank = dist_rt_mesh_axis_coord("dp");
   bool lead = dist_rt_mesh_world_rank() == 0;
+  // Tensor-parallel parameters are gathered by every rank where rank 0
+  // saves them.
+  bool gatherAtEnd = !cl.saveParamsDir.empty() || !cl.exportOnnxPath.empty();
+  int64_t gatherEvery = cl.checkpointEvery;
   if (!lead) {
     cl.quiet = true;
     cl.logPath.clear();
@@ -1146,9 +1192,14 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
       ok = false;
     }
     state.step = step + 1;
-    if (ok && cl.checkpointEvery &&
-        (state.step % cl.checkpointEvery == 0 || state.step == totalSteps))
-      ok = saveCheckpoint(cl.checkpointDir, model.get(), names, state, error);
+    if (ok && gatherEvery &&
+        (state.step % gatherEvery == 0 || state.step == totalSteps)) {
+      WholeParams whole;
+      ok = whole.gather(model.get(), /*withState=*/true, error);
+      if (ok && cl.checkpointEvery)
+        ok = saveCheckpoint(cl.checkpointDir, model.get(), whole, names, state,
+                            error);
+    }
     if (!ok) {
       progress.finish();
       return status ? fail(status) : fail(error);
@@ -1157,12 +1208,15 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   progress.finish();
   double seconds = secondsSince(start);
 
+  WholeParams whole;
+  if (gatherAtEnd && !whole.gather(model.get(), /*withState=*/false, error))
+    return fail(error);
   if (!cl.saveParamsDir.empty() &&
-      !writeParams(model.get(), names, cl.saveParamsDir, /*withState=*/false,
-                   /*sync=*/false, error))
+      !writeParams(model.get(), whole, names, cl.saveParamsDir,
+                   /*withState=*/false, /*sync=*/false, error))
     return fail(error);
   if (!cl.exportOnnxPath.empty() &&
-      !exportOnnx(model.get(), onnxSource, cl.exportOnnxPath, error))
+      !exportOnnx(model.get(), whole, onnxSource, cl.exportOnnxPath, error))
     return fail(error);
   if (!lead)
     return 0;

@@ -569,7 +569,27 @@ TEST_F(ModelTest, BadDescriptorsAndOptions) {
   desc.abi_version = 1;
   EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
             "model 'affine' was compiled for runtime ABI version 1, this "
-            "runtime supports version 3");
+            "runtime supports version 4");
+
+  // A split parameter whose axis the mesh does not have, or whose local
+  // extent the blocks do not divide.
+  desc = affineDesc();
+  std::vector<dist_rt_param_shard_t> shards(desc.num_params,
+                                            dist_rt_param_shard_t{-1, 0, 1});
+  shards[0] = dist_rt_param_shard_t{0, 0, 1};
+  desc.param_shards = shards.data();
+  EXPECT_TRUE(
+      contains(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
+               "has an invalid split (axis 0, dimension 0, 1 blocks)"));
+  const int64_t meshShape[] = {2};
+  const char *const meshNames[] = {"tp"};
+  desc.num_mesh_axes = 1;
+  desc.mesh_shape = meshShape;
+  desc.mesh_axis_names = meshNames;
+  shards[0] = dist_rt_param_shard_t{0, 0, 1000};
+  EXPECT_TRUE(
+      contains(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
+               "has an invalid split (axis 0, dimension 0, 1000 blocks)"));
 
   desc = affineDesc();
   desc.entry = nullptr;

@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kMeshAllReduceStart =
     "dist_rt_mesh_all_reduce_start";
 inline constexpr llvm::StringLiteral kMeshAllReduceWait =
     "dist_rt_mesh_all_reduce_wait";
+/// all_gather(src, dst, count, dtype, axis_mask): blocking, rank-major
+/// concatenation of `count` elements from every rank of the axes.
+inline constexpr llvm::StringLiteral kMeshAllGather = "dist_rt_mesh_all_gather";
+/// coord(axis) -> this rank's coordinate along mesh axis `axis`.
+inline constexpr llvm::StringLiteral kMeshCoord = "dist_rt_mesh_coord";
 /// Reduction codes of dist_rt_mesh_all_reduce_start (DIST_RT_MESH_REDUCE_*).
 inline constexpr int64_t kReduceSum = 0;
 inline constexpr int64_t kReduceMax = 1;
@@ -40,7 +45,7 @@ inline constexpr llvm::StringLiteral kAlloc = "_mlir_memref_to_llvm_alloc";
 inline constexpr llvm::StringLiteral kFree = "_mlir_memref_to_llvm_free";
 
 /// Model descriptor type and entry calling convention (dist_rt/model.h).
-inline constexpr unsigned kModelABIVersion = 3;
+inline constexpr unsigned kModelABIVersion = 4;
 inline constexpr llvm::StringLiteral kModelDescType = "dist_rt_model_desc_t";
 inline constexpr llvm::StringLiteral kTensorDescType = "dist_rt_tensor_desc_t";
 inline constexpr llvm::StringLiteral kModelHeader = "dist_rt/model.h";

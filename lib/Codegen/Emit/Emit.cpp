@@ -168,6 +168,18 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
     auto s = describe(p.getLoc(), p.getSymName(), p.getType());
     if (failed(s))
       return failure();
+    if (auto shard = p->getAttrOfType<DictionaryAttr>(kParamShardAttr)) {
+      auto axis = shard.getAs<IntegerAttr>("axis");
+      auto dim = shard.getAs<IntegerAttr>("dim");
+      auto blocks = shard.getAs<IntegerAttr>("blocks");
+      if (!axis || !dim || !blocks || dim.getInt() < 0 ||
+          dim.getInt() >= static_cast<int64_t>(s->dims.size()) ||
+          blocks.getInt() < 1 || axis.getInt() < 0)
+        return p.emitError("malformed ") << kParamShardAttr << " " << shard;
+      s->shardAxis = axis.getInt();
+      s->shardDim = dim.getInt();
+      s->shardBlocks = blocks.getInt();
+    }
     sig.params.push_back(*s);
   }
   auto nameOf = [](DictionaryAttr attrs, StringRef prefix, unsigned i) {
@@ -476,6 +488,15 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
       os << cString(a) << ", ";
     os << "NULL};\n";
   }
+  bool anyShard = llvm::any_of(
+      sig.params, [](const TensorSignature &t) { return t.shardAxis >= 0; });
+  if (anyShard) {
+    os << "static const dist_rt_param_shard_t param_shards[] = {\n";
+    for (const TensorSignature &t : sig.params)
+      os << "  {" << t.shardAxis << ", " << t.shardDim << ", " << t.shardBlocks
+         << "},\n";
+    os << "};\n";
+  }
   os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
      << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "
      << (o.paramFileName.empty() ? std::string("NULL")
@@ -487,7 +508,7 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << (sig.meshShape.empty() ? std::string("0, NULL, NULL")
                                : std::to_string(sig.meshShape.size()) +
                                      ", mesh_shape, mesh_axis_names")
-     << "};\n\n";
+     << ",\n  " << (anyShard ? "param_shards" : "NULL") << "};\n\n";
   os << "#ifdef DIST_MODEL_MAIN\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"

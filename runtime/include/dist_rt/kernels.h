@@ -174,6 +174,18 @@ DIST_RT_API int32_t dist_rt_mesh_world_size(void);
 /// it (0 then).
 DIST_RT_API int64_t dist_rt_mesh_axis_size(const char *name);
 DIST_RT_API int64_t dist_rt_mesh_axis_coord(const char *name);
+/// The coordinate of this rank along mesh axis `axis` (by index; 0 without
+/// a mesh or when the job runs alone).
+DIST_RT_API int64_t dist_rt_mesh_coord(int64_t axis);
+
+/// Concatenates `count` elements (DIST_RT_DTYPE_FLOAT or _DOUBLE) of the
+/// buffer at address `src` from every rank along the single mesh axis set
+/// in `axis_mask`, in coordinate order, into the buffer at `dst`. Blocking;
+/// runs after the reductions already started. A failure ends the job with
+/// an error naming the rank.
+DIST_RT_API void dist_rt_mesh_all_gather(int64_t src, int64_t dst,
+                                         int64_t count, int64_t dtype,
+                                         int64_t axis_mask);
 
 /// Starts reducing `count` elements at `data` (an intptr_t as int64; dtype
 /// DIST_RT_DTYPE_FLOAT or DIST_RT_DTYPE_DOUBLE) in place over the mesh axes

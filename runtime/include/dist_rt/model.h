@@ -56,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 3
+#define DIST_RT_MODEL_ABI_VERSION 4
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -73,6 +73,19 @@ typedef struct dist_rt_tensor_desc_t {
   /// only at run time. May be NULL when rank is 0.
   const int64_t *dims;
 } dist_rt_tensor_desc_t;
+
+/// How tensor parallelism split a parameter across the ranks of one mesh
+/// axis. The parameter's descriptor gives the local extents; the full
+/// tensor (what the parameter file, --save-params and checkpoints hold) has
+/// dimension `dim` times the axis size, viewed as [blocks, axis size,
+/// local / blocks]: the rank at coordinate r along the axis holds chunk r of
+/// each block (blocks is 3 for a fused query/key/value projection).
+typedef struct dist_rt_param_shard_t {
+  /// Mesh axis index, or -1 for a replicated parameter.
+  int32_t axis;
+  int32_t dim;
+  int32_t blocks;
+} dist_rt_param_shard_t;
 
 /// The packed entry function; see the calling convention above.
 typedef void (*dist_rt_entry_fn_t)(void **args);
@@ -180,6 +193,10 @@ typedef struct dist_rt_model_desc_t {
   uint32_t num_mesh_axes;
   const int64_t *mesh_shape;
   const char *const *mesh_axis_names;
+  /// One entry per parameter, or NULL when no parameter is split (see
+  /// dist_rt_param_shard_t). The runtime loads each rank's part of a split
+  /// parameter from the full one in the parameter file.
+  const dist_rt_param_shard_t *param_shards;
 } dist_rt_model_desc_t;
 
 /*===----------------------------------------------------------------------===*

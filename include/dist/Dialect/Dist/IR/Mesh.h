@@ -24,6 +24,16 @@ namespace mlir::dist {
 /// Symbol of the mesh's shard.grid and the attribute naming its axes.
 inline constexpr llvm::StringLiteral kMeshSymbol = "mesh";
 inline constexpr llvm::StringLiteral kMeshAxesAttr = "dist.mesh_axes";
+/// Attribute of a `dist.param` that tensor parallelism split: a dictionary
+/// {axis = mesh axis index, dim = split dimension, blocks = b}. The declared
+/// type is the local one; the full tensor's dimension `dim` is that
+/// dimension times the axis size, viewed as [b, axis size, local / b]: the
+/// rank at coordinate r along the axis holds chunk r of each of the b blocks
+/// (b = 3 for a fused query/key/value projection, else 1).
+inline constexpr llvm::StringLiteral kParamShardAttr = "dist.shard";
+/// Module attribute: the forward graph was split for tensor parallelism.
+inline constexpr llvm::StringLiteral kTensorParallelAttr =
+    "dist.tensor_parallel";
 
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {
