@@ -4,7 +4,9 @@
 // The `dist-partition` pass (see Passes.td): declares the mesh as a
 // `shard.grid` and rewrites the training step for data parallelism: the
 // batch is split over the dp axis and gradients are averaged in fused
-// buckets placed as early as the backward pass allows.
+// buckets placed as early as the backward pass allows. Tensor parallelism
+// (TensorParallel.cpp) splits the forward graph before the step is built;
+// this pass runs it for modules without a step (inference).
 //
 // Why not upstream `sharding-propagation` + `shard-partition` for data
 // parallelism: they fail a whole function on any op without a
@@ -340,25 +342,29 @@ void PartitionPass::runOnOperation() {
     module.emitError("dist-partition: bucket-bytes must be positive");
     return signalPassFailure();
   }
-  if (module.lookupSymbol(kMeshSymbol)) {
+  // Tensor parallelism splits the forward graph before the training step
+  // is built (dist-opt does so); here it is done for inference-only
+  // modules.
+  if (spec.sizeOf("tp") > 1 && !module->hasAttr(kTensorParallelAttr)) {
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr("dist.train_step")) {
+        f.emitError("tensor parallelism splits the forward function before "
+                    "the training step is built: partition with tp > 1 "
+                    "before dist-build-train-step (dist-opt --mesh does)");
+        return signalPassFailure();
+      }
+    TensorParallelStats stats;
+    if (failed(partitionTensorParallel(module, spec, &stats)))
+      return signalPassFailure();
+  }
+  if (!module->hasAttr(kTensorParallelAttr) &&
+      module.lookupSymbol(kMeshSymbol)) {
     module.emitError("the module already has a '")
         << kMeshSymbol << "' symbol (partitioned twice?)";
     return signalPassFailure();
   }
-  for (auto [name, size] : llvm::zip(spec.axes, spec.shape))
-    if (name != "dp" && size > 1) {
-      module.emitError("tensor parallelism (")
-          << name << "=" << size
-          << ") is not implemented yet: only the dp axis of the mesh can be "
-             "larger than 1";
-      return signalPassFailure();
-    }
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToStart(module.getBody());
-  auto grid =
-      shard::GridOp::create(b, module.getLoc(), kMeshSymbol, spec.shape);
-  grid->setAttr(kMeshAxesAttr, b.getStrArrayAttr(SmallVector<StringRef>(
-                                   spec.axes.begin(), spec.axes.end())));
+  if (failed(declareMesh(module, spec)))
+    return signalPassFailure();
 
   int64_t dp = spec.sizeOf("dp");
   if (dp == 1)

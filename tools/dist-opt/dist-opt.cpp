@@ -268,6 +268,15 @@ LogicalResult addTrainStepForMesh(ModuleOp module,
   dist::MeshSpec mesh;
   if (!dist::parseMesh(planning.mesh, mesh).empty())
     return failure();
+  if (mesh.sizeOf("tp") > 1 && train.clipGradNorm > 0)
+    return module.emitError("--clip-grad-norm with tensor parallelism (tp=")
+           << mesh.sizeOf("tp")
+           << ") is not supported yet: the norm would need the split "
+              "parameters' gradients summed over the tp ranks";
+  // Tensor parallelism splits the forward graph; the step's backward pass
+  // then follows from the gradient rules of the collectives it inserted.
+  if (failed(dist::partitionTensorParallel(module, mesh)))
+    return failure();
   return dist::buildTrainStepForMesh(
       module, mesh, [&] { return addTrainStep(module, train); });
 }
@@ -1291,6 +1300,7 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registry.insert<dist::DistDialect>();
   dist::registerCollectiveBufferization(registry);
+  dist::registerShardGradients(registry);
   registerAllPasses();
   dist::registerDistPasses();
   dist::registerDistCodegenPasses();

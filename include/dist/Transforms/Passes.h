@@ -53,6 +53,26 @@ LogicalResult
 buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
                       llvm::function_ref<LogicalResult()> buildStep);
 
+/// Declares the mesh of `spec` in `module` (`shard.grid @mesh` with its axis
+/// names) unless it is there already; fails if another symbol takes the name
+/// or the declared mesh differs.
+LogicalResult declareMesh(ModuleOp module, const MeshSpec &spec);
+
+/// What tensor parallelism split, for remarks and tests.
+struct TensorParallelStats {
+  int64_t columnRow = 0;  ///< column-parallel regions closed by row splits
+  int64_t gathered = 0;   ///< column-parallel outputs gathered at the end
+  int64_t embeddings = 0; ///< vocabulary-parallel embedding lookups
+  int64_t params = 0;     ///< parameters split
+};
+
+/// Splits the forward functions of `module` Megatron-style over the tp axis
+/// of `mesh` (see TensorParallel.cpp), declares the mesh and marks the
+/// module (kTensorParallelAttr). A no-op when tp is 1. Fails with an error
+/// when nothing in the model can be split.
+LogicalResult partitionTensorParallel(ModuleOp module, const MeshSpec &mesh,
+                                      TensorParallelStats *stats = nullptr);
+
 } // namespace mlir::dist
 
 #endif // DIST_TRANSFORMS_PASSES_H

@@ -78,10 +78,16 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
     the optimizer update, so the reduction of early buckets can overlap the
     rest of the backward pass. The returned loss is averaged too. Values
     averaged are exactly those the update reads that depend on the step's
-    data inputs. Inference functions stay replicated (the runtime splits
-    the batch of an inference run).
+    data inputs. Inference functions keep the whole batch (every dp rank
+    computes it).
 
-    Other axes of size > 1 (tensor parallelism) are rejected for now.
+    Tensor parallelism (axis `tp` of size m > 1) splits the forward graph
+    Megatron-style (column-parallel regions closed by row-parallel products
+    and `shard.all_reduce`, vocabulary-parallel embeddings, gathered output
+    layers; see lib/Transforms/TensorParallel.cpp). dist-opt does that
+    before it builds the training step, so that the backward pass follows;
+    this pass does it for a module without a step and rejects a step built
+    from an unsplit forward function.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::shard::ShardDialect"];

@@ -181,6 +181,150 @@ struct AllReduceBufferization
   }
 };
 
+/// The single grid axis of a collective as a runtime axis mask.
+FailureOr<int64_t> singleAxisMask(Operation *op, ArrayRef<int16_t> axes) {
+  if (axes.size() != 1 || axes[0] < 0 || axes[0] >= 63)
+    return op->emitOpError("codegen supports this collective over one grid "
+                           "axis only");
+  return int64_t(1) << axes[0];
+}
+
+/// A contiguous (identity-layout) buffer holding `buf`'s elements.
+Value contiguous(RewriterBase &rewriter, Location loc, Value buf) {
+  auto type = cast<MemRefType>(buf.getType());
+  if (type.getLayout().isIdentity())
+    return buf;
+  auto plain = MemRefType::get(type.getShape(), type.getElementType());
+  SmallVector<Value> dynSizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      dynSizes.push_back(memref::DimOp::create(rewriter, loc, buf, d));
+  Value copy = memref::AllocOp::create(rewriter, loc, plain, dynSizes);
+  memref::CopyOp::create(rewriter, loc, buf, copy);
+  return copy;
+}
+
+/// Shared by all_gather and all_slice: read the operand, write a new
+/// buffer (no aliasing).
+template <typename Concrete, typename OpT>
+struct OutOfPlaceCollective
+    : public BufferizableOpInterface::ExternalModel<Concrete, OpT> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+};
+
+/// Gathers along axis 0 (dist-partition gathers through a leading unit
+/// axis): the runtime concatenates the ranks' contiguous buffers.
+struct AllGatherBufferization
+    : public OutOfPlaceCollective<AllGatherBufferization, shard::AllGatherOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto gather = cast<shard::AllGatherOp>(op);
+    auto in = dyn_cast<RankedTensorType>(gather.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(gather.getResult().getType());
+    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
+        gather.getGatherAxis() != 0)
+      return op->emitOpError("codegen supports all_gather of static shapes "
+                             "along axis 0 only");
+    Type elem = in.getElementType();
+    if (!elem.isF32() && !elem.isF64())
+      return op->emitOpError("codegen supports all_gather of f32 and f64");
+    FailureOr<int64_t> mask = singleAxisMask(op, gather.getGridAxes());
+    if (failed(mask))
+      return failure();
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, gather.getInput(), options, state);
+    if (failed(buffer))
+      return failure();
+    Location loc = op->getLoc();
+    Value src = contiguous(rewriter, loc, *buffer);
+    Value dst = memref::AllocOp::create(rewriter, loc,
+                                        MemRefType::get(out.getShape(), elem));
+    Type i64 = rewriter.getI64Type();
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, i64, v);
+    };
+    auto ptr = [&](Value m) -> Value {
+      return arith::IndexCastOp::create(
+          rewriter, loc, i64,
+          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, m));
+    };
+    func::FuncOp fn =
+        declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
+                               dist::runtime_abi::kMeshAllGather, 5, false);
+    func::CallOp::create(
+        rewriter, loc, fn,
+        ValueRange{ptr(src), ptr(dst), cst(in.getNumElements()),
+                   cst(elem.isF32() ? dist::runtime_abi::kDTypeFloat
+                                    : dist::runtime_abi::kDTypeDouble),
+                   cst(*mask)});
+    replaceOpWithBufferizedValues(rewriter, op, dst);
+    return success();
+  }
+};
+
+/// Takes this rank's part along axis 0: a copy, no communication.
+struct AllSliceBufferization
+    : public OutOfPlaceCollective<AllSliceBufferization, shard::AllSliceOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto slice = cast<shard::AllSliceOp>(op);
+    auto in = dyn_cast<RankedTensorType>(slice.getInput().getType());
+    auto out = dyn_cast<RankedTensorType>(slice.getResult().getType());
+    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
+        slice.getSliceAxis() != 0)
+      return op->emitOpError("codegen supports all_slice of static shapes "
+                             "along axis 0 only");
+    ArrayRef<int16_t> axes = slice.getGridAxes();
+    if (axes.size() != 1 || axes[0] < 0)
+      return op->emitOpError("codegen supports all_slice over one grid axis "
+                             "only");
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, slice.getInput(), options, state);
+    if (failed(buffer))
+      return failure();
+    Location loc = op->getLoc();
+    Type i64 = rewriter.getI64Type();
+    func::FuncOp fn =
+        declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
+                               dist::runtime_abi::kMeshCoord, 1, true);
+    Value coord = func::CallOp::create(rewriter, loc, fn,
+                                       ValueRange{arith::ConstantIntOp::create(
+                                           rewriter, loc, i64, axes[0])})
+                      .getResult(0);
+    Value offset = arith::MulIOp::create(
+        rewriter, loc,
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                   coord),
+        arith::ConstantIndexOp::create(rewriter, loc, out.getDimSize(0)));
+    int64_t rank = out.getRank();
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+    offsets[0] = offset;
+    SmallVector<OpFoldResult> sizes, strides(rank, rewriter.getIndexAttr(1));
+    for (int64_t d : out.getShape())
+      sizes.push_back(rewriter.getIndexAttr(d));
+    Value view = memref::SubViewOp::create(rewriter, loc, *buffer, offsets,
+                                           sizes, strides);
+    Value dst = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(out.getShape(), out.getElementType()));
+    memref::CopyOp::create(rewriter, loc, view, dst);
+    replaceOpWithBufferizedValues(rewriter, op, dst);
+    return success();
+  }
+};
+
 struct StripMeshPass : public dist::impl::StripMeshPassBase<StripMeshPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -204,5 +348,7 @@ struct StripMeshPass : public dist::impl::StripMeshPassBase<StripMeshPass> {
 void dist::registerCollectiveBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
     shard::AllReduceOp::attachInterface<AllReduceBufferization>(*ctx);
+    shard::AllGatherOp::attachInterface<AllGatherBufferization>(*ctx);
+    shard::AllSliceOp::attachInterface<AllSliceBufferization>(*ctx);
   });
 }

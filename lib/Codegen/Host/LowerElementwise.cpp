@@ -9,6 +9,10 @@
 
 #include "Lowering.h"
 
+#include "dist/Codegen/RuntimeABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -471,6 +475,45 @@ struct IdentityLowering : OpConversionPattern<dist::IdentityOp> {
   }
 };
 
+/// Identity: only the training step builder cares (its gradient).
+struct MeshCopyLowering : OpConversionPattern<dist::MeshCopyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::MeshCopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
+/// A call to the runtime's dist_rt_mesh_coord(axis) into a rank-0 tensor.
+struct MeshCoordLowering : OpConversionPattern<dist::MeshCoordOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::MeshCoordOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto module = op->getParentOfType<ModuleOp>();
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type();
+    StringRef name = runtime_abi::kMeshCoord;
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder mb(module.getBodyRegion());
+      mb.setInsertionPointToStart(module.getBody());
+      callee =
+          func::FuncOp::create(mb, loc, name, mb.getFunctionType({i64}, {i64}));
+      callee.setPrivate();
+    }
+    Value axis =
+        arith::ConstantIntOp::create(rewriter, loc, i64, op.getGridAxis());
+    Value coord = func::CallOp::create(rewriter, loc, callee, ValueRange{axis})
+                      .getResult(0);
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(
+        op, RankedTensorType::get({}, i64), ValueRange{coord});
+    return success();
+  }
+};
+
 struct ClipLowering : OpConversionPattern<dist::ClipOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -571,6 +614,7 @@ void codegen::populateElementwiseLowering(TypeConverter &tc,
         ElementwiseLowering<dist::XorOp>, ElementwiseLowering<dist::MaxOp>,
         ElementwiseLowering<dist::MinOp>, ElementwiseLowering<dist::SumOp>,
         ElementwiseLowering<dist::MeanOp>, ElementwiseLowering<dist::WhereOp>,
-        ElementwiseLowering<dist::PReluOp>, IdentityLowering, ClipLowering,
+        ElementwiseLowering<dist::PReluOp>, IdentityLowering, MeshCopyLowering,
+        MeshCoordLowering, ClipLowering,
         DropoutLowering>(tc, ctx);
 }

@@ -207,7 +207,8 @@ FailureOr<int64_t> mlir::dist::detail::defaultFlopCount(Operation *op) {
       .Case<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp, ShapeOp,
             SizeOp, ConstantOfShapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
             GatherOp, GatherElementsOp, ExpandOp, TileOp, PadOp, CastOp,
-            CastLikeOp>([&](Operation *) -> FailureOr<int64_t> { return 0; })
+            CastLikeOp, MeshCopyOp, MeshCoordOp>(
+          [&](Operation *) -> FailureOr<int64_t> { return 0; })
       .Default([&](Operation *) -> FailureOr<int64_t> {
         return *out * elementCost(op);
       });

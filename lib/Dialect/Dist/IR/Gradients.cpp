@@ -20,6 +20,8 @@
 #include "dist/Dialect/Dist/IR/GraphBuilder.h"
 #include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -994,6 +996,13 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
           .Case<AddOp, SubOp, MulOp, DivOp, PowOp>(
               [&](Operation *o) { return binaryGrad(g, o, dy); })
           .Case([&](IdentityOp) { return Grads{dy}; })
+          .Case([&](MeshCopyOp c) -> GradResult {
+            // Each rank holds a part of the gradient: sum them.
+            return Grads{shard::AllReduceOp::create(
+                             g.b, g.loc, dy.getType(), c.getGrid(),
+                             c.getGridAxes(), dy, shard::ReductionKind::Sum)
+                             .getResult()};
+          })
           .Case([&](CastOp c) -> GradResult {
             Type from = g.elemOf(c.getInput());
             if (!isa<FloatType>(from))
@@ -1194,4 +1203,63 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
                << op->getOperand(i).getType();
     }
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients of the shard collectives tensor parallelism inserts
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Every rank computes the same gradient of the result downstream of a
+/// collective that makes its result replicated (dist-partition keeps what
+/// follows a `shard.all_reduce` or `shard.all_gather` replicated), so:
+/// a sum all-reduce passes the gradient through, an all-gather hands each
+/// rank its slice (`shard.all_slice`), and an all-slice gathers it back.
+template <typename OpT>
+struct ShardGradient
+    : public GradientOpInterface::ExternalModel<ShardGradient<OpT>, OpT> {
+  FailureOr<SmallVector<Value>> buildGradient(Operation *op, OpBuilder &b,
+                                              ValueRange resultGrads) const {
+    Value dy = resultGrads.empty() ? Value() : resultGrads[0];
+    if (!dy)
+      return SmallVector<Value>{Value()};
+    Location loc = op->getLoc();
+    Type inType = op->getOperand(0).getType();
+    if (auto r = dyn_cast<shard::AllReduceOp>(op)) {
+      if (r.getReduction() != shard::ReductionKind::Sum)
+        return op->emitOpError("has no gradient rule for the reduction ")
+               << shard::stringifyReductionKind(r.getReduction())
+               << " (sum only)";
+      return SmallVector<Value>{dy};
+    }
+    if (auto gat = dyn_cast<shard::AllGatherOp>(op))
+      return SmallVector<Value>{
+          shard::AllSliceOp::create(b, loc, inType, gat.getGridAttr(),
+                                    gat.getGridAxesAttr(), dy,
+                                    gat.getGatherAxisAttr())
+              .getResult()};
+    auto sl = cast<shard::AllSliceOp>(op);
+    return SmallVector<Value>{
+        shard::AllGatherOp::create(b, loc, inType, sl.getGridAttr(),
+                                   sl.getGridAxesAttr(), dy,
+                                   sl.getSliceAxisAttr())
+            .getResult()};
+  }
+  bool isDifferentiableOperand(Operation *op, unsigned index) const {
+    return isa<FloatType>(
+        getElementTypeOrSelf(op->getOperand(index).getType()));
+  }
+};
+
+} // namespace
+
+void mlir::dist::registerShardGradients(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
+    shard::AllReduceOp::attachInterface<ShardGradient<shard::AllReduceOp>>(
+        *ctx);
+    shard::AllGatherOp::attachInterface<ShardGradient<shard::AllGatherOp>>(
+        *ctx);
+    shard::AllSliceOp::attachInterface<ShardGradient<shard::AllSliceOp>>(*ctx);
+  });
 }

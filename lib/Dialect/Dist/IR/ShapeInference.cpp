@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -517,7 +517,15 @@ DIST_SAME_AS_INPUT(HardSwishOp)
 DIST_SAME_AS_INPUT(ErfOp)
 DIST_SAME_AS_INPUT(NotOp)
 DIST_SAME_AS_INPUT(IdentityOp)
+DIST_SAME_AS_INPUT(MeshCopyOp)
 #undef DIST_SAME_AS_INPUT
+
+LogicalResult MeshCoordOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location>, Adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
+  return success();
+}
 
 LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,

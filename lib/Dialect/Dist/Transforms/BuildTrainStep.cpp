@@ -12,6 +12,7 @@
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/IR/GraphBuilder.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -273,6 +274,9 @@ ParamOp BuildTrainStepPass::addState(ModuleOp module, ParamOp param,
   auto state =
       ParamOp::create(b, param.getLoc(), b.getStringAttr(name),
                       param.getTypeAttr(), UnitAttr(), b.getUnitAttr());
+  // Optimizer state is split like its parameter (tensor parallelism).
+  if (Attribute shard = param->getAttr(kParamShardAttr))
+    state->setAttr(kParamShardAttr, shard);
   return state;
 }
 

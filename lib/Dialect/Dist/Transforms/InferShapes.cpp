@@ -11,6 +11,7 @@
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/TypeUtilities.h"
 
 namespace mlir::dist {
@@ -52,20 +53,63 @@ static bool isReplacement(Type inferred, Type old) {
          r.getElementType() == o.getElementType();
 }
 
+/// The result type of the shard collectives dist-partition puts in a graph
+/// (they have no type inference upstream): an all_reduce keeps its
+/// operand's type, an all_gather multiplies the gathered dimension by the
+/// size of the grid axes and an all_slice divides it. Null for other ops.
+static Type inferCollectiveType(Operation *op) {
+  auto in = op->getNumOperands() == 1
+                ? dyn_cast<RankedTensorType>(op->getOperand(0).getType())
+                : RankedTensorType();
+  if (!in)
+    return {};
+  if (isa<shard::AllReduceOp>(op))
+    return in;
+  auto scaled = [&](FlatSymbolRefAttr gridName, ArrayRef<int16_t> axes,
+                    int64_t axis, bool gather) -> Type {
+    auto grid =
+        SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridName);
+    if (!grid || axis < 0 || axis >= in.getRank())
+      return {};
+    int64_t n = 1;
+    for (int16_t a : axes)
+      if (a >= 0 && a < grid.getRank())
+        n *= grid.getShape()[a];
+    SmallVector<int64_t> shape(in.getShape());
+    if (!ShapedType::isDynamic(shape[axis])) {
+      if (!gather && shape[axis] % n != 0)
+        return {};
+      shape[axis] = gather ? shape[axis] * n : shape[axis] / n;
+    }
+    return RankedTensorType::get(shape, in.getElementType(), in.getEncoding());
+  };
+  if (auto g = dyn_cast<shard::AllGatherOp>(op))
+    return scaled(g.getGridAttr(), g.getGridAxes(),
+                  g.getGatherAxis().getSExtValue(), true);
+  if (auto s = dyn_cast<shard::AllSliceOp>(op))
+    return scaled(s.getGridAttr(), s.getGridAxes(),
+                  s.getSliceAxis().getSExtValue(), false);
+  return {};
+}
+
 LogicalResult mlir::dist::inferShapes(Operation *root, int64_t *numRefined,
                                       bool replace) {
   WalkResult result = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (!isa<DistDialect>(op->getDialect()))
-      return WalkResult::advance();
-    auto infer = dyn_cast<InferTypeOpInterface>(op);
-    if (!infer)
-      return WalkResult::advance();
     SmallVector<Type> types;
-    if (failed(infer.inferReturnTypes(
-            op->getContext(), op->getLoc(), op->getOperands(),
-            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
-            op->getRegions(), types)))
-      return WalkResult::interrupt();
+    if (!isa<DistDialect>(op->getDialect())) {
+      Type t = inferCollectiveType(op);
+      if (!t)
+        return WalkResult::advance();
+      types.push_back(t);
+    } else if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+      if (failed(infer.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+              op->getRegions(), types)))
+        return WalkResult::interrupt();
+    } else {
+      return WalkResult::advance();
+    }
     if (types.size() != op->getNumResults()) {
       op->emitOpError("inferred ") << types.size() << " result types for "
                                    << op->getNumResults() << " results";

@@ -47,6 +47,11 @@ bool areCompatibleInferredTypes(TypeRange l, TypeRange r);
 /// Returns null / nullopt for anything else.
 std::optional<llvm::json::Value> attrToJson(Attribute attr);
 Attribute jsonToAttr(MLIRContext *ctx, const llvm::json::Value &value);
+
+/// Attaches GradientOpInterface to the `shard` collectives tensor
+/// parallelism puts in a forward graph (all_reduce with sum, all_gather,
+/// all_slice), so the training step builder differentiates through them.
+void registerShardGradients(DialectRegistry &registry);
 } // namespace mlir::dist
 
 #include "dist/Dialect/Dist/IR/DistDialect.h.inc"

@@ -230,6 +230,47 @@ def Dist_IdentityOp : Dist_GraphOp<"identity", [Pure]> {
   let hasFolder = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Mesh (tensor parallelism)
+//===----------------------------------------------------------------------===//
+
+def Dist_MeshCopyOp : Dist_GraphOp<"mesh_copy", [Pure]> {
+  let summary = "identity whose gradient is summed over mesh axes";
+  let description = [{
+    The conjugate of `shard.all_reduce` in Megatron-style tensor parallelism
+    (Megatron-LM's "copy to the tensor-parallel region"): the result is the
+    operand on every rank, and the gradient of the operand is the gradient
+    of the result summed over the `grid_axes` of `grid`. dist-partition puts
+    it where a replicated activation enters a sharded region, whose ranks
+    each contribute a part of that activation's gradient. Codegen lowers it
+    to nothing; it exists for the training step builder.
+
+    ```mlir
+    %y = dist.mesh_copy %x {grid = @mesh, grid_axes = array<i16: 1>}
+        : (tensor<8x64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Dist_FloatTensor:$input, FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Dist_FloatTensor:$output);
+}
+
+def Dist_MeshCoordOp : Dist_GraphOp<"mesh_coord", [Pure]> {
+  let summary = "this rank's coordinate along one mesh axis";
+  let description = [{
+    A rank-0 int64 tensor holding the coordinate of the running process
+    along axis `grid_axis` of `grid` (0 when the program runs alone). A
+    vocabulary-parallel embedding uses it to find the rows it holds.
+
+    ```mlir
+    %r = dist.mesh_coord {grid = @mesh, grid_axis = 1 : i64}
+        : () -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$grid, I64Attr:$grid_axis);
+  let results = (outs 0DTensorOf<[I64]>:$output);
+}
+
 def Dist_ClipOp : Dist_GraphOp<"clip", [Pure, AttrSizedOperandSegments]> {
   let summary = "elementwise clamp to [min, max]";
   let description = [{

@@ -1,0 +1,731 @@
+//===- TensorParallel.cpp - Megatron-style splits of the forward graph ----===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Tensor parallelism over the mesh's tp axis, applied to the forward graph
+// before the training step is built, so that the backward pass follows from
+// the gradient rules of what is inserted here:
+//
+//  - A column-parallel region starts at a matrix product x @ W whose weight
+//    W is a parameter (possibly read through a transpose): each rank keeps
+//    the columns (output features) of its coordinate. The region grows
+//    forward through ops that act independently along the split feature
+//    (elementwise ops, bias adds, whose bias is split the same way, a split
+//    of a fused query/key/value projection, reshapes into heads, transposes,
+//    per-head attention products, softmax over another axis) and ends at
+//    row-parallel products sharded_activation @ W2, whose rows (input
+//    features) are split; their partial sums go through `shard.all_reduce`
+//    (sum), after which everything is replicated again.
+//  - A column-parallel product whose result (through such ops) is a result
+//    of the function, such as the output layer's logits, is gathered at the
+//    end (`shard.all_gather`) instead.
+//  - A lookup in an embedding table that is a parameter becomes
+//    vocabulary-parallel: each rank keeps a contiguous range of rows, looks
+//    up the ids in its range, zeroes the rest, and the results are summed.
+//  - Replicated activations entering a region go through `dist.mesh_copy`,
+//    whose gradient is summed over the axis (each rank contributes a part).
+//
+// A candidate that meets anything else (a layer norm over the split
+// feature, a reduction, a parameter used elsewhere) is left replicated, so
+// the result is always correct; what is split is counted in the stats.
+//
+// Why not upstream sharding-propagation + shard-partition: they need a
+// ShardingInterface model for every op of the function and fail it as a
+// whole otherwise (shared/ENVIRONMENT.md), and they do not know which
+// parameters to split: the Megatron layout is a choice, made here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Transforms/Passes.h"
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/GraphBuilder.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::dist;
+
+LogicalResult dist::declareMesh(ModuleOp module, const MeshSpec &spec) {
+  Operation *existing = module.lookupSymbol(kMeshSymbol);
+  if (auto grid = dyn_cast_or_null<shard::GridOp>(existing)) {
+    std::optional<MeshSpec> have = getModuleMesh(module);
+    if (have && have->axes == spec.axes && have->shape == spec.shape)
+      return success();
+    return module.emitError("the module is partitioned for another mesh "
+                            "already (partitioned twice?)");
+  }
+  if (existing)
+    return module.emitError("the module already has a '")
+           << kMeshSymbol << "' symbol";
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto grid =
+      shard::GridOp::create(b, module.getLoc(), kMeshSymbol, spec.shape);
+  grid->setAttr(kMeshAxesAttr, b.getStrArrayAttr(SmallVector<StringRef>(
+                                   spec.axes.begin(), spec.axes.end())));
+  return success();
+}
+
+namespace {
+
+/// How a value or parameter is split: dimension `dim`, viewed as
+/// [blocks, tp, n / (blocks * tp)] (see kParamShardAttr).
+struct Shard {
+  int64_t dim = -1;
+  int64_t blocks = 1;
+  bool operator==(const Shard &o) const {
+    return dim == o.dim && blocks == o.blocks;
+  }
+};
+
+/// A matrix-product weight read from a parameter, possibly transposed.
+struct Weight {
+  ParamOp param;
+  bool transposed = false;
+};
+
+RankedTensorType staticType(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() ? t : RankedTensorType();
+}
+
+/// A rank-1 int64 constant's values.
+std::optional<SmallVector<int64_t>> constInts(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!c)
+    return std::nullopt;
+  auto values = dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!values)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : values.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+bool isElementwiseUnary(Operation *op) {
+  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
+             RoundOp, SignOp, SinOp, CosOp, TanhOp, SigmoidOp, ReluOp,
+             LeakyReluOp, EluOp, SeluOp, CeluOp, SoftplusOp, SoftsignOp,
+             HardSigmoidOp, HardSwishOp, ErfOp, GeluOp, NotOp, IdentityOp,
+             CastOp>(op);
+}
+
+bool isElementwiseBroadcast(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, ModOp, EqualOp, LessOp,
+             GreaterOp, LessOrEqualOp, GreaterOrEqualOp, AndOp, OrOp, XorOp,
+             WhereOp, MaxOp, MinOp, SumOp, MeanOp>(op);
+}
+
+/// One column-parallel region, found by `analyze` and applied by `apply`.
+struct Region {
+  Operation *head = nullptr;
+  llvm::DenseMap<Value, Shard> values;
+  llvm::MapVector<Operation *, Shard> params; // ParamOp -> split
+  SmallVector<Operation *> ops;               // region ops, in order
+  SmallVector<Operation *> rowEnds;           // partial sums to all-reduce
+  SmallVector<OpOperand *> copies;            // replicated inputs
+  SmallVector<Value> gathers;                 // split values returned
+  /// Shape operands to replace: (operand, new values).
+  SmallVector<std::pair<OpOperand *, SmallVector<int64_t>>> shapes;
+};
+
+class TensorParallel {
+public:
+  TensorParallel(ModuleOp module, const MeshSpec &mesh)
+      : module(module), tp(mesh.sizeOf("tp")) {
+    for (auto [i, name] : llvm::enumerate(mesh.axes))
+      if (name == "tp")
+        axis = static_cast<int16_t>(i);
+  }
+
+  LogicalResult run(func::FuncOp func, TensorParallelStats &stats);
+
+private:
+  ModuleOp module;
+  int64_t tp;
+  int16_t axis = 0;
+  /// Number of get_param reads of each parameter (by name).
+  llvm::StringMap<int64_t> reads;
+  /// Parameters split already.
+  llvm::DenseSet<Operation *> claimed;
+
+  void normalizeGemms(func::FuncOp func);
+  std::optional<Weight> weightOf(Value v);
+  bool splittable(ParamOp p) {
+    return p && !claimed.contains(p) && reads.lookup(p.getSymName()) == 1 &&
+           isa<FloatType>(getElementTypeOrSelf(p.getType()));
+  }
+  FailureOr<Region> analyze(MatMulOp head);
+  LogicalResult step(Region &r, Operation *op);
+  LogicalResult apply(Region &r);
+  bool embedding(GatherOp gather);
+  void splitParam(ParamOp p, Shard s);
+  Value meshCopy(OpBuilder &b, Location loc, Value v);
+  LogicalResult gatherOutputs();
+
+  struct PendingGather {
+    Value value;
+    int64_t dim;
+    SmallVector<int64_t> full;
+  };
+  SmallVector<PendingGather> pendingGathers;
+};
+
+/// Rewrites gemm(a, B, C) with a parameter B, no transposed A and unit
+/// scales as matmul(a, B or transpose(B)) + C so that regions see one form.
+void TensorParallel::normalizeGemms(func::FuncOp func) {
+  SmallVector<GemmOp> gemms;
+  func.walk([&](GemmOp g) { gemms.push_back(g); });
+  for (GemmOp gemm : gemms) {
+    if (gemm.getTransA() != 0 || gemm.getAlpha().convertToDouble() != 1.0 ||
+        gemm.getBeta().convertToDouble() != 1.0 ||
+        !gemm.getB().getDefiningOp<GetParamOp>())
+      continue;
+    Value c = gemm.getC();
+    if (c && cast<RankedTensorType>(c.getType()).getRank() > 1)
+      continue;
+    OpBuilder b(gemm);
+    GraphBuilder g(b, gemm);
+    Value w = gemm.getTransB() ? g.transpose(gemm.getB(), {1, 0}) : gemm.getB();
+    Value y = g.one<MatMulOp>({gemm.getA(), w});
+    if (c)
+      y = g.add(y, c);
+    if (g.hadError || !y || y.getType() != gemm.getOutput().getType()) {
+      continue; // Leaves the gemm; any ops built are dead and folded away.
+    }
+    gemm.getOutput().replaceAllUsesWith(y);
+    gemm.erase();
+  }
+}
+
+std::optional<Weight> TensorParallel::weightOf(Value v) {
+  Weight w;
+  if (auto tr = v.getDefiningOp<TransposeOp>()) {
+    std::optional<ArrayRef<int64_t>> perm = tr.getPerm();
+    if (perm && (perm->size() != 2 || (*perm)[0] != 1))
+      return std::nullopt;
+    v = tr.getInput();
+    w.transposed = true;
+  }
+  auto get = v.getDefiningOp<GetParamOp>();
+  if (!get)
+    return std::nullopt;
+  w.param = module.lookupSymbol<ParamOp>(get.getNameAttr());
+  auto t = w.param ? dyn_cast<RankedTensorType>(w.param.getType())
+                   : RankedTensorType();
+  if (!t || t.getRank() != 2 || !splittable(w.param))
+    return std::nullopt;
+  return w;
+}
+
+FailureOr<Region> TensorParallel::analyze(MatMulOp head) {
+  Region r;
+  r.head = head;
+  std::optional<Weight> w = weightOf(head.getRhs());
+  RankedTensorType out = staticType(head.getOutput());
+  RankedTensorType in = staticType(head.getLhs());
+  if (!w || !out || !in || in.getRank() < 2)
+    return failure();
+  // A fused projection split into equal parts right after it (through a
+  // bias add) is split block-wise: each rank keeps its part of each.
+  int64_t blocks = 1;
+  Value y = head.getOutput();
+  if (y.hasOneUse())
+    if (auto add = dyn_cast<AddOp>(*y.getUsers().begin()))
+      y = add.getResult();
+  for (Operation *user : y.getUsers())
+    if (auto split = dyn_cast<SplitOp>(user)) {
+      int64_t a = split.getAxis();
+      if (a < 0)
+        a += out.getRank();
+      if (a == out.getRank() - 1)
+        blocks = static_cast<int64_t>(split.getNumResults());
+    }
+  int64_t n = out.getShape().back();
+  if (n % (tp * blocks) != 0)
+    return failure();
+  Shard s{out.getRank() - 1, blocks};
+  r.values[head.getOutput()] = s;
+  r.params[w->param] = Shard{w->transposed ? 0 : 1, blocks};
+  r.copies.push_back(&head->getOpOperand(0));
+  r.ops.push_back(head);
+  for (Operation *op = head->getNextNode(); op; op = op->getNextNode())
+    if (failed(step(r, op)))
+      return failure();
+  if (r.rowEnds.empty() && r.gathers.empty())
+    return failure();
+  return r;
+}
+
+/// Extends region `r` over `op` (a no-op for ops reading no split value).
+LogicalResult TensorParallel::step(Region &r, Operation *op) {
+  SmallVector<unsigned> split;
+  for (OpOperand &o : op->getOpOperands())
+    if (r.values.count(o.get()))
+      split.push_back(o.getOperandNumber());
+  if (split.empty())
+    return success();
+  auto operandShard = [&](unsigned i) { return r.values[op->getOperand(i)]; };
+  auto rankOf = [](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t ? t.getRank() : int64_t(-1);
+  };
+  // Replicated float operands of a region op get their gradient summed.
+  auto copyOthers = [&]() {
+    for (OpOperand &o : op->getOpOperands())
+      if (!r.values.count(o.get()) &&
+          isa<FloatType>(getElementTypeOrSelf(o.get().getType())) &&
+          !o.get().getDefiningOp<ConstantOp>())
+        r.copies.push_back(&o);
+  };
+  auto result = [&](Shard s) {
+    for (Value v : op->getResults())
+      r.values[v] = s;
+    r.ops.push_back(op);
+    return success();
+  };
+
+  if (isa<func::ReturnOp>(op)) {
+    for (unsigned i : split)
+      if (operandShard(i).blocks != 1 || !staticType(op->getOperand(i)))
+        return failure();
+      else
+        r.gathers.push_back(op->getOperand(i));
+    return success();
+  }
+  if (isElementwiseUnary(op))
+    return result(operandShard(0));
+
+  if (isElementwiseBroadcast(op)) {
+    auto rt = staticType(op->getResult(0));
+    if (!rt)
+      return failure();
+    int64_t rr = rt.getRank();
+    Shard s;
+    for (unsigned i : split) {
+      Shard o = operandShard(i);
+      Shard d{o.dim + rr - rankOf(op->getOperand(i)), o.blocks};
+      if (s.dim >= 0 && !(s == d))
+        return failure();
+      s = d;
+    }
+    for (OpOperand &o : op->getOpOperands()) {
+      if (r.values.count(o.get()))
+        continue;
+      auto t = staticType(o.get());
+      if (!t)
+        return failure();
+      int64_t ad = s.dim - (rr - t.getRank());
+      if (ad < 0 || t.getDimSize(ad) == 1)
+        continue; // Broadcast along the split dimension.
+      // A parameter with the full extent there (a bias) is split alike.
+      auto get = o.get().getDefiningOp<GetParamOp>();
+      ParamOp p =
+          get ? module.lookupSymbol<ParamOp>(get.getNameAttr()) : ParamOp();
+      if (!splittable(p) || r.params.count(p))
+        return failure();
+      r.params[p] = Shard{ad, s.blocks};
+      r.values[o.get()] = Shard{ad, s.blocks};
+    }
+    copyOthers();
+    return result(s);
+  }
+
+  if (auto sm = dyn_cast<SoftmaxOp>(op); sm || isa<LogSoftmaxOp>(op)) {
+    int64_t a = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    int64_t rank = rankOf(op->getOperand(0));
+    if (a < 0)
+      a += rank;
+    if (a == operandShard(0).dim)
+      return failure();
+    return result(operandShard(0));
+  }
+
+  if (auto tr = dyn_cast<TransposeOp>(op)) {
+    Shard s = operandShard(0);
+    int64_t rank = rankOf(tr.getInput());
+    SmallVector<int64_t> perm(rank);
+    if (std::optional<ArrayRef<int64_t>> p = tr.getPerm())
+      perm.assign(p->begin(), p->end());
+    else
+      for (int64_t i = 0; i < rank; ++i)
+        perm[i] = rank - 1 - i;
+    for (auto [j, p] : llvm::enumerate(perm))
+      if (p == s.dim)
+        return result(Shard{static_cast<int64_t>(j), s.blocks});
+    return failure();
+  }
+
+  if (auto sp = dyn_cast<SplitOp>(op)) {
+    if (split.front() != 0)
+      return failure();
+    Shard s = operandShard(0);
+    auto in = staticType(sp.getInput());
+    if (!in)
+      return failure();
+    int64_t a = sp.getAxis();
+    if (a < 0)
+      a += in.getRank();
+    if (a != s.dim)
+      return result(s);
+    // Splitting the split dimension: one part per block.
+    int64_t parts = sp.getNumResults();
+    if (s.blocks != parts)
+      return failure();
+    for (Value v : sp.getOutputs())
+      if (!staticType(v) ||
+          staticType(v).getDimSize(a) * parts != in.getDimSize(a))
+        return failure();
+    if (Value sizes = sp.getSplit()) {
+      std::optional<SmallVector<int64_t>> v = constInts(sizes);
+      if (!v)
+        return failure();
+      for (int64_t &x : *v)
+        x /= tp;
+      r.shapes.push_back({&sp->getOpOperand(1), *v});
+    }
+    return result(Shard{s.dim, 1});
+  }
+
+  if (auto rs = dyn_cast<ReshapeOp>(op)) {
+    if (split.front() != 0)
+      return failure();
+    Shard s = operandShard(0);
+    auto in = staticType(rs.getInput());
+    auto outT = staticType(rs.getResult());
+    std::optional<SmallVector<int64_t>> target = constInts(rs.getShape());
+    if (!in || !outT || !target || s.blocks != 1 ||
+        static_cast<int64_t>(target->size()) != outT.getRank())
+      return failure();
+    // The split block of the input (everything from dim on, contiguous per
+    // rank) must start an output dimension divisible by tp.
+    int64_t prefix = 1;
+    for (int64_t d = 0; d < s.dim; ++d)
+      prefix *= in.getDimSize(d);
+    int64_t o = -1, p = 1;
+    for (int64_t d = 0; d < outT.getRank(); ++d) {
+      if (p == prefix && outT.getDimSize(d) != 1) {
+        o = d;
+        break;
+      }
+      p *= outT.getDimSize(d);
+    }
+    if (o < 0 || outT.getDimSize(o) % tp != 0)
+      return failure();
+    SmallVector<int64_t> local = *target;
+    for (auto [d, x] : llvm::enumerate(local)) {
+      if (x == 0)
+        return failure(); // "copy from the input": ambiguous once split
+      if (x == -1 && static_cast<int64_t>(d) != o)
+        return failure();
+    }
+    if (local[o] > 0)
+      local[o] /= tp;
+    r.shapes.push_back({&rs->getOpOperand(1), local});
+    return result(Shard{o, 1});
+  }
+
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    auto at = staticType(mm.getLhs()), bt = staticType(mm.getRhs());
+    auto yt = staticType(mm.getOutput());
+    if (!at || !bt || !yt || at.getRank() < 2 || bt.getRank() < 2)
+      return failure();
+    int64_t ra = at.getRank(), rb = bt.getRank(), ry = yt.getRank();
+    bool aSplit = r.values.count(mm.getLhs());
+    bool bSplit = r.values.count(mm.getRhs());
+    // Row-parallel end: split features times a weight split by rows.
+    if (aSplit && !bSplit && r.values[mm.getLhs()].dim == ra - 1) {
+      std::optional<Weight> w = weightOf(mm.getRhs());
+      if (!w || r.values[mm.getLhs()].blocks != 1 || r.params.count(w->param))
+        return failure();
+      r.params[w->param] = Shard{w->transposed ? 1 : 0, 1};
+      r.rowEnds.push_back(op);
+      r.ops.push_back(op);
+      return success();
+    }
+    // Otherwise the split must be a batch dimension of the product, or the
+    // rows of A, or the columns of B.
+    Shard s;
+    auto place = [&](Value v, int64_t rank, bool isA) -> bool {
+      Shard o = r.values[v];
+      int64_t d;
+      if (o.dim < rank - 2)
+        d = o.dim + ry - rank;
+      else if (isA && o.dim == rank - 2)
+        d = ry - 2;
+      else if (!isA && o.dim == rank - 1)
+        d = ry - 1;
+      else
+        return false;
+      if (s.dim >= 0 && !(s == Shard{d, o.blocks}))
+        return false;
+      s = Shard{d, o.blocks};
+      return true;
+    };
+    if ((aSplit && !place(mm.getLhs(), ra, true)) ||
+        (bSplit && !place(mm.getRhs(), rb, false)))
+      return failure();
+    // A replicated operand must broadcast along a split batch dimension.
+    if (s.dim < ry - 2)
+      for (auto [v, t, split2] : {std::make_tuple(mm.getLhs(), at, aSplit),
+                                  std::make_tuple(mm.getRhs(), bt, bSplit)}) {
+        if (split2)
+          continue;
+        int64_t ad = s.dim - (ry - t.getRank());
+        if (ad >= 0 && t.getDimSize(ad) != 1)
+          return failure();
+      }
+    copyOthers();
+    return result(s);
+  }
+  return failure();
+}
+
+Value TensorParallel::meshCopy(OpBuilder &b, Location loc, Value v) {
+  return MeshCopyOp::create(b, loc, v.getType(), v,
+                            FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol),
+                            b.getDenseI16ArrayAttr({axis}))
+      .getResult();
+}
+
+void TensorParallel::splitParam(ParamOp p, Shard s) {
+  auto t = cast<RankedTensorType>(p.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape[s.dim] /= tp;
+  auto local = RankedTensorType::get(shape, t.getElementType());
+  p.setType(local);
+  Builder b(p.getContext());
+  p->setAttr(kParamShardAttr,
+             b.getDictionaryAttr(
+                 {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+                  b.getNamedAttr("dim", b.getI64IntegerAttr(s.dim)),
+                  b.getNamedAttr("blocks", b.getI64IntegerAttr(s.blocks))}));
+  module.walk([&](GetParamOp get) {
+    if (get.getName() == p.getSymName())
+      get.getResult().setType(local);
+  });
+  claimed.insert(p);
+}
+
+LogicalResult TensorParallel::apply(Region &r) {
+  for (auto [p, s] : r.params)
+    splitParam(cast<ParamOp>(p), s);
+  for (auto &[operand, values] : r.shapes) {
+    OpBuilder b(operand->getOwner());
+    GraphBuilder g(b, operand->getOwner());
+    operand->set(g.vec(values));
+  }
+  llvm::DenseMap<Value, Value> copied;
+  for (OpOperand *operand : r.copies) {
+    Value v = operand->get();
+    Value &c = copied[v];
+    if (!c) {
+      OpBuilder b(operand->getOwner());
+      c = meshCopy(b, operand->getOwner()->getLoc(), v);
+    }
+    operand->set(c);
+  }
+  for (Operation *end : r.rowEnds) {
+    OpBuilder b(end->getBlock(), std::next(Block::iterator(end)));
+    Value partial = end->getResult(0);
+    auto sum = shard::AllReduceOp::create(b, end->getLoc(), partial.getType(),
+                                          kMeshSymbol, ArrayRef<int16_t>{axis},
+                                          partial, shard::ReductionKind::Sum);
+    partial.replaceAllUsesExcept(sum.getResult(), sum);
+  }
+  // Split results are gathered once shapes are re-inferred (gatherOutputs).
+  for (Value v : r.gathers)
+    pendingGathers.push_back(
+        {v, r.values[v].dim,
+         SmallVector<int64_t>(cast<RankedTensorType>(v.getType()).getShape())});
+  return success();
+}
+
+/// Gathers split function results along their split dimension d, as a
+/// gather of the leading axis of [1, ...] followed by moving the rank axis
+/// next to d and merging: [..., tp, n / tp] -> [..., n].
+LogicalResult TensorParallel::gatherOutputs() {
+  for (PendingGather &p : pendingGathers) {
+    Value v = p.value;
+    auto ret = cast<func::ReturnOp>(v.getParentBlock()->getTerminator());
+    OpBuilder b(ret);
+    GraphBuilder g(b, ret);
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t rank = t.getRank();
+    Value one = g.unsqueeze(v, {0});
+    if (!one)
+      return failure();
+    SmallVector<int64_t> shape(
+        cast<RankedTensorType>(one.getType()).getShape());
+    shape[0] = tp;
+    auto gathered = shard::AllGatherOp::create(
+        b, ret.getLoc(), RankedTensorType::get(shape, t.getElementType()),
+        kMeshSymbol, ArrayRef<int16_t>{axis}, one, APInt(64, 0));
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == p.dim)
+        perm.push_back(0);
+      perm.push_back(i + 1);
+    }
+    Value merged = g.reshape(g.transpose(gathered.getResult(), perm), p.full);
+    if (g.hadError || !merged)
+      return failure();
+    for (OpOperand &o : ret->getOpOperands())
+      if (o.get() == v)
+        o.set(merged);
+  }
+  pendingGathers.clear();
+  return success();
+}
+
+/// Whether `v` is computed from an argument of its function (data), not
+/// from constants alone.
+bool dependsOnArgument(Value v) {
+  SmallVector<Value> stack{v};
+  llvm::DenseSet<Value> seen;
+  while (!stack.empty()) {
+    Value x = stack.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    if (isa<BlockArgument>(x))
+      return true;
+    for (Value o : x.getDefiningOp()->getOperands())
+      stack.push_back(o);
+  }
+  return false;
+}
+
+/// Makes `gather` (rows of a parameter table looked up by ids from the
+/// data) vocabulary-parallel. Tables read at constant rows (a position
+/// embedding) stay whole: every rank reads the same rows anyway.
+bool TensorParallel::embedding(GatherOp gather) {
+  if (!dependsOnArgument(gather.getIndices()))
+    return false;
+  auto get = gather.getData().getDefiningOp<GetParamOp>();
+  ParamOp p = get ? module.lookupSymbol<ParamOp>(get.getNameAttr()) : ParamOp();
+  auto t = p ? dyn_cast<RankedTensorType>(p.getType()) : RankedTensorType();
+  auto ids = dyn_cast<RankedTensorType>(gather.getIndices().getType());
+  if (!splittable(p) || !t || t.getRank() != 2 || gather.getAxis() != 0 ||
+      t.getDimSize(0) % tp != 0 || !ids ||
+      !ids.getElementType().isSignlessInteger(64))
+    return false;
+  int64_t rows = t.getDimSize(0) / tp;
+  splitParam(p, Shard{0, 1});
+  OpBuilder b(gather);
+  GraphBuilder g(b, gather);
+  Value coord =
+      MeshCoordOp::create(b, gather.getLoc(),
+                          RankedTensorType::get({}, b.getI64Type()),
+                          FlatSymbolRefAttr::get(b.getContext(), kMeshSymbol),
+                          b.getI64IntegerAttr(axis))
+          .getResult();
+  Value ids0 = gather.getIndices();
+  // ONNX allows negative ids counting from the end of the full table.
+  Value full = g.scalar(b.getI64Type(), static_cast<double>(t.getDimSize(0)));
+  Value zero = g.scalar(b.getI64Type(), 0);
+  ids0 = g.where(g.one<LessOp>({ids0, zero}), g.add(ids0, full), ids0);
+  Value local = g.sub(
+      ids0, g.mul(coord, g.scalar(b.getI64Type(), static_cast<double>(rows))));
+  Value mine = g.one<AndOp>(
+      {g.one<GreaterOrEqualOp>({local, zero}),
+       g.one<LessOp>(
+           {local, g.scalar(b.getI64Type(), static_cast<double>(rows))})});
+  Value safe = g.where(mine, local, zero);
+  Value rowsOut = g.one<GatherOp>({gather.getData(), safe}, {g.i64("axis", 0)});
+  Value kept =
+      g.where(g.unsqueeze(mine, {-1}), rowsOut, g.scalarLike(rowsOut, 0.0));
+  if (g.hadError || !kept)
+    return false;
+  auto sum = shard::AllReduceOp::create(b, gather.getLoc(), kept.getType(),
+                                        kMeshSymbol, ArrayRef<int16_t>{axis},
+                                        kept, shard::ReductionKind::Sum);
+  gather.getOutput().replaceAllUsesWith(sum.getResult());
+  gather.erase();
+  return true;
+}
+
+LogicalResult TensorParallel::run(func::FuncOp func,
+                                  TensorParallelStats &stats) {
+  normalizeGemms(func);
+  reads.clear();
+  module.walk([&](GetParamOp get) { ++reads[get.getName()]; });
+
+  SmallVector<GatherOp> gathers;
+  func.walk([&](GatherOp g) { gathers.push_back(g); });
+  for (GatherOp g : gathers)
+    if (embedding(g)) {
+      ++stats.embeddings;
+      ++stats.params;
+    }
+
+  // Candidates in program order; ops of an applied region are skipped.
+  llvm::DenseSet<Operation *> used;
+  SmallVector<MatMulOp> heads;
+  func.walk([&](MatMulOp m) { heads.push_back(m); });
+  for (MatMulOp head : heads) {
+    if (used.contains(head))
+      continue;
+    FailureOr<Region> r = analyze(head);
+    if (failed(r))
+      continue;
+    used.insert(r->ops.begin(), r->ops.end());
+    if (failed(apply(*r)))
+      return failure();
+    stats.params += r->params.size();
+    if (r->rowEnds.empty())
+      ++stats.gathered;
+    else
+      ++stats.columnRow;
+  }
+  if (failed(inferShapes(func, nullptr, /*replace=*/true)) ||
+      failed(gatherOutputs()) ||
+      failed(inferShapes(func, nullptr, /*replace=*/true)))
+    return func.emitError("tensor parallelism produced shapes that do not "
+                          "infer (see the error above)");
+  if (failed(verify(func)))
+    return func.emitError("'")
+           << func.getSymName() << "' does not verify after tensor parallelism";
+  return success();
+}
+
+} // namespace
+
+LogicalResult dist::partitionTensorParallel(ModuleOp module,
+                                            const MeshSpec &mesh,
+                                            TensorParallelStats *stats) {
+  int64_t tp = mesh.sizeOf("tp");
+  if (tp == 1)
+    return success();
+  if (module->hasAttr(kTensorParallelAttr))
+    return success();
+  if (failed(declareMesh(module, mesh)))
+    return failure();
+  TensorParallelStats local;
+  TensorParallel t(module, mesh);
+  for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
+    if (f.isExternal() || !f.isPublic())
+      continue;
+    if (f->hasAttr("dist.train_step"))
+      return f.emitError("split the forward function for tensor parallelism "
+                         "before building the training step");
+    if (failed(t.run(f, local)))
+      return failure();
+  }
+  if (local.params == 0)
+    return module.emitError("--mesh tp=")
+           << tp << ": nothing in the model can be split Megatron-style (no "
+           << "matrix product with a parameter weight whose output features "
+           << "divide by " << tp << ", and no embedding table whose rows do)";
+  module->setAttr(kTensorParallelAttr, UnitAttr::get(module.getContext()));
+  if (stats)
+    *stats = local;
+  return success();
+}
