@@ -66,7 +66,7 @@ def check(model_name, optimizer, mesh, args, work):
     run([args.dist_opt, onnx_path] + flags + ["-o", one, "--name", "model"],
         args.timeout, "dist-opt --train", args.verbose)
     run([args.dist_opt, onnx_path] + flags +
-        ["--mesh", mesh, "--grad-bucket-mb",
+        args.compile_flag + ["--mesh", mesh, "--grad-bucket-mb",
          str(args.bucket_mb), "-o", dp, "--name", "model"],
         args.timeout, f"dist-opt --train --mesh {mesh}", args.verbose)
 
@@ -136,6 +136,9 @@ def main(argv=None):
                         "tp=2 dp=2,tp=2")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--compile-flag", action="append", default=[],
+                   help="extra dist-opt flag for the partitioned artifact "
+                        "(e.g. --compile-flag=--zero=1)")
     p.add_argument("--adam-param-rtol", type=float, default=None,
                    help="bound on the final parameters with Adam/AdamW "
                         "(default: --rtol); Adam divides each gradient by "

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_PARTITIONPASS
@@ -165,6 +166,9 @@ struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
   LogicalResult splitBatch(func::FuncOp step, int64_t dp);
   /// Averages the gradients and the loss over mesh axis `axis`.
   LogicalResult reduceGradients(func::FuncOp step, int16_t axis);
+  /// ZeRO stage 1: splits the optimizer state over mesh axis `axis`.
+  LogicalResult shardOptimizerState(func::FuncOp step, int16_t axis,
+                                    int64_t dp);
 };
 
 LogicalResult PartitionPass::splitBatch(func::FuncOp step, int64_t dp) {
@@ -330,6 +334,109 @@ LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
   return success();
 }
 
+LogicalResult PartitionPass::shardOptimizerState(func::FuncOp step,
+                                                 int16_t axis, int64_t dp) {
+  ModuleOp module = getOperation();
+  Block &body = step.getBody().front();
+  MLIRContext *ctx = &getContext();
+  Operation *firstUpdate = nullptr;
+  for (Operation &op : body)
+    if (isUpdateOp(&op)) {
+      firstUpdate = &op;
+      break;
+    }
+  if (!firstUpdate)
+    return step.emitError("the training step has no optimizer update");
+  // Rows of a tensor this rank updates: leading dimension divisible by dp
+  // and not split by tensor parallelism already.
+  auto rowsSplit = [&](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.hasStaticShape() && r.getRank() >= 1 &&
+           r.getDimSize(0) % dp == 0 && r.getDimSize(0) >= dp;
+  };
+  auto localType = [&](Type t) {
+    auto r = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape(r.getShape());
+    shape[0] /= dp;
+    return RankedTensorType::get(shape, r.getElementType());
+  };
+  auto shardAttr = DictionaryAttr::get(
+      ctx, {NamedAttribute(StringAttr::get(ctx, "axis"),
+                           IntegerAttr::get(IntegerType::get(ctx, 64), axis)),
+            NamedAttribute(StringAttr::get(ctx, "dim"),
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 0)),
+            NamedAttribute(StringAttr::get(ctx, "blocks"),
+                           IntegerAttr::get(IntegerType::get(ctx, 64), 1))});
+  // Optimizer state: local rows.
+  llvm::StringSet<> states;
+  for (ParamOp p : module.getOps<ParamOp>())
+    if (p.getState() && !p->hasAttr(kParamShardAttr) &&
+        rowsSplit(p.getType())) {
+      p.setType(localType(p.getType()));
+      p->setAttr(kParamShardAttr, shardAttr);
+      states.insert(p.getSymName());
+    }
+  if (states.empty())
+    return success(); // Nothing with state to split (plain SGD).
+  llvm::DenseSet<Operation *> update;
+  for (Operation *op = firstUpdate; op; op = op->getNextNode())
+    update.insert(op);
+  // The update's tensor inputs from before it (parameters, averaged
+  // gradients) are sliced to the rows of this rank.
+  llvm::DenseMap<Value, Value> sliced;
+  for (Operation *op = firstUpdate; op; op = op->getNextNode()) {
+    if (auto get = dyn_cast<GetParamOp>(op)) {
+      if (states.contains(get.getName()))
+        get.getResult().setType(localType(get.getType()));
+      continue;
+    }
+    if (isa<func::ReturnOp, SetParamOp>(op))
+      continue;
+    for (OpOperand &o : op->getOpOperands()) {
+      Value v = o.get();
+      Operation *def = v.getDefiningOp();
+      bool outside = !def || !update.contains(def);
+      if (!outside || !rowsSplit(v.getType()) ||
+          !isa<FloatType>(getElementTypeOrSelf(v.getType())))
+        continue;
+      Value &s = sliced[v];
+      if (!s) {
+        OpBuilder b(firstUpdate);
+        s = shard::AllSliceOp::create(
+                b, firstUpdate->getLoc(), localType(v.getType()),
+                FlatSymbolRefAttr::get(ctx, kMeshSymbol),
+                b.getDenseI16ArrayAttr({axis}), v, b.getIndexAttr(0))
+                .getResult();
+      }
+      o.set(s);
+    }
+  }
+  if (failed(inferShapes(step, nullptr, /*replace=*/true)))
+    return step.emitError("cannot split the optimizer state over dp (see the "
+                          "error above)");
+  // Updated rows of whole parameters are gathered back.
+  for (auto set : llvm::to_vector(body.getOps<SetParamOp>())) {
+    auto p = module.lookupSymbol<ParamOp>(set.getNameAttr());
+    if (!p || set.getValue().getType() == p.getType())
+      continue;
+    if (states.contains(p.getSymName()))
+      return set.emitError("optimizer state '")
+             << p.getSymName() << "' got type " << set.getValue().getType();
+    OpBuilder b(set);
+    Value rows = set.getValue();
+    Value whole = shard::AllGatherOp::create(
+                      b, set.getLoc(), p.getType(),
+                      FlatSymbolRefAttr::get(ctx, kMeshSymbol),
+                      b.getDenseI16ArrayAttr({axis}), rows, b.getIndexAttr(0))
+                      .getResult();
+    set.getValueMutable().assign(whole);
+  }
+  if (failed(verify(step)))
+    return step.emitError("the training step does not verify after "
+                          "splitting the optimizer state");
+  return success();
+}
+
 void PartitionPass::runOnOperation() {
   ModuleOp module = getOperation();
   MeshSpec spec;
@@ -367,13 +474,25 @@ void PartitionPass::runOnOperation() {
     return signalPassFailure();
 
   int64_t dp = spec.sizeOf("dp");
+  if (zero < 0 || zero > 1) {
+    module.emitError("dist-partition: zero must be 0 or 1 (ZeRO stage 1: "
+                     "optimizer state sharding), got ")
+        << zero;
+    return signalPassFailure();
+  }
+  if (zero == 1 && dp == 1) {
+    module.emitError("ZeRO stage 1 shards the optimizer state over the dp "
+                     "ranks: it needs a mesh with dp > 1");
+    return signalPassFailure();
+  }
   if (dp == 1)
     return;
   int16_t dpAxis = static_cast<int16_t>(
       llvm::find(spec.axes, std::string("dp")) - spec.axes.begin());
   for (auto f : module.getOps<func::FuncOp>())
     if (f->hasAttr("dist.train_step"))
-      if (failed(splitBatch(f, dp)) || failed(reduceGradients(f, dpAxis)))
+      if (failed(splitBatch(f, dp)) || failed(reduceGradients(f, dpAxis)) ||
+          (zero >= 1 && failed(shardOptimizerState(f, dpAxis, dp))))
         return signalPassFailure();
 }
 

@@ -558,6 +558,24 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
     if (dist_rt_status_t status = dist_rt_mesh_setup(
             desc->num_mesh_axes, desc->mesh_shape, desc->mesh_axis_names))
       return status;
+  // Parts of split parameters (ZeRO's optimizer state over dp) live on the
+  // other ranks: a process alone cannot run them.
+  for (uint32_t i = 0; i < desc->num_params; ++i) {
+    dist_rt_param_shard_t s = dist_rt::paramShard(*desc, i);
+    if (s.axis < 0 || desc->mesh_shape[s.axis] == 1 ||
+        dist_rt_mesh_world_size() != 1)
+      continue;
+    const char *axis = desc->mesh_axis_names && desc->mesh_axis_names[s.axis]
+                           ? desc->mesh_axis_names[s.axis]
+                           : "?";
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': parameter '%s' is split over the %lld "
+                      "ranks of mesh axis %s (e.g. optimizer state with "
+                      "--zero 1): run the model with mpirun on its whole "
+                      "mesh",
+                      desc->name, desc->params[i].name,
+                      static_cast<long long>(desc->mesh_shape[s.axis]), axis);
+  }
 
   std::unique_ptr<dist_rt_model> model(new dist_rt_model());
   model->desc = desc;

@@ -256,6 +256,8 @@ struct PlanningOptions {
   /// partitioned (dist-partition) after planning when a mesh is given.
   std::string mesh;
   int64_t gradBucketBytes = 4 << 20;
+  /// --zero: ZeRO stage (0 or 1).
+  int64_t zero = 0;
 };
 
 /// Builds the training step, at the per-rank batch when --mesh splits a
@@ -268,6 +270,10 @@ LogicalResult addTrainStepForMesh(ModuleOp module,
   dist::MeshSpec mesh;
   if (!dist::parseMesh(planning.mesh, mesh).empty())
     return failure();
+  if (planning.zero == 1 && train.clipGradNorm > 0)
+    return module.emitError("--clip-grad-norm with --zero 1 is not supported "
+                            "yet: each rank holds the gradient rows it "
+                            "updates, the norm needs all of them");
   if (mesh.sizeOf("tp") > 1 && train.clipGradNorm > 0)
     return module.emitError("--clip-grad-norm with tensor parallelism (tp=")
            << mesh.sizeOf("tp")
@@ -292,6 +298,7 @@ LogicalResult partitionForMesh(ModuleOp module,
   dist::PartitionPassOptions opts;
   opts.mesh = planning.mesh;
   opts.bucketBytes = planning.gradBucketBytes;
+  opts.zero = planning.zero;
   pm.addPass(dist::createPartitionPass(opts));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -632,6 +639,11 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       cl::desc("Size of a fused gradient all-reduce bucket in MiB (default "
                "4)"),
       cl::init(4.0), cl::cat(planCategory));
+  cl::opt<int64_t> zeroOpt(
+      "zero",
+      cl::desc("ZeRO stage with --mesh dp=N: 1 shards the optimizer state "
+               "over the dp ranks (default 0: every rank keeps all of it)"),
+      cl::init(0), cl::cat(planCategory));
   cl::opt<std::string> clusterOpt(
       "cluster",
       cl::desc("Cluster to plan for: local (default: detect this machine) or "
@@ -758,6 +770,20 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     }
     planning.gradBucketBytes =
         std::max<int64_t>(1, static_cast<int64_t>(gradBucketMbOpt * 1048576));
+    if (zeroOpt.getNumOccurrences()) {
+      if (zeroOpt != 0 && zeroOpt != 1) {
+        errs() << "error: --zero: the ZeRO stage must be 0 or 1 (optimizer "
+                  "state sharding), got "
+               << zeroOpt << "\n";
+        return 1;
+      }
+      if (zeroOpt == 1 && planning.mesh.empty()) {
+        errs() << "error: --zero 1 needs --mesh with a dp axis (e.g. --mesh "
+                  "dp=2)\n";
+        return 1;
+      }
+      planning.zero = zeroOpt;
+    }
     if (!planning.pass.planFile.empty() &&
         !sys::fs::exists(planning.pass.planFile)) {
       errs() << "error: --plan: " << planning.pass.planFile

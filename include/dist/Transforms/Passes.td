@@ -88,6 +88,12 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
     before it builds the training step, so that the backward pass follows;
     this pass does it for a module without a step and rejects a step built
     from an unsplit forward function.
+
+    With `zero=1` (ZeRO stage 1) the optimizer state of every trainable
+    parameter whose leading dimension divides by dp is split over the dp
+    axis by rows (`dist.shard`): each rank runs the update on its rows
+    (`shard.all_slice` of the parameter and its averaged gradient) and the
+    updated rows are gathered back (`shard.all_gather`).
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::shard::ShardDialect"];
@@ -96,6 +102,10 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
            "the mesh, e.g. dp=2 or dp=2,tp=1 (axis=size, comma-separated)">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
            "target size of a gradient bucket in bytes">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage: 1 shards the optimizer state over the dp ranks (each "
+           "updates its rows of every parameter and the rows are gathered); "
+           "0: every rank keeps all of it">,
   ];
   let statistics = [
     Statistic<"numBuckets", "num-buckets", "Number of gradient buckets">,
