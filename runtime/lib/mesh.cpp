@@ -154,6 +154,7 @@ void workerLoop() {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::fflush(stderr);
   dist_rt_world_abort(1);
+  std::abort(); // Not reached: dist_rt_world_abort ends the process.
 }
 
 std::string meshText(const std::vector<int64_t> &shape,

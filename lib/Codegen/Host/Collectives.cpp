@@ -73,6 +73,21 @@ func::FuncOp declareRuntimeFunction(ModuleOp module, Location loc,
   return f;
 }
 
+/// A contiguous (identity-layout) buffer holding `buf`'s elements.
+Value contiguous(RewriterBase &rewriter, Location loc, Value buf) {
+  auto type = cast<MemRefType>(buf.getType());
+  if (type.getLayout().isIdentity())
+    return buf;
+  auto plain = MemRefType::get(type.getShape(), type.getElementType());
+  SmallVector<Value> dynSizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      dynSizes.push_back(memref::DimOp::create(rewriter, loc, buf, d));
+  Value copy = memref::AllocOp::create(rewriter, loc, plain, dynSizes);
+  memref::CopyOp::create(rewriter, loc, buf, copy);
+  return copy;
+}
+
 struct AllReduceBufferization
     : public BufferizableOpInterface::ExternalModel<AllReduceBufferization,
                                                     shard::AllReduceOp> {
@@ -121,19 +136,9 @@ struct AllReduceBufferization
     if (failed(buffer))
       return failure();
     Location loc = op->getLoc();
-    Value buf = *buffer;
+    // The runtime reduces a contiguous block: a strided view is copied.
+    Value buf = contiguous(rewriter, loc, *buffer);
     auto memrefType = cast<MemRefType>(buf.getType());
-    if (!memrefType.getLayout().isIdentity()) {
-      // The runtime reduces a contiguous block: copy a strided view first.
-      auto contiguous = MemRefType::get(memrefType.getShape(), elem);
-      SmallVector<Value> dynSizes;
-      for (int64_t d = 0; d < memrefType.getRank(); ++d)
-        if (memrefType.isDynamicDim(d))
-          dynSizes.push_back(memref::DimOp::create(rewriter, loc, buf, d));
-      Value copy = memref::AllocOp::create(rewriter, loc, contiguous, dynSizes);
-      memref::CopyOp::create(rewriter, loc, buf, copy);
-      buf = copy;
-    }
 
     Type i64 = rewriter.getI64Type();
     auto cst = [&](int64_t v) -> Value {
@@ -187,21 +192,6 @@ FailureOr<int64_t> singleAxisMask(Operation *op, ArrayRef<int16_t> axes) {
     return op->emitOpError("codegen supports this collective over one grid "
                            "axis only");
   return int64_t(1) << axes[0];
-}
-
-/// A contiguous (identity-layout) buffer holding `buf`'s elements.
-Value contiguous(RewriterBase &rewriter, Location loc, Value buf) {
-  auto type = cast<MemRefType>(buf.getType());
-  if (type.getLayout().isIdentity())
-    return buf;
-  auto plain = MemRefType::get(type.getShape(), type.getElementType());
-  SmallVector<Value> dynSizes;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (type.isDynamicDim(d))
-      dynSizes.push_back(memref::DimOp::create(rewriter, loc, buf, d));
-  Value copy = memref::AllocOp::create(rewriter, loc, plain, dynSizes);
-  memref::CopyOp::create(rewriter, loc, buf, copy);
-  return copy;
 }
 
 /// Shared by all_gather and all_slice: read the operand, write a new

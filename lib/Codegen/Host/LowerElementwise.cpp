@@ -465,21 +465,13 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
   }
 };
 
-struct IdentityLowering : OpConversionPattern<dist::IdentityOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Ops whose result is their input: Identity, and mesh_copy (only the
+/// training step builder cares about it, for its gradient).
+template <typename OpT>
+struct ForwardInputLowering : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(dist::IdentityOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, adaptor.getInput());
-    return success();
-  }
-};
-
-/// Identity: only the training step builder cares (its gradient).
-struct MeshCopyLowering : OpConversionPattern<dist::MeshCopyOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(dist::MeshCopyOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, adaptor.getInput());
     return success();
@@ -614,7 +606,8 @@ void codegen::populateElementwiseLowering(TypeConverter &tc,
         ElementwiseLowering<dist::XorOp>, ElementwiseLowering<dist::MaxOp>,
         ElementwiseLowering<dist::MinOp>, ElementwiseLowering<dist::SumOp>,
         ElementwiseLowering<dist::MeanOp>, ElementwiseLowering<dist::WhereOp>,
-        ElementwiseLowering<dist::PReluOp>, IdentityLowering, MeshCopyLowering,
+        ElementwiseLowering<dist::PReluOp>, ForwardInputLowering<dist::IdentityOp>,
+        ForwardInputLowering<dist::MeshCopyOp>,
         MeshCoordLowering, ClipLowering,
         DropoutLowering>(tc, ctx);
 }
