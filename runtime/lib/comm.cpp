@@ -676,19 +676,31 @@ extern "C" dist_rt_status_t dist_rt_broadcast(dist_rt_comm_t comm, void *buf,
   });
 }
 
+namespace {
+/// Argument checks shared by send and recv; `*bytes` gets the buffer size.
+dist_rt_status_t checkPointToPoint(dist_rt_comm_t comm, const char *name,
+                                   const void *buf, int64_t count,
+                                   uint32_t dtype, int32_t peer, int32_t tag,
+                                   size_t *bytes) {
+  DIST_RT_CHECK(checkComm(comm, name));
+  size_t elementSize = 0;
+  DIST_RT_CHECK(
+      checkCountAndType(comm, name, "count", count, dtype, &elementSize));
+  DIST_RT_CHECK(
+      checkBuffer(comm, name, "buf", buf, count, 1, elementSize, bytes));
+  DIST_RT_CHECK(checkRank(comm, name, "peer", peer));
+  DIST_RT_CHECK(checkTag(comm, name, tag));
+  return checkUsable(comm, name);
+}
+} // namespace
+
 extern "C" dist_rt_status_t dist_rt_send(dist_rt_comm_t comm, const void *buf,
                                          int64_t count, uint32_t dtype,
                                          int32_t peer, int32_t tag) {
   const char *name = "send";
-  DIST_RT_CHECK(checkComm(comm, name));
-  size_t elementSize = 0, bytes = 0;
+  size_t bytes = 0;
   DIST_RT_CHECK(
-      checkCountAndType(comm, name, "count", count, dtype, &elementSize));
-  DIST_RT_CHECK(
-      checkBuffer(comm, name, "buf", buf, count, 1, elementSize, &bytes));
-  DIST_RT_CHECK(checkRank(comm, name, "peer", peer));
-  DIST_RT_CHECK(checkTag(comm, name, tag));
-  DIST_RT_CHECK(checkUsable(comm, name));
+      checkPointToPoint(comm, name, buf, count, dtype, peer, tag, &bytes));
   return dist_rt::guardStatus(name, [&]() -> dist_rt_status_t {
     if (peer == comm->backend->rank()) {
       dist_rt_comm::Message message;
@@ -709,15 +721,9 @@ extern "C" dist_rt_status_t dist_rt_recv(dist_rt_comm_t comm, void *buf,
                                          int64_t count, uint32_t dtype,
                                          int32_t peer, int32_t tag) {
   const char *name = "recv";
-  DIST_RT_CHECK(checkComm(comm, name));
-  size_t elementSize = 0, bytes = 0;
+  size_t bytes = 0;
   DIST_RT_CHECK(
-      checkCountAndType(comm, name, "count", count, dtype, &elementSize));
-  DIST_RT_CHECK(
-      checkBuffer(comm, name, "buf", buf, count, 1, elementSize, &bytes));
-  DIST_RT_CHECK(checkRank(comm, name, "peer", peer));
-  DIST_RT_CHECK(checkTag(comm, name, tag));
-  DIST_RT_CHECK(checkUsable(comm, name));
+      checkPointToPoint(comm, name, buf, count, dtype, peer, tag, &bytes));
   return dist_rt::guardStatus(name, [&]() -> dist_rt_status_t {
     if (peer == comm->backend->rank()) {
       // Only this thread uses the communicator, so a message to itself

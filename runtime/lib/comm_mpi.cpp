@@ -133,13 +133,11 @@ public:
           inPlace ? MPI_IN_PLACE
                   : static_cast<const char *>(send) + offset * elementSize;
       void *chunkRecv = static_cast<char *>(recv) + offset * elementSize;
-      std::string waitingFor = otherRanks(numRanks);
-      MPI_Request request;
-      int rc = MPI_Iallreduce(chunkSend, chunkRecv, n, mpiType(dtype),
-                              mpiOp(reduce), comm, &request);
-      if (rc != MPI_SUCCESS)
-        return mpiError(op, rc);
-      return wait(op, &request, deadline, waitingFor);
+      return startAndWait(
+          op, deadline, otherRanks(numRanks), [&](MPI_Request *request) {
+            return MPI_Iallreduce(chunkSend, chunkRecv, n, mpiType(dtype),
+                                  mpiOp(reduce), comm, request);
+          });
     });
   }
 
@@ -148,14 +146,12 @@ public:
                              const Deadline &deadline) override {
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
-    std::string waitingFor = otherRanks(numRanks);
-    MPI_Request request;
     int n = static_cast<int>(countPerRank);
-    int rc = MPI_Iallgather(send, n, mpiType(dtype), recv, n, mpiType(dtype),
-                            comm, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiError(op, rc);
-    return wait(op, &request, deadline, waitingFor);
+    return startAndWait(
+        op, deadline, otherRanks(numRanks), [&](MPI_Request *request) {
+          return MPI_Iallgather(send, n, mpiType(dtype), recv, n,
+                                mpiType(dtype), comm, request);
+        });
   }
 
   dist_rt_status_t reduceScatter(const char *op, const void *send, void *recv,
@@ -164,14 +160,12 @@ public:
                                  const Deadline &deadline) override {
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
-    std::string waitingFor = otherRanks(numRanks);
-    MPI_Request request;
-    int rc = MPI_Ireduce_scatter_block(
-        send, recv, static_cast<int>(countPerRank), mpiType(dtype),
-        mpiOp(reduce), comm, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiError(op, rc);
-    return wait(op, &request, deadline, waitingFor);
+    return startAndWait(op, deadline, otherRanks(numRanks),
+                        [&](MPI_Request *request) {
+                          return MPI_Ireduce_scatter_block(
+                              send, recv, static_cast<int>(countPerRank),
+                              mpiType(dtype), mpiOp(reduce), comm, request);
+                        });
   }
 
   dist_rt_status_t allToAll(const char *op, const void *send, void *recv,
@@ -179,14 +173,12 @@ public:
                             const Deadline &deadline) override {
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
-    std::string waitingFor = otherRanks(numRanks);
-    MPI_Request request;
     int n = static_cast<int>(countPerRank);
-    int rc = MPI_Ialltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype),
-                           comm, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiError(op, rc);
-    return wait(op, &request, deadline, waitingFor);
+    return startAndWait(op, deadline, otherRanks(numRanks),
+                        [&](MPI_Request *request) {
+                          return MPI_Ialltoall(send, n, mpiType(dtype), recv, n,
+                                               mpiType(dtype), comm, request);
+                        });
   }
 
   dist_rt_status_t broadcast(const char *op, void *buf, int64_t count,
@@ -197,12 +189,10 @@ public:
                                  ? otherRanks(numRanks)
                                  : "the root, rank " + std::to_string(root);
     return forChunks(count, [&](int64_t offset, int n) -> dist_rt_status_t {
-      MPI_Request request;
-      int rc = MPI_Ibcast(static_cast<char *>(buf) + offset * elementSize, n,
-                          mpiType(dtype), root, comm, &request);
-      if (rc != MPI_SUCCESS)
-        return mpiError(op, rc);
-      return wait(op, &request, deadline, waitingFor);
+      return startAndWait(op, deadline, waitingFor, [&](MPI_Request *request) {
+        return MPI_Ibcast(static_cast<char *>(buf) + offset * elementSize, n,
+                          mpiType(dtype), root, comm, request);
+      });
     });
   }
 
@@ -213,12 +203,10 @@ public:
     std::string waitingFor = "rank " + std::to_string(peer) +
                              " to receive tag " + std::to_string(tag);
     return forChunks(count, [&](int64_t offset, int n) -> dist_rt_status_t {
-      MPI_Request request;
-      int rc = MPI_Isend(static_cast<const char *>(buf) + offset * elementSize,
-                         n, mpiType(dtype), peer, tag, comm, &request);
-      if (rc != MPI_SUCCESS)
-        return mpiError(op, rc);
-      return wait(op, &request, deadline, waitingFor);
+      return startAndWait(op, deadline, waitingFor, [&](MPI_Request *request) {
+        return MPI_Isend(static_cast<const char *>(buf) + offset * elementSize,
+                         n, mpiType(dtype), peer, tag, comm, request);
+      });
     });
   }
 
@@ -258,12 +246,9 @@ public:
   }
 
   dist_rt_status_t barrier(const char *op, const Deadline &deadline) override {
-    std::string waitingFor = otherRanks(numRanks);
-    MPI_Request request;
-    int rc = MPI_Ibarrier(comm, &request);
-    if (rc != MPI_SUCCESS)
-      return mpiError(op, rc);
-    return wait(op, &request, deadline, waitingFor);
+    return startAndWait(
+        op, deadline, otherRanks(numRanks),
+        [&](MPI_Request *request) { return MPI_Ibarrier(comm, request); });
   }
 
   dist_rt_status_t split(const char *op, int32_t color, int32_t key,
@@ -313,6 +298,18 @@ private:
       offset += n;
     } while (offset < count);
     return nullptr;
+  }
+
+  /// Starts a nonblocking call (`start` fills the request and returns the
+  /// MPI code) and waits for it as `wait` does.
+  template <typename Start>
+  dist_rt_status_t startAndWait(const char *op, const Deadline &deadline,
+                                const std::string &waitingFor, Start start) {
+    MPI_Request request;
+    int rc = start(&request);
+    if (rc != MPI_SUCCESS)
+      return mpiError(op, rc);
+    return wait(op, &request, deadline, waitingFor);
   }
 
   /// Polls `request` until it completes or `deadline` passes. A receive's

@@ -43,8 +43,6 @@ namespace dist_rt {
 /// Collective over the axis; runs after the collectives already started.
 dist_rt_status_t meshGatherBytes(int64_t axis, const void *src, void *dst,
                                  int64_t bytes);
-/// The number of ranks along mesh axis `axis` (1 without a mesh).
-int64_t meshAxisSize(int64_t axis);
 
 //===----------------------------------------------------------------------===//
 // Parameters split by tensor parallelism (model.cpp)

@@ -235,20 +235,6 @@ extern "C" dist_rt_status_t dist_rt_mesh_setup(uint32_t num_axes,
                       static_cast<long long>(product));
   }
   bool alone = size == 1;
-  if (alone)
-    for (uint32_t a = 0; a < num_axes; ++a)
-      if (meshShape[a] > 1 && meshNames[a] != "dp") {
-        dist_rt_comm_release(world);
-        return makeStatus(
-            DIST_RT_ERROR_INVALID_ARGUMENT,
-            "the model is compiled for the mesh %s, whose %s axis splits "
-            "parameters over %lld ranks: run it with %lld ranks (e.g. "
-            "mpirun -np %lld); a process alone cannot hold another rank's "
-            "part",
-            meshText(meshShape, meshNames).c_str(), meshNames[a].c_str(),
-            static_cast<long long>(meshShape[a]),
-            static_cast<long long>(product), static_cast<long long>(product));
-      }
   std::vector<int64_t> splitShape =
       alone ? std::vector<int64_t>(num_axes, 1) : meshShape;
   std::vector<dist_rt_comm_t> comms(num_axes, nullptr);
@@ -494,11 +480,6 @@ dist_rt_status_t dist_rt::meshGatherBytes(int64_t axis, const void *src,
   job->dtype = DIST_RT_DTYPE_FLOAT;
   job->comm = comm;
   return runNow(job);
-}
-
-int64_t dist_rt::meshAxisSize(int64_t axis) {
-  dist_rt_comm_t comm = axisComm(axis);
-  return comm ? dist_rt_comm_size(comm) : 1;
 }
 
 extern "C" void dist_rt_mesh_get_stats(dist_rt_mesh_stats_t *out, int reset) {

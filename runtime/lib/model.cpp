@@ -540,6 +540,45 @@ void layOutCall(dist_rt_model &model, EntryCall &call, size_t numScalars) {
   call.args.push_back(call.resultWords.data());
 }
 
+/// Fails when the job runs alone (one rank) and a parameter the run needs
+/// is split over a mesh axis of more than one rank: its other parts live
+/// on ranks that do not exist. Inference needs every parameter but the
+/// optimizer state; training needs all of them.
+dist_rt_status_t checkSplitsRunAlone(const dist_rt_model_desc_t &desc,
+                                     bool training) {
+  if (dist_rt_mesh_world_size() != 1)
+    return nullptr;
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    dist_rt_param_shard_t s = dist_rt::paramShard(desc, i);
+    if (s.axis < 0 || desc.mesh_shape[s.axis] == 1 ||
+        (!training && paramRole(desc, i) == DIST_RT_PARAM_STATE))
+      continue;
+    int64_t ranks = 1;
+    std::string mesh;
+    for (uint32_t a = 0; a < desc.num_mesh_axes; ++a) {
+      ranks *= desc.mesh_shape[a];
+      const char *name =
+          desc.mesh_axis_names ? desc.mesh_axis_names[a] : nullptr;
+      mesh += (a ? "," : "") +
+              std::string(name ? name : "axis" + std::to_string(a)) + "=" +
+              std::to_string(desc.mesh_shape[a]);
+    }
+    const char *axis = desc.mesh_axis_names && desc.mesh_axis_names[s.axis]
+                           ? desc.mesh_axis_names[s.axis]
+                           : "?";
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' is compiled for the mesh %s and splits "
+                      "parameter '%s' over the %lld ranks of its %s axis: "
+                      "run it with %lld ranks (e.g. mpirun -np %lld); a "
+                      "process alone cannot hold the other ranks' parts",
+                      desc.name, mesh.c_str(), desc.params[i].name,
+                      static_cast<long long>(desc.mesh_shape[s.axis]), axis,
+                      static_cast<long long>(ranks),
+                      static_cast<long long>(ranks));
+  }
+  return nullptr;
+}
+
 dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
                              const dist_rt_model_options_t *userOptions,
                              dist_rt_model_t *out_model) {
@@ -558,24 +597,10 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
     if (dist_rt_status_t status = dist_rt_mesh_setup(
             desc->num_mesh_axes, desc->mesh_shape, desc->mesh_axis_names))
       return status;
-  // Parts of split parameters (ZeRO's optimizer state over dp) live on the
-  // other ranks: a process alone cannot run them.
-  for (uint32_t i = 0; i < desc->num_params; ++i) {
-    dist_rt_param_shard_t s = dist_rt::paramShard(*desc, i);
-    if (s.axis < 0 || desc->mesh_shape[s.axis] == 1 ||
-        dist_rt_mesh_world_size() != 1)
-      continue;
-    const char *axis = desc->mesh_axis_names && desc->mesh_axis_names[s.axis]
-                           ? desc->mesh_axis_names[s.axis]
-                           : "?";
-    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                      "model '%s': parameter '%s' is split over the %lld "
-                      "ranks of mesh axis %s (e.g. optimizer state with "
-                      "--zero 1): run the model with mpirun on its whole "
-                      "mesh",
-                      desc->name, desc->params[i].name,
-                      static_cast<long long>(desc->mesh_shape[s.axis]), axis);
-  }
+  // Split parameters have parts on the other ranks of their axis: a
+  // process alone cannot run the model (optimizer state: cannot train it).
+  if (dist_rt_status_t status = checkSplitsRunAlone(*desc, /*training=*/false))
+    return status;
 
   std::unique_ptr<dist_rt_model> model(new dist_rt_model());
   model->desc = desc;
@@ -950,6 +975,9 @@ dist_rt_model_train_step(dist_rt_model_t model, const dist_rt_tensor_t *inputs,
   if (!model)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "dist_rt_model_train_step: model is NULL");
+  if (dist_rt_status_t status =
+          checkSplitsRunAlone(*model->desc, /*training=*/true))
+    return status;
   return dist_rt::guardStatus("dist_rt_model_train_step", [&] {
     return trainStep(*model, inputs, num_inputs, lr, step, out_loss);
   });

@@ -1076,8 +1076,8 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   int64_t dp = dist_rt_mesh_axis_size("dp");
   int64_t dpRank = dist_rt_mesh_axis_coord("dp");
   bool lead = dist_rt_mesh_world_rank() == 0;
-  // Tensor-parallel parameters are gathered by every rank where rank 0
-  // saves them.
+  // Split parameters (tensor parallelism, ZeRO) are gathered by every rank
+  // where rank 0 saves them, so the other ranks keep these two settings.
   bool gatherAtEnd = !cl.saveParamsDir.empty() || !cl.exportOnnxPath.empty();
   int64_t gatherEvery = cl.checkpointEvery;
   if (!lead) {

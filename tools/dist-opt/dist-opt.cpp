@@ -260,6 +260,22 @@ struct PlanningOptions {
   int64_t zero = 0;
 };
 
+/// Splits the forward graph for the tp axis of `mesh` (a no-op without
+/// one, or when done already) and says what was split on stderr.
+LogicalResult splitTensorParallel(ModuleOp module, const dist::MeshSpec &mesh) {
+  if (mesh.sizeOf("tp") == 1 || module->hasAttr(dist::kTensorParallelAttr))
+    return success();
+  dist::TensorParallelStats stats;
+  if (failed(dist::partitionTensorParallel(module, mesh, &stats)))
+    return failure();
+  errs() << "tensor parallel over tp=" << mesh.sizeOf("tp") << ": "
+         << stats.columnRow << " column/row-split region(s), " << stats.gathered
+         << " gathered output layer(s), " << stats.embeddings
+         << " vocabulary-parallel embedding(s); " << stats.params
+         << " parameter(s) split\n";
+  return success();
+}
+
 /// Builds the training step, at the per-rank batch when --mesh splits a
 /// static batch.
 LogicalResult addTrainStepForMesh(ModuleOp module,
@@ -281,7 +297,7 @@ LogicalResult addTrainStepForMesh(ModuleOp module,
               "parameters' gradients summed over the tp ranks";
   // Tensor parallelism splits the forward graph; the step's backward pass
   // then follows from the gradient rules of the collectives it inserted.
-  if (failed(dist::partitionTensorParallel(module, mesh)))
+  if (failed(splitTensorParallel(module, mesh)))
     return failure();
   return dist::buildTrainStepForMesh(
       module, mesh, [&] { return addTrainStep(module, train); });
@@ -292,6 +308,10 @@ LogicalResult partitionForMesh(ModuleOp module,
                                const PlanningOptions &planning) {
   if (planning.mesh.empty())
     return success();
+  dist::MeshSpec mesh;
+  if (!dist::parseMesh(planning.mesh, mesh).empty() ||
+      failed(splitTensorParallel(module, mesh)))
+    return failure();
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
