@@ -97,11 +97,6 @@ bool writeFully(int fd, const void *buffer, size_t size);
 // OpenBLAS (blas.cpp)
 //===----------------------------------------------------------------------===//
 
-/// Forwards a new thread count to OpenBLAS if it is loaded. Called by
-/// dist_rt_set_num_threads; blas.cpp reads dist_rt_get_num_threads when it
-/// loads OpenBLAS later.
-void blasSetNumThreads(int32_t numThreads);
-
 /// Loads OpenBLAS if that was not tried yet and says whether it is usable.
 bool blasAvailable();
 

@@ -1,7 +1,7 @@
 //===- threads.cpp - Thread count and persistent thread pool ----*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Implements the process-wide thread count (shared with OpenBLAS) and
+// Implements the process-wide thread count and
 // dist_rt_parallel_for on a pool of worker threads that are created on
 // first use and live until the library is unloaded. A loop is published as
 // a Job; workers and the caller claim its chunks with an atomic counter.
@@ -233,7 +233,6 @@ ThreadPool &threadPool() {
 extern "C" void dist_rt_set_num_threads(int32_t n) {
   int32_t count = n > 0 ? n : hardwareThreads();
   configuredThreads.store(count, std::memory_order_relaxed);
-  dist_rt::blasSetNumThreads(count);
 }
 
 extern "C" int32_t dist_rt_get_num_threads(void) {

@@ -102,9 +102,9 @@ DIST_RT_API void dist_rt_gemm_f64(int64_t batch, int64_t m, int64_t n,
  * Threads
  *===----------------------------------------------------------------------===*/
 
-/// Sets the process-wide number of threads used by dist_rt_parallel_for and
-/// by OpenBLAS (now if it is loaded, else when it gets loaded). `n` <= 0
-/// means one thread per hardware thread.
+/// Sets the process-wide number of threads used by dist_rt_parallel_for,
+/// which also spreads the matrix products (OpenBLAS itself runs one thread
+/// per call). `n` <= 0 means one thread per hardware thread.
 DIST_RT_API void dist_rt_set_num_threads(int32_t n);
 
 /// Returns the current thread count (at least 1). Until
