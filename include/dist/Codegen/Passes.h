@@ -39,8 +39,8 @@ struct HostCodegenOptions {
 };
 
 /// dist graph (shapes inferred) -> linalg on tensors -> fused -> bufferized
-/// -> BLAS calls for contractions -> loops -> LLVM dialect with a packed
-/// entry wrapper.
+/// -> BLAS calls for contractions -> loops on the runtime's thread pool ->
+/// LLVM dialect with a packed entry wrapper.
 void buildHostCodegenPipeline(OpPassManager &pm,
                               const HostCodegenOptions &options);
 

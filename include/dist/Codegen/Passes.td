@@ -99,6 +99,32 @@ def ContractionsToRuntimePass
   ];
 }
 
+def ParallelizeLoopsPass
+    : Pass<"dist-parallelize-loops", "::mlir::ModuleOp"> {
+  let summary = "run outermost scf.parallel loops on the runtime's thread pool";
+  let description = [{
+    Outlines each outermost `scf.parallel` of a function into a function
+    `(ctx, begin, end)` over the linearised outer dimensions and calls
+    `dist_rt_parallel_for`; the captured values travel in a context struct
+    on the stack (memrefs as LLVM descriptors through unrealized casts that
+    the memref lowering folds). Loops with less estimated work than
+    `min-work` scalar operations stay inline (checked at run time when a
+    trip count is dynamic). See ParallelizeLoops.cpp for why the runtime's
+    pool and not async or OpenMP.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "smallest estimated number of scalar operations worth a fork">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
+  ];
+  let statistics = [
+    Statistic<"numOutlined", "num-outlined", "Number of loops outlined">,
+  ];
+}
+
 def StripMeshPass : Pass<"dist-strip-mesh", "::mlir::ModuleOp"> {
   let summary = "drop the shard.grid mesh declarations after bufferization";
   let description = [{

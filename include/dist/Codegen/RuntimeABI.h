@@ -18,6 +18,10 @@ namespace mlir::dist::runtime_abi {
 inline constexpr llvm::StringLiteral kGemmF32 = "dist_rt_gemm_f32";
 inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
 
+/// Parallel loop over the runtime's thread pool (dist_rt/kernels.h):
+/// parallel_for(n, void (*fn)(void *ctx, int64_t begin, int64_t end), ctx).
+inline constexpr llvm::StringLiteral kParallelFor = "dist_rt_parallel_for";
+
 /// Mesh collectives (dist_rt/kernels.h): start(ptr, count, dtype, reduce,
 /// axis_mask) -> handle and wait(handle), all as i64.
 inline constexpr llvm::StringLiteral kMeshAllReduceStart =

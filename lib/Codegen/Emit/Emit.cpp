@@ -22,6 +22,8 @@
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -285,12 +287,23 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &err) {
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
+/// Drops LLVM's "loop not vectorized" warnings. The innermost loops of
+/// parallel loop bodies ask for vectorisation (ParallelizeLoops.cpp); where
+/// LLVM cannot vectorise one, the scalar loop it keeps is correct, so the
+/// warning would only be noise for the user. Everything else is reported.
+struct DropOptimizationFailures : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo &info) override {
+    return info.getKind() == llvm::DK_OptimizationFailure;
+  }
+};
+
 std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
                                                    llvm::StringRef name,
                                                    llvm::LLVMContext &llvmCtx,
                                                    llvm::TargetMachine &tm) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
+  llvmCtx.setDiagnosticHandler(std::make_unique<DropOptimizationFailures>());
   // Interface names (dist.name, dist.param) mean nothing to LLVM.
   module.walk([](LLVM::LLVMFuncOp f) {
     auto strip = [](DictionaryAttr d) -> DictionaryAttr {

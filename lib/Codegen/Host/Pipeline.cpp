@@ -2,11 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // dist graph -> linalg on tensors -> restricted elementwise fusion ->
-// one-shot bufferization (mesh collectives become runtime calls) -> ownership-based deallocation -> BLAS calls for
-// contractions -> loops -> LLVM dialect with the runtime's entry wrapper.
-// Vectorisation of the loops is left to LLVM's loop vectoriser (O3 with the
-// host CPU's features), which handles the contiguous elementwise and
-// reduction loops these lowerings produce.
+// one-shot bufferization (mesh collectives become runtime calls) ->
+// ownership-based deallocation -> BLAS calls for contractions -> parallel
+// loops, the outermost of which run on the runtime's thread pool -> LLVM
+// dialect with the runtime's entry wrapper. Vectorisation of the loops is
+// left to LLVM's loop vectoriser (O3 with the host CPU's features), which
+// handles the contiguous elementwise and reduction loops these lowerings
+// produce; the innermost loops of the pool's bodies carry hints for it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +51,11 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createContractionsToRuntimePass());
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Parallel dimensions become scf.parallel, whose outermost loops run on
+  // the runtime's thread pool.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
+  pm.addPass(createParallelizeLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
