@@ -50,6 +50,8 @@ constexpr int64_t kMinOuterIterations = 16;
 constexpr int64_t kMinInnerBlock = 64;
 /// Innermost loops with fewer static trips may be unrolled by LLVM.
 constexpr int64_t kMinVectorTrips = 4;
+/// Work estimates saturate here (only compared with the fork threshold).
+constexpr int64_t kMaxWork = int64_t(1) << 40;
 /// Trip count assumed for a nested sequential loop with dynamic bounds.
 constexpr int64_t kUnknownTripCount = 8;
 
@@ -70,13 +72,16 @@ int64_t workPerIteration(Block &body) {
       int64_t trips = constantTripCount(loop.getLowerBound(),
                                         loop.getUpperBound(), loop.getStep())
                           .value_or(kUnknownTripCount);
-      work += trips * workPerIteration(*loop.getBody());
+      int64_t inner = workPerIteration(*loop.getBody());
+      // Each term stays <= kMaxWork, so the sums cannot overflow.
+      work += trips > 0 && inner > kMaxWork / trips ? kMaxWork : trips * inner;
+      work = std::min(work, kMaxWork);
       continue;
     }
     work += 1;
     for (Region &region : op.getRegions())
       for (Block &block : region)
-        work += workPerIteration(block);
+        work = std::min(work + workPerIteration(block), kMaxWork);
   }
   return std::max<int64_t>(work, 1);
 }
@@ -114,14 +119,13 @@ struct ParallelizeLoopsPass
       });
       unsigned index = 0;
       for (scf::ParallelOp loop : loops)
-        if (outline(module, func, loop, converter, index))
-          ++index;
+        outline(module, func, loop, converter, index);
     }
   }
 
   /// Outlines `loop` when it has enough work; returns whether it did.
   bool outline(ModuleOp module, func::FuncOp parent, scf::ParallelOp loop,
-               const LLVMTypeConverter &converter, unsigned index) {
+               const LLVMTypeConverter &converter, unsigned &index) {
     if (loop.getNumReductions() != 0)
       return false;
     unsigned rank = loop.getNumLoops();
@@ -137,7 +141,7 @@ struct ParallelizeLoopsPass
     if (allStatic) {
       int64_t total = 1;
       for (auto t : trips)
-        total *= *t;
+        total = *t > 0 && total > kMaxWork / *t ? kMaxWork : total * *t;
       if (total < minIterations)
         return false;
     }
@@ -220,8 +224,12 @@ struct ParallelizeLoopsPass
     auto structType = LLVM::LLVMStructType::getLiteral(ctx, fields);
 
     // The outlined body.
-    std::string name =
-        (parent.getSymName() + "_par" + std::to_string(index)).str();
+    // <parent>_par<N>, skipping names already taken (the pass may run on
+    // a module it has seen before).
+    std::string name;
+    do {
+      name = (parent.getSymName() + "_par" + std::to_string(index++)).str();
+    } while (module.lookupSymbol(name));
     OpBuilder mb(parent);
     auto bodyType = mb.getFunctionType({ptrType, i64, i64}, {});
     auto body = func::FuncOp::create(mb, loc, name, bodyType);

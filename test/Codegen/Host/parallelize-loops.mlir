@@ -176,3 +176,28 @@ func.func @nested_and_reducing(%in: memref<64x4096xf32>, %out: memref<4096xf32>)
   }
   return %sum : f32
 }
+
+// -----
+
+// A body's name that is already taken is skipped (<parent>_par0 exists).
+// CHECK-LABEL: func.func @taken_par0()
+// CHECK-LABEL: func.func private @taken_par1(
+// CHECK-LABEL: func.func @taken(
+// CHECK: constant @taken_par1
+// CHECK: call @dist_rt_parallel_for(
+func.func @taken_par0() {
+  return
+}
+func.func @taken(%in: memref<64x1024xf32>, %out: memref<64x1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<64x1024xf32>
+    %r = arith.negf %v : f32
+    memref.store %r, %out[%i, %j] : memref<64x1024xf32>
+    scf.reduce
+  }
+  return
+}
