@@ -48,6 +48,13 @@ def FuseElementwisePass : Pass<"dist-fuse-elementwise", "::mlir::func::FuncOp"> 
     plain multiply-accumulate body and are still recognised by
     `dist-contractions-to-runtime`; bias and activation chains collapse into
     one loop nest each.
+
+    Transposes around f32/f64 products are folded into the product instead
+    of being copied: `product(transpose(x), y)` reads `x` through a permuted
+    indexing map, and `transpose(product)` (the product's only user, the
+    product starting from a fill) writes the transposed result directly.
+    Both fire only when the runtime's strided GEMM still runs the product
+    (`classifyGemmLoops`).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

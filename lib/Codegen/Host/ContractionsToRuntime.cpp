@@ -11,6 +11,8 @@
 #include "dist/Codegen/Passes.h"
 #include "dist/Codegen/RuntimeABI.h"
 
+#include "Lowering.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -22,50 +24,6 @@ namespace mlir::dist {
 using namespace mlir;
 
 namespace {
-
-/// Whether the body is `yield out + a * b` (in either operand order).
-bool isMulAddBody(linalg::GenericOp op) {
-  Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return false;
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  Value acc = body.getArgument(2);
-  Value other;
-  if (add.getLhs() == acc)
-    other = add.getRhs();
-  else if (add.getRhs() == acc)
-    other = add.getLhs();
-  else
-    return false;
-  auto mul = other.getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return false;
-  Value a = body.getArgument(0), b = body.getArgument(1);
-  return (mul.getLhs() == a && mul.getRhs() == b) ||
-         (mul.getLhs() == b && mul.getRhs() == a);
-}
-
-/// Loop dim -> operand dim for the operand with `map` (-1 when absent).
-/// Fails on a dim used twice or a non-dim, non-zero expression.
-std::optional<SmallVector<int64_t>> loopToOperandDims(AffineMap map,
-                                                      unsigned numLoops) {
-  SmallVector<int64_t> where(numLoops, -1);
-  for (auto [i, e] : llvm::enumerate(map.getResults())) {
-    if (auto d = dyn_cast<AffineDimExpr>(e)) {
-      if (where[d.getPosition()] != -1)
-        return std::nullopt;
-      where[d.getPosition()] = i;
-      continue;
-    }
-    auto c = dyn_cast<AffineConstantExpr>(e);
-    if (!c || c.getValue() != 0)
-      return std::nullopt;
-  }
-  return where;
-}
 
 struct ContractionsToRuntimePass
     : public dist::impl::ContractionsToRuntimePassBase<
@@ -83,7 +41,7 @@ struct ContractionsToRuntimePass
 
   LogicalResult rewrite(linalg::GenericOp op) {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-        op.getNumDpsInits() != 1 || !isMulAddBody(op))
+        op.getNumDpsInits() != 1 || !dist::codegen::isMulAddBody(op))
       return failure();
     auto outType = cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
     Type elem = outType.getElementType();
@@ -92,57 +50,14 @@ struct ContractionsToRuntimePass
     for (OpOperand *in : op.getDpsInputOperands())
       if (cast<MemRefType>(in->get().getType()).getElementType() != elem)
         return failure();
-    unsigned numLoops = op.getNumLoops();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    auto lw = loopToOperandDims(maps[0], numLoops);
-    auto rw = loopToOperandDims(maps[1], numLoops);
-    auto ow = loopToOperandDims(maps[2], numLoops);
-    if (!lw || !rw || !ow)
+    std::optional<dist::codegen::GemmLoops> loops =
+        dist::codegen::classifyGemmLoops(maps, op.getIteratorTypesArray());
+    if (!loops)
       return failure();
-    // Exactly one reduction loop (k); output dims are pure loop dims.
-    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-    int64_t k = -1;
-    for (unsigned i = 0; i < numLoops; ++i) {
-      if (iters[i] == utils::IteratorType::reduction) {
-        if (k != -1)
-          return failure();
-        k = i;
-      }
-    }
-    if (k == -1 || (*ow)[k] != -1 || (*lw)[k] == -1 || (*rw)[k] == -1)
-      return failure();
-    SmallVector<int64_t> outLoops;
-    for (AffineExpr e : maps[2].getResults()) {
-      auto d = dyn_cast<AffineDimExpr>(e);
-      if (!d)
-        return failure();
-      outLoops.push_back(d.getPosition());
-    }
-    if (outLoops.size() + 1 != numLoops)
-      return failure();
-    int64_t m = -1, n = -1, batch = -1;
-    size_t r = outLoops.size();
-    if (r >= 2) {
-      m = outLoops[r - 2];
-      n = outLoops[r - 1];
-      if (r == 3)
-        batch = outLoops[0];
-      else if (r > 3)
-        return failure();
-    } else if (r == 1) {
-      ((*lw)[outLoops[0]] != -1 ? m : n) = outLoops[0];
-    }
-    // lhs may only use batch, m, k; rhs only batch, k, n.
-    for (unsigned i = 0; i < numLoops; ++i) {
-      if ((*lw)[i] != -1 && (int64_t)i != batch && (int64_t)i != m &&
-          (int64_t)i != k)
-        return failure();
-      if ((*rw)[i] != -1 && (int64_t)i != batch && (int64_t)i != n &&
-          (int64_t)i != k)
-        return failure();
-    }
-    if ((m != -1 && (*rw)[m] != -1) || (n != -1 && (*lw)[n] != -1))
-      return failure();
+    int64_t batch = loops->batch, m = loops->m, n = loops->n, k = loops->k;
+    const SmallVector<int64_t> &lw = loops->lhsDims, &rw = loops->rhsDims,
+                               &ow = loops->outDims;
 
     OpBuilder b(op);
     Location loc = op.getLoc();
@@ -186,7 +101,7 @@ struct ContractionsToRuntimePass
       if (loop == -1)
         return one;
       for (auto [val, where] :
-           {std::pair{out, *ow}, std::pair{lhs, *lw}, std::pair{rhs, *rw}})
+           {std::pair{out, ow}, std::pair{lhs, lw}, std::pair{rhs, rw}})
         if (where[loop] != -1)
           return toI64(memref::DimOp::create(b, loc, val, where[loop]));
       return one;
@@ -196,17 +111,17 @@ struct ContractionsToRuntimePass
                             sizeOf(n),
                             sizeOf(k),
                             L.ptr,
-                            strideOf(L, *lw, batch),
-                            strideOf(L, *lw, m),
-                            strideOf(L, *lw, k),
+                            strideOf(L, lw, batch),
+                            strideOf(L, lw, m),
+                            strideOf(L, lw, k),
                             R.ptr,
-                            strideOf(R, *rw, k),
-                            strideOf(R, *rw, n),
+                            strideOf(R, rw, k),
+                            strideOf(R, rw, n),
                             O.ptr,
-                            strideOf(O, *ow, batch),
-                            strideOf(O, *ow, m),
-                            strideOf(O, *ow, n),
-                            strideOf(R, *rw, batch)};
+                            strideOf(O, ow, batch),
+                            strideOf(O, ow, m),
+                            strideOf(O, ow, n),
+                            strideOf(R, rw, batch)};
     StringRef name = elem.isF32() ? dist::runtime_abi::kGemmF32
                                   : dist::runtime_abi::kGemmF64;
     auto module = op->getParentOfType<ModuleOp>();

@@ -74,6 +74,109 @@ SmallVector<OpFoldResult> codegen::sizesOf(OpBuilder &b, Location loc,
   return tensor::getMixedSizes(b, loc, v);
 }
 
+bool codegen::isMulAddBody(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      body.getOperations().size() != 3)
+    return false;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value acc = body.getArgument(2);
+  Value other;
+  if (add.getLhs() == acc)
+    other = add.getRhs();
+  else if (add.getRhs() == acc)
+    other = add.getLhs();
+  else
+    return false;
+  auto mul = other.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  return (mul.getLhs() == a && mul.getRhs() == b) ||
+         (mul.getLhs() == b && mul.getRhs() == a);
+}
+
+/// Loop dim -> operand dim for the operand with `map` (-1 when absent).
+/// Fails on a dim used twice or a non-dim, non-zero expression.
+static std::optional<SmallVector<int64_t>> loopToOperandDims(AffineMap map) {
+  SmallVector<int64_t> where(map.getNumDims(), -1);
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      if (where[d.getPosition()] != -1)
+        return std::nullopt;
+      where[d.getPosition()] = i;
+      continue;
+    }
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0)
+      return std::nullopt;
+  }
+  return where;
+}
+
+std::optional<codegen::GemmLoops>
+codegen::classifyGemmLoops(ArrayRef<AffineMap> maps,
+                           ArrayRef<utils::IteratorType> iters) {
+  if (maps.size() != 3)
+    return std::nullopt;
+  auto lw = loopToOperandDims(maps[0]);
+  auto rw = loopToOperandDims(maps[1]);
+  auto ow = loopToOperandDims(maps[2]);
+  if (!lw || !rw || !ow)
+    return std::nullopt;
+  GemmLoops g;
+  size_t numLoops = iters.size();
+  // Exactly one reduction loop (k); output dims are pure loop dims.
+  for (size_t i = 0; i < numLoops; ++i) {
+    if (iters[i] == utils::IteratorType::reduction) {
+      if (g.k != -1)
+        return std::nullopt;
+      g.k = i;
+    }
+  }
+  if (g.k == -1 || (*ow)[g.k] != -1 || (*lw)[g.k] == -1 || (*rw)[g.k] == -1)
+    return std::nullopt;
+  SmallVector<int64_t> outLoops;
+  for (AffineExpr e : maps[2].getResults()) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d)
+      return std::nullopt;
+    outLoops.push_back(d.getPosition());
+  }
+  if (outLoops.size() + 1 != numLoops)
+    return std::nullopt;
+  size_t r = outLoops.size();
+  if (r >= 2) {
+    if (r > 3)
+      return std::nullopt;
+    g.batch = r == 3 ? outLoops[0] : -1;
+    g.m = outLoops[r - 2];
+    g.n = outLoops[r - 1];
+    // A transposed output: lhs indexes the last dim.
+    if ((*lw)[g.m] == -1 && (*lw)[g.n] != -1)
+      std::swap(g.m, g.n);
+  } else if (r == 1) {
+    ((*lw)[outLoops[0]] != -1 ? g.m : g.n) = outLoops[0];
+  }
+  // lhs may only use batch, m, k; rhs only batch, k, n.
+  for (size_t i = 0; i < numLoops; ++i) {
+    int64_t l = static_cast<int64_t>(i);
+    if ((*lw)[i] != -1 && l != g.batch && l != g.m && l != g.k)
+      return std::nullopt;
+    if ((*rw)[i] != -1 && l != g.batch && l != g.n && l != g.k)
+      return std::nullopt;
+  }
+  if ((g.m != -1 && (*rw)[g.m] != -1) || (g.n != -1 && (*lw)[g.n] != -1))
+    return std::nullopt;
+  g.lhsDims = std::move(*lw);
+  g.rhsDims = std::move(*rw);
+  g.outDims = std::move(*ow);
+  return g;
+}
+
 Value codegen::ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr) {
   return getValueOrCreateConstantIndexOp(b, loc, ofr);
 }

@@ -61,6 +61,25 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to);
 Value toIndex(OpBuilder &b, Location loc, Value v);
 /// Index as OpFoldResult.
 Value ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr);
+/// Whether the body of `op` (two inputs, one init) is `yield out + a * b`
+/// with float ops, in either operand order: a contraction that
+/// dist-contractions-to-runtime turns into a GEMM call.
+bool isMulAddBody(linalg::GenericOp op);
+
+/// Loops of a contraction as the runtime's strided batched GEMM sees them:
+/// out[batch, m, n] += lhs[batch, m, k] * rhs[batch, k, n], each operand's
+/// dims in any order (strides), batch, m or n possibly absent (-1).
+struct GemmLoops {
+  int64_t batch = -1, m = -1, n = -1, k = -1;
+  /// Per loop, the dim of lhs / rhs / out it indexes (-1: none).
+  SmallVector<int64_t> lhsDims, rhsDims, outDims;
+};
+/// Classifies the loops of a contraction with indexing maps `maps` (lhs,
+/// rhs, out) and iterators `iters`: one reduction loop, at most one batch
+/// loop shared by both inputs, pure dim expressions. nullopt when the
+/// runtime's GEMM cannot run it.
+std::optional<GemmLoops> classifyGemmLoops(ArrayRef<AffineMap> maps,
+                                           ArrayRef<utils::IteratorType> iters);
 /// Size of dimension `i` of the ranked tensor `v` as an index value.
 Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i);
 /// `v` as type `t` (a tensor.cast when the types differ).
