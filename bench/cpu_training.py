@@ -97,7 +97,11 @@ def export_and_data(name, work):
 
 
 TORCH_CHILD = r"""
-import sys, json, time, resource
+import os, sys, json, time, resource
+# PyTorch's set_num_threads does not reach Debian's OpenBLAS (pthreads
+# build, which torch's matrix products call): without this its products
+# would use every core whatever the thread count asked for.
+os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = sys.argv[7]
 import numpy as np, torch
 import torch.nn.functional as F
 sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])

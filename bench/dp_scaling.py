@@ -38,6 +38,9 @@ WARMUP = 5
 
 TORCH_CHILD = r"""
 import os, sys, json, time
+# One thread per rank in PyTorch's products too: set_num_threads does not
+# reach Debian's OpenBLAS (pthreads build), which would use every core.
+os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = "1"
 import numpy as np, torch
 import torch.nn.functional as F
 sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
