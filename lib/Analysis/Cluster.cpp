@@ -343,6 +343,10 @@ private:
                    DeviceSpec &device);
   bool parseLink(const YamlValue &value, StringRef name, LinkSpec &link);
   bool parseCalibration(const YamlValue &value, DeviceCalibration &calibration);
+  /// A loop_bandwidth table: kernel class -> [[footprint, bandwidth], ...].
+  bool parseLoopTable(
+      const YamlValue &value, const std::string &field,
+      std::map<std::string, std::vector<std::pair<double, double>>> &table);
 
   llvm::SourceMgr &sourceMgr;
   std::string sourceName;
@@ -569,12 +573,41 @@ bool ClusterParser::parseLink(const YamlValue &value, StringRef name,
                       /*allowZero=*/true, link.latencyS);
 }
 
+bool ClusterParser::parseLoopTable(
+    const YamlValue &value, const std::string &field,
+    std::map<std::string, std::vector<std::pair<double, double>>> &table) {
+  if (!expectMap(value, field) ||
+      !checkKeys(value, {"elementwise", "reduction", "movement", "window"},
+                 field))
+    return false;
+  for (const YamlValue &perClass : value.children) {
+    std::string where = field + "." + perClass.key;
+    if (!expectSeq(perClass, where))
+      return false;
+    auto &points = table[perClass.key];
+    for (const YamlValue &pair : perClass.children) {
+      if (pair.kind != YamlValue::Kind::Seq || pair.children.size() != 2)
+        return fail(pair.loc, "expected a [footprint, bandwidth] pair in '" +
+                                  where + "'");
+      double footprint = 0, bytesPerS = 0;
+      if (!readQuantity(pair.children[0], "footprint", UnitKind::Size,
+                        /*allowZero=*/false, footprint) ||
+          !readQuantity(pair.children[1], "bandwidth", UnitKind::Bandwidth,
+                        /*allowZero=*/false, bytesPerS))
+        return false;
+      points.emplace_back(footprint, bytesPerS);
+    }
+    std::sort(points.begin(), points.end());
+  }
+  return true;
+}
+
 bool ClusterParser::parseCalibration(const YamlValue &value,
                                      DeviceCalibration &calibration) {
   if (!expectMap(value, "calibration") ||
       !checkKeys(value,
                  {"gemm", "memory_bandwidth", "kernel_overhead",
-                  "step_overhead", "loop_bandwidth"},
+                  "step_overhead", "loop_bandwidth", "loop_bandwidth_threads"},
                  "calibration"))
     return false;
 
@@ -635,29 +668,23 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
     }
   }
 
-  if (const YamlValue *loops = value.lookup("loop_bandwidth")) {
-    if (!expectMap(*loops, "loop_bandwidth") ||
-        !checkKeys(*loops, {"elementwise", "reduction", "movement", "window"},
-                   "loop_bandwidth"))
+  if (const YamlValue *loops = value.lookup("loop_bandwidth"))
+    if (!parseLoopTable(*loops, "loop_bandwidth", calibration.loopBandwidth))
       return false;
-    for (const YamlValue &perClass : loops->children) {
-      std::string field = "loop_bandwidth." + perClass.key;
-      if (!expectSeq(perClass, field))
+  if (const YamlValue *byThreads = value.lookup("loop_bandwidth_threads")) {
+    if (!expectMap(*byThreads, "loop_bandwidth_threads"))
+      return false;
+    for (const YamlValue &entry : byThreads->children) {
+      int64_t threads = 0;
+      if (StringRef(entry.key).trim().getAsInteger(10, threads) || threads < 2)
+        return fail(entry.keyLoc,
+                    "expected a thread count >= 2, got '" + entry.key + "'");
+      if (calibration.loopBandwidthByThreads.count(threads))
+        return fail(entry.keyLoc, "duplicate thread count '" + entry.key +
+                                      "' in loop_bandwidth_threads");
+      if (!parseLoopTable(entry, "loop_bandwidth_threads." + entry.key,
+                          calibration.loopBandwidthByThreads[threads]))
         return false;
-      auto &points = calibration.loopBandwidth[perClass.key];
-      for (const YamlValue &pair : perClass.children) {
-        if (pair.kind != YamlValue::Kind::Seq || pair.children.size() != 2)
-          return fail(pair.loc, "expected a [footprint, bandwidth] pair in '" +
-                                    field + "'");
-        double footprint = 0, bytesPerS = 0;
-        if (!readQuantity(pair.children[0], "footprint", UnitKind::Size,
-                          /*allowZero=*/false, footprint) ||
-            !readQuantity(pair.children[1], "bandwidth", UnitKind::Bandwidth,
-                          /*allowZero=*/false, bytesPerS))
-          return false;
-        points.emplace_back(footprint, bytesPerS);
-      }
-      std::sort(points.begin(), points.end());
     }
   }
 
@@ -958,18 +985,31 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
         ", ");
     os << "}\n";
   }
+  auto emitLoopTable =
+      [&](const std::map<std::string, std::vector<std::pair<double, double>>>
+              &table,
+          const std::string &in) {
+        for (const auto &[kind, points] : table) {
+          os << in << kind << ": [";
+          llvm::interleave(
+              points, os,
+              [&](const std::pair<double, double> &point) {
+                os << "[" << formatNumber(point.first) << ", "
+                   << formatNumber(point.second) << "]";
+              },
+              ", ");
+          os << "]\n";
+        }
+      };
   if (!calibration.loopBandwidth.empty()) {
     os << indent << "loop_bandwidth:\n";
-    for (const auto &[kind, points] : calibration.loopBandwidth) {
-      os << indent << "  " << kind << ": [";
-      llvm::interleave(
-          points, os,
-          [&](const std::pair<double, double> &point) {
-            os << "[" << formatNumber(point.first) << ", "
-               << formatNumber(point.second) << "]";
-          },
-          ", ");
-      os << "]\n";
+    emitLoopTable(calibration.loopBandwidth, std::string(indent) + "  ");
+  }
+  if (!calibration.loopBandwidthByThreads.empty()) {
+    os << indent << "loop_bandwidth_threads:\n";
+    for (const auto &[threads, table] : calibration.loopBandwidthByThreads) {
+      os << indent << "  " << threads << ":\n";
+      emitLoopTable(table, std::string(indent) + "    ");
     }
   }
   os << indent
@@ -1054,15 +1094,25 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
     result["gemm"] = std::move(gemm);
   if (!cal.memoryBandwidthByThreads.empty())
     result["memory_bandwidth"] = std::move(bandwidth);
-  if (!cal.loopBandwidth.empty()) {
-    llvm::json::Object loops;
-    for (const auto &[kind, points] : cal.loopBandwidth) {
-      llvm::json::Array list;
-      for (const auto &[footprint, bytesPerS] : points)
-        list.push_back(llvm::json::Array{footprint, bytesPerS});
-      loops[kind] = std::move(list);
-    }
-    result["loop_bandwidth"] = std::move(loops);
+  auto loopTable =
+      [](const std::map<std::string, std::vector<std::pair<double, double>>>
+             &table) {
+        llvm::json::Object loops;
+        for (const auto &[kind, points] : table) {
+          llvm::json::Array list;
+          for (const auto &[footprint, bytesPerS] : points)
+            list.push_back(llvm::json::Array{footprint, bytesPerS});
+          loops[kind] = std::move(list);
+        }
+        return loops;
+      };
+  if (!cal.loopBandwidth.empty())
+    result["loop_bandwidth"] = loopTable(cal.loopBandwidth);
+  if (!cal.loopBandwidthByThreads.empty()) {
+    llvm::json::Object byThreads;
+    for (const auto &[threads, table] : cal.loopBandwidthByThreads)
+      byThreads[std::to_string(threads)] = loopTable(table);
+    result["loop_bandwidth_threads"] = std::move(byThreads);
   }
   return result;
 }

@@ -8,10 +8,10 @@
 //    product's size and the thread count. Calibrated devices interpolate the
 //    measured FLOP/s in log(size); others use a share of the peak.
 //  - every other kernel is a fused loop nest: its memory traffic over the
-//    streaming bandwidth, plus its arithmetic at a fraction of the vector
-//    peak (transcendental-heavy kernels are compute bound), plus a fixed
-//    per-kernel cost. Generated loops run on one thread on CPU today (the
-//    runtime's pool only threads GEMM), so they use the one-thread bandwidth.
+//    throughput calibrated for its kernel class, working-set size and
+//    thread count (loops with enough work run on the runtime's pool), or
+//    its arithmetic at a fraction of the vector peak when that is slower,
+//    plus a fixed per-kernel cost.
 //  - collectives follow the alpha-beta model per topology.
 //
 //===----------------------------------------------------------------------===//
@@ -144,22 +144,36 @@ double AnalyticCostModel::bandwidthBytesPerS(const DeviceSpec &dev,
 }
 
 double AnalyticCostModel::loopBytesPerS(const DeviceSpec &dev, KernelClass c,
-                                        double footprint) const {
+                                        double footprint,
+                                        int64_t threads) const {
   if (dev.calibration) {
-    auto it = dev.calibration->loopBandwidth.find(stringifyKernelClass(c));
-    if (it != dev.calibration->loopBandwidth.end() && !it->second.empty()) {
-      const auto &pts = it->second;
+    const char *key = stringifyKernelClass(c);
+    const std::vector<std::pair<double, double>> *pts = nullptr;
+    int64_t t = effectiveThreads(dev, threads);
+    // The largest measured thread count in [2, t] that has this class.
+    for (const auto &[measured, table] :
+         dev.calibration->loopBandwidthByThreads)
+      if (measured <= t)
+        if (auto it = table.find(key); it != table.end() && !it->second.empty())
+          pts = &it->second;
+    if (!pts)
+      if (auto it = dev.calibration->loopBandwidth.find(key);
+          it != dev.calibration->loopBandwidth.end() && !it->second.empty())
+        pts = &it->second;
+    if (pts) {
       // Linear in log(footprint), clamped at the ends.
-      if (footprint <= pts.front().first)
-        return pts.front().second;
-      if (footprint >= pts.back().first)
-        return pts.back().second;
-      for (size_t i = 1; i < pts.size(); ++i) {
-        if (footprint > pts[i].first)
+      if (footprint <= pts->front().first)
+        return pts->front().second;
+      if (footprint >= pts->back().first)
+        return pts->back().second;
+      for (size_t i = 1; i < pts->size(); ++i) {
+        if (footprint > (*pts)[i].first)
           continue;
-        double x0 = std::log(pts[i - 1].first), x1 = std::log(pts[i].first);
-        double t = x1 > x0 ? (std::log(footprint) - x0) / (x1 - x0) : 0;
-        return pts[i - 1].second + t * (pts[i].second - pts[i - 1].second);
+        double x0 = std::log((*pts)[i - 1].first),
+               x1 = std::log((*pts)[i].first);
+        double f = x1 > x0 ? (std::log(footprint) - x0) / (x1 - x0) : 0;
+        return (*pts)[i - 1].second +
+               f * ((*pts)[i].second - (*pts)[i - 1].second);
       }
     }
   }
@@ -190,12 +204,12 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
     time +=
         phase.gemmCalls * (cpu ? kCpuGemmCallOverheadS : kGpuGemmCallOverheadS);
   }
-  // Generated loops: one thread on CPU; memory or arithmetic bound,
-  // whichever is slower.
-  int64_t loopThreads = cpu ? 1 : threads;
+  // Generated loops: on the runtime's pool on CPU; memory or arithmetic
+  // bound, whichever is slower.
   double vectorPeak = dev.peakFlopsFor(dtype);
   if (cpu)
-    vectorPeak /= std::max<int64_t>(1, dev.cores);
+    vectorPeak *= static_cast<double>(effectiveThreads(dev, threads)) /
+                  std::max<int64_t>(1, dev.cores);
   double memoryS = 0;
   double classified = 0;
   if (cpu) {
@@ -208,12 +222,13 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
       classified += b;
       double footprint =
           std::exp(phase.classLogFootprintWeighted[c] / b) * samples / split;
-      memoryS += b * samples / split /
-                 loopBytesPerS(dev, static_cast<KernelClass>(c), footprint);
+      memoryS +=
+          b * samples / split /
+          loopBytesPerS(dev, static_cast<KernelClass>(c), footprint, threads);
     }
   }
   memoryS += std::max(0.0, phase.bytes - classified) * samples / split /
-             bandwidthBytesPerS(dev, loopThreads);
+             bandwidthBytesPerS(dev, threads);
   time += std::max(memoryS, phase.otherFlops * samples / split /
                                 (vectorPeak * kElementwiseComputeEfficiency));
   double overhead = cpu ? kCpuKernelOverheadS : kGpuKernelOverheadS;
@@ -231,8 +246,7 @@ double AnalyticCostModel::updateTimeS(const LayerCost &layer,
     return phaseTimeS(layer, layer.update, dev, 1.0 / n, 1, threads);
   // Adam: read parameter, gradient and two moments, write three.
   double bytes = 7.0 * layer.paramBytes / n;
-  return bytes /
-         bandwidthBytesPerS(dev, dev.kind == DevKind::CPU ? 1 : threads);
+  return bytes / bandwidthBytesPerS(dev, threads);
 }
 
 double AnalyticCostModel::collectiveTimeS(Collective kind, double bytes,

@@ -42,6 +42,7 @@
 
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <unistd.h>
 
@@ -1043,10 +1044,11 @@ std::optional<double> probeBytes(StringRef modelPath, int64_t n,
   return bytes * n;
 }
 
-/// Measures the throughput of generated loops per kernel class (one thread)
-/// at a few working-set sizes by compiling and timing the probes.
-bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
-                    DialectRegistry &registry) {
+/// Measures the throughput of generated loops per kernel class at a few
+/// working-set sizes and thread counts (1, powers of two, `threadsMax`) by
+/// compiling and timing the probes.
+bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
+                    bool quick, bool quiet, DialectRegistry &registry) {
   SmallString<128> dir;
   if (sys::fs::createUniqueDirectory("dist-calibrate-loops", dir)) {
     errs() << "error: cannot create a temporary directory\n";
@@ -1054,9 +1056,17 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
   }
   auto removeDir =
       llvm::make_scope_exit([&] { sys::fs::remove_directories(dir); });
+  // Below about 128 KiB a kernel has too little work to go to the pool.
   std::vector<double> footprints = {256.0 * 1024, 4.0 * 1024 * 1024};
-  if (!quick)
+  if (!quick) {
+    footprints.insert(footprints.begin(), 64.0 * 1024);
     footprints.push_back(64.0 * 1024 * 1024);
+  }
+  std::vector<int64_t> threadCounts = {1};
+  for (int64_t t = 2; t < threadsMax && !quick; t *= 2)
+    threadCounts.push_back(t);
+  if (threadsMax > 1)
+    threadCounts.push_back(threadsMax);
   for (const LoopProbe &probe : kLoopProbes) {
     SmallString<256> model(dir), out(dir);
     sys::path::append(model, std::string(probe.kernelClass) + ".onnxtext");
@@ -1080,7 +1090,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
     int64_t rowElems = 1;
     for (int64_t d : probe.rowShape)
       rowElems *= d;
-    std::vector<std::pair<double, double>> points;
+    std::map<int64_t, std::vector<std::pair<double, double>>> points;
     for (double target : footprints) {
       // Input plus output of a row, roughly.
       int64_t n =
@@ -1109,46 +1119,56 @@ bool calibrateLoops(dist::DeviceCalibration &cal, bool quick, bool quiet,
       std::string iterArg = std::to_string(iterations);
       // Outputs go to the temporary directory, never the caller's one.
       std::string outputArg = dir.str().str();
-      SmallVector<StringRef> args = {
-          exe,       "--input", inputArg,       "--threads", "1",
-          "--bench", iterArg,   "--output-dir", outputArg};
-      std::optional<StringRef> redirects[] = {
-          std::nullopt, StringRef(stdoutFile), std::nullopt};
-      std::string execError;
-      if (sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 0, 0,
-                              &execError) != 0) {
-        errs() << "error: calibration probe '" << probe.kernelClass
-               << "' failed to run" << (execError.empty() ? "" : ": ")
-               << execError << "\n";
-        return false;
+      for (int64_t threads : threadCounts) {
+        std::string threadsArg = std::to_string(threads);
+        SmallVector<StringRef> args = {exe,         "--input",      inputArg,
+                                       "--threads", threadsArg,     "--bench",
+                                       iterArg,     "--output-dir", outputArg};
+        std::optional<StringRef> redirects[] = {
+            std::nullopt, StringRef(stdoutFile), std::nullopt};
+        std::string execError;
+        if (sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 0, 0,
+                                &execError) != 0) {
+          errs() << "error: calibration probe '" << probe.kernelClass
+                 << "' failed to run" << (execError.empty() ? "" : ": ")
+                 << execError << "\n";
+          return false;
+        }
+        auto text = MemoryBuffer::getFile(stdoutFile);
+        double ms = 0;
+        if (text) {
+          StringRef rest = (*text)->getBuffer();
+          size_t at = rest.find("latency_ms_median=");
+          if (at != StringRef::npos)
+            rest.substr(at + 18)
+                .take_until([](char c) { return c == ' ' || c == '\n'; })
+                .getAsDouble(ms);
+        }
+        if (!(ms > 0)) {
+          errs() << "error: calibration probe '" << probe.kernelClass
+                 << "' printed no latency\n";
+          return false;
+        }
+        // The run's fixed cost is not loop time; a point's footprint is what
+        // one kernel of the probe touches, as the cost model looks it up.
+        double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
+        double bytesPerS = *bytes / seconds;
+        points[threads].emplace_back(*bytes / kernels, bytesPerS);
+        if (!quiet)
+          errs() << "calibrate: loops " << probe.kernelClass << " "
+                 << format("%.0f", *bytes / 1024) << " KiB, " << threads
+                 << (threads == 1 ? " thread: " : " threads: ")
+                 << format("%.1f", bytesPerS / 1e9) << " GB/s\n";
       }
-      auto text = MemoryBuffer::getFile(stdoutFile);
-      double ms = 0;
-      if (text) {
-        StringRef rest = (*text)->getBuffer();
-        size_t at = rest.find("latency_ms_median=");
-        if (at != StringRef::npos)
-          rest.substr(at + 18)
-              .take_until([](char c) { return c == ' ' || c == '\n'; })
-              .getAsDouble(ms);
-      }
-      if (!(ms > 0)) {
-        errs() << "error: calibration probe '" << probe.kernelClass
-               << "' printed no latency\n";
-        return false;
-      }
-      // The run's fixed cost is not loop time; a point's footprint is what
-      // one kernel of the probe touches, as the cost model looks it up.
-      double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
-      double bytesPerS = *bytes / seconds;
-      points.emplace_back(*bytes / kernels, bytesPerS);
-      if (!quiet)
-        errs() << "calibrate: loops " << probe.kernelClass << " "
-               << format("%.0f", *bytes / 1024)
-               << " KiB: " << format("%.1f", bytesPerS / 1e9) << " GB/s\n";
     }
-    std::sort(points.begin(), points.end());
-    cal.loopBandwidth[probe.kernelClass] = std::move(points);
+    for (auto &[threads, list] : points) {
+      std::sort(list.begin(), list.end());
+      if (threads == 1)
+        cal.loopBandwidth[probe.kernelClass] = std::move(list);
+      else
+        cal.loopBandwidthByThreads[threads][probe.kernelClass] =
+            std::move(list);
+    }
   }
   return true;
 }
@@ -1327,7 +1347,11 @@ int calibrateMain(int argc, char **argv, DialectRegistry &registry) {
     errs() << "error: " << oneLine(error) << "\n";
     return 1;
   }
-  if (!calibrateLoops(*cal, quick, quiet, registry))
+  int64_t loopThreadsMax = threadsMax;
+  if (loopThreadsMax == 0)
+    loopThreadsMax = std::max<int64_t>(
+        1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  if (!calibrateLoops(*cal, loopThreadsMax, quick, quiet, registry))
     return 1;
   dist::ClusterSpec cluster = dist::detectLocalCluster();
   dist::applyCalibration(cluster, *cal);

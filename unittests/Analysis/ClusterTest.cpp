@@ -133,6 +133,7 @@ void expectSameCalibration(const DeviceCalibration &a,
   EXPECT_EQ(a.kernelOverheadS, b.kernelOverheadS);
   EXPECT_EQ(a.stepOverheadS, b.stepOverheadS);
   EXPECT_EQ(a.loopBandwidth, b.loopBandwidth);
+  EXPECT_EQ(a.loopBandwidthByThreads, b.loopBandwidthByThreads);
 }
 
 void expectSameCluster(const ClusterSpec &a, const ClusterSpec &b) {
@@ -436,6 +437,9 @@ TEST(Cluster, RoundTripsAwkwardValues) {
   calibration.loopBandwidth["reduction"] = {{262144.5, 4.1e9 / 3.0},
                                             {6.7e7, 3.8e9}};
   calibration.loopBandwidth["window"] = {{524288, 6.9e9}};
+  calibration.loopBandwidthByThreads[2]["reduction"] = {{262144.5, 8.2e9}};
+  calibration.loopBandwidthByThreads[7]["elementwise"] = {{1e5, 1.0 / 3.0},
+                                                          {2e6, 3e10}};
   device.calibration = calibration;
   node.devices.push_back(device);
   spec.nodes.push_back(node);
@@ -646,3 +650,42 @@ TEST(Cluster, DetectsTheLocalMachine) {
 }
 
 } // namespace
+
+TEST(Cluster, LoopTablesPerThreadCount) {
+  const std::string head = "nodes:\n"
+                           "  - name: n\n"
+                           "    devices:\n"
+                           "      - kind: cpu\n"
+                           "        memory: 1GB\n"
+                           "        peak_flops: {f32: 1T}\n"
+                           "        memory_bandwidth: 1GB/s\n"
+                           "        calibration:\n";
+  ClusterSpec spec =
+      parseOk(head + "          loop_bandwidth:\n"
+                     "            elementwise: [[4KiB, 1GB/s]]\n"
+                     "          loop_bandwidth_threads:\n"
+                     "            4:\n"
+                     "              elementwise: [[4KiB, 3GB/s], "
+                     "[1KiB, 2GB/s]]\n",
+              "c.yaml");
+  ASSERT_EQ(spec.nodes.size(), 1u);
+  const DeviceCalibration &cal = *spec.nodes[0].devices[0].calibration;
+  ASSERT_EQ(cal.loopBandwidthByThreads.size(), 1u);
+  // Sorted by footprint.
+  std::vector<std::pair<double, double>> want = {{1024, 2e9}, {4096, 3e9}};
+  EXPECT_EQ(cal.loopBandwidthByThreads.at(4).at("elementwise"), want);
+  EXPECT_EQ(parseError(head + "          loop_bandwidth_threads:\n"
+                              "            1:\n"
+                              "              elementwise: [[4KiB, 1GB/s]]\n"),
+            "c.yaml:10:13: expected a thread count >= 2, got '1'");
+  EXPECT_EQ(parseError(head + "          loop_bandwidth_threads:\n"
+                              "            2:\n"
+                              "              vector: [[4KiB, 1GB/s]]\n"),
+            "c.yaml:11:15: unknown key 'vector' in "
+            "loop_bandwidth_threads.2");
+  EXPECT_EQ(parseError(head + "          loop_bandwidth_threads:\n"
+                              "            2:\n"
+                              "              window: [[4KiB, -1GB/s]]\n")
+                .substr(0, 8),
+            "c.yaml:1");
+}

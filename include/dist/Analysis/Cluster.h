@@ -62,6 +62,11 @@ struct DeviceCalibration {
   /// CostModel.h KernelClass): (footprint bytes, bytes/s) pairs sorted by
   /// footprint, measured at one thread on small models dist-opt compiles.
   std::map<std::string, std::vector<std::pair<double, double>>> loopBandwidth;
+  /// The same tables measured with more threads (keys >= 2): generated
+  /// loops with enough work run on the runtime's thread pool.
+  std::map<int64_t,
+           std::map<std::string, std::vector<std::pair<double, double>>>>
+      loopBandwidthByThreads;
 };
 
 /// One kind of device in a node (`count` identical devices).

@@ -142,10 +142,12 @@ public:
   /// Streaming bandwidth of `dev` with `threads` threads.
   double bandwidthBytesPerS(const DeviceSpec &dev, int64_t threads) const;
   /// Throughput of generated loops of class `c` touching `footprint` bytes
-  /// on one thread: calibrated when the device has loop measurements, else
-  /// the streaming bandwidth.
-  double loopBytesPerS(const DeviceSpec &dev, KernelClass c,
-                       double footprint) const;
+  /// with `threads` threads (loops with enough work run on the runtime's
+  /// pool): the calibrated table of the largest measured thread count not
+  /// above `threads` when the device has loop measurements, else the
+  /// streaming bandwidth of one thread.
+  double loopBytesPerS(const DeviceSpec &dev, KernelClass c, double footprint,
+                       int64_t threads = 1) const;
 
 private:
   std::string dtype;
