@@ -10,11 +10,12 @@
 # (`--cluster local.yaml --plan-threads T`), reads the predicted
 # single-process step time from plan.json, runs the executable (inference:
 # `--bench N`, median latency; training: `train --log`, median step time
-# after warm-up) and prints predicted, measured and the relative error.
+# after warm-up; the median of --repeats such runs) and prints predicted,
+# measured and the relative error.
 # The target is an error within 15% for every row.
 #
 #   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
-#       [--iterations 50] [--work /tmp/dist-cost-bench]
+#       [--iterations 50] [--repeats 3] [--work /tmp/dist-cost-bench]
 #
 # Exits with 0 when every row ran (whatever the error), 1 otherwise.
 
@@ -108,6 +109,9 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--model", nargs="+", choices=MODELS, default=list(MODELS))
     ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs per row; the measured figure is their median "
+                    "(this machine is shared: one run can be 20%% off)")
     ap.add_argument("--work", default="/tmp/dist-cost-bench")
     ap.add_argument("--cluster", help="use this cluster file instead of "
                     "calibrating")
@@ -145,13 +149,20 @@ def main():
                     ok = False
                     continue
                 exe = out_dir + name
-                if train:
-                    meas, err = measure_training(exe, tbatch, tfiles, label,
-                                                 threads, a.iterations,
-                                                 a.work)
-                else:
-                    meas, err = measure_inference(exe, ifiles, threads,
-                                                  a.iterations)
+                runs = []
+                for _ in range(max(1, a.repeats)):
+                    if train:
+                        meas, err = measure_training(exe, tbatch, tfiles,
+                                                     label, threads,
+                                                     a.iterations, a.work)
+                    else:
+                        meas, err = measure_inference(exe, ifiles, threads,
+                                                      a.iterations)
+                    if meas is None:
+                        break
+                    runs.append(meas)
+                if runs and meas is not None:
+                    meas = float(np.median(runs))
                 if meas is None:
                     print("%s %s: run failed: %s" % (name, mode, err))
                     ok = False

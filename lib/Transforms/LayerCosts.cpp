@@ -373,16 +373,39 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                                       : 2}] += f * scale * batchScaling;
       work.gemmCalls += 1;
       work.otherFlops += static_cast<double>(*flops - f) * scale;
-      if (isa<ConvOp>(op)) {
-        // im2col: reads the input, writes the column matrix.
+      if (auto conv = dyn_cast<ConvOp>(op)) {
+        // As codegen lowers it (LowerLinearAlgebra.cpp): a padded copy of
+        // the input when there is padding, then im2col writing the column
+        // matrix (read back by the GEMM), except for a 1x1 unit-stride
+        // convolution, whose input already is the column matrix. With unit
+        // strides im2col copies contiguous rows (a streaming kernel like an
+        // elementwise one); strided windows gather.
+        auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
+          return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
+        };
+        bool unitStride = all(conv.getStrides(), 1);
+        bool padded = !all(conv.getPads(), 0) || conv.getAutoPad() != "NOTSET";
+        bool pointwise = unitStride && !padded &&
+                         conv.getKernelShape().has_value() &&
+                         all(conv.getKernelShape(), 1);
+        double inBytes =
+            static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =
             static_cast<double>(s[0]) * s[2] * s[3] *
-            (bytesOf(op.getOperand(0).getType()) /
+            (inBytes /
              std::max<int64_t>(1, cast<ShapedType>(op.getOperand(0).getType())
                                       .getNumElements()));
-        addLoopBytes(work, KernelClass::Movement,
-                     (bytesOf(op.getOperand(0).getType()) + 2 * col) * scale);
-        work.kernels += 1;
+        if (padded) {
+          addLoopBytes(work, KernelClass::Elementwise, 2 * inBytes * scale);
+          work.kernels += 1;
+        }
+        if (!pointwise) {
+          addLoopBytes(work,
+                       unitStride ? KernelClass::Elementwise
+                                  : KernelClass::Movement,
+                       2 * col * scale);
+          work.kernels += 1;
+        }
       }
       if (op.getNumOperands() > 2) {
         // Bias broadcast into the output before the GEMM accumulates.
