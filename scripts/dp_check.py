@@ -13,8 +13,9 @@ for the same steps, with the same global batch, and compares:
     per tensor);
   - the inference outputs of the partitioned artifact under mpirun against
     the plain artifact's (same rule).
-With --gradient-clip it also checks clip-grad-norm, which must see the
-averaged gradient. Prints one line per check and `N passed, M failed`; exits
+With --clip-grad-norm both artifacts clip the global gradient norm, which
+must be the norm of the averaged gradient, summed over tensor-parallel
+shards and ZeRO's row splits. Prints one line per check and `N passed, M failed`; exits
 non-zero when a check fails.
 """
 
@@ -147,12 +148,13 @@ def main(argv=None):
     p.add_argument("--bucket-mb", type=float, default=0.05,
                    help="gradient bucket size (small: several buckets)")
     p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--clip-grad-norm", type=float, metavar="MAX_NORM",
+                   help="both artifacts clip the global gradient norm")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     # The hyperparameters train_check.py uses by default.
     defaults = train_check.parse_args([])
-    for k in ("lr", "weight_decay", "lr_schedule", "warmup_steps",
-              "clip_grad_norm"):
+    for k in ("lr", "weight_decay", "lr_schedule", "warmup_steps"):
         setattr(args, k, getattr(defaults, k))
     os.makedirs(args.work, exist_ok=True)
     passed = failed = 0

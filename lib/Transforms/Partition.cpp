@@ -151,9 +151,13 @@ dist::buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
 namespace {
 
 /// Whether `op` belongs to the optimizer update (see
-/// DistDialect::tagPhase; set by dist-build-train-step).
+/// DistDialect::tagPhase; set by dist-build-train-step). Constants are not:
+/// canonicalization hoists them to the top of the function, so an update
+/// constant (--clip-grad-norm's bound) says nothing about where the update
+/// starts.
 bool isUpdateOp(Operation *op) {
-  return DistDialect::getPhase(op->getLoc()) == DistDialect::kPhaseUpdate;
+  return DistDialect::getPhase(op->getLoc()) == DistDialect::kPhaseUpdate &&
+         !op->hasTrait<OpTrait::ConstantLike>();
 }
 
 struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
@@ -414,6 +418,28 @@ LogicalResult PartitionPass::shardOptimizerState(func::FuncOp step,
   if (failed(inferShapes(step, nullptr, /*replace=*/true)))
     return step.emitError("cannot split the optimizer state over dp (see the "
                           "error above)");
+  // A sum over a whole tensor of which this rank now reads its rows only
+  // (--clip-grad-norm's squared gradient norms) is completed over the axis.
+  llvm::DenseSet<Value> slicedValues;
+  for (auto &entry : sliced)
+    slicedValues.insert(entry.second);
+  for (Operation *op = firstUpdate; op; op = op->getNextNode()) {
+    if (!isa<ReduceSumSquareOp, ReduceSumOp>(op) ||
+        !slicedValues.contains(op->getOperand(0)))
+      continue;
+    auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!result || result.getRank() != 0)
+      return op->emitError("the optimizer update reduces a gradient over "
+                           "some of its dimensions, which ZeRO's row split "
+                           "cannot complete");
+    OpBuilder b(op->getBlock(), std::next(Block::iterator(op)));
+    auto whole = shard::AllReduceOp::create(
+        b, op->getLoc(), result, FlatSymbolRefAttr::get(ctx, kMeshSymbol),
+        b.getDenseI16ArrayAttr({axis}), op->getResult(0),
+        shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum));
+    op->getResult(0).replaceAllUsesExcept(whole.getResult(), whole);
+    op = whole;
+  }
   // Updated rows of whole parameters are gathered back.
   for (auto set : llvm::to_vector(body.getOps<SetParamOp>())) {
     auto p = module.lookupSymbol<ParamOp>(set.getNameAttr());

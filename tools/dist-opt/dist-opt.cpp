@@ -287,15 +287,6 @@ LogicalResult addTrainStepForMesh(ModuleOp module,
   dist::MeshSpec mesh;
   if (!dist::parseMesh(planning.mesh, mesh).empty())
     return failure();
-  if (planning.zero == 1 && train.clipGradNorm > 0)
-    return module.emitError("--clip-grad-norm with --zero 1 is not supported "
-                            "yet: each rank holds the gradient rows it "
-                            "updates, the norm needs all of them");
-  if (mesh.sizeOf("tp") > 1 && train.clipGradNorm > 0)
-    return module.emitError("--clip-grad-norm with tensor parallelism (tp=")
-           << mesh.sizeOf("tp")
-           << ") is not supported yet: the norm would need the split "
-              "parameters' gradients summed over the tp ranks";
   // Tensor parallelism splits the forward graph; the step's backward pass
   // then follows from the gradient rules of the collectives it inserted.
   if (failed(splitTensorParallel(module, mesh)))

@@ -16,9 +16,11 @@
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -460,12 +462,28 @@ void BuildTrainStepPass::runOnOperation() {
   Operation *lastBackward = ret->getPrevNode();
   if (clipGradNorm > 0) {
     // torch.nn.utils.clip_grad_norm_: coef = min(max / (norm + 1e-6), 1).
+    // A parameter split by tensor parallelism holds part of its gradient on
+    // each rank of its mesh axis: those squares are summed over the axis
+    // (replicated parameters' gradients are the same on every rank).
     Value total;
+    llvm::MapVector<int64_t, Value> splitTotals;
     for (auto &[p, gr] : paramGrads) {
       Value s = g.one<ReduceSumSquareOp>({gr}, {g.i64("keepdims", 0)});
       if (g.elemOf(s) != Float32Type::get(ctx))
         s = g.castTo(s, Float32Type::get(ctx));
-      total = total ? g.add(total, s) : s;
+      Value *slot = &total;
+      if (auto shard = p->getAttrOfType<DictionaryAttr>(kParamShardAttr))
+        if (auto axis = shard.getAs<IntegerAttr>("axis"))
+          slot = &splitTotals[axis.getInt()];
+      *slot = *slot ? g.add(*slot, s) : s;
+    }
+    for (auto &[axis, partial] : splitTotals) {
+      Value sum = shard::AllReduceOp::create(
+                      b, g.loc, partial.getType(), kMeshSymbol,
+                      ArrayRef<int16_t>{static_cast<int16_t>(axis)}, partial,
+                      shard::ReductionKind::Sum)
+                      .getResult();
+      total = total ? g.add(total, sum) : sum;
     }
     Value norm = g.one<SqrtOp>({total});
     Value coef = g.div(g.scalarLike(norm, clipGradNorm),
