@@ -343,6 +343,11 @@ private:
                    DeviceSpec &device);
   bool parseLink(const YamlValue &value, StringRef name, LinkSpec &link);
   bool parseCalibration(const YamlValue &value, DeviceCalibration &calibration);
+  /// The thread count a per-thread-count map's `entry` is keyed by: at
+  /// least `min`, not `taken` already (`field` names the map in errors).
+  bool readThreadKey(const YamlValue &entry, int64_t min,
+                     const std::string &field,
+                     llvm::function_ref<bool(int64_t)> taken, int64_t &threads);
   /// A loop_bandwidth table: kernel class -> [[footprint, bandwidth], ...].
   bool parseLoopTable(
       const YamlValue &value, const std::string &field,
@@ -573,6 +578,20 @@ bool ClusterParser::parseLink(const YamlValue &value, StringRef name,
                       /*allowZero=*/true, link.latencyS);
 }
 
+bool ClusterParser::readThreadKey(const YamlValue &entry, int64_t min,
+                                  const std::string &field,
+                                  llvm::function_ref<bool(int64_t)> taken,
+                                  int64_t &threads) {
+  if (StringRef(entry.key).trim().getAsInteger(10, threads) || threads < min)
+    return fail(entry.keyLoc,
+                "expected a thread count >= " + std::to_string(min) +
+                    ", got '" + entry.key + "'");
+  if (taken(threads))
+    return fail(entry.keyLoc,
+                "duplicate thread count '" + entry.key + "' in " + field);
+  return true;
+}
+
 bool ClusterParser::parseLoopTable(
     const YamlValue &value, const std::string &field,
     std::map<std::string, std::vector<std::pair<double, double>>> &table) {
@@ -654,12 +673,13 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
       return false;
     for (const YamlValue &entry : bandwidth->children) {
       int64_t threads = 0;
-      if (StringRef(entry.key).trim().getAsInteger(10, threads) || threads < 1)
-        return fail(entry.keyLoc,
-                    "expected a thread count >= 1, got '" + entry.key + "'");
-      if (calibration.memoryBandwidthByThreads.count(threads))
-        return fail(entry.keyLoc, "duplicate thread count '" + entry.key +
-                                      "' in memory_bandwidth");
+      if (!readThreadKey(
+              entry, 1, "memory_bandwidth",
+              [&](int64_t t) {
+                return calibration.memoryBandwidthByThreads.count(t) != 0;
+              },
+              threads))
+        return false;
       double bytesPerS = 0;
       if (!readQuantity(entry, "memory_bandwidth", UnitKind::Bandwidth,
                         /*allowZero=*/false, bytesPerS))
@@ -676,12 +696,13 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
       return false;
     for (const YamlValue &entry : byThreads->children) {
       int64_t threads = 0;
-      if (StringRef(entry.key).trim().getAsInteger(10, threads) || threads < 2)
-        return fail(entry.keyLoc,
-                    "expected a thread count >= 2, got '" + entry.key + "'");
-      if (calibration.loopBandwidthByThreads.count(threads))
-        return fail(entry.keyLoc, "duplicate thread count '" + entry.key +
-                                      "' in loop_bandwidth_threads");
+      if (!readThreadKey(
+              entry, 2, "loop_bandwidth_threads",
+              [&](int64_t t) {
+                return calibration.loopBandwidthByThreads.count(t) != 0;
+              },
+              threads))
+        return false;
       if (!parseLoopTable(entry, "loop_bandwidth_threads." + entry.key,
                           calibration.loopBandwidthByThreads[threads]))
         return false;
