@@ -341,6 +341,11 @@ std::string mlir::dist::planToJson(const Plan &plan, const PlanRequest &req) {
           bytesAttr(json, "activation_bytes_per_sample",
                     cost ? cost->activationBytes : 0);
           json.attribute("sparse", cost ? cost->sparse : false);
+          LayerTime t =
+              i < plan.layerTimes.size() ? plan.layerTimes[i] : LayerTime();
+          numberAttr(json, "predicted_fwd_ms", t.fwdS * 1e3);
+          numberAttr(json, "predicted_bwd_ms", t.bwdS * 1e3);
+          numberAttr(json, "predicted_update_ms", t.updateS * 1e3);
         });
       });
   doc.arrayMember("timeline", plan.timeline.size(),

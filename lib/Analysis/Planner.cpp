@@ -1095,6 +1095,37 @@ bool mlir::dist::evaluatePlan(Plan &plan, const PlanRequest &req,
     plan.timeline.clear();
     return false;
   }
+  // Per-layer figures on one device of each stage: the samples it runs per
+  // step in micro-batches of the plan's size (the cost objective runs whole
+  // per-unit batches), at the stage's tensor-parallel degree.
+  plan.layerTimes.assign(p.numLayers, LayerTime());
+  bool stepTime = plan.objective == Objective::StepTime;
+  for (const StagePlan &st : plan.stages) {
+    // StepTime plans carry uniform degrees on the plan, cost plans per stage.
+    int64_t dp = stepTime ? plan.dp : st.dp;
+    int64_t stageTp = stepTime ? plan.tp : 1;
+    bool recompute = stepTime ? plan.recompute : false;
+    double perUnit = static_cast<double>(p.req.globalBatch) /
+                     static_cast<double>(std::max<int64_t>(1, dp));
+    double micro =
+        stepTime ? static_cast<double>(std::max<int64_t>(1, plan.microBatches))
+                 : 1.0;
+    const DeviceSpec &dev = p.dev(st.deviceType);
+    for (int64_t l = st.firstLayer; l <= st.lastLayer; ++l) {
+      const LayerCost &layer = p.layer(l);
+      int64_t tp = layerTp(layer, stageTp);
+      LayerTime &t = plan.layerTimes[l];
+      t.fwdS = micro * p.cm.phaseTimeS(layer, layer.fwd, dev, perUnit / micro,
+                                       tp, p.req.threads);
+      if (p.req.training) {
+        t.bwdS = micro * p.cm.phaseTimeS(layer, layer.bwd, dev, perUnit / micro,
+                                         tp, p.req.threads);
+        if (recompute)
+          t.bwdS += t.fwdS;
+        t.updateS = p.cm.updateTimeS(layer, dev, tp, p.req.threads);
+      }
+    }
+  }
   plan.costPerHour = 0;
   plan.devicesUsed = 0;
   for (const StagePlan &st : plan.stages) {

@@ -675,6 +675,35 @@ TEST(Planner, EvaluateComputesFiguresAndTimeline) {
   EXPECT_EQ(fwd, 8);
   EXPECT_EQ(bwd, 8);
   EXPECT_EQ(update, 2);
+  // Per-layer figures: 4 micro-batches of 2 samples, and the update.
+  ASSERT_EQ(plan.layerTimes.size(), 4u);
+  for (int l = 0; l < 4; ++l) {
+    const LayerCost &layer = req.layers[l];
+    EXPECT_TRUE(relClose(plan.layerTimes[l].fwdS,
+                         4 * cm.phaseTimeS(layer, layer.fwd, dev, b, 1, 0),
+                         1e-12));
+    EXPECT_TRUE(relClose(plan.layerTimes[l].bwdS,
+                         4 * cm.phaseTimeS(layer, layer.bwd, dev, b, 1, 0),
+                         1e-12));
+    EXPECT_TRUE(relClose(plan.layerTimes[l].updateS,
+                         cm.updateTimeS(layer, dev, 1, 0), 1e-12));
+  }
+  // They add up to each stage's compute time.
+  for (const StagePlan &st : plan.stages) {
+    double sum = 0;
+    for (int64_t l = st.firstLayer; l <= st.lastLayer; ++l)
+      sum += plan.layerTimes[l].fwdS + plan.layerTimes[l].bwdS +
+             plan.layerTimes[l].updateS;
+    EXPECT_TRUE(relClose(sum, st.computeTimeS, 1e-9))
+        << sum << " vs " << st.computeTimeS;
+  }
+  // With recomputation the backward includes the forward again.
+  Plan again = plan;
+  again.recompute = true;
+  ASSERT_TRUE(evaluatePlan(again, req, cm, error)) << error;
+  EXPECT_TRUE(relClose(again.layerTimes[0].bwdS,
+                       plan.layerTimes[0].bwdS + plan.layerTimes[0].fwdS,
+                       1e-12));
 }
 
 //===----------------------------------------------------------------------===//

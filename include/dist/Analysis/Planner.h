@@ -94,6 +94,13 @@ struct TimelineEvent {
   double endS = 0;
 };
 
+/// Predicted time of one layer per step on one device of its stage.
+struct LayerTime {
+  double fwdS = 0;
+  double bwdS = 0; ///< with the forward recomputation when recompute is on
+  double updateS = 0;
+};
+
 struct Plan {
   Objective objective = Objective::StepTime;
   PlanStrategy strategy = PlanStrategy::Exact;
@@ -102,6 +109,8 @@ struct Plan {
   bool recompute = false;
   std::vector<StagePlan> stages;
   std::vector<int64_t> layerStage; ///< stage of each layer
+  /// Per layer, as evaluatePlan predicts it (explains the stage times).
+  std::vector<LayerTime> layerTimes;
   double stepTimeS = 0;
   double throughput = 0;  ///< samples/s
   double costPerHour = 0; ///< sum of units * price over stages
