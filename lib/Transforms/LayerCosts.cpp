@@ -384,10 +384,13 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
         };
         bool unitStride = all(conv.getStrides(), 1);
-        bool padded = !all(conv.getPads(), 0) || conv.getAutoPad() != "NOTSET";
+        bool padded =
+            !all(conv.getPads(), 0) || conv.getAutoPad().starts_with("SAME");
+        // The kernel's extent is the weight's (kernel_shape is optional).
+        auto weight = cast<ShapedType>(conv.getWeight().getType());
         bool pointwise = unitStride && !padded &&
-                         conv.getKernelShape().has_value() &&
-                         all(conv.getKernelShape(), 1);
+                         llvm::all_of(weight.getShape().drop_front(2),
+                                      [](int64_t d) { return d == 1; });
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =
