@@ -685,7 +685,13 @@ TEST(Cluster, LoopTablesPerThreadCount) {
             "loop_bandwidth_threads.2");
   EXPECT_EQ(parseError(head + "          loop_bandwidth_threads:\n"
                               "            2:\n"
-                              "              window: [[4KiB, -1GB/s]]\n")
-                .substr(0, 8),
-            "c.yaml:1");
+                              "              window: [[4KiB, -1GB/s]]\n"),
+            "c.yaml:11:31: bandwidth must be positive");
+  EXPECT_EQ(parseError(head + "          loop_bandwidth_threads:\n"
+                              "            2:\n"
+                              "              window: [[4KiB, 1GB/s]]\n"
+                              "            2:\n"
+                              "              window: [[4KiB, 1GB/s]]\n"),
+            "c.yaml:12:13: duplicate thread count '2' in "
+            "loop_bandwidth_threads");
 }
