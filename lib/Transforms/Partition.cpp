@@ -43,9 +43,10 @@ namespace {
 /// Module attribute: the training step was built at batch / dp already.
 constexpr llvm::StringLiteral kBatchSplitAttr = "dist.batch_split";
 
-/// Gives `func`'s tensor arguments (rank >= 1) a leading dimension of
-/// `batch` / `dp` and re-infers every shape of its body.
-LogicalResult rebatch(func::FuncOp func, int64_t batch, int64_t dp) {
+} // namespace
+
+LogicalResult dist::rebatchFunction(func::FuncOp func, int64_t batch,
+                                    int64_t dp) {
   if (batch % dp != 0)
     return func.emitError("the batch of ")
            << batch << " samples the model is compiled for cannot be split "
@@ -122,7 +123,6 @@ LogicalResult rebatch(func::FuncOp func, int64_t batch, int64_t dp) {
                 << "' does not verify after splitting its batch");
   return success();
 }
-} // namespace
 
 LogicalResult
 dist::buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
@@ -138,7 +138,7 @@ dist::buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
   // The step is built from a copy of the forward function at the per-rank
   // batch; the forward function itself (inference) keeps the full batch.
   OwningOpRef<func::FuncOp> saved(entry.clone());
-  if (failed(rebatch(entry, batch, dp)) || failed(buildStep()))
+  if (failed(rebatchFunction(entry, batch, dp)) || failed(buildStep()))
     return failure();
   entry.getBody().takeBody(saved->getBody());
   entry.setFunctionType(saved->getFunctionType());
@@ -189,7 +189,7 @@ LogicalResult PartitionPass::splitBatch(func::FuncOp step, int64_t dp) {
     return success(); // Dynamic: the runtime passes each rank its rows.
   // Shapes the backward pass derived from the batch may be constants by
   // now; re-inference reports them.
-  return rebatch(step, batch, dp);
+  return rebatchFunction(step, batch, dp);
 }
 
 LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
@@ -520,6 +520,16 @@ void PartitionPass::runOnOperation() {
       if (failed(splitBatch(f, dp)) || failed(reduceGradients(f, dpAxis)) ||
           (zero >= 1 && failed(shardOptimizerState(f, dpAxis, dp))))
         return signalPassFailure();
+  // Inference: each dp rank runs its rows of the batch when the function
+  // keeps samples apart; otherwise every rank runs the whole batch.
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (!f.isPublic() || f.isExternal() || f->hasAttr("dist.train_step"))
+      continue;
+    std::string why = splitInference ? splitInferenceBatch(f, dp, dpAxis)
+                                     : "dist-partition split-inference=false";
+    if (!why.empty())
+      f->setAttr(kInferBatchWholeAttr, StringAttr::get(&getContext(), why));
+  }
 }
 
 } // namespace

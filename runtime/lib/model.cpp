@@ -220,6 +220,16 @@ dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
 }
 
 /// Checks the descriptor before anything else looks at it.
+/// The index of the mesh axis named "dp", or -1.
+int64_t dpAxisOf(const dist_rt_model_desc_t &desc) {
+  for (uint32_t a = 0;
+       desc.mesh_shape && desc.mesh_axis_names && a < desc.num_mesh_axes; ++a)
+    if (desc.mesh_axis_names[a] &&
+        std::strcmp(desc.mesh_axis_names[a], "dp") == 0)
+      return a;
+  return -1;
+}
+
 dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
   if (desc.abi_version != DIST_RT_MODEL_ABI_VERSION)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
@@ -260,6 +270,36 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
                         "model '%s': parameter '%s' has an invalid split "
                         "(axis %d, dimension %d, %d blocks)",
                         desc.name, p.name, s.axis, s.dim, s.blocks);
+  }
+  if (desc.infer_batch_split > 1)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': infer_batch_split must be 0 or 1, got "
+                      "%" PRIu32,
+                      desc.name, desc.infer_batch_split);
+  if (desc.infer_batch_split) {
+    if (dpAxisOf(desc) < 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s' splits its inference batch over a "
+                        "data-parallel axis, but its mesh has no 'dp' axis",
+                        desc.name);
+    int64_t dp = desc.mesh_shape[dpAxisOf(desc)];
+    if (desc.num_inputs == 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s' splits its inference batch but has no "
+                        "inputs",
+                        desc.name);
+    for (uint32_t g = 0; g < 2; ++g) {
+      uint32_t count = g ? desc.num_outputs : desc.num_inputs;
+      const dist_rt_tensor_desc_t *group = g ? desc.outputs : desc.inputs;
+      for (uint32_t i = 0; i < count; ++i)
+        if (group[i].rank == 0 || (group[i].dims[0] != DIST_RT_DYNAMIC_DIM &&
+                                   group[i].dims[0] % dp != 0))
+          return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                            "model '%s': %s '%s' has no batch dimension that "
+                            "splits over dp=%lld",
+                            desc.name, g ? "output" : "input", group[i].name,
+                            static_cast<long long>(dp));
+    }
   }
   return desc.train ? checkTrainDesc(desc) : nullptr;
 }
@@ -323,6 +363,22 @@ struct dist_rt_model {
 
   EntryCall inference;
   EntryCall training;
+
+  /// Inference split over the dp axis (desc->infer_batch_split): then
+  /// `inference` takes the rows of one dp rank (its descriptors are
+  /// sliceInputs / sliceOutputs) and wholeInference, never called, checks
+  /// the whole inputs against the declared signature.
+  EntryCall wholeInference;
+  int64_t dpAxis = -1;
+  /// The dp size the model was compiled for.
+  int64_t splitDp = 1;
+  std::vector<dist_rt_tensor_desc_t> sliceInputs, sliceOutputs;
+  std::vector<int64_t> sliceDims;
+  /// Scratch of a split run: the tensors of one slice and their dims, and
+  /// the bytes exchanged by the gather.
+  std::vector<dist_rt_tensor_t> sliceTensors;
+  std::vector<int64_t> sliceTensorDims;
+  std::vector<char> gatherSend, gatherRecv;
   /// The learning rate and step number of the training step in progress,
   /// behind the two rank-0 descriptors of training.argWords.
   float trainScalars[2] = {0, 0};
@@ -345,6 +401,8 @@ struct dist_rt_model {
   Outputs current;
   /// Being built by the run in progress; kept to reuse its capacity.
   Outputs pending;
+  /// The whole outputs a split run assembles from its slices.
+  Outputs assembled;
   /// Scratch for one call: allocator blocks returned by the entry function.
   std::vector<void *> returnedBlocks;
   /// Scratch for one call: the output descriptors as returned.
@@ -355,6 +413,7 @@ struct dist_rt_model {
   ~dist_rt_model() {
     current.release();
     pending.release();
+    assembled.release();
     dist_rt_params_release(params);
   }
 };
@@ -616,6 +675,36 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
   inference.inputs = desc->inputs;
   inference.numOutputs = desc->num_outputs;
   inference.outputs = desc->outputs;
+  if (desc->infer_batch_split) {
+    EntryCall &whole = model->wholeInference;
+    whole = inference;
+    layOutCall(*model, whole, 0);
+    // The entry takes one dp rank's rows: a static batch B is B / dp.
+    model->dpAxis = dpAxisOf(*desc);
+    model->splitDp = desc->mesh_shape[model->dpAxis];
+    size_t dims = 0;
+    for (uint32_t i = 0; i < desc->num_inputs; ++i)
+      dims += desc->inputs[i].rank;
+    for (uint32_t o = 0; o < desc->num_outputs; ++o)
+      dims += desc->outputs[o].rank;
+    model->sliceDims.reserve(dims);
+    auto slice = [&](const dist_rt_tensor_desc_t &t) {
+      const int64_t *start = model->sliceDims.data() + model->sliceDims.size();
+      for (uint32_t d = 0; d < t.rank; ++d)
+        model->sliceDims.push_back(d == 0 && t.dims[0] != DIST_RT_DYNAMIC_DIM
+                                       ? t.dims[0] / model->splitDp
+                                       : t.dims[d]);
+      dist_rt_tensor_desc_t r = t;
+      r.dims = start;
+      return r;
+    };
+    for (uint32_t i = 0; i < desc->num_inputs; ++i)
+      model->sliceInputs.push_back(slice(desc->inputs[i]));
+    for (uint32_t o = 0; o < desc->num_outputs; ++o)
+      model->sliceOutputs.push_back(slice(desc->outputs[o]));
+    inference.inputs = model->sliceInputs.data();
+    inference.outputs = model->sliceOutputs.data();
+  }
   layOutCall(*model, inference, 0);
   uint32_t maxOutputs = desc->num_outputs;
   if (const dist_rt_train_desc_t *train = desc->train) {
@@ -848,9 +937,190 @@ dist_rt_status_t collectOutputs(dist_rt_model &model,
   return nullptr;
 }
 
+/// Bytes of one row (everything after dimension 0) of a tensor.
+uint64_t rowBytes(uint32_t dtype, uint32_t rank, const int64_t *dims) {
+  uint64_t bytes = dist_rt_dtype_size(dtype);
+  for (uint32_t d = 1; d < rank; ++d)
+    bytes *= static_cast<uint64_t>(dims[d]);
+  return bytes;
+}
+
+/// Runs the inference entry on rows [lo, hi) of `inputs` and copies the
+/// rows of every output into model.assembled at row lo, allocating the
+/// whole outputs ([batch, ...]) on the first slice.
+dist_rt_status_t runSlice(dist_rt_model &model, const dist_rt_tensor_t *inputs,
+                          int64_t batch, int64_t lo, int64_t hi, bool first) {
+  EntryCall &call = model.inference;
+  const dist_rt_model_desc_t &desc = *model.desc;
+  std::vector<dist_rt_tensor_t> &sliced = model.sliceTensors;
+  std::vector<int64_t> &dims = model.sliceTensorDims;
+  sliced.assign(inputs, inputs + call.numInputs);
+  dims.clear();
+  for (uint32_t i = 0; i < call.numInputs; ++i)
+    dims.insert(dims.end(), inputs[i].dims, inputs[i].dims + inputs[i].rank);
+  size_t pos = 0;
+  for (uint32_t i = 0; i < call.numInputs; ++i) {
+    dist_rt_tensor_t &t = sliced[i];
+    dims[pos] = hi - lo;
+    t.dims = dims.data() + pos;
+    pos += t.rank;
+    if (t.data)
+      t.data = static_cast<char *>(t.data) +
+               static_cast<uint64_t>(lo) * rowBytes(t.dtype, t.rank, t.dims);
+  }
+  if (dist_rt_status_t status =
+          bindInputs(model, call, sliced.data(), sliced.size()))
+    return status;
+  std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
+  desc.entry(call.args.data());
+  if (dist_rt_status_t status = collectOutputs(model, sliced.data()))
+    return status;
+
+  dist_rt_model::Outputs &pending = model.pending;
+  dist_rt_model::Outputs &whole = model.assembled;
+  if (first) {
+    whole.release();
+    whole.dims.clear();
+    for (const dist_rt_tensor_t &t : pending.tensors)
+      whole.dims.insert(whole.dims.end(), t.dims, t.dims + t.rank);
+    size_t at = 0;
+    for (const dist_rt_tensor_t &t : pending.tensors) {
+      whole.dims[at] = batch;
+      uint64_t nbytes = 0;
+      byteSize(t.rank, whole.dims.data() + at, dist_rt_dtype_size(t.dtype),
+               nbytes);
+      void *data = _mlir_memref_to_llvm_alloc(static_cast<size_t>(nbytes));
+      if (!data && nbytes) {
+        pending.release();
+        return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
+                          "model '%s': out of memory for the outputs of the "
+                          "whole batch (%" PRIu64 " bytes)",
+                          desc.name, nbytes);
+      }
+      if (data)
+        whole.blocks.push_back(data);
+      whole.tensors.push_back(
+          dist_rt_tensor_t{t.dtype, t.rank, whole.dims.data() + at, data});
+      at += t.rank;
+    }
+  }
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    const dist_rt_tensor_t &part = pending.tensors[o];
+    const dist_rt_tensor_t &into = whole.tensors[o];
+    bool same = part.dims[0] == hi - lo;
+    for (uint32_t d = 1; d < part.rank; ++d)
+      same &= part.dims[d] == into.dims[d];
+    if (!same) {
+      std::string got = formatShape(part.rank, part.dims);
+      pending.release();
+      return makeStatus(DIST_RT_ERROR_INTERNAL,
+                        "model '%s': output '%s' of rows [%lld, %lld) was "
+                        "returned with shape %s, which does not fit the "
+                        "rows of a batch of %lld",
+                        desc.name, call.outputs[o].name,
+                        static_cast<long long>(lo), static_cast<long long>(hi),
+                        got.c_str(), static_cast<long long>(batch));
+    }
+    uint64_t row = rowBytes(part.dtype, part.rank, part.dims);
+    if (row && hi > lo)
+      std::memcpy(static_cast<char *>(into.data) +
+                      static_cast<uint64_t>(lo) * row,
+                  part.data, static_cast<size_t>(row * (hi - lo)));
+  }
+  pending.release();
+  return nullptr;
+}
+
+/// Gathers the rows every dp rank computed into model.assembled on every
+/// rank. Rank r of `ranks` holds rows [batch * r / ranks, batch * (r + 1) /
+/// ranks); each rank's part travels padded to the largest part (rounded up
+/// to 4 bytes, the unit of the mesh gather).
+dist_rt_status_t gatherSlices(dist_rt_model &model, int64_t batch,
+                              int64_t ranks, int64_t coord) {
+  auto lo = [&](int64_t r) { return batch * r / ranks; };
+  int64_t maxRows = (batch + ranks - 1) / ranks;
+  for (dist_rt_tensor_t &t : model.assembled.tensors) {
+    uint64_t row = rowBytes(t.dtype, t.rank, t.dims);
+    uint64_t slot = (row * static_cast<uint64_t>(maxRows) + 3) / 4 * 4;
+    if (slot == 0)
+      continue;
+    model.gatherSend.assign(static_cast<size_t>(slot), 0);
+    model.gatherRecv.resize(static_cast<size_t>(slot * ranks));
+    char *data = static_cast<char *>(t.data);
+    std::memcpy(model.gatherSend.data(),
+                data + static_cast<uint64_t>(lo(coord)) * row,
+                static_cast<size_t>(row * (lo(coord + 1) - lo(coord))));
+    if (dist_rt_status_t status = dist_rt::meshGatherBytes(
+            model.dpAxis, model.gatherSend.data(), model.gatherRecv.data(),
+            static_cast<int64_t>(slot)))
+      return status;
+    for (int64_t r = 0; r < ranks; ++r)
+      std::memcpy(data + static_cast<uint64_t>(lo(r)) * row,
+                  model.gatherRecv.data() + static_cast<uint64_t>(r) * slot,
+                  static_cast<size_t>(row * (lo(r + 1) - lo(r))));
+  }
+  return nullptr;
+}
+
+/// Inference split over the dp axis (desc->infer_batch_split): each dp
+/// rank runs its rows and the rows are gathered; alone, the process runs
+/// the slices of a static batch one after another. A dynamic batch runs
+/// whole (as without a split) alone, when the inputs disagree on it (they
+/// may broadcast) or when it has fewer rows than there are ranks.
+dist_rt_status_t runSplitModel(dist_rt_model &model,
+                               const dist_rt_tensor_t *inputs, size_t numInputs,
+                               const dist_rt_tensor_t **out_outputs,
+                               bool &ranWhole) {
+  ranWhole = false;
+  const dist_rt_model_desc_t &desc = *model.desc;
+  if (dist_rt_status_t status =
+          bindInputs(model, model.wholeInference, inputs, numInputs))
+    return status;
+  int64_t batch = inputs[0].dims[0];
+  bool sameBatch = true;
+  for (size_t i = 1; i < numInputs; ++i)
+    sameBatch &= inputs[i].dims[0] == batch;
+  bool staticBatch = desc.inputs[0].dims[0] != DIST_RT_DYNAMIC_DIM;
+  int64_t ranks = dist_rt_mesh_axis_size("dp");
+  int64_t coord = dist_rt_mesh_axis_coord("dp");
+  if (!staticBatch && (ranks == 1 || !sameBatch || batch < ranks)) {
+    ranWhole = true;
+    return nullptr;
+  }
+  int64_t slices = staticBatch ? model.splitDp : ranks;
+  bool first = true;
+  for (int64_t c = 0; c < slices; ++c) {
+    if (ranks > 1 && c != coord)
+      continue;
+    if (dist_rt_status_t status =
+            runSlice(model, inputs, batch, batch * c / slices,
+                     batch * (c + 1) / slices, first)) {
+      model.assembled.release();
+      return status;
+    }
+    first = false;
+  }
+  if (ranks > 1)
+    if (dist_rt_status_t status = gatherSlices(model, batch, ranks, coord)) {
+      model.assembled.release();
+      return status;
+    }
+  std::swap(model.current, model.assembled);
+  model.assembled.release();
+  *out_outputs = model.current.tensors.data();
+  return nullptr;
+}
+
 dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                           size_t numInputs,
                           const dist_rt_tensor_t **out_outputs) {
+  if (model.desc->infer_batch_split) {
+    bool ranWhole = false;
+    dist_rt_status_t status =
+        runSplitModel(model, inputs, numInputs, out_outputs, ranWhole);
+    if (status || !ranWhole)
+      return status;
+  }
   EntryCall &call = model.inference;
   if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
     return status;

@@ -153,6 +153,65 @@ void badShapeEntry(void **args) {
   out.put(block, block, 0, {3}, {1});
 }
 
+/// Rows of every call of rowsEntry.
+std::vector<int64_t> rowsSeen;
+
+/// x: float32 [6, 3], compiled as one dp rank's [2, 3] (dp = 3). Outputs:
+///   0 y       = 2 * x          fresh, taken over
+///   1 x_alias = x              alias of the input (rows of the caller's x)
+///   2 pos     = x[:, 0] > 0    bool, fresh
+void rowsEntry(void **args) {
+  auto *x = static_cast<MemrefDesc<2> *>(args[0]);
+  int64_t rows = x->sizes[0];
+  rowsSeen.push_back(rows);
+  const float *xData = static_cast<const float *>(x->aligned) + x->offset;
+  auto *y = static_cast<float *>(
+      _mlir_memref_to_llvm_alloc(static_cast<size_t>(rows) * 3 * 4));
+  auto *pos = static_cast<uint8_t *>(
+      _mlir_memref_to_llvm_alloc(static_cast<size_t>(rows)));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < 3; ++j)
+      y[i * 3 + j] = 2 * xData[i * 3 + j];
+    pos[i] = xData[i * 3] > 0 ? 1 : 0;
+  }
+  OutputWriter out{static_cast<int64_t *>(args[1])};
+  out.put(y, y, 0, {rows, 3}, {3, 1});
+  out.put(x->allocated, x->aligned, x->offset, {rows, 3},
+          {x->strides[0], x->strides[1]});
+  out.put(pos, pos, 0, {rows}, {1});
+}
+
+const int64_t k6By3[] = {6, 3};
+const int64_t k6[] = {6};
+const dist_rt_tensor_desc_t kRowsInputs[] = {
+    {"x", DIST_RT_DTYPE_FLOAT, 2, k6By3}};
+const dist_rt_tensor_desc_t kRowsOutputs[] = {
+    {"y", DIST_RT_DTYPE_FLOAT, 2, k6By3},
+    {"x_alias", DIST_RT_DTYPE_FLOAT, 2, k6By3},
+    {"pos", DIST_RT_DTYPE_BOOL, 1, k6}};
+const int64_t kDp3[] = {3};
+const char *const kDpAxis[] = {"dp", nullptr};
+const char *const kTpAxis[] = {"tp", nullptr};
+
+dist_rt_model_desc_t rowsDesc(const char *const *axisNames) {
+  return {DIST_RT_MODEL_ABI_VERSION,
+          "rows",
+          nullptr,
+          0,
+          nullptr,
+          1,
+          kRowsInputs,
+          3,
+          kRowsOutputs,
+          &rowsEntry,
+          nullptr,
+          1,
+          kDp3,
+          axisNames,
+          nullptr,
+          /*infer_batch_split=*/1};
+}
+
 //===----------------------------------------------------------------------===//
 // Fixture
 //===----------------------------------------------------------------------===//
@@ -403,6 +462,65 @@ TEST_F(ModelTest, ModelWithoutParametersOrInputs) {
   EXPECT_EQ(*static_cast<const int64_t *>(outputs[0].data), 42);
 }
 
+// A model whose inference is split over dp=3, run by a process alone: the
+// runtime calls the entry on each third of the batch in turn and assembles
+// whole outputs, copying the rows of an output that aliases the input.
+TEST_F(ModelTest, SplitBatchRunsEachDataParallelSliceAlone) {
+  dist_rt_model_desc_t desc = rowsDesc(kDpAxis);
+  dist_rt_model_t raw = nullptr;
+  StatusPtr created(dist_rt_model_create(&desc, nullptr, &raw));
+  ASSERT_EQ(created, nullptr) << dist_rt_status_message(created.get());
+  ModelPtr model(raw);
+  std::vector<float> x(18);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(i) - 8.5f;
+  dist_rt_tensor_t input = {DIST_RT_DTYPE_FLOAT, 2, k6By3, x.data()};
+  rowsSeen.clear();
+  const dist_rt_tensor_t *outputs = nullptr;
+  StatusPtr status(dist_rt_model_run(model.get(), &input, 1, &outputs));
+  ASSERT_EQ(status, nullptr) << dist_rt_status_message(status.get());
+  EXPECT_EQ(rowsSeen, (std::vector<int64_t>{2, 2, 2}));
+  for (int o = 0; o < 3; ++o)
+    EXPECT_EQ(outputs[o].dims[0], 6) << "output " << o;
+  EXPECT_EQ(outputs[0].dims[1], 3);
+  const auto *y = static_cast<const float *>(outputs[0].data);
+  const auto *alias = static_cast<const float *>(outputs[1].data);
+  const auto *pos = static_cast<const uint8_t *>(outputs[2].data);
+  EXPECT_NE(outputs[1].data, static_cast<void *>(x.data()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y[i], 2 * x[i]) << i;
+    EXPECT_EQ(alias[i], x[i]) << i;
+  }
+  for (size_t r = 0; r < 6; ++r)
+    EXPECT_EQ(pos[r], x[r * 3] > 0 ? 1 : 0) << r;
+
+  // The whole batch is checked against the declared shape.
+  const int64_t k4By3[] = {4, 3};
+  dist_rt_tensor_t small = {DIST_RT_DTYPE_FLOAT, 2, k4By3, x.data()};
+  StatusPtr wrong(dist_rt_model_run(model.get(), &small, 1, &outputs));
+  ASSERT_NE(wrong, nullptr);
+  EXPECT_STREQ(dist_rt_status_message(wrong.get()),
+               "input 'x': expected shape [6,3] (float32), got [4,3] "
+               "(float32)");
+}
+
+TEST_F(ModelTest, SplitBatchNeedsADataParallelAxis) {
+  dist_rt_model_desc_t desc = rowsDesc(kTpAxis);
+  dist_rt_model_t raw = nullptr;
+  StatusPtr created(dist_rt_model_create(&desc, nullptr, &raw));
+  ASSERT_NE(created, nullptr);
+  EXPECT_STREQ(dist_rt_status_message(created.get()),
+               "model 'rows' splits its inference batch over a "
+               "data-parallel axis, but its mesh has no 'dp' axis");
+  EXPECT_EQ(raw, nullptr);
+  desc = rowsDesc(kDpAxis);
+  desc.infer_batch_split = 2;
+  created.reset(dist_rt_model_create(&desc, nullptr, &raw));
+  ASSERT_NE(created, nullptr);
+  EXPECT_STREQ(dist_rt_status_message(created.get()),
+               "model 'rows': infer_batch_split must be 0 or 1, got 2");
+}
+
 TEST_F(ModelTest, FindsAnAbsoluteParamFileWithoutOptions) {
   dist_rt_model_desc_t desc = affineDesc(paramPath.c_str());
   dist_rt_model_t raw = nullptr;
@@ -569,7 +687,7 @@ TEST_F(ModelTest, BadDescriptorsAndOptions) {
   desc.abi_version = 1;
   EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
             "model 'affine' was compiled for runtime ABI version 1, this "
-            "runtime supports version 4");
+            "runtime supports version 5");
 
   // A split parameter whose axis the mesh does not have, or whose local
   // extent the blocks do not divide.

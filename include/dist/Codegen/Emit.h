@@ -53,6 +53,12 @@ struct ModelSignature {
   /// `dist.mesh_axes`, see dist-partition); empty when it was not.
   std::vector<std::string> meshAxes;
   std::vector<int64_t> meshShape;
+  /// Inference under the dp axis: the dp size when each dp rank runs its
+  /// rows of the batch (`dist.infer_batch_split`; the dims above are the
+  /// whole batch's), else 0 with `batchWhole` saying why when the module
+  /// has a dp axis.
+  int64_t inferBatchSplit = 0;
+  std::string batchWhole;
 };
 
 /// Reads the signature of the (single, public) entry function of a dist

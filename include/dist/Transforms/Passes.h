@@ -12,6 +12,7 @@
 #include "dist/Analysis/Planner.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -57,6 +58,21 @@ buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
 /// names) unless it is there already; fails if another symbol takes the name
 /// or the declared mesh differs.
 LogicalResult declareMesh(ModuleOp module, const MeshSpec &spec);
+
+/// Gives `func`'s tensor arguments (rank >= 1) a leading dimension of
+/// `batch` / `dp` and re-infers every shape of its body; a Reshape of a
+/// value computed from the inputs to a constant target that starts with the
+/// batch gets `batch` / `dp` there. Fails with an error (and a note on
+/// exporting with a dynamic batch) when a shape does not follow.
+LogicalResult rebatchFunction(func::FuncOp func, int64_t batch, int64_t dp);
+
+/// Splits the batch of the inference function `entry` over `dp` ranks when
+/// a dataflow analysis proves that sample i of every output depends only on
+/// sample i of the inputs (BatchSplit.cpp); `dp` is the size of mesh axis
+/// `dpAxis`, which no collective in `entry` may span. On success returns "",
+/// marks `entry` with kInferBatchSplitAttr and, for a static batch B, rebuilds
+/// it at B / dp. Otherwise returns why not and leaves `entry` unchanged.
+std::string splitInferenceBatch(func::FuncOp entry, int64_t dp, int64_t dpAxis);
 
 /// What tensor parallelism split, for remarks and tests.
 struct TensorParallelStats {

@@ -94,6 +94,14 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
     axis by rows (`dist.shard`): each rank runs the update on its rows
     (`shard.all_slice` of the parameter and its averaged gradient) and the
     updated rows are gathered back (`shard.all_gather`).
+
+    Inference (the public function that is not a step) under dp > 1: when
+    a dataflow analysis proves that sample i of every output depends only
+    on sample i of the inputs (lib/Transforms/BatchSplit.cpp), the function
+    is marked `dist.infer_batch_split = dp` and a static batch B becomes
+    B / dp in it; the runtime runs each dp rank on its rows and gathers the
+    outputs. Otherwise (or with `split-inference=false`) it is marked
+    `dist.infer_batch_whole = "<why>"` and every rank runs the whole batch.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::shard::ShardDialect"];
@@ -106,6 +114,9 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
            "ZeRO stage: 1 shards the optimizer state over the dp ranks (each "
            "updates its rows of every parameter and the rows are gathered); "
            "0: every rank keeps all of it">,
+    Option<"splitInference", "split-inference", "bool", "true",
+           "split the inference batch over the dp ranks where the model "
+           "keeps samples apart">,
   ];
   let statistics = [
     Statistic<"numBuckets", "num-buckets", "Number of gradient buckets">,

@@ -213,6 +213,22 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   };
   if (failed(describeFunc(entry, 0, sig.inputs, sig.outputs)))
     return failure();
+  if (auto split = entry->getAttrOfType<IntegerAttr>(kInferBatchSplitAttr)) {
+    // The function runs on a dp rank's rows; callers pass the whole batch.
+    sig.inferBatchSplit = split.getInt();
+    for (auto *group : {&sig.inputs, &sig.outputs})
+      for (TensorSignature &t : *group) {
+        if (t.dims.empty())
+          return entry.emitError("an inference function split over dp has "
+                                 "a scalar input or output '")
+                 << t.name << "'";
+        if (t.dims[0] >= 0)
+          t.dims[0] *= sig.inferBatchSplit;
+      }
+  } else if (auto whole =
+                 entry->getAttrOfType<StringAttr>(kInferBatchWholeAttr)) {
+    sig.batchWhole = whole.str();
+  }
   std::string trainName = getTrainStepName(module);
   if (trainName.empty())
     return sig;
@@ -521,7 +537,8 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << (sig.meshShape.empty() ? std::string("0, NULL, NULL")
                                : std::to_string(sig.meshShape.size()) +
                                      ", mesh_shape, mesh_axis_names")
-     << ",\n  " << (anyShard ? "param_shards" : "NULL") << "};\n\n";
+     << ",\n  " << (anyShard ? "param_shards" : "NULL") << ",\n  "
+     << (sig.inferBatchSplit > 1 ? 1 : 0) << "};\n\n";
   os << "#ifdef DIST_MODEL_MAIN\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"
@@ -669,6 +686,20 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
       {"inputs", list(sig.inputs)},
       {"outputs", list(sig.outputs)},
       {"train", std::move(train)},
+      {"mesh", sig.meshShape.empty() ? llvm::json::Value(nullptr) : [&] {
+         llvm::json::Object mesh;
+         for (size_t a = 0; a < sig.meshShape.size(); ++a)
+           mesh[sig.meshAxes[a]] = sig.meshShape[a];
+         return llvm::json::Value(std::move(mesh));
+       }()},
+      {"inference_batch",
+       sig.inferBatchSplit <= 1 && sig.batchWhole.empty()
+           ? llvm::json::Value(nullptr)
+       : sig.inferBatchSplit > 1
+           ? llvm::json::Value(
+                 llvm::json::Object{{"split_over_dp", sig.inferBatchSplit}})
+           : llvm::json::Value(llvm::json::Object{{"split_over_dp", 1},
+                                                  {"why", sig.batchWhole}})},
       {"params_file", o.paramFileName.empty()
                           ? llvm::json::Value(nullptr)
                           : llvm::json::Value(o.paramFileName)},

@@ -56,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 4
+#define DIST_RT_MODEL_ABI_VERSION 5
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -197,6 +197,17 @@ typedef struct dist_rt_model_desc_t {
   /// dist_rt_param_shard_t). The runtime loads each rank's part of a split
   /// parameter from the full one in the parameter file.
   const dist_rt_param_shard_t *param_shards;
+  /// 1 when the inference entry computes one data-parallel rank's rows of
+  /// the batch (dist-opt --mesh with dp > 1 on a model whose outputs keep
+  /// the samples apart): every input and output has the batch as dimension
+  /// 0, `inputs` and `outputs` above describe the whole batch B, and a
+  /// static B is compiled as B / dp rows. dist_rt_model_run then runs dp
+  /// rank r on rows [r * B / dp, (r + 1) * B / dp) and gathers the rows of
+  /// every output over the dp axis, so that every rank returns the whole
+  /// outputs; a process alone runs the dp slices of a static batch one
+  /// after another (a dynamic batch in one call). 0: the entry takes the
+  /// whole batch on every rank.
+  uint32_t infer_batch_split;
 } dist_rt_model_desc_t;
 
 /*===----------------------------------------------------------------------===*

@@ -35,6 +35,16 @@ inline constexpr llvm::StringLiteral kParamShardAttr = "dist.shard";
 inline constexpr llvm::StringLiteral kTensorParallelAttr =
     "dist.tensor_parallel";
 
+/// Attribute of the inference function that runs on a dp rank's rows of
+/// the batch (i64 dp): every input and output is batched along dimension 0;
+/// a static batch B appears as B / dp in the function's types.
+inline constexpr llvm::StringLiteral kInferBatchSplitAttr =
+    "dist.infer_batch_split";
+/// Attribute of an inference function under a dp mesh whose batch stays
+/// whole on every rank: a string saying why it cannot be split.
+inline constexpr llvm::StringLiteral kInferBatchWholeAttr =
+    "dist.infer_batch_whole";
+
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {
   std::vector<std::string> axes;
