@@ -259,6 +259,9 @@ struct PlanningOptions {
   int64_t gradBucketBytes = 4 << 20;
   /// --zero: ZeRO stage (0 or 1).
   int64_t zero = 0;
+  /// --plan given (auto or a file) without --mesh, and compiling past the
+  /// plan: the plan's data- and tensor-parallel degrees become the mesh.
+  bool applyLayout = false;
 };
 
 /// Splits the forward graph for the tp axis of `mesh` (a no-op without
@@ -330,8 +333,9 @@ std::optional<dist::ClusterSpec> loadCluster(StringRef spec) {
 
 /// Attaches the cluster to `module`, plans it and, when `outDir` is set,
 /// writes plan.json and plan.html there; prints the summary to stdout.
-LogicalResult planAndReport(ModuleOp module, const PlanningOptions &planning,
-                            StringRef outDir, raw_ostream &summaryOs) {
+FailureOr<dist::Plan> planAndReport(ModuleOp module,
+                                    const PlanningOptions &planning,
+                                    StringRef outDir, raw_ostream &summaryOs) {
   std::optional<dist::ClusterSpec> cluster = loadCluster(planning.cluster);
   if (!cluster)
     return failure();
@@ -349,7 +353,7 @@ LogicalResult planAndReport(ModuleOp module, const PlanningOptions &planning,
   summaryOs << dist::planSummary(mp.plan, mp.request);
   summaryOs.flush();
   if (outDir.empty())
-    return success();
+    return mp.plan;
   auto write = [&](StringRef file, const std::string &text) {
     SmallString<256> path(outDir);
     sys::path::append(path, file);
@@ -366,7 +370,75 @@ LogicalResult planAndReport(ModuleOp module, const PlanningOptions &planning,
   if (!write("plan.json", dist::planToJson(mp.plan, mp.request)) ||
       !write("plan.html", dist::planToHtml(mp.plan, mp.request)))
     return failure();
-  return success();
+  return mp.plan;
+}
+
+/// The --mesh that runs `plan`'s layout ("" for one process), or failure
+/// with an error when dist-opt cannot partition it.
+FailureOr<std::string> meshFromPlan(const dist::Plan &plan) {
+  if (plan.stages.size() != 1) {
+    errs() << "error: --plan: the plan has " << plan.stages.size()
+           << " pipeline stages, and dist-opt partitions data and tensor "
+              "parallelism only; give the layout with --mesh (e.g. --mesh "
+              "dp=2), or plan for a cluster of one device type\n";
+    return failure();
+  }
+  const dist::StagePlan &stage = plan.stages.front();
+  std::string mesh;
+  if (stage.dp > 1)
+    mesh = "dp=" + std::to_string(stage.dp);
+  if (stage.tp > 1)
+    mesh += (mesh.empty() ? "tp=" : ",tp=") + std::to_string(stage.tp);
+  return mesh;
+}
+
+/// Everything between import and codegen: with --plan and no --mesh, plans
+/// a copy of the module first and takes the mesh from the plan; builds the
+/// training step (at the per-rank batch); plans and reports (once); and
+/// partitions for the mesh.
+LogicalResult
+prepareModule(ModuleOp module,
+              const std::optional<dist::BuildTrainStepPassOptions> &train,
+              PlanningOptions planning, StringRef outDir,
+              raw_ostream &summaryOs) {
+  bool planned = false;
+  if (planning.applyLayout) {
+    OwningOpRef<ModuleOp> probe(module.clone());
+    if (train && failed(addTrainStep(*probe, *train)))
+      return failure();
+    // The summary is printed once the plan is known to compile (a failure
+    // is one error line); plan.json and plan.html are written either way.
+    std::string summary;
+    raw_string_ostream summaryBuffer(summary);
+    FailureOr<dist::Plan> plan =
+        planAndReport(*probe, planning, outDir, summaryBuffer);
+    if (failed(plan))
+      return failure();
+    FailureOr<std::string> mesh = meshFromPlan(*plan);
+    if (failed(mesh))
+      return failure();
+    summaryOs << summary;
+    planning.mesh = *mesh;
+    planned = true;
+    if (mesh->empty()) {
+      summaryOs << "layout: one process (the plan uses one device)\n";
+    } else {
+      dist::MeshSpec spec;
+      dist::parseMesh(*mesh, spec);
+      int64_t ranks = 1;
+      for (int64_t d : spec.shape)
+        ranks *= d;
+      summaryOs << "layout: --mesh " << *mesh << " (run with mpirun -np "
+                << ranks << ")\n";
+    }
+    summaryOs.flush();
+  }
+  if (train && failed(addTrainStepForMesh(module, *train, planning)))
+    return failure();
+  if (planning.enabled && !planned &&
+      failed(planAndReport(module, planning, outDir, summaryOs)))
+    return failure();
+  return partitionForMesh(module, planning);
 }
 
 int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
@@ -439,12 +511,7 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
     }
     return true;
   };
-  if (train && failed(addTrainStepForMesh(*module, *train, planning)))
-    return diagnostics.exitCode();
-  if (planning.enabled &&
-      failed(planAndReport(*module, planning, outDir, outs())))
-    return diagnostics.exitCode();
-  if (failed(partitionForMesh(*module, planning)))
+  if (failed(prepareModule(*module, train, planning, outDir, outs())))
     return diagnostics.exitCode();
   if (emit == "plan")
     return 0;
@@ -663,8 +730,10 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       cl::value_desc("local|file"), cl::init("local"), cl::cat(planCategory));
   cl::opt<std::string> planOpt(
       "plan",
-      cl::desc("auto: search a plan; FILE: apply a plan.json edited by hand "
-               "(rejected with the reason when it does not fit)"),
+      cl::desc("compile the planner's layout (its dp and tp degrees "
+               "become the mesh): auto searches a plan, FILE applies a "
+               "plan.json edited by hand (rejected with the reason when it "
+               "does not fit); without --plan, --cluster only reports one"),
       cl::value_desc("auto|file"), cl::cat(planCategory));
   cl::opt<std::string> objectiveOpt(
       "objective",
@@ -773,6 +842,16 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
         return 1;
       }
       planning.mesh = meshOpt;
+    }
+    if (planOpt.getNumOccurrences()) {
+      if (meshOpt.getNumOccurrences()) {
+        errs() << "error: --mesh and --plan both give the layout: use --mesh "
+                  "for a layout by hand, --plan for the planner's\n";
+        return 1;
+      }
+      // --emit=plan stops at the plan; anything further compiles its
+      // layout.
+      planning.applyLayout = emit != "plan";
     }
     if (!(gradBucketMbOpt > 0) || gradBucketMbOpt > 1024 * 1024) {
       errs() << "error: --grad-bucket-mb: must be a positive size in MiB, "
@@ -888,12 +967,8 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       errs() << "error: " << inputFile << ": import failed\n";
     return 1;
   }
-  if (train && failed(addTrainStepForMesh(*module, *train, planning)))
-    return 1;
   // The IR may go to stdout: the summary goes to stderr.
-  if (planning.enabled && failed(planAndReport(*module, planning, "", errs())))
-    return 1;
-  if (failed(partitionForMesh(*module, planning)))
+  if (failed(prepareModule(*module, train, planning, "", errs())))
     return 1;
   if (passPipeline.hasAnyOccurrences()) {
     PassManager pm(&context);
