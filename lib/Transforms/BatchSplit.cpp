@@ -51,10 +51,26 @@ struct BatchState {
   enum Kind { Uniform, Batched, ShapeOfBatch } kind = Uniform;
   /// The batch axis of a Batched value.
   int64_t axis = -1;
+  /// ShapeOfBatch, elements of the (0-D or 1-D) value in order: bit i of
+  /// `exact` says element i is the batch size itself, bit i of `depends`
+  /// that it is computed from it (exact included). Elements past 63, and
+  /// anything arithmetic made, count as depending.
+  uint64_t exact = 0, depends = ~uint64_t{0};
 
   static BatchState uniform() { return {}; }
   static BatchState batched(int64_t axis) { return {Batched, axis}; }
-  static BatchState shapeOfBatch() { return {ShapeOfBatch, -1}; }
+  static BatchState shapeOfBatch(uint64_t exact = 0,
+                                 uint64_t depends = ~uint64_t{0}) {
+    if (depends == 0)
+      return uniform();
+    return {ShapeOfBatch, -1, exact & depends, depends};
+  }
+  /// Whether this is a shape whose element `i` is exactly the batch size
+  /// and no other element depends on it.
+  bool isBatchAt(int64_t i) const {
+    return kind == ShapeOfBatch && i >= 0 && i < 64 &&
+           exact == (uint64_t{1} << i) && depends == exact;
+  }
 };
 
 class BatchAnalysis {
@@ -99,6 +115,10 @@ private:
   /// Only operand `data` of `op` may be batched; the others must be
   /// uniform. Returns its axis, or -1 with `why` set.
   int64_t onlyBatched(Operation *op, Value data, std::string &why);
+  /// The result of shape arithmetic `op` on shapes of the batch: which
+  /// elements a constant Gather or Slice picks, how a Concat lines them up;
+  /// anything else depends on the batch throughout.
+  BatchState shapeArithmetic(Operation *op);
   /// A reduction of operand 0 of `op` over the normalised `axes`.
   std::string reduce(Operation *op, llvm::ArrayRef<int64_t> axes,
                      bool keepDims);
@@ -197,10 +217,92 @@ std::optional<Dims> constantAxes(Value v, int64_t rank) {
   return axes;
 }
 
+/// Bit `i` of `mask` (elements past 63 count as set).
+bool bitAt(uint64_t mask, int64_t i) { return i >= 64 || (mask >> i) & 1; }
+
+/// The elements of a 1-D `v` of static length; -1 when unknown.
+int64_t lengthOf(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() > 1 || !t.hasStaticShape())
+    return -1;
+  return t.getRank() == 0 ? 1 : t.getDimSize(0);
+}
+
 bool isShapeArithmetic(Operation *op) {
   return isa<CastOp, IdentityOp, GatherOp, SliceOp, ConcatOp, UnsqueezeOp,
              SqueezeOp, ReshapeOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp>(
       op);
+}
+
+BatchState BatchAnalysis::shapeArithmetic(Operation *op) {
+  BatchState all = BatchState::shapeOfBatch();
+  // Element i of the result is element picked[i] of operand 0.
+  auto pick = [&](ArrayRef<int64_t> picked) {
+    BatchState in = get(op->getOperand(0));
+    uint64_t exact = 0, depends = 0;
+    for (auto [i, p] : llvm::enumerate(picked)) {
+      if (i >= 64)
+        return all;
+      exact |= uint64_t{bitAt(in.exact, p)} << i;
+      depends |= uint64_t{bitAt(in.depends, p)} << i;
+    }
+    return BatchState::shapeOfBatch(exact, depends);
+  };
+  int64_t length = lengthOf(op->getOperand(0));
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    std::optional<Dims> idx = getConstantInts(g.getIndices());
+    if (g.getAxis() != 0 || length < 0 ||
+        get(g.getIndices()).kind != BatchState::Uniform || !idx)
+      return all;
+    for (int64_t &i : *idx) {
+      i = i < 0 ? i + length : i;
+      if (i < 0 || i >= length)
+        return all;
+    }
+    return pick(*idx);
+  }
+  if (auto sl = dyn_cast<SliceOp>(op)) {
+    std::optional<Dims> starts = getConstantInts(sl.getStarts());
+    std::optional<Dims> ends = getConstantInts(sl.getEnds());
+    std::optional<Dims> steps =
+        sl.getSteps() ? getConstantInts(sl.getSteps()) : Dims{1};
+    if (length < 0 || !starts || !ends || !steps || starts->size() != 1 ||
+        ends->size() != 1 || steps->size() != 1 || (*steps)[0] != 1 ||
+        (sl.getAxes() && getConstantInts(sl.getAxes()) != Dims{0}))
+      return all;
+    auto clamp = [&](int64_t v) {
+      v = v < 0 ? v + length : v;
+      return std::clamp<int64_t>(v, 0, length);
+    };
+    Dims picked;
+    for (int64_t i = clamp((*starts)[0]); i < clamp((*ends)[0]); ++i)
+      picked.push_back(i);
+    return pick(picked);
+  }
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    uint64_t exact = 0, depends = 0;
+    int64_t at = 0;
+    for (Value v : c.getInputs()) {
+      int64_t n = lengthOf(v);
+      if (n < 0 || at + n > 64)
+        return all;
+      BatchState s = get(v);
+      if (s.kind == BatchState::ShapeOfBatch) {
+        uint64_t keep = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+        exact |= (s.exact & keep) << at;
+        depends |= (s.depends & keep) << at;
+      }
+      at += n;
+    }
+    return BatchState::shapeOfBatch(exact, depends);
+  }
+  // Same elements in the same order.
+  if (isa<UnsqueezeOp, SqueezeOp, CastOp, IdentityOp, ReshapeOp>(op) &&
+      get(op->getOperand(0)).kind == BatchState::ShapeOfBatch &&
+      lengthOf(op->getOperand(0)) >= 0 &&
+      lengthOf(op->getOperand(0)) == lengthOf(op->getResult(0)))
+    return get(op->getOperand(0));
+  return all;
 }
 
 std::string BatchAnalysis::visit(Operation *op) {
@@ -221,8 +323,9 @@ std::string BatchAnalysis::visit(Operation *op) {
     if (!target) {
       if (anyBatched || !isShapeArithmetic(op))
         return describe(op) + " uses the batch size as data";
-      for (Value r : op->getResults())
-        states[r] = BatchState::shapeOfBatch();
+      BatchState r = shapeArithmetic(op);
+      for (Value v : op->getResults())
+        states[v] = r;
       return "";
     }
     if (!anyBatched)
@@ -437,6 +540,11 @@ std::string BatchAnalysis::visit(Operation *op) {
         auto out = dyn_cast<RankedTensorType>(r.getType());
         if (!out || out.getRank() == 0)
           return describe(op) + " moves the batch";
+        // Or the target's first element is the batch size itself and no
+        // other element depends on it: the element count then makes the
+        // rest of each row the same.
+        if (get(r.getShape()).isBatchAt(0) && r.getAllowzero() == 0)
+          return setBatched(op, r.getResult(), 0);
         int64_t inRest = 1, outRest = 1;
         for (int64_t d : in.getShape().drop_front())
           inRest = ShapedType::isDynamic(d) ? -1 : inRest * d;
@@ -644,11 +752,21 @@ std::string BatchAnalysis::visit(Operation *op) {
           if (!dims || (at >= 0 && (*dims)[at] != 1))
             return describe(op) + " expands to a constant batch size";
         }
-        if (target == BatchState::ShapeOfBatch)
-          for (int64_t d = 0; d < out.getRank(); ++d)
-            if (d != a && ShapedType::isDynamic(out.getDimSize(d)))
-              return describe(op) + " may size another dimension by the "
-                                    "batch";
+        if (target == BatchState::ShapeOfBatch) {
+          // The target's element at the batch axis must be the batch size,
+          // and no other element may depend on it (or the other dimensions
+          // must be static).
+          BatchState shape = get(e.getShape());
+          int64_t length = lengthOf(e.getShape());
+          int64_t at = a - (out.getRank() - length);
+          if (length < 0 || at < 0 || !bitAt(shape.exact, at))
+            return describe(op) + " may not keep the batch size";
+          if (!shape.isBatchAt(at))
+            for (int64_t d = 0; d < out.getRank(); ++d)
+              if (d != a && ShapedType::isDynamic(out.getDimSize(d)))
+                return describe(op) + " may size another dimension by the "
+                                      "batch";
+        }
         return setBatched(op, e.getResult(), a);
       })
       .Case<OneHotOp>([&](OneHotOp o) -> std::string {
@@ -670,9 +788,13 @@ std::string BatchAnalysis::visit(Operation *op) {
         };
         int64_t start = clamp(s.getStart());
         int64_t end = s.getEnd() ? clamp(*s.getEnd()) : rank;
-        states[s.getResult()] = start <= a && a < end
-                                    ? BatchState::shapeOfBatch()
-                                    : BatchState::uniform();
+        // Element a - start is the batch size; the other dimensions of a
+        // batched value are the same on every rank.
+        states[s.getResult()] =
+            start <= a && a < end
+                ? BatchState::shapeOfBatch(uint64_t{1} << (a - start),
+                                           uint64_t{1} << (a - start))
+                : BatchState::uniform();
         return "";
       })
       .Case<SizeOp>([&](SizeOp s) -> std::string {
