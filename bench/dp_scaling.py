@@ -15,6 +15,13 @@
 # For dist-opt it also prints the time rank 0 spent in gradient all-reduces
 # and how much of it overlapped with computation (the runtime's counters).
 #
+# Then inference of the same model at its exported batch (4): the dist-opt
+# artifact compiled with `--mesh dp=2` runs each rank on its rows
+# (lib/Transforms/BatchSplit.cpp) under `mpirun -np 2`, one thread per
+# rank, against one process at one and at two threads, and onnxruntime-node
+# (bench/ort_bench.js) at one and two threads; medians of `--bench` runs,
+# and the split run's outputs against the one-process run's.
+#
 #   /usr/bin/python3 bench/dp_scaling.py [--steps 30]
 #       [--work /tmp/dist-dp-bench]
 #
@@ -138,6 +145,8 @@ def main():
                    help="global batches (the model is exported at batch 4: others need a re-export)")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--work", default="/tmp/dist-dp-bench")
+    p.add_argument("--infer-iters", type=int, default=200,
+                   help="timed runs of each inference measurement")
     p.add_argument("--dist-opt",
                    default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
     args = p.parse_args()
@@ -191,7 +200,66 @@ def main():
         print(f"{batch:>5}  {d1:>10.1f} {d2:>10.1f} {d2 / (2 * d1):>5.0%}  "
               f"{p1:>8.1f} {p2:>8.1f} {p2 / (2 * p1):>5.0%}  {commtxt}",
               flush=True)
+    failed |= not inference(args, onnx_path, files)
     return 1 if failed else 0
+
+
+def bench_latency(cmd):
+    m = re.search(r"latency_ms_median=([0-9.]+)", run(cmd))
+    if not m:
+        raise RuntimeError(f"no latency from {' '.join(cmd[:4])}")
+    return float(m.group(1))
+
+
+def inference(args, onnx_path, files):
+    """Inference split over 2 dp ranks against one process and onnxruntime.
+    Returns False when a run failed or the outputs differ."""
+    import numpy as np
+    d = os.path.join(args.work, "infer")
+    os.makedirs(d, exist_ok=True)
+    idx = np.load(files["idx"])[:4]
+    np.save(os.path.join(d, "idx.npy"), idx)
+    exes = {}
+    for tag, extra in (("one", []), ("dp2", ["--mesh", "dp=2"])):
+        out = os.path.join(d, "gpt_" + tag)
+        run([args.dist_opt, onnx_path] + extra + ["-o", out, "--name", "gpt"])
+        exes[tag] = os.path.join(out, "gpt")
+    inp = ["--input", "idx=" + os.path.join(d, "idx.npy"), "--bench",
+           str(args.infer_iters)]
+    print("\nGPT-style LM inference, batch 4 (median ms of "
+          f"{args.infer_iters} runs)")
+    try:
+        one1 = bench_latency([exes["one"]] + inp + [
+            "--threads", "1", "--output-dir", os.path.join(d, "res_one")])
+        one2 = bench_latency([exes["one"]] + inp + ["--threads", "2",
+                                                     "--output-dir",
+                                                     os.path.join(d, "res_2t")])
+        split = bench_latency(MPIRUN + ["--bind-to", "none", "-np", "2",
+                                        exes["dp2"]] + inp + [
+            "--threads", "1", "--output-dir", os.path.join(d, "res_dp2")])
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"error: {e}")
+        return False
+    a = np.load(os.path.join(d, "res_one", "logits.npy"))
+    b = np.load(os.path.join(d, "res_dp2", "logits.npy"))
+    diff = float(np.abs(a - b).max())
+    ort = {}
+    node = os.path.join(REPO_ROOT, "bench", "ort_bench.js")
+    for t in (1, 2):
+        try:
+            ort[t] = bench_latency(["node", node, onnx_path, d,
+                                    os.path.join(d, f"ort{t}"), "--threads",
+                                    str(t), "--iters", str(args.infer_iters)])
+        except (RuntimeError, OSError, subprocess.TimeoutExpired):
+            ort[t] = None
+    fmt = lambda v: f"{v:.3f}" if v is not None else "-"
+    print(f"  dist-opt 1 process, 1 thread   {one1:8.3f}")
+    print(f"  dist-opt 1 process, 2 threads  {one2:8.3f}")
+    print(f"  dist-opt dp=2, 2 x 1 thread    {split:8.3f}  "
+          f"({one1 / split:.2f}x the 1-thread process; max |diff| {diff:.1e})")
+    print(f"  onnxruntime 1 thread           {fmt(ort[1]):>8}")
+    print(f"  onnxruntime 2 threads          {fmt(ort[2]):>8}", flush=True)
+    return diff <= 1e-5 * max(float(np.abs(a).max()), 1e-30)
 
 
 if __name__ == "__main__":
