@@ -205,8 +205,10 @@ typedef struct dist_rt_model_desc_t {
   /// rank r on rows [r * B / dp, (r + 1) * B / dp) and gathers the rows of
   /// every output over the dp axis, so that every rank returns the whole
   /// outputs; a process alone runs the dp slices of a static batch one
-  /// after another (a dynamic batch in one call). 0: the entry takes the
-  /// whole batch on every rank.
+  /// after another (a dynamic batch in one call). Under a launcher such a
+  /// run is collective: every rank of the job must call dist_rt_model_run
+  /// with the same inputs. 0: the entry takes the whole batch on every
+  /// rank.
   uint32_t infer_batch_split;
 } dist_rt_model_desc_t;
 
