@@ -337,6 +337,18 @@ std::string BatchAnalysis::visit(Operation *op) {
     int64_t a = onlyBatched(op, in, why);
     return a < 0 ? why : allBatched(op, a);
   };
+  // Ops on [N, C, ...] whose other operands are uniform (weights).
+  auto samplesFirst = [&](Value in, ValueRange results) -> std::string {
+    int64_t a = onlyBatched(op, in, why);
+    if (a < 0)
+      return why;
+    if (a != 0)
+      return describe(op) + " takes the batch in another dimension than N";
+    for (Value r : results)
+      if (std::string bad = setBatched(op, r, 0); !bad.empty())
+        return bad;
+    return "";
+  };
   auto rankIn = [&] { return rankOf(op->getOperand(0)); };
   auto axisIn = [&] { return get(op->getOperand(0)).axis; };
 
@@ -380,25 +392,10 @@ std::string BatchAnalysis::visit(Operation *op) {
           if ((ls.kind == BatchState::Batched && !lead(ls, lr)) ||
               (rs.kind == BatchState::Batched && !lead(rs, rr)))
             return describe(op) + " multiplies the batch into itself";
-          // Broadcasting over the leading dimensions only: treat the two
-          // matrix dimensions as size 1 for uniform operands.
-          int64_t axis = -1;
-          for (auto [v, s, r] : {std::tuple{lhs, ls, lr}, {rhs, rs, rr}}) {
-            if (s.kind == BatchState::Batched)
-              axis = s.axis + outRank - r;
-          }
-          for (auto [v, s, r] : {std::tuple{lhs, ls, lr}, {rhs, rs, rr}}) {
-            if (s.kind == BatchState::Batched) {
-              if (s.axis + outRank - r != axis)
-                return describe(op) + " combines batches along different axes";
-              continue;
-            }
-            int64_t a = axis - (outRank - r);
-            if (a >= 0 && dimOf(v, a) != 1)
-              return describe(op) +
-                     " combines the batch with a batch-sized constant";
-          }
-          return setBatched(op, m.getResult(), axis);
+          // The leading dimensions broadcast like an elementwise op's; the
+          // batch axis is one of them, so the matrix dimensions are not
+          // involved.
+          return broadcast(op, m->getOperands(), m.getResult());
         }
         // Rows of the left operand, or columns of the right one, against
         // a uniform other side.
@@ -427,33 +424,19 @@ std::string BatchAnalysis::visit(Operation *op) {
       })
       .Case<ConvOp, ConvTransposeOp, AveragePoolOp, GlobalAveragePoolOp,
             GlobalMaxPoolOp, InstanceNormOp>([&](Operation *) -> std::string {
-        int64_t a = onlyBatched(op, op->getOperand(0), why);
-        if (a < 0)
-          return why;
-        if (a != 0)
-          return describe(op) + " takes the batch in another dimension than N";
-        return allBatched(op, 0);
+        return samplesFirst(op->getOperand(0), op->getResults());
       })
       .Case<MaxPoolOp>([&](MaxPoolOp p) -> std::string {
         // The indices count elements of the whole input, batch included.
         if (!p.getIndices().use_empty())
           return describe(op) + " returns indices into the whole batch";
-        int64_t a = onlyBatched(op, p.getInput(), why);
-        if (a < 0)
-          return why;
-        if (a != 0)
-          return describe(op) + " takes the batch in another dimension than N";
-        return setBatched(op, p.getOutput(), 0);
+        return samplesFirst(p.getInput(), p.getOutput());
       })
       .Case<BatchNormOp>([&](BatchNormOp bn) -> std::string {
         if (bn.getTrainingMode() != 0)
           return describe(op) + " normalises over the batch (training mode)";
-        int64_t a = onlyBatched(op, bn.getInput(), why);
-        if (a < 0)
-          return why;
-        if (a != 0)
-          return describe(op) + " takes the batch in another dimension than N";
-        return setBatched(op, bn.getOutput(), 0);
+        // In inference mode the running statistics pass through unchanged.
+        return samplesFirst(bn.getInput(), bn.getOutput());
       })
       .Case<LayerNormOp>([&](LayerNormOp ln) -> std::string {
         int64_t a = onlyBatched(op, ln.getInput(), why);
@@ -536,6 +519,8 @@ std::string BatchAnalysis::visit(Operation *op) {
         // of each shape is static with the same element count.
         if (get(r.getInput()).kind != BatchState::Batched || axisIn() != 0)
           return describe(op) + " moves the batch";
+        if (get(r.getShape()).kind == BatchState::Batched)
+          return describe(op) + " takes its shape from the data";
         auto in = cast<RankedTensorType>(r.getInput().getType());
         auto out = dyn_cast<RankedTensorType>(r.getType());
         if (!out || out.getRank() == 0)

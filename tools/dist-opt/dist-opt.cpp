@@ -417,20 +417,20 @@ prepareModule(ModuleOp module,
     FailureOr<std::string> mesh = meshFromPlan(*plan);
     if (failed(mesh))
       return failure();
+    const dist::StagePlan &stage = plan->stages.front();
+    if (planning.zero == 1 && stage.dp == 1) {
+      errs() << "error: --zero 1: the plan has no data parallelism (dp 1) "
+                "to shard the optimizer state over\n";
+      return failure();
+    }
     summaryOs << summary;
     planning.mesh = *mesh;
     planned = true;
-    if (mesh->empty()) {
+    if (mesh->empty())
       summaryOs << "layout: one process (the plan uses one device)\n";
-    } else {
-      dist::MeshSpec spec;
-      dist::parseMesh(*mesh, spec);
-      int64_t ranks = 1;
-      for (int64_t d : spec.shape)
-        ranks *= d;
+    else
       summaryOs << "layout: --mesh " << *mesh << " (run with mpirun -np "
-                << ranks << ")\n";
-    }
+                << stage.dp * stage.tp << ")\n";
     summaryOs.flush();
   }
   if (train && failed(addTrainStepForMesh(module, *train, planning)))
@@ -868,7 +868,8 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
                << zeroOpt << "\n";
         return 1;
       }
-      if (zeroOpt == 1 && planning.mesh.empty()) {
+      // With --plan the mesh is known once planned (prepareModule).
+      if (zeroOpt == 1 && planning.mesh.empty() && !planning.applyLayout) {
         errs() << "error: --zero 1 needs --mesh with a dp axis (e.g. --mesh "
                   "dp=2)\n";
         return 1;
