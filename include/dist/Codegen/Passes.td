@@ -55,6 +55,14 @@ def FuseElementwisePass : Pass<"dist-fuse-elementwise", "::mlir::func::FuncOp"> 
     product starting from a fill) writes the transposed result directly.
     Both fire only when the runtime's strided GEMM still runs the product
     (`classifyGemmLoops`).
+
+    Then, to keep copies out of the bufferized code: a `linalg.fill` with
+    several users is cloned so that each user has its own (one-shot
+    bufferization would copy the shared one for all but one), and a
+    constant `tensor.pad` becomes a fill of the padded tensor plus a
+    `tensor.insert_slice` of its operand, which empty-tensor elimination
+    turns into the producer writing into the padded buffer. Run it after
+    CSE, which would merge the fills again.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

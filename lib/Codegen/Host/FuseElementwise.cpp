@@ -136,6 +136,35 @@ struct FuseElementwisePass
     linalg::GenericOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+
+    // A fill read by several ops (the zero start of every product of one
+    // shape, merged by CSE) is copied for all but one of them once
+    // bufferized: each use gets a fill of its own instead, which writes
+    // the buffer once rather than reading the shared one and writing.
+    getOperation().walk([](linalg::FillOp fill) {
+      if (!fill.hasPureTensorSemantics())
+        return;
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : fill.getResult(0).getUses())
+        uses.push_back(&use);
+      for (OpOperand *use : llvm::drop_begin(uses)) {
+        OpBuilder b(use->getOwner());
+        IRMapping map;
+        Value init = fill.getOutputs()[0];
+        if (Operation *empty = init.getDefiningOp<tensor::EmptyOp>())
+          map.map(init, b.clone(*empty)->getResult(0));
+        use->set(b.clone(*fill, map)->getResult(0));
+      }
+    });
+
+    // A constant pad becomes a fill of the padded tensor and an insert of
+    // the operand into it; empty-tensor elimination then lets the operand's
+    // producer write straight into the padded buffer instead of a buffer of
+    // its own that is copied (the convolutions of a CNN).
+    RewritePatternSet padPatterns(&getContext());
+    linalg::populateDecomposePadPatterns(padPatterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(padPatterns))))
+      return signalPassFailure();
   }
 };
 

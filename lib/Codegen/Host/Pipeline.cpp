@@ -29,9 +29,11 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
                                     const HostCodegenOptions &options) {
   pm.addPass(createLowerToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // After CSE: the fills that this pass makes of padded tensors must stay
+  // one per pad (two merged fills would be copied, see FuseElementwise).
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
 
   // Parameter updates of a training step (materialize_in_destination into
   // the parameter argument) are computed straight into the parameter's
@@ -45,6 +47,9 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createStripMeshPass());
   // The updated parameters a training step returns are its arguments.
   pm.addNestedPass<func::FuncOp>(createDropParamResultsPass());
+  // Identical subviews merged, so that the copy of a value inserted in
+  // place into a padded buffer (source and target the same view) folds.
+  pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::BufferDeallocationPipelineOptions deallocOpts;
   bufferization::buildBufferDeallocationPipeline(pm, deallocOpts);
