@@ -351,6 +351,17 @@ std::string BatchAnalysis::visit(Operation *op) {
   };
   auto rankIn = [&] { return rankOf(op->getOperand(0)); };
   auto axisIn = [&] { return get(op->getOperand(0)).axis; };
+  // Ops working along one axis of a batched input (unknown when null):
+  // samples stay apart unless that axis is the batch.
+  auto alongOneAxis = [&](Value in, std::optional<int64_t> along,
+                          StringRef acrossBatch) -> std::string {
+    int64_t a = onlyBatched(op, in, why);
+    if (a < 0)
+      return why;
+    if (!along || *along == a)
+      return describe(op) + " " + acrossBatch.str();
+    return allBatched(op, a);
+  };
 
   return llvm::TypeSwitch<Operation *, std::string>(op)
       .Case<AbsOp, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
@@ -448,15 +459,11 @@ std::string BatchAnalysis::visit(Operation *op) {
         return allBatched(op, a);
       })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *) -> std::string {
-        int64_t a = onlyBatched(op, op->getOperand(0), why);
-        if (a < 0)
-          return why;
         auto axisAttr = op->getAttrOfType<IntegerAttr>("axis");
-        std::optional<int64_t> axis =
-            normalizeAxis(axisAttr ? axisAttr.getInt() : -1, rankIn());
-        if (!axis || *axis == a)
-          return describe(op) + " normalises over the batch";
-        return allBatched(op, a);
+        return alongOneAxis(
+            op->getOperand(0),
+            normalizeAxis(axisAttr ? axisAttr.getInt() : -1, rankIn()),
+            "normalises over the batch");
       })
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
             ReduceSumSquareOp, ReduceL2Op, ReduceLogSumExpOp>(
@@ -489,22 +496,16 @@ std::string BatchAnalysis::visit(Operation *op) {
                       op->getAttrOfType<IntegerAttr>("keepdims").getInt());
       })
       .Case<TopKOp>([&](TopKOp t) -> std::string {
-        int64_t a = onlyBatched(op, t.getInput(), why);
-        if (a < 0)
-          return why;
-        std::optional<int64_t> axis = normalizeAxis(t.getAxis(), rankIn());
-        if (!axis || *axis == a)
-          return describe(op) + " ranks across the batch";
-        return allBatched(op, a);
+        return alongOneAxis(t.getInput(), normalizeAxis(t.getAxis(), rankIn()),
+                            "ranks across the batch");
       })
       .Case<CumSumOp>([&](CumSumOp c) -> std::string {
-        int64_t a = onlyBatched(op, c.getInput(), why);
-        if (a < 0)
-          return why;
-        std::optional<Dims> axis = constantAxes(c.getAxis(), rankIn());
-        if (!axis || axis->size() != 1 || (*axis)[0] == a)
-          return describe(op) + " accumulates across the batch";
-        return allBatched(op, a);
+        std::optional<Dims> axes = constantAxes(c.getAxis(), rankIn());
+        std::optional<int64_t> along;
+        if (axes && axes->size() == 1)
+          along = (*axes)[0];
+        return alongOneAxis(c.getInput(), along,
+                            "accumulates across the batch");
       })
       .Case<TriluOp>([&](TriluOp t) -> std::string {
         int64_t a = onlyBatched(op, t.getInput(), why);
@@ -554,12 +555,7 @@ std::string BatchAnalysis::visit(Operation *op) {
       })
       .Case<TransposeOp>([&](TransposeOp t) -> std::string {
         int64_t rank = rankIn(), a = axisIn();
-        SmallVector<int64_t> perm;
-        if (auto p = t.getPerm())
-          perm.assign(p->begin(), p->end());
-        else
-          for (int64_t i = rank - 1; i >= 0; --i)
-            perm.push_back(i);
+        Dims perm = transposePermutation(t.getPerm(), rank);
         for (auto [i, p] : llvm::enumerate(perm))
           if (p == a)
             return allBatched(op, static_cast<int64_t>(i));
@@ -619,13 +615,8 @@ std::string BatchAnalysis::visit(Operation *op) {
         return allBatched(op, axis);
       })
       .Case<SplitOp>([&](SplitOp s) -> std::string {
-        int64_t a = onlyBatched(op, s.getInput(), why);
-        if (a < 0)
-          return why;
-        std::optional<int64_t> along = normalizeAxis(s.getAxis(), rankIn());
-        if (!along || *along == a)
-          return describe(op) + " splits the batch";
-        return allBatched(op, a);
+        return alongOneAxis(s.getInput(), normalizeAxis(s.getAxis(), rankIn()),
+                            "splits the batch");
       })
       .Case<SliceOp>([&](SliceOp s) -> std::string {
         int64_t a = onlyBatched(op, s.getInput(), why);

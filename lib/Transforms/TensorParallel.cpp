@@ -40,6 +40,7 @@
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/IR/GraphBuilder.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
+#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -352,12 +353,7 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
   if (auto tr = dyn_cast<TransposeOp>(op)) {
     Shard s = operandShard(0);
     int64_t rank = rankOf(tr.getInput());
-    SmallVector<int64_t> perm(rank);
-    if (std::optional<ArrayRef<int64_t>> p = tr.getPerm())
-      perm.assign(p->begin(), p->end());
-    else
-      for (int64_t i = 0; i < rank; ++i)
-        perm[i] = rank - 1 - i;
+    Dims perm = transposePermutation(tr.getPerm(), rank);
     for (auto [j, p] : llvm::enumerate(perm))
       if (p == s.dim)
         return result(Shard{static_cast<int64_t>(j), s.blocks});

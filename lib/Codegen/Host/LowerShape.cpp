@@ -215,13 +215,7 @@ struct TransposeLowering : OpConversionPattern<dist::TransposeOp> {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     auto inType = cast<RankedTensorType>(input.getType());
-    SmallVector<int64_t> perm;
-    if (auto p = op.getPerm()) {
-      perm.assign(p->begin(), p->end());
-    } else {
-      for (int64_t i = inType.getRank() - 1; i >= 0; --i)
-        perm.push_back(i);
-    }
+    Dims perm = transposePermutation(op.getPerm(), inType.getRank());
     auto resultType = cast<RankedTensorType>(
         getTypeConverter()->convertType(op.getType()));
     SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input);

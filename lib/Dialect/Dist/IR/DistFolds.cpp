@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -634,12 +634,7 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   RankedTensorType type = staticResultType(getType());
   if (!in || !type)
     return {};
-  Dims perm;
-  if (auto p = getPerm())
-    perm.assign(p->begin(), p->end());
-  else
-    for (int64_t i = in.getRank() - 1; i >= 0; --i)
-      perm.push_back(i);
+  Dims perm = transposePermutation(getPerm(), in.getRank());
   bool identity = llvm::all_of(llvm::enumerate(perm), [](auto it) {
     return static_cast<int64_t>(it.index()) == it.value();
   });

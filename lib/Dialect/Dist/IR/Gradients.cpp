@@ -1127,12 +1127,7 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
               })
           .Case([&](TransposeOp t) -> GradResult {
             int64_t r = g.typeOf(dy).getRank();
-            SmallVector<int64_t> perm;
-            if (auto p = t.getPerm())
-              perm.assign(p->begin(), p->end());
-            else
-              for (int64_t i = r - 1; i >= 0; --i)
-                perm.push_back(i);
+            Dims perm = transposePermutation(t.getPerm(), r);
             SmallVector<int64_t> inv(r);
             for (int64_t i = 0; i < r; ++i)
               inv[perm[i]] = i;

@@ -30,6 +30,16 @@ std::optional<int64_t> mlir::dist::normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+Dims mlir::dist::transposePermutation(std::optional<ArrayRef<int64_t>> perm,
+                                      int64_t rank) {
+  if (perm)
+    return Dims(perm->begin(), perm->end());
+  Dims reversed;
+  for (int64_t i = rank - 1; i >= 0; --i)
+    reversed.push_back(i);
+  return reversed;
+}
+
 std::optional<Dims> mlir::dist::getConstantInts(Value v) {
   DenseIntElementsAttr attr;
   if (!v || !matchPattern(v, m_Constant(&attr)))
@@ -1345,12 +1355,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
     return success();
   }
   size_t rank = x->size();
-  Dims perm;
-  if (auto p = adaptor.getPerm())
-    perm.assign(p->begin(), p->end());
-  else
-    for (size_t i = 0; i < rank; ++i)
-      perm.push_back(static_cast<int64_t>(rank - 1 - i));
+  Dims perm = transposePermutation(adaptor.getPerm(), rank);
   if (perm.size() != rank)
     return fail(loc, "'perm' has " + Twine(perm.size()) +
                          " entries for an input of rank " + Twine(rank));

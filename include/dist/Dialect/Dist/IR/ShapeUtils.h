@@ -47,6 +47,11 @@ std::optional<llvm::SmallVector<DimValue>> traceShapeValue(Value v);
 /// Normalises `axis` into [0, rank); fails when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// The permutation of a Transpose: its `perm` attribute, or the reversed
+/// dimensions of a rank-`rank` input when it has none (ONNX's default).
+Dims transposePermutation(std::optional<llvm::ArrayRef<int64_t>> perm,
+                          int64_t rank);
+
 } // namespace mlir::dist
 
 #endif // DIST_LIB_DIALECT_DIST_IR_SHAPEUTILS_H
