@@ -256,11 +256,12 @@ dist_rt_status_t checkReduceOp(dist_rt_comm_t comm, const char *op,
   case DIST_RT_REDUCE_MAX:
   case DIST_RT_REDUCE_MIN:
   case DIST_RT_REDUCE_PROD:
+  case DIST_RT_REDUCE_AVG:
     return nullptr;
   }
   return callError(comm, op, DIST_RT_ERROR_INVALID_ARGUMENT,
                    "unknown reduction %d (expected DIST_RT_REDUCE_SUM, MAX, "
-                   "MIN or PROD)",
+                   "MIN, PROD or AVG)",
                    static_cast<int>(reduce));
 }
 

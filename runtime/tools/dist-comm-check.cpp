@@ -275,49 +275,57 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
   const Case cases[] = {{DIST_RT_REDUCE_SUM, "sum"},
                         {DIST_RT_REDUCE_MAX, "max"},
                         {DIST_RT_REDUCE_MIN, "min"},
-                        {DIST_RT_REDUCE_PROD, "prod"}};
-  for (const Case &reduction : cases) {
-    auto value = [&](int64_t p, int64_t i) -> T {
-      switch (reduction.op) {
-      case DIST_RT_REDUCE_SUM:
-        return T(p + i + 1);
-      case DIST_RT_REDUCE_MAX:
-      case DIST_RT_REDUCE_MIN:
-        return T((p * 3 + i) % (n + 1) - i);
-      default:
-        return T((p + i) % 2 + 1);
-      }
-    };
-    std::vector<T> send(c), recv(c, T(-99)), expected(c);
-    for (int64_t i = 0; i < count; ++i) {
-      send[i] = value(r, i);
-      T e = value(0, i);
-      for (int64_t p = 1; p < n; ++p) {
-        T v = value(p, i);
+                        {DIST_RT_REDUCE_PROD, "prod"},
+                        {DIST_RT_REDUCE_AVG, "avg"}};
+  // 5 elements; 1 (fewer than the ranks: empty ring blocks); and a count
+  // past the ring threshold that the ranks do not divide.
+  for (const int64_t length : {count, int64_t(1), int64_t(100003)})
+    for (const Case &reduction : cases) {
+      const size_t c = static_cast<size_t>(length);
+      auto value = [&](int64_t p, int64_t i) -> T {
         switch (reduction.op) {
         case DIST_RT_REDUCE_SUM:
-          e += v;
-          break;
+        case DIST_RT_REDUCE_AVG:
+          return T(p + i + 1);
         case DIST_RT_REDUCE_MAX:
-          e = v > e ? v : e;
-          break;
         case DIST_RT_REDUCE_MIN:
-          e = v < e ? v : e;
-          break;
+          return T((p * 3 + i) % (n + 1) - i);
         default:
-          e *= v;
-          break;
+          return T((p + i) % 2 + 1);
         }
+      };
+      std::vector<T> send(c), recv(c, T(-99)), expected(c);
+      for (int64_t i = 0; i < length; ++i) {
+        send[i] = value(r, i);
+        T e = value(0, i);
+        for (int64_t p = 1; p < n; ++p) {
+          T v = value(p, i);
+          switch (reduction.op) {
+          case DIST_RT_REDUCE_SUM:
+          case DIST_RT_REDUCE_AVG:
+            e += v;
+            break;
+          case DIST_RT_REDUCE_MAX:
+            e = v > e ? v : e;
+            break;
+          case DIST_RT_REDUCE_MIN:
+            e = v < e ? v : e;
+            break;
+          default:
+            e *= v;
+            break;
+          }
+        }
+        expected[i] = reduction.op == DIST_RT_REDUCE_AVG ? e / T(n) : e;
       }
-      expected[i] = e;
+      std::string context = where + ", all_reduce " + reduction.name + " of " +
+                            std::to_string(length);
+      beforeAllReduce();
+      check(dist_rt_all_reduce(comm, send.data(), recv.data(), length, dtype,
+                               reduction.op),
+            context);
+      expectEqual(recv, expected, context);
     }
-    std::string context = where + ", all_reduce " + reduction.name;
-    beforeAllReduce();
-    check(dist_rt_all_reduce(comm, send.data(), recv.data(), count, dtype,
-                             reduction.op),
-          context);
-    expectEqual(recv, expected, context);
-  }
 
   // all_reduce in place, on a larger buffer.
   {
@@ -348,8 +356,9 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
     expectEqual(recv, expected, context);
   }
 
-  // reduce_scatter: block b of rank p holds p * 1000 + b * 10 + i.
-  {
+  // reduce_scatter, sum and average: block b of rank p holds
+  // p * 1000 + b * 10 + i.
+  for (const Case &reduction : {cases[0], cases[4]}) {
     std::vector<T> send(nc), recv(c, T(-99)), expected(c);
     for (int64_t b = 0; b < n; ++b)
       for (int64_t i = 0; i < count; ++i)
@@ -358,11 +367,11 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
       T e = 0;
       for (int64_t p = 0; p < n; ++p)
         e += T(p * 1000 + r * 10 + i);
-      expected[i] = e;
+      expected[i] = reduction.op == DIST_RT_REDUCE_AVG ? e / T(n) : e;
     }
-    std::string context = where + ", reduce_scatter sum";
+    std::string context = where + ", reduce_scatter " + reduction.name;
     check(dist_rt_reduce_scatter(comm, send.data(), recv.data(), count, dtype,
-                                 DIST_RT_REDUCE_SUM),
+                                 reduction.op),
           context);
     expectEqual(recv, expected, context);
   }

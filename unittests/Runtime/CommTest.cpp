@@ -186,8 +186,9 @@ void checkAllCollectives(dist_rt_comm_t comm) {
   const std::vector<T> input = {T(3), T(-1), T(7), T(0), T(42)};
   const int64_t count = static_cast<int64_t>(input.size());
 
-  for (dist_rt_reduce_op_t op : {DIST_RT_REDUCE_SUM, DIST_RT_REDUCE_MAX,
-                                 DIST_RT_REDUCE_MIN, DIST_RT_REDUCE_PROD}) {
+  for (dist_rt_reduce_op_t op :
+       {DIST_RT_REDUCE_SUM, DIST_RT_REDUCE_MAX, DIST_RT_REDUCE_MIN,
+        DIST_RT_REDUCE_PROD, DIST_RT_REDUCE_AVG}) {
     std::vector<T> recv(input.size(), T(-99));
     EXPECT_OK(
         dist_rt_all_reduce(comm, input.data(), recv.data(), count, dtype, op));

@@ -62,7 +62,10 @@ typedef enum {
   DIST_RT_REDUCE_SUM = 0,
   DIST_RT_REDUCE_MAX = 1,
   DIST_RT_REDUCE_MIN = 2,
-  DIST_RT_REDUCE_PROD = 3
+  DIST_RT_REDUCE_PROD = 3,
+  /// The sum divided by the number of ranks (x / n: floating types round
+  /// once, integer types truncate toward zero), as NCCL's ncclAvg.
+  DIST_RT_REDUCE_AVG = 4
 } dist_rt_reduce_op_t;
 
 /// Backends of dist_rt_world_options_t::backend.
