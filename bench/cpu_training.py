@@ -45,13 +45,21 @@ LOSS = {"mlp": "cross_entropy", "gpt": "cross_entropy",
 SAMPLES_PER_EPOCH_BATCHES = 8
 
 
-def export_and_data(name, work):
+def export_and_data(name, work, batch=None):
     """Exports model `name` in training mode and writes its data; returns
-    (onnx path, batch, {input: npy path}, label path)."""
+    (onnx path, batch, {input: npy path}, label path). `batch` replaces
+    the benchmark's batch (the exported graph fixes it); the files then go
+    to <work>/<name>_b<batch>."""
     import torch
     import export_bench_models as ebm
-    model, shapes, ins, outs, batch, int_high = ebm.make_bench_model(name)
+    model, shapes, ins, outs, bench_batch, int_high = ebm.make_bench_model(
+        name)
     d = os.path.join(work, name)
+    if batch is not None and batch != bench_batch:
+        shapes = [(batch,) + tuple(s[1:]) for s in shapes]
+        d = os.path.join(work, f"{name}_b{batch}")
+    else:
+        batch = bench_batch
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, name + ".onnx")
     model.train()
