@@ -78,6 +78,22 @@ def ApproximateMathPass : Pass<"dist-approximate-math", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::math::MathDialect", "::mlir::arith::ArithDialect"];
 }
 
+def HoistParallelDimsPass
+    : Pass<"dist-hoist-parallel-dims", "::mlir::func::FuncOp"> {
+  let summary = "order the parallel loops of a reduction before its "
+                "reduction loops";
+  let description = [{
+    In every `linalg.generic` with a reduction dimension, moves the
+    parallel dimensions in front of the reduction ones (relative order
+    kept) so that convert-linalg-to-parallel-loops makes an outermost
+    `scf.parallel` that runs on the runtime's threads: a batch
+    normalisation's statistics over N, H, W of an NCHW tensor then split
+    over C. The innermost dimension never moves (it is the contiguous one
+    that LLVM vectorises).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def DropParamResultsPass
     : Pass<"dist-drop-param-results", "::mlir::func::FuncOp"> {
   let summary = "drop bufferized results that are the function's arguments";

@@ -57,7 +57,8 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createContractionsToRuntimePass());
 
   // Parallel dimensions become scf.parallel, whose outermost loops run on
-  // the runtime's thread pool.
+  // the runtime's thread pool: those of reductions go first.
+  pm.addNestedPass<func::FuncOp>(createHoistParallelDimsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createParallelizeLoopsPass());
