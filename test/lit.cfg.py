@@ -31,3 +31,16 @@ llvm_config.add_tool_substitutions(["dist-opt", "FileCheck", "not",
                                     "split-file", "count"], tool_dirs)
 config.substitutions.append(("%dist_tools", config.dist_tools_dir))
 config.substitutions.append(("%dist_opt", os.path.join(config.dist_tools_dir, "dist-opt")))
+
+# A CUDA GPU that the CUDA runtime can use (`nvidia-smi -L` lists one):
+# tests of GPU code that runs, against tests of the errors without one.
+import shutil
+import subprocess
+if shutil.which("nvidia-smi"):
+    try:
+        if subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, timeout=30,
+                          universal_newlines=True).stdout.strip():
+            config.available_features.add("cuda-gpu")
+    except (OSError, subprocess.SubprocessError):
+        pass

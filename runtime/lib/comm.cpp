@@ -386,10 +386,11 @@ dist_rt_world_init(int *argc, char ***argv,
                         options.timeout_s);
     if (options.backend != DIST_RT_COMM_AUTO &&
         options.backend != DIST_RT_COMM_SELF &&
-        options.backend != DIST_RT_COMM_MPI)
+        options.backend != DIST_RT_COMM_MPI &&
+        options.backend != DIST_RT_COMM_NCCL)
       return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                         "world_init: unknown backend %" PRId32
-                        " (expected DIST_RT_COMM_AUTO, SELF or MPI)",
+                        " (expected DIST_RT_COMM_AUTO, SELF, MPI or NCCL)",
                         options.backend);
 
     std::lock_guard<std::mutex> lock(worldMutex);
@@ -405,6 +406,10 @@ dist_rt_world_init(int *argc, char ***argv,
     if (kind == DIST_RT_COMM_MPI) {
       if (dist_rt_status_t status =
               dist_rt::comm::createMpiWorldBackend(argc, argv, &backend))
+        return status;
+    } else if (kind == DIST_RT_COMM_NCCL) {
+      if (dist_rt_status_t status =
+              dist_rt::comm::createNcclWorldBackend(argc, argv, &backend))
         return status;
     } else {
       backend = dist_rt::comm::createSelfBackend();
@@ -691,6 +696,11 @@ dist_rt_status_t checkPointToPoint(dist_rt_comm_t comm, const char *name,
       checkBuffer(comm, name, "buf", buf, count, 1, elementSize, bytes));
   DIST_RT_CHECK(checkRank(comm, name, "peer", peer));
   DIST_RT_CHECK(checkTag(comm, name, tag));
+  if (peer == comm->backend->rank() && comm->backend->deviceMemory())
+    return callError(comm, name, DIST_RT_ERROR_INVALID_ARGUMENT,
+                     "peer %" PRId32 " is this rank, and the NCCL backend "
+                     "cannot send a message to itself",
+                     peer);
   return checkUsable(comm, name);
 }
 } // namespace

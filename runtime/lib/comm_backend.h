@@ -73,6 +73,9 @@ public:
   /// The rank of this process and the number of ranks.
   virtual int32_t rank() const = 0;
   virtual int32_t size() const = 0;
+  /// Whether buffers are device (GPU) memory, which the front end must not
+  /// touch (messages to oneself are then refused).
+  virtual bool deviceMemory() const { return false; }
 
   virtual dist_rt_status_t allReduce(const char *op, const void *send,
                                      void *recv, int64_t count, uint32_t dtype,
@@ -123,6 +126,17 @@ std::unique_ptr<CommBackend> createSelfBackend();
 /// MPI_ERRORS_RETURN. Fails if MPI was finalized.
 dist_rt_status_t createMpiWorldBackend(int *argc, char ***argv,
                                        std::unique_ptr<CommBackend> *out);
+
+//===----------------------------------------------------------------------===//
+// NCCL (comm_nccl.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Loads NCCL and the CUDA runtime, picks this rank's GPU, initializes MPI
+/// as createMpiWorldBackend does and creates an NCCL communicator over the
+/// world. Fails with a message when the libraries, a GPU or the build's
+/// NCCL support are missing.
+dist_rt_status_t createNcclWorldBackend(int *argc, char ***argv,
+                                        std::unique_ptr<CommBackend> *out);
 
 /// Finalizes MPI if createMpiWorldBackend initialized it and it is not
 /// finalized yet. Refuses (DIST_RT_ERROR_COMM) after a communication

@@ -1,8 +1,8 @@
 //===- dist-comm-check.cpp - Check the runtime's collectives --------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// dist-comm-check [--mesh AxB...] [--timeout S] [--die-rank R]
-//                 [--hang-rank R]
+// dist-comm-check [--backend mpi|nccl] [--mesh AxB...] [--timeout S]
+//                 [--die-rank R] [--hang-rank R]
 //
 // A test program for the communicators of dist_rt/comm.h, meant to be run
 // under mpirun (or alone, as a 1-rank world). Every rank runs every
@@ -22,12 +22,18 @@
 // forever (a hung rank), so the others fail once the --timeout deadline of
 // each collective (default 300 s) passes.
 //
-// The program uses only the runtime's public C API.
+// With --backend nccl the buffers are CUDA managed memory (cudaMallocManaged
+// from the CUDA runtime, loaded with dlopen), which the NCCL backend reads
+// and writes on the GPU and the checks read on the host; without a GPU the
+// world cannot be created and the program says why.
+//
+// Otherwise the program uses only the runtime's public C API.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dist_rt/comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -35,9 +41,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <dlfcn.h>
 
 namespace {
 
@@ -46,12 +55,14 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 constexpr const char *kUsage =
-    "usage: dist-comm-check [--mesh AxB...] [--timeout S] [--die-rank R]\n"
-    "                       [--hang-rank R]\n"
+    "usage: dist-comm-check [--backend mpi|nccl] [--mesh AxB...]\n"
+    "                       [--timeout S] [--die-rank R] [--hang-rank R]\n"
     "\n"
     "Runs every collective of the dist-opt runtime on the world and on each\n"
     "axis of a device mesh and checks the results. Run it under mpirun.\n"
     "\n"
+    "  --backend B    mpi (default under mpirun) or nccl (CUDA managed\n"
+    "                 buffers, one GPU per rank)\n"
     "  --mesh AxB...  mesh shape; its product must be the number of ranks\n"
     "  --rank0-mesh AxB...  rank 0 asks for this mesh instead (the ranks\n"
     "                 disagree: every rank must fail)\n"
@@ -62,6 +73,8 @@ constexpr const char *kUsage =
     "  --hang-rank R  rank R sleeps forever before the first all_reduce\n";
 
 struct Options {
+  /// DIST_RT_COMM_AUTO, _MPI or _NCCL.
+  int32_t backend = DIST_RT_COMM_AUTO;
   std::vector<int64_t> mesh;
   /// Rank 0's mesh when given (the others use `mesh`): ranks that disagree.
   std::vector<int64_t> rank0Mesh;
@@ -113,9 +126,9 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       value = arg.substr(eq + 1);
       hasInlineValue = true;
     }
-    bool takesValue = name == "--mesh" || name == "--rank0-mesh" ||
-                      name == "--timeout" || name == "--die-rank" ||
-                      name == "--hang-rank";
+    bool takesValue = name == "--backend" || name == "--mesh" ||
+                      name == "--rank0-mesh" || name == "--timeout" ||
+                      name == "--die-rank" || name == "--hang-rank";
     if (name == "--help" || name == "-h") {
       showHelp = true;
       continue;
@@ -133,7 +146,14 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       }
       value = argv[++i];
     }
-    if (name == "--mesh" || name == "--rank0-mesh") {
+    if (name == "--backend") {
+      if (value != "mpi" && value != "nccl") {
+        reportUsageError("invalid --backend '" + value +
+                         "' (expected mpi or nccl)");
+        return false;
+      }
+      options.backend = value == "mpi" ? DIST_RT_COMM_MPI : DIST_RT_COMM_NCCL;
+    } else if (name == "--mesh" || name == "--rank0-mesh") {
       if (!parseMesh(value,
                      name == "--mesh" ? options.mesh : options.rank0Mesh)) {
         reportUsageError("invalid --mesh '" + value +
@@ -225,6 +245,67 @@ void beforeAllReduce() {
 }
 
 //===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+/// cudaMallocManaged and cudaFree, set for --backend nccl.
+using ManagedAllocFn = int (*)(void **, size_t, unsigned);
+using ManagedFreeFn = int (*)(void *);
+ManagedAllocFn managedAlloc = nullptr;
+ManagedFreeFn managedFree = nullptr;
+
+/// Loads the CUDA runtime's managed allocation; false when it cannot.
+bool loadManagedMemory() {
+  for (const char *name :
+       {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})
+    if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+      managedAlloc =
+          reinterpret_cast<ManagedAllocFn>(dlsym(handle, "cudaMallocManaged"));
+      managedFree = reinterpret_cast<ManagedFreeFn>(dlsym(handle, "cudaFree"));
+      return managedAlloc && managedFree;
+    }
+  return false;
+}
+
+/// Host memory, or CUDA managed memory once loadManagedMemory succeeded.
+template <typename T>
+struct CommAllocator {
+  using value_type = T;
+  CommAllocator() = default;
+  template <typename U>
+  CommAllocator(const CommAllocator<U> &) {}
+  T *allocate(size_t n) {
+    void *p = nullptr;
+    if (managedAlloc) {
+      if (managedAlloc(&p, std::max<size_t>(n, 1) * sizeof(T),
+                       /*cudaMemAttachGlobal=*/1) != 0)
+        throw std::bad_alloc();
+    } else if (!(p = std::malloc(std::max<size_t>(n, 1) * sizeof(T)))) {
+      throw std::bad_alloc();
+    }
+    return static_cast<T *>(p);
+  }
+  void deallocate(T *p, size_t) {
+    if (managedFree)
+      managedFree(p);
+    else
+      std::free(p);
+  }
+  template <typename U>
+  bool operator==(const CommAllocator<U> &) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const CommAllocator<U> &) const {
+    return false;
+  }
+};
+
+/// The buffers handed to the collectives.
+template <typename T>
+using Buffer = std::vector<T, CommAllocator<T>>;
+
+//===----------------------------------------------------------------------===//
 // Checks
 //===----------------------------------------------------------------------===//
 
@@ -246,7 +327,7 @@ struct DType<int64_t> {
 
 /// Compares `got` with `expected` element by element.
 template <typename T>
-void expectEqual(const std::vector<T> &got, const std::vector<T> &expected,
+void expectEqual(const Buffer<T> &got, const Buffer<T> &expected,
                  const std::string &context) {
   for (size_t i = 0; i < expected.size(); ++i)
     if (got[i] != expected[i])
@@ -294,7 +375,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
           return T((p + i) % 2 + 1);
         }
       };
-      std::vector<T> send(c), recv(c, T(-99)), expected(c);
+      Buffer<T> send(c), recv(c, T(-99)), expected(c);
       for (int64_t i = 0; i < length; ++i) {
         send[i] = value(r, i);
         T e = value(0, i);
@@ -330,7 +411,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
   // all_reduce in place, on a larger buffer.
   {
     const int64_t large = 100000;
-    std::vector<T> buf(static_cast<size_t>(large)), expected(buf.size());
+    Buffer<T> buf(static_cast<size_t>(large)), expected(buf.size());
     for (int64_t i = 0; i < large; ++i) {
       buf[i] = T(r + 1 + i % 1000);
       expected[i] = T(n * (n + 1) / 2 + n * (i % 1000));
@@ -344,7 +425,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
 
   // all_gather: rank p contributes p * 100 + i.
   {
-    std::vector<T> send(c), recv(nc, T(-99)), expected(nc);
+    Buffer<T> send(c), recv(nc, T(-99)), expected(nc);
     for (int64_t i = 0; i < count; ++i)
       send[i] = big + T(r * 100 + i);
     for (int64_t p = 0; p < n; ++p)
@@ -359,7 +440,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
   // reduce_scatter, sum and average: block b of rank p holds
   // p * 1000 + b * 10 + i.
   for (const Case &reduction : {cases[0], cases[4]}) {
-    std::vector<T> send(nc), recv(c, T(-99)), expected(c);
+    Buffer<T> send(nc), recv(c, T(-99)), expected(c);
     for (int64_t b = 0; b < n; ++b)
       for (int64_t i = 0; i < count; ++i)
         send[b * count + i] = T(r * 1000 + b * 10 + i);
@@ -378,7 +459,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
 
   // all_to_all: block b of rank p holds p * 100 + b * 10 + i.
   {
-    std::vector<T> send(nc), recv(nc, T(-99)), expected(nc);
+    Buffer<T> send(nc), recv(nc, T(-99)), expected(nc);
     for (int64_t b = 0; b < n; ++b)
       for (int64_t i = 0; i < count; ++i) {
         send[b * count + i] = big + T(r * 100 + b * 10 + i);
@@ -392,7 +473,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
 
   // broadcast from every root.
   for (int64_t root = 0; root < n; ++root) {
-    std::vector<T> buf(c), expected(c);
+    Buffer<T> buf(c), expected(c);
     for (int64_t i = 0; i < count; ++i) {
       expected[i] = big + T(root * 7 + i + 1);
       buf[i] = r == root ? expected[i] : T(-99);
@@ -404,12 +485,13 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
     expectEqual(buf, expected, context);
   }
 
-  // A ring of send/recv: even ranks send first, odd ranks receive first.
-  {
+  // A ring of send/recv: even ranks send first, odd ranks receive first
+  // (not with one rank under NCCL, which cannot send to itself).
+  if (n > 1 || options.backend != DIST_RT_COMM_NCCL) {
     const int32_t tag = 5;
     int32_t next = static_cast<int32_t>((r + 1) % n);
     int32_t prev = static_cast<int32_t>((r + n - 1) % n);
-    std::vector<T> send(c), recv(c, T(-99)), expected(c);
+    Buffer<T> send(c), recv(c, T(-99)), expected(c);
     for (int64_t i = 0; i < count; ++i) {
       send[i] = big + T(r * 10 + i);
       expected[i] = big + T(prev * 10 + i);
@@ -442,6 +524,7 @@ int main(int argc, char **argv) {
   dist_rt_world_options_t worldOptions;
   dist_rt_world_options_initialize(&worldOptions);
   worldOptions.timeout_s = options.timeout;
+  worldOptions.backend = options.backend;
   dist_rt_comm_t world = nullptr;
   if (dist_rt_status_t status =
           dist_rt_world_init(&argc, &argv, &worldOptions, &world)) {
@@ -451,6 +534,9 @@ int main(int argc, char **argv) {
   }
   worldRank = dist_rt_comm_rank(world);
   int32_t size = dist_rt_comm_size(world);
+  if (options.backend == DIST_RT_COMM_NCCL && !loadManagedMemory())
+    fail("--backend nccl: cannot load cudaMallocManaged from the CUDA "
+         "runtime");
   for (int64_t rank : {options.dieRank, options.hangRank})
     if (rank >= size)
       fail("rank " + std::to_string(rank) + " is out of range (the world has " +

@@ -78,7 +78,15 @@ enum {
   DIST_RT_COMM_SELF = 1,
   /// MPI; a process started without a launcher becomes a 1-rank MPI world
   /// (singleton initialization).
-  DIST_RT_COMM_MPI = 2
+  DIST_RT_COMM_MPI = 2,
+  /// NCCL over CUDA GPUs, bootstrapped by MPI as DIST_RT_COMM_MPI: each rank
+  /// uses GPU (node-local rank modulo the node's GPUs), and every buffer
+  /// given to a collective, send or recv is CUDA device memory. NCCL has no
+  /// tags (messages between two ranks arrive in order) and a rank cannot
+  /// send to itself. libnccl.so.2 and the CUDA runtime are loaded when the
+  /// world is created; without them, or without a GPU, dist_rt_world_init
+  /// fails with a message.
+  DIST_RT_COMM_NCCL = 3
 };
 
 /// Options of dist_rt_world_init. Always initialize with
@@ -90,8 +98,8 @@ typedef struct dist_rt_world_options_t {
   /// no deadline. Default 300. Must be finite and not negative. Applies to
   /// the world and to every communicator split from it.
   double timeout_s;
-  /// One of DIST_RT_COMM_AUTO (default), DIST_RT_COMM_SELF or
-  /// DIST_RT_COMM_MPI.
+  /// One of DIST_RT_COMM_AUTO (default), DIST_RT_COMM_SELF,
+  /// DIST_RT_COMM_MPI or DIST_RT_COMM_NCCL.
   int32_t backend;
 } dist_rt_world_options_t;
 

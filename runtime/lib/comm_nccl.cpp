@@ -1,0 +1,414 @@
+//===- comm_nccl.cpp - NCCL backend of the communicators --------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The NCCL implementation of CommBackend (comm_backend.h), for CUDA device
+// buffers: one GPU per rank (the node-local rank modulo the GPUs of the
+// node), one NCCL communicator and one CUDA stream per group of ranks. MPI
+// bootstraps it: the world's MPI backend broadcasts rank 0's ncclUniqueId,
+// split() splits the MPI group and creates a new NCCL communicator on each
+// part, and barrier() is MPI's. Each operation is enqueued on the stream and
+// polled (cudaStreamQuery, ncclCommGetAsyncError) until it completes or the
+// deadline passes; a timeout aborts the NCCL communicator (ncclCommAbort)
+// and marks the backend failed.
+//
+// libnccl.so.2 and the CUDA runtime (libcudart.so.13, .12 or .so) are
+// loaded with dlopen when a program asks for this backend, so the runtime
+// (and every model executable) runs on machines without CUDA; nccl.h and
+// cuda_runtime_api.h give the types at build time. Without them (CMake did
+// not find nccl.h) the backend only reports that it was not built.
+//
+// NCCL has no tags: messages between two ranks arrive in the order they were
+// sent, whatever their tags.
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm_backend.h"
+
+#include <string>
+
+#if DIST_RT_HAVE_NCCL
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <dlfcn.h>
+
+using dist_rt::makeStatus;
+using dist_rt::comm::CommBackend;
+using dist_rt::comm::Deadline;
+
+namespace {
+
+/// The entry points used, resolved once from the loaded libraries.
+struct CudaNcclApi {
+  decltype(&cudaGetDeviceCount) getDeviceCount = nullptr;
+  decltype(&cudaSetDevice) setDevice = nullptr;
+  decltype(&cudaStreamCreateWithFlags) streamCreate = nullptr;
+  decltype(&cudaStreamDestroy) streamDestroy = nullptr;
+  decltype(&cudaStreamQuery) streamQuery = nullptr;
+  decltype(&cudaGetErrorString) cudaError = nullptr;
+  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
+  decltype(&ncclCommInitRank) commInitRank = nullptr;
+  decltype(&ncclCommDestroy) commDestroy = nullptr;
+  decltype(&ncclCommAbort) commAbort = nullptr;
+  decltype(&ncclCommGetAsyncError) asyncError = nullptr;
+  decltype(&ncclGetErrorString) ncclError = nullptr;
+  decltype(&ncclAllReduce) allReduce = nullptr;
+  decltype(&ncclAllGather) allGather = nullptr;
+  decltype(&ncclReduceScatter) reduceScatter = nullptr;
+  decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclSend) send = nullptr;
+  decltype(&ncclRecv) recv = nullptr;
+  decltype(&ncclGroupStart) groupStart = nullptr;
+  decltype(&ncclGroupEnd) groupEnd = nullptr;
+};
+
+CudaNcclApi api;
+std::once_flag apiOnce;
+/// Why the libraries could not be used; empty once `api` is complete.
+std::string apiProblem = "not loaded";
+
+/// dlopen of the first name that loads; appends dlerror's text to `tried`.
+void *openFirst(std::initializer_list<const char *> names, std::string &tried) {
+  for (const char *name : names) {
+    if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL))
+      return handle;
+    const char *why = dlerror();
+    tried += tried.empty() ? "" : "; ";
+    tried += why ? why : name;
+  }
+  return nullptr;
+}
+
+template <typename Fn>
+bool resolve(void *handle, const char *name, Fn &out) {
+  out = reinterpret_cast<Fn>(dlsym(handle, name));
+  return out != nullptr;
+}
+
+void loadApi() {
+  std::string tried;
+  void *cudart =
+      openFirst({"libcudart.so.13", "libcudart.so.12", "libcudart.so"}, tried);
+  void *nccl = openFirst({"libnccl.so.2", "libnccl.so"}, tried);
+  if (!cudart || !nccl) {
+    apiProblem = "cannot load the CUDA runtime and NCCL (" + tried + ")";
+    return;
+  }
+  CudaNcclApi a;
+  bool ok = resolve(cudart, "cudaGetDeviceCount", a.getDeviceCount) &&
+            resolve(cudart, "cudaSetDevice", a.setDevice) &&
+            resolve(cudart, "cudaStreamCreateWithFlags", a.streamCreate) &&
+            resolve(cudart, "cudaStreamDestroy", a.streamDestroy) &&
+            resolve(cudart, "cudaStreamQuery", a.streamQuery) &&
+            resolve(cudart, "cudaGetErrorString", a.cudaError) &&
+            resolve(nccl, "ncclGetUniqueId", a.getUniqueId) &&
+            resolve(nccl, "ncclCommInitRank", a.commInitRank) &&
+            resolve(nccl, "ncclCommDestroy", a.commDestroy) &&
+            resolve(nccl, "ncclCommAbort", a.commAbort) &&
+            resolve(nccl, "ncclCommGetAsyncError", a.asyncError) &&
+            resolve(nccl, "ncclGetErrorString", a.ncclError) &&
+            resolve(nccl, "ncclAllReduce", a.allReduce) &&
+            resolve(nccl, "ncclAllGather", a.allGather) &&
+            resolve(nccl, "ncclReduceScatter", a.reduceScatter) &&
+            resolve(nccl, "ncclBroadcast", a.broadcast) &&
+            resolve(nccl, "ncclSend", a.send) &&
+            resolve(nccl, "ncclRecv", a.recv) &&
+            resolve(nccl, "ncclGroupStart", a.groupStart) &&
+            resolve(nccl, "ncclGroupEnd", a.groupEnd);
+  if (!ok) {
+    const char *why = dlerror();
+    apiProblem = "cannot use the loaded CUDA runtime or NCCL (" +
+                 std::string(why ? why : "an entry point is missing") + ")";
+    return;
+  }
+  api = a;
+  apiProblem.clear();
+}
+
+ncclDataType_t ncclType(uint32_t dtype) {
+  switch (dtype) {
+  case DIST_RT_DTYPE_FLOAT:
+    return ncclFloat32;
+  case DIST_RT_DTYPE_DOUBLE:
+    return ncclFloat64;
+  case DIST_RT_DTYPE_INT32:
+    return ncclInt32;
+  default:
+    return ncclInt64;
+  }
+}
+
+ncclRedOp_t ncclOp(dist_rt_reduce_op_t reduce) {
+  switch (reduce) {
+  case DIST_RT_REDUCE_MAX:
+    return ncclMax;
+  case DIST_RT_REDUCE_MIN:
+    return ncclMin;
+  case DIST_RT_REDUCE_PROD:
+    return ncclProd;
+  case DIST_RT_REDUCE_AVG:
+    return ncclAvg;
+  default:
+    return ncclSum;
+  }
+}
+
+/// The node-local rank the launcher gives (Open MPI, MPICH/Hydra, Slurm),
+/// or `fallback`.
+int localRank(int fallback) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return fallback;
+}
+
+/// A group of ranks over one NCCL communicator and the MPI group that
+/// bootstrapped it, which it owns.
+class NcclBackend final : public CommBackend {
+public:
+  NcclBackend(std::unique_ptr<CommBackend> host, ncclComm_t comm,
+              cudaStream_t stream)
+      : host(std::move(host)), comm(comm), stream(stream) {}
+
+  ~NcclBackend() override {
+    if (failed)
+      return; // Aborted already; the stream may still hold work.
+    api.commDestroy(comm);
+    api.streamDestroy(stream);
+  }
+
+  /// Creates the NCCL communicator of the ranks of `host` (collective over
+  /// them): rank 0's unique id is broadcast over `host`.
+  static dist_rt_status_t create(const char *op,
+                                 std::unique_ptr<CommBackend> host,
+                                 std::unique_ptr<CommBackend> *out) {
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof(id));
+    if (host->rank() == 0)
+      if (ncclResult_t rc = api.getUniqueId(&id); rc != ncclSuccess)
+        return ncclFailure(op, "ncclGetUniqueId", rc);
+    static_assert(sizeof(ncclUniqueId) % sizeof(int32_t) == 0,
+                  "the unique id travels as int32 elements");
+    if (dist_rt_status_t status = host->broadcast(
+            op, &id, sizeof(id) / sizeof(int32_t), DIST_RT_DTYPE_INT32,
+            /*root=*/0, Deadline(Deadline::kNeverSeconds)))
+      return status;
+    cudaStream_t stream = nullptr;
+    if (cudaError_t rc = api.streamCreate(&stream, cudaStreamNonBlocking);
+        rc != cudaSuccess)
+      return cudaFailure(op, "cudaStreamCreateWithFlags", rc);
+    ncclComm_t comm = nullptr;
+    if (ncclResult_t rc =
+            api.commInitRank(&comm, host->size(), id, host->rank());
+        rc != ncclSuccess) {
+      api.streamDestroy(stream);
+      return ncclFailure(op, "ncclCommInitRank", rc);
+    }
+    out->reset(new NcclBackend(std::move(host), comm, stream));
+    return nullptr;
+  }
+
+  int32_t rank() const override { return host->rank(); }
+  int32_t size() const override { return host->size(); }
+  bool deviceMemory() const override { return true; }
+
+  dist_rt_status_t allReduce(const char *op, const void *send, void *recv,
+                             int64_t count, uint32_t dtype,
+                             dist_rt_reduce_op_t reduce,
+                             const Deadline &deadline) override {
+    return run(op, deadline, [&] {
+      return api.allReduce(send, recv, static_cast<size_t>(count),
+                           ncclType(dtype), ncclOp(reduce), comm, stream);
+    });
+  }
+
+  dist_rt_status_t allGather(const char *op, const void *send, void *recv,
+                             int64_t countPerRank, uint32_t dtype,
+                             const Deadline &deadline) override {
+    return run(op, deadline, [&] {
+      return api.allGather(send, recv, static_cast<size_t>(countPerRank),
+                           ncclType(dtype), comm, stream);
+    });
+  }
+
+  dist_rt_status_t reduceScatter(const char *op, const void *send, void *recv,
+                                 int64_t countPerRank, uint32_t dtype,
+                                 dist_rt_reduce_op_t reduce,
+                                 const Deadline &deadline) override {
+    return run(op, deadline, [&] {
+      return api.reduceScatter(send, recv, static_cast<size_t>(countPerRank),
+                               ncclType(dtype), ncclOp(reduce), comm, stream);
+    });
+  }
+
+  dist_rt_status_t allToAll(const char *op, const void *send, void *recv,
+                            int64_t countPerRank, uint32_t dtype,
+                            const Deadline &deadline) override {
+    size_t bytes =
+        static_cast<size_t>(countPerRank) * dist_rt_dtype_size(dtype);
+    return run(op, deadline, [&]() -> ncclResult_t {
+      if (ncclResult_t rc = api.groupStart(); rc != ncclSuccess)
+        return rc;
+      ncclResult_t first = ncclSuccess;
+      for (int32_t peer = 0; peer < size() && first == ncclSuccess; ++peer) {
+        first = api.send(static_cast<const char *>(send) + peer * bytes,
+                         static_cast<size_t>(countPerRank), ncclType(dtype),
+                         peer, comm, stream);
+        if (first == ncclSuccess)
+          first = api.recv(static_cast<char *>(recv) + peer * bytes,
+                           static_cast<size_t>(countPerRank), ncclType(dtype),
+                           peer, comm, stream);
+      }
+      ncclResult_t end = api.groupEnd();
+      return first != ncclSuccess ? first : end;
+    });
+  }
+
+  dist_rt_status_t broadcast(const char *op, void *buf, int64_t count,
+                             uint32_t dtype, int32_t root,
+                             const Deadline &deadline) override {
+    return run(op, deadline, [&] {
+      return api.broadcast(buf, buf, static_cast<size_t>(count),
+                           ncclType(dtype), root, comm, stream);
+    });
+  }
+
+  dist_rt_status_t send(const char *op, const void *buf, int64_t count,
+                        uint32_t dtype, int32_t peer, int32_t,
+                        const Deadline &deadline) override {
+    return run(op, deadline, [&] {
+      return api.send(buf, static_cast<size_t>(count), ncclType(dtype), peer,
+                      comm, stream);
+    });
+  }
+
+  dist_rt_status_t recv(const char *op, void *buf, int64_t count,
+                        uint32_t dtype, int32_t peer, int32_t,
+                        const Deadline &deadline) override {
+    return run(op, deadline, [&] {
+      return api.recv(buf, static_cast<size_t>(count), ncclType(dtype), peer,
+                      comm, stream);
+    });
+  }
+
+  dist_rt_status_t barrier(const char *op, const Deadline &deadline) override {
+    // Every operation here has finished on the GPU before it returned, so
+    // the host group's barrier orders them too.
+    return host->barrier(op, deadline);
+  }
+
+  dist_rt_status_t split(const char *op, int32_t color, int32_t key,
+                         std::unique_ptr<CommBackend> *out) override {
+    std::unique_ptr<CommBackend> part;
+    if (dist_rt_status_t status = host->split(op, color, key, &part))
+      return status;
+    return create(op, std::move(part), out);
+  }
+
+private:
+  static dist_rt_status_t ncclFailure(const char *op, const char *call,
+                                      ncclResult_t rc) {
+    return makeStatus(DIST_RT_ERROR_COMM, "%s: %s failed: %s", op, call,
+                      api.ncclError(rc));
+  }
+  static dist_rt_status_t cudaFailure(const char *op, const char *call,
+                                      cudaError_t rc) {
+    return makeStatus(DIST_RT_ERROR_COMM, "%s: %s failed: %s", op, call,
+                      api.cudaError(rc));
+  }
+
+  /// Enqueues the NCCL calls of `launch` on the stream and waits for them
+  /// as the file comment says.
+  template <typename Launch>
+  dist_rt_status_t run(const char *op, const Deadline &deadline,
+                       Launch launch) {
+    if (failed)
+      return makeStatus(DIST_RT_ERROR_COMM,
+                        "%s: the NCCL communicator failed before", op);
+    if (ncclResult_t rc = launch(); rc != ncclSuccess)
+      return abort(ncclFailure(op, "the NCCL call", rc));
+    unsigned polls = 0;
+    for (;;) {
+      cudaError_t state = api.streamQuery(stream);
+      if (state == cudaSuccess)
+        return nullptr;
+      if (state != cudaErrorNotReady)
+        return abort(cudaFailure(op, "cudaStreamQuery", state));
+      ncclResult_t async = ncclSuccess;
+      if (api.asyncError(comm, &async) != ncclSuccess || async != ncclSuccess)
+        return abort(ncclFailure(op, "the NCCL operation", async));
+      if (deadline.expired())
+        return abort(makeStatus(DIST_RT_ERROR_COMM,
+                                "%s timed out after %g s waiting for the "
+                                "other ranks",
+                                op, deadline.seconds()));
+      if (++polls < 4096)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  /// Aborts the communicator (its operations may never finish) and returns
+  /// `status`.
+  dist_rt_status_t abort(dist_rt_status_t status) {
+    failed = true;
+    api.commAbort(comm);
+    return status;
+  }
+
+  std::unique_ptr<CommBackend> host;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  bool failed = false;
+};
+
+} // namespace
+
+dist_rt_status_t
+dist_rt::comm::createNcclWorldBackend(int *argc, char ***argv,
+                                      std::unique_ptr<CommBackend> *out) {
+  std::call_once(apiOnce, loadApi);
+  if (!apiProblem.empty())
+    return makeStatus(DIST_RT_ERROR_COMM, "world_init: the NCCL backend %s",
+                      apiProblem.c_str());
+  int devices = 0;
+  if (cudaError_t rc = api.getDeviceCount(&devices); rc != cudaSuccess)
+    return makeStatus(DIST_RT_ERROR_COMM,
+                      "world_init: the NCCL backend needs a CUDA GPU: "
+                      "cudaGetDeviceCount failed: %s",
+                      api.cudaError(rc));
+  if (devices <= 0)
+    return makeStatus(DIST_RT_ERROR_COMM,
+                      "world_init: the NCCL backend needs a CUDA GPU, and "
+                      "this machine has none");
+  std::unique_ptr<CommBackend> host;
+  if (dist_rt_status_t status = createMpiWorldBackend(argc, argv, &host))
+    return status;
+  int device = localRank(host->rank()) % devices;
+  if (cudaError_t rc = api.setDevice(device); rc != cudaSuccess)
+    return makeStatus(DIST_RT_ERROR_COMM,
+                      "world_init: cudaSetDevice(%d) failed: %s", device,
+                      api.cudaError(rc));
+  return NcclBackend::create("world_init", std::move(host), out);
+}
+
+#else // !DIST_RT_HAVE_NCCL
+
+dist_rt_status_t
+dist_rt::comm::createNcclWorldBackend(int *, char ***,
+                                      std::unique_ptr<CommBackend> *) {
+  return dist_rt::makeStatus(DIST_RT_ERROR_COMM,
+                             "world_init: this runtime was built without the "
+                             "NCCL backend (nccl.h was not found)");
+}
+
+#endif // DIST_RT_HAVE_NCCL
