@@ -17,10 +17,16 @@
 # speedup. A model that dist-opt fails to compile or run is reported in the
 # table and the others still run.
 #
+# This machine is shared and noisy (one run can be 20% off), so each model is
+# timed in ROUNDS rounds (default 3) that alternate dist-opt and
+# onnxruntime, each of ITERATIONS / ROUNDS timed runs; the table shows the
+# median of the rounds' medians (and of their p90s) for each.
+#
 #   bench/cpu_inference.sh [ITERATIONS [WORK_DIR]]
 #
 # ITERATIONS defaults to 100 and WORK_DIR to /tmp/dist-bench. Environment:
-# DIST_OPT (default build/bin/dist-opt), THREADS (default "1 2"), MODELS
+# DIST_OPT (default build/bin/dist-opt), THREADS (default "1 2"), ROUNDS
+# (default 3), MODELS
 # (default "mlp gpt resnet dlrm"). Installs onnxruntime-node into
 # bench/node_modules (the version bench/package.json pins) when it is missing.
 # Exits with 0 if every model compiled, ran and matched onnxruntime, 1 if not
@@ -36,12 +42,15 @@ read -ra threads <<<"${THREADS:-1 2}"
 read -ra models <<<"${MODELS:-mlp gpt resnet dlrm}"
 warmup=10
 step_timeout=600
+rounds=${ROUNDS:-3}
 
 die() {
   echo "error: $*" >&2
   exit 2
 }
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, not '$iters'"
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$rounds'"
+per_round=$(((iters + rounds - 1) / rounds))
 command -v node >/dev/null || die "node is missing (apt-get install nodejs npm)"
 mkdir -p "$work" || die "cannot create $work"
 work=$(cd "$work" && pwd)
@@ -65,6 +74,11 @@ now() { date +%s.%N; }
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.2f", e - s }'; }
 first_line() { grep -m1 . "$1" | cut -c1-200 | tr '\t' ' '; }
 latency() { grep -o "latency_ms_$1=[0-9.eE+-]*" "$2" | head -1 | cut -d= -f2; }
+# The median of the numbers given as arguments (empty for none).
+median() {
+  printf '%s\n' "$@" | sort -g |
+    awk '{a[NR] = $1} END {if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
 
 #===----------------------------------------------------------------------===#
 # Compile each model once
@@ -124,40 +138,54 @@ for t in "${threads[@]}"; do
     ort_status=ok ort_ms=- ort_p90=-
     max_abs=- max_rel=- ok=- ort_vs_torch=-
 
+    dist_args=()
     if [[ $dist_status == ok ]]; then
-      exe=$work/build/$m/$m
-      if mapfile -t args < <($py bench/bench_util.py dist-args \
-          "$work/build/$m/$m.json" "$work/inputs/$m" 2>"$dist_res.err") &&
-          [[ ! -s $dist_res.err ]]; then
-        timeout "$step_timeout" "$exe" "${args[@]}" --output-dir "$dist_res" \
-          --threads "$t" --bench "$iters" >"$dist_res.log" 2>"$dist_res.err"
-        rc=$?
-        dist_ms=$(latency median "$dist_res.log")
-        dist_p90=$(latency p90 "$dist_res.log")
-        if [[ $rc -ne 0 || -z $dist_ms ]]; then
-          [[ $rc -ne 0 ]] && dist_status="run failed" || dist_status="no latency"
-          echo "error: $m (threads=$t): $exe exited with $rc: $(first_line "$dist_res.err")" >&2
-          dist_ms=- dist_p90=-
-          failures=$((failures + 1))
-        fi
-      else
+      if ! mapfile -t dist_args < <($py bench/bench_util.py dist-args \
+          "$work/build/$m/$m.json" "$work/inputs/$m" 2>"$dist_res.err") ||
+          [[ -s $dist_res.err ]]; then
         dist_status="bad manifest"
         echo "error: $m: $(first_line "$dist_res.err")" >&2
         failures=$((failures + 1))
       fi
     fi
-
-    timeout "$step_timeout" node bench/ort_bench.js "$work/models/$m.onnx" \
-      "$work/inputs/$m" "$ort_res" --threads "$t" --iters "$iters" \
-      --warmup "$warmup" >"$ort_res.log" 2>"$ort_res.err"
-    rc=$?
-    ort_ms=$(latency median "$ort_res.log")
-    ort_p90=$(latency p90 "$ort_res.log")
-    if [[ $rc -ne 0 || -z $ort_ms ]]; then
-      echo "error: onnxruntime failed on $m (threads=$t): $(first_line "$ort_res.err")" >&2
-      ort_status="ort failed" ort_ms=- ort_p90=-
-      failures=$((failures + 1))
-    else
+    exe=$work/build/$m/$m
+    dist_meds=() dist_p90s=() ort_meds=() ort_p90s=()
+    for ((round = 1; round <= rounds; round++)); do
+      if [[ $dist_status == ok ]]; then
+        timeout "$step_timeout" "$exe" "${dist_args[@]}" --output-dir "$dist_res" \
+          --threads "$t" --bench "$per_round" >"$dist_res.log" 2>"$dist_res.err"
+        rc=$?
+        med=$(latency median "$dist_res.log")
+        if [[ $rc -ne 0 || -z $med ]]; then
+          [[ $rc -ne 0 ]] && dist_status="run failed" || dist_status="no latency"
+          echo "error: $m (threads=$t): $exe exited with $rc: $(first_line "$dist_res.err")" >&2
+          failures=$((failures + 1))
+        else
+          dist_meds+=("$med")
+          dist_p90s+=("$(latency p90 "$dist_res.log")")
+        fi
+      fi
+      if [[ $ort_status == ok ]]; then
+        timeout "$step_timeout" node bench/ort_bench.js "$work/models/$m.onnx" \
+          "$work/inputs/$m" "$ort_res" --threads "$t" --iters "$per_round" \
+          --warmup "$warmup" >"$ort_res.log" 2>"$ort_res.err"
+        rc=$?
+        med=$(latency median "$ort_res.log")
+        if [[ $rc -ne 0 || -z $med ]]; then
+          echo "error: onnxruntime failed on $m (threads=$t): $(first_line "$ort_res.err")" >&2
+          ort_status="ort failed"
+          failures=$((failures + 1))
+        else
+          ort_meds+=("$med")
+          ort_p90s+=("$(latency p90 "$ort_res.log")")
+        fi
+      fi
+    done
+    if [[ $dist_status == ok ]]; then
+      dist_ms=$(median "${dist_meds[@]}") dist_p90=$(median "${dist_p90s[@]}")
+    fi
+    if [[ $ort_status == ok ]]; then
+      ort_ms=$(median "${ort_meds[@]}") ort_p90=$(median "${ort_p90s[@]}")
       ort_vs_torch=$($py bench/bench_util.py compare "$ort_res" \
         "$work/torch/$m" | grep -o 'max_abs=[^ ]*' | cut -d= -f2)
     fi
