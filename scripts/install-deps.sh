@@ -17,8 +17,8 @@ PKGS=(
   # ONNX and protobuf.
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # Compiled models: gcc links the artifacts; the runtime loads OpenBLAS
-  # (pthread variant) at run time for matrix products.
-  gcc libc6-dev libopenblas0-pthread
+  # (pthread variant) and oneDNN at run time for matrix products.
+  gcc libc6-dev libopenblas0-pthread libdnnl2
   # Collectives between ranks (MPI backend) and the launcher.
   libopenmpi-dev openmpi-bin
   # Unit tests.

@@ -11,16 +11,20 @@
 // thread.
 // When OpenBLAS cannot be loaded a plain loop computes the same result.
 //
-// Why OpenBLAS and not oneDNN (Debian's libdnnl2, dnnl_sgemm), measured on
-// this project's machine (AMD EPYC, AVX-512, one thread, GFLOP/s, OpenBLAS
-// 0.3.21 against oneDNN 2.6): the products of the benchmark models are at
-// OpenBLAS's peak or near it (ResNet's im2col products 16x256x144 101 against
-// 96, 32x64x288 112 against 96; 64x64x64 107 against 94); oneDNN is ahead
-// only on larger ones (256x768x256 103 against 91, 64x512x784 112 against
-// 91). A build that sent products above a million multiply-adds to oneDNN
-// ran the GPT-style LM's training step no faster (2.43-2.68 s against
-// 2.46-2.65 s for 60 steps) and the MLP's inference within noise, so the
-// second library is not worth its loading and threading rules.
+// f32 products of at least kMinDnnlWork multiply-adds go to oneDNN's
+// dnnl_sgemm instead (Debian's libdnnl2, also loaded with dlopen, kept to
+// one OpenMP thread per call; OpenBLAS when it is missing or when
+// DIST_RT_NO_DNNL is set). Measured on this project's machine (AMD EPYC,
+// AVX-512), OpenBLAS 0.3.21 against oneDNN 2.6, one thread: the small
+// products of the benchmark models are at OpenBLAS's peak or near it
+// (ResNet's im2col products 16x256x144 at 101 GFLOP/s against 96, 32x64x288
+// 112 against 96, 64x64x64 107 against 94), oneDNN is ahead on larger ones
+// (256x768x256 103 against 91, the MLP's three products 0.76 ms against
+// 0.93 untransposed, 0.89 against 0.93 with the weight transposed). The
+// same binaries of bench/cpu_inference.sh's GPT-style LM, interleaved runs
+// with and without DIST_RT_NO_DNNL: 11.1-11.3 ms against 12.1-12.3 at one
+// thread, 5.7-6.0 against 6.4-6.6 at two; its training step 35.9-36.2 ms
+// against 37.8-38.1 at one thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <type_traits>
 
 #include <dlfcn.h>
 
@@ -57,11 +62,25 @@ using GemmFn = void (*)(int order, int transA, int transB, int m, int n, int k,
                         T beta, T *c, int ldc);
 using SetNumThreadsFn = void (*)(int numThreads);
 
+/// oneDNN's row-major sgemm (dnnl.h; dnnl_dim_t is int64_t, the status 0
+/// on success) and OpenMP's per-thread team size, from the libgomp that
+/// libdnnl.so.2 loads.
+using DnnlSgemmFn = int (*)(char transA, char transB, int64_t m, int64_t n,
+                            int64_t k, float alpha, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float beta, float *c,
+                            int64_t ldc);
+using OmpSetNumThreadsFn = void (*)(int);
+using OmpGetMaxThreadsFn = int (*)();
+
 /// The resolved entry points; published once by loadBlas.
 struct BlasApi {
   GemmFn<float> sgemm = nullptr;
   GemmFn<double> dgemm = nullptr;
   SetNumThreadsFn setNumThreads = nullptr;
+  /// Set when libdnnl.so.2 loaded (see kMinDnnlWork).
+  DnnlSgemmFn dnnlSgemm = nullptr;
+  OmpSetNumThreadsFn ompSetNumThreads = nullptr;
+  OmpGetMaxThreadsFn ompGetMaxThreads = nullptr;
 };
 
 BlasApi blasApi;
@@ -100,6 +119,18 @@ void loadBlas() {
       problem = "cblas_sgemm or cblas_dgemm is missing";
       // Keep the handle: unloading a threaded library is not worth the risk.
     } else {
+      // oneDNN is optional (larger f32 products, see kMinDnnlWork).
+      if (!std::getenv("DIST_RT_NO_DNNL"))
+        if (void *dnnl = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL)) {
+          api.dnnlSgemm =
+              reinterpret_cast<DnnlSgemmFn>(dlsym(dnnl, "dnnl_sgemm"));
+          api.ompSetNumThreads = reinterpret_cast<OmpSetNumThreadsFn>(
+              dlsym(dnnl, "omp_set_num_threads"));
+          api.ompGetMaxThreads = reinterpret_cast<OmpGetMaxThreadsFn>(
+              dlsym(dnnl, "omp_get_max_threads"));
+          if (!api.dnnlSgemm || !api.ompSetNumThreads || !api.ompGetMaxThreads)
+            api.dnnlSgemm = nullptr;
+        }
       blasApi = api;
       blasLoaded.store(true, std::memory_order_release);
       // The runtime's pool does the threading (see gemmBatched).
@@ -122,6 +153,10 @@ const BlasApi *blas() {
     return nullptr;
   return &blasApi;
 }
+
+/// f32 products of at least this many multiply-adds go to oneDNN when it
+/// loads (see the file comment).
+constexpr int64_t kMinDnnlWork = int64_t(1) << 20;
 
 GemmFn<float> gemmFn(const BlasApi &api, float *) { return api.sgemm; }
 GemmFn<double> gemmFn(const BlasApi &api, double *) { return api.dgemm; }
@@ -280,6 +315,25 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
     }
     bView = {packedB.view.ptr, k, n, n, 1};
     bOp = {false, n};
+  }
+  if (std::is_same<T, float>::value && api->dnnlSgemm &&
+      m * n * k >= kMinDnnlWork) {
+    // One OpenMP thread per call (the runtime's pool does the threading),
+    // and the caller's OpenMP setting back afterwards: a program embedding
+    // the model may share this libgomp.
+    int callerThreads = api->ompGetMaxThreads();
+    if (callerThreads != 1)
+      api->ompSetNumThreads(1);
+    int status = api->dnnlSgemm(
+        aOp.transposed ? 'T' : 'N', bOp.transposed ? 'T' : 'N', m, n, k, 1.0f,
+        reinterpret_cast<const float *>(aView.ptr), aOp.ld,
+        reinterpret_cast<const float *>(bView.ptr), bOp.ld, 1.0f,
+        reinterpret_cast<float *>(c.ptr), cOp.ld);
+    if (callerThreads != 1)
+      api->ompSetNumThreads(callerThreads);
+    if (status == 0)
+      return;
+    // Any failure (it validates its arguments first): OpenBLAS does it.
   }
   gemmFn(*api, static_cast<T *>(nullptr))(
       kCblasRowMajor, aOp.transposed ? kCblasTrans : kCblasNoTrans,
