@@ -518,11 +518,11 @@ dist_rt_comm_split_mesh(dist_rt_comm_t world, const int64_t *mesh_shape,
         shape[1 + a] = mesh_shape[a];
       int64_t lo[1 + kMaxMeshAxes], hi[1 + kMaxMeshAxes];
       DIST_RT_CHECK(fromBackend(
-          world, world->backend->allReduce(
+          world, world->backend->hostBackend()->allReduce(
                      op, shape, lo, 1 + kMaxMeshAxes, DIST_RT_DTYPE_INT64,
                      DIST_RT_REDUCE_MIN, Deadline(world->timeoutSeconds))));
       DIST_RT_CHECK(fromBackend(
-          world, world->backend->allReduce(
+          world, world->backend->hostBackend()->allReduce(
                      op, shape, hi, 1 + kMaxMeshAxes, DIST_RT_DTYPE_INT64,
                      DIST_RT_REDUCE_MAX, Deadline(world->timeoutSeconds))));
       for (int32_t i = 0; i < 1 + kMaxMeshAxes; ++i)

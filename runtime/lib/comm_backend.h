@@ -76,6 +76,9 @@ public:
   /// Whether buffers are device (GPU) memory, which the front end must not
   /// touch (messages to oneself are then refused).
   virtual bool deviceMemory() const { return false; }
+  /// The same group of ranks over host memory, for the front end's own
+  /// small exchanges (this backend unless deviceMemory()).
+  virtual CommBackend *hostBackend() { return this; }
 
   virtual dist_rt_status_t allReduce(const char *op, const void *send,
                                      void *recv, int64_t count, uint32_t dtype,

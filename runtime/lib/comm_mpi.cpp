@@ -44,6 +44,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using dist_rt::makeStatus;
@@ -69,12 +70,25 @@ constexpr int64_t kRingMinBytes = 64 * 1024;
 constexpr int kRingReduceTag = 1;
 constexpr int kRingGatherTag = 2;
 
-/// into[i] = reduce(into[i], from[i]) for i < n.
+/// into[i] = reduce(into[i], from[i]) for i < n. Integer sums and products
+/// wrap around as MPI's do (computed unsigned: no signed overflow).
 template <typename T>
 void combineAs(void *intoBytes, const void *fromBytes, int64_t n,
                dist_rt_reduce_op_t reduce) {
   T *into = static_cast<T *>(intoBytes);
   const T *from = static_cast<const T *>(fromBytes);
+  if constexpr (std::is_integral<T>::value) {
+    using U = std::make_unsigned_t<T>;
+    if (reduce == DIST_RT_REDUCE_PROD || reduce == DIST_RT_REDUCE_SUM ||
+        reduce == DIST_RT_REDUCE_AVG) {
+      bool product = reduce == DIST_RT_REDUCE_PROD;
+      for (int64_t i = 0; i < n; ++i) {
+        U a = static_cast<U>(into[i]), b = static_cast<U>(from[i]);
+        into[i] = static_cast<T>(product ? a * b : a + b);
+      }
+      return;
+    }
+  }
   switch (reduce) {
   case DIST_RT_REDUCE_MAX:
     for (int64_t i = 0; i < n; ++i)
@@ -207,8 +221,13 @@ public:
 
   ~MpiBackend() override {
     // After a failure operations may still be in flight on the
-    // communicators; leave them to the end of the process.
-    if (!failed && mpiRunning()) {
+    // communicators and into the scratch block; leave them all to the end
+    // of the process.
+    if (failed) {
+      new std::vector<char>(std::move(scratch)); // Deliberately leaked.
+      return;
+    }
+    if (mpiRunning()) {
       MPI_Comm_free(&ringComm);
       MPI_Comm_free(&comm);
     }
@@ -451,8 +470,8 @@ private:
     auto at = [&](int64_t b) {
       return static_cast<char *>(data) + begin(b) * elementSize;
     };
-    // One block of scratch per thread, kept between calls.
-    thread_local std::vector<char> scratch;
+    // One block of scratch per backend, kept between calls (and never
+    // freed after a failure: a receive may still be posted into it).
     if (scratch.size() < static_cast<size_t>(block) * elementSize)
       scratch.resize(static_cast<size_t>(block) * elementSize);
     const int right = static_cast<int>((myRank + 1) % size);
@@ -564,6 +583,8 @@ private:
 
   MPI_Comm comm;
   MPI_Comm ringComm;
+  /// The ring all-reduce's receive block.
+  std::vector<char> scratch;
   int32_t myRank = 0;
   int32_t numRanks = 1;
   /// Set after a timeout or an MPI error.

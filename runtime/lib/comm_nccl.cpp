@@ -18,7 +18,9 @@
 // not find nccl.h) the backend only reports that it was not built.
 //
 // NCCL has no tags: messages between two ranks arrive in the order they were
-// sent, whatever their tags.
+// sent, whatever their tags. Its average (ncclAvg) multiplies floating-point
+// inputs by 1/n before summing, so it can differ from the MPI backend's
+// sum / n in the last bits when n is not a power of two.
 //
 //===----------------------------------------------------------------------===//
 
@@ -174,9 +176,9 @@ int localRank(int fallback) {
 /// bootstrapped it, which it owns.
 class NcclBackend final : public CommBackend {
 public:
-  NcclBackend(std::unique_ptr<CommBackend> host, ncclComm_t comm,
+  NcclBackend(std::unique_ptr<CommBackend> host, int device, ncclComm_t comm,
               cudaStream_t stream)
-      : host(std::move(host)), comm(comm), stream(stream) {}
+      : host(std::move(host)), device(device), comm(comm), stream(stream) {}
 
   ~NcclBackend() override {
     if (failed)
@@ -185,40 +187,105 @@ public:
     api.streamDestroy(stream);
   }
 
-  /// Creates the NCCL communicator of the ranks of `host` (collective over
-  /// them): rank 0's unique id is broadcast over `host`.
+  /// Creates the NCCL communicator of the ranks of `host` on GPU `device`
+  /// (collective over them): rank 0's unique id is broadcast over `host`,
+  /// and every step that can fail on one rank is agreed on over `host`
+  /// before the next, so that all ranks fail together instead of waiting
+  /// for one that gave up.
   static dist_rt_status_t create(const char *op,
-                                 std::unique_ptr<CommBackend> host,
+                                 std::unique_ptr<CommBackend> host, int device,
                                  std::unique_ptr<CommBackend> *out) {
-    ncclUniqueId id;
-    std::memset(&id, 0, sizeof(id));
-    if (host->rank() == 0)
-      if (ncclResult_t rc = api.getUniqueId(&id); rc != ncclSuccess)
-        return ncclFailure(op, "ncclGetUniqueId", rc);
+    const Deadline never(Deadline::kNeverSeconds);
+    // Whether every rank of `host` passes `ok` (a MIN all-reduce).
+    auto allOk = [&](bool ok, bool *all) -> dist_rt_status_t {
+      int32_t mine = ok ? 1 : 0, everyone = 0;
+      if (dist_rt_status_t status =
+              host->allReduce(op, &mine, &everyone, 1, DIST_RT_DTYPE_INT32,
+                              DIST_RT_REDUCE_MIN, never))
+        return status;
+      *all = everyone == 1;
+      return nullptr;
+    };
+    // [ok, id...] from rank 0.
     static_assert(sizeof(ncclUniqueId) % sizeof(int32_t) == 0,
                   "the unique id travels as int32 elements");
-    if (dist_rt_status_t status = host->broadcast(
-            op, &id, sizeof(id) / sizeof(int32_t), DIST_RT_DTYPE_INT32,
-            /*root=*/0, Deadline(Deadline::kNeverSeconds)))
+    int32_t message[1 + sizeof(ncclUniqueId) / sizeof(int32_t)] = {1};
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof(id));
+    dist_rt_status_t failure = nullptr;
+    if (cudaError_t rc = api.setDevice(device); rc != cudaSuccess)
+      failure = cudaFailure(op, "cudaSetDevice", rc);
+    if (host->rank() == 0) {
+      if (ncclResult_t rc = api.getUniqueId(&id); rc != ncclSuccess) {
+        message[0] = 0;
+        if (!failure)
+          failure = ncclFailure(op, "ncclGetUniqueId", rc);
+      }
+      std::memcpy(&message[1], &id, sizeof(id));
+    }
+    if (dist_rt_status_t status =
+            host->broadcast(op, message, sizeof(message) / sizeof(int32_t),
+                            DIST_RT_DTYPE_INT32, /*root=*/0, never)) {
+      dist_rt_status_free(failure);
       return status;
+    }
+    std::memcpy(&id, &message[1], sizeof(id));
+    if (!message[0] && !failure)
+      failure = makeStatus(DIST_RT_ERROR_COMM,
+                           "%s: rank 0 could not create the NCCL id", op);
     cudaStream_t stream = nullptr;
-    if (cudaError_t rc = api.streamCreate(&stream, cudaStreamNonBlocking);
-        rc != cudaSuccess)
-      return cudaFailure(op, "cudaStreamCreateWithFlags", rc);
+    if (!failure)
+      // Default flags: the stream waits for work the caller queued on the
+      // legacy default stream, which may be filling the buffers.
+      if (cudaError_t rc = api.streamCreate(&stream, cudaStreamDefault);
+          rc != cudaSuccess)
+        failure = cudaFailure(op, "cudaStreamCreateWithFlags", rc);
+    bool all = false;
+    if (dist_rt_status_t status = allOk(!failure, &all)) {
+      dist_rt_status_free(failure);
+      return status;
+    }
+    auto dropStream = [&] {
+      if (stream)
+        api.streamDestroy(stream);
+    };
+    if (!all) {
+      dropStream();
+      return failure ? failure
+                     : makeStatus(DIST_RT_ERROR_COMM,
+                                  "%s: another rank could not prepare its "
+                                  "GPU for NCCL",
+                                  op);
+    }
     ncclComm_t comm = nullptr;
     if (ncclResult_t rc =
             api.commInitRank(&comm, host->size(), id, host->rank());
         rc != ncclSuccess) {
-      api.streamDestroy(stream);
-      return ncclFailure(op, "ncclCommInitRank", rc);
+      failure = ncclFailure(op, "ncclCommInitRank", rc);
+      comm = nullptr;
     }
-    out->reset(new NcclBackend(std::move(host), comm, stream));
+    if (dist_rt_status_t status = allOk(!failure, &all)) {
+      dist_rt_status_free(failure);
+      return status;
+    }
+    if (!all) {
+      if (comm)
+        api.commAbort(comm);
+      dropStream();
+      return failure ? failure
+                     : makeStatus(DIST_RT_ERROR_COMM,
+                                  "%s: ncclCommInitRank failed on another "
+                                  "rank",
+                                  op);
+    }
+    out->reset(new NcclBackend(std::move(host), device, comm, stream));
     return nullptr;
   }
 
   int32_t rank() const override { return host->rank(); }
   int32_t size() const override { return host->size(); }
   bool deviceMemory() const override { return true; }
+  CommBackend *hostBackend() override { return host.get(); }
 
   dist_rt_status_t allReduce(const char *op, const void *send, void *recv,
                              int64_t count, uint32_t dtype,
@@ -310,7 +377,7 @@ public:
     std::unique_ptr<CommBackend> part;
     if (dist_rt_status_t status = host->split(op, color, key, &part))
       return status;
-    return create(op, std::move(part), out);
+    return create(op, std::move(part), device, out);
   }
 
 private:
@@ -333,6 +400,10 @@ private:
     if (failed)
       return makeStatus(DIST_RT_ERROR_COMM,
                         "%s: the NCCL communicator failed before", op);
+    // The current GPU is per host thread; collectives may come from
+    // another thread than the one that created the communicator.
+    if (cudaError_t rc = api.setDevice(device); rc != cudaSuccess)
+      return cudaFailure(op, "cudaSetDevice", rc);
     if (ncclResult_t rc = launch(); rc != ncclSuccess)
       return abort(ncclFailure(op, "the NCCL call", rc));
     unsigned polls = 0;
@@ -343,7 +414,9 @@ private:
       if (state != cudaErrorNotReady)
         return abort(cudaFailure(op, "cudaStreamQuery", state));
       ncclResult_t async = ncclSuccess;
-      if (api.asyncError(comm, &async) != ncclSuccess || async != ncclSuccess)
+      if (ncclResult_t rc = api.asyncError(comm, &async); rc != ncclSuccess)
+        return abort(ncclFailure(op, "ncclCommGetAsyncError", rc));
+      if (async != ncclSuccess)
         return abort(ncclFailure(op, "the NCCL operation", async));
       if (deadline.expired())
         return abort(makeStatus(DIST_RT_ERROR_COMM,
@@ -366,6 +439,7 @@ private:
   }
 
   std::unique_ptr<CommBackend> host;
+  int device;
   ncclComm_t comm;
   cudaStream_t stream;
   bool failed = false;
@@ -394,11 +468,7 @@ dist_rt::comm::createNcclWorldBackend(int *argc, char ***argv,
   if (dist_rt_status_t status = createMpiWorldBackend(argc, argv, &host))
     return status;
   int device = localRank(host->rank()) % devices;
-  if (cudaError_t rc = api.setDevice(device); rc != cudaSuccess)
-    return makeStatus(DIST_RT_ERROR_COMM,
-                      "world_init: cudaSetDevice(%d) failed: %s", device,
-                      api.cudaError(rc));
-  return NcclBackend::create("world_init", std::move(host), out);
+  return NcclBackend::create("world_init", std::move(host), device, out);
 }
 
 #else // !DIST_RT_HAVE_NCCL

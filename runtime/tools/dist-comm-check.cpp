@@ -328,12 +328,21 @@ struct DType<int64_t> {
 /// Compares `got` with `expected` element by element.
 template <typename T>
 void expectEqual(const Buffer<T> &got, const Buffer<T> &expected,
-                 const std::string &context) {
+                 const std::string &context, bool approximate = false) {
   for (size_t i = 0; i < expected.size(); ++i)
-    if (got[i] != expected[i])
+    if (approximate ? !(std::fabs(static_cast<double>(got[i]) -
+                                  static_cast<double>(expected[i])) <=
+                        1e-6 * std::fabs(static_cast<double>(expected[i])))
+                    : got[i] != expected[i])
       fail(context + ": element " + std::to_string(i) + " is " +
            std::to_string(got[i]) + ", expected " +
            std::to_string(expected[i]));
+}
+
+/// Whether a result of `op` is NCCL's average, which is exact only up to
+/// rounding.
+bool averagedByNccl(dist_rt_reduce_op_t op) {
+  return op == DIST_RT_REDUCE_AVG && options.backend == DIST_RT_COMM_NCCL;
 }
 
 /// Runs and checks every collective on `comm` with element type T.
@@ -405,7 +414,8 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
       check(dist_rt_all_reduce(comm, send.data(), recv.data(), length, dtype,
                                reduction.op),
             context);
-      expectEqual(recv, expected, context);
+      // NCCL's average multiplies by 1/n before summing (see comm.h).
+      expectEqual(recv, expected, context, averagedByNccl(reduction.op));
     }
 
   // all_reduce in place, on a larger buffer.
@@ -454,7 +464,7 @@ void checkCollectives(dist_rt_comm_t comm, const std::string &label) {
     check(dist_rt_reduce_scatter(comm, send.data(), recv.data(), count, dtype,
                                  reduction.op),
           context);
-    expectEqual(recv, expected, context);
+    expectEqual(recv, expected, context, averagedByNccl(reduction.op));
   }
 
   // all_to_all: block b of rank p holds p * 100 + b * 10 + i.
@@ -552,12 +562,18 @@ int main(int argc, char **argv) {
       dist_rt_comm_split_mesh(world, options.mesh.data(), numAxes, axes.data()),
       "mesh split");
 
-  checkCollectives<float>(world, "world");
-  checkCollectives<int64_t>(world, "world");
-  for (int32_t a = 0; a < numAxes; ++a) {
-    std::string label = "mesh axis " + std::to_string(a);
-    checkCollectives<float>(axes[a], label);
-    checkCollectives<int64_t>(axes[a], label);
+  try {
+    checkCollectives<float>(world, "world");
+    checkCollectives<int64_t>(world, "world");
+    for (int32_t a = 0; a < numAxes; ++a) {
+      std::string label = "mesh axis " + std::to_string(a);
+      checkCollectives<float>(axes[a], label);
+      checkCollectives<int64_t>(axes[a], label);
+    }
+  } catch (const std::bad_alloc &) {
+    fail(options.backend == DIST_RT_COMM_NCCL
+             ? "out of memory (cudaMallocManaged failed)"
+             : "out of memory");
   }
 
   std::printf("rank %d/%d: all collectives ok\n", static_cast<int>(worldRank),

@@ -63,8 +63,9 @@ typedef enum {
   DIST_RT_REDUCE_MAX = 1,
   DIST_RT_REDUCE_MIN = 2,
   DIST_RT_REDUCE_PROD = 3,
-  /// The sum divided by the number of ranks (x / n: floating types round
-  /// once, integer types truncate toward zero), as NCCL's ncclAvg.
+  /// The sum divided by the number of ranks: x / n (floating types round
+  /// once, integer types truncate toward zero); the NCCL backend uses
+  /// ncclAvg, which multiplies floating-point inputs by 1/n before summing.
   DIST_RT_REDUCE_AVG = 4
 } dist_rt_reduce_op_t;
 
