@@ -32,6 +32,10 @@ llvm_config.add_tool_substitutions(["dist-opt", "FileCheck", "not",
 config.substitutions.append(("%dist_tools", config.dist_tools_dir))
 config.substitutions.append(("%dist_opt", os.path.join(config.dist_tools_dir, "dist-opt")))
 
+# The runtime's NCCL backend was built (nccl.h found at configure time).
+if config.dist_have_nccl:
+    config.available_features.add("nccl")
+
 # A CUDA GPU that the CUDA runtime can use (`nvidia-smi -L` lists one):
 # tests of GPU code that runs, against tests of the errors without one.
 import shutil

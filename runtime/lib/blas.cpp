@@ -1,4 +1,4 @@
-//===- blas.cpp - Strided batched gemm on top of OpenBLAS -------*- C++ -*-===//
+//===- blas.cpp - Strided batched gemm on OpenBLAS and oneDNN ---*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Implements dist_rt_gemm_f32/f64. OpenBLAS (libopenblas.so.0, Debian's

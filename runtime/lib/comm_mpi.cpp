@@ -38,12 +38,10 @@
 #include <mpi.h>
 
 #include <atomic>
-#include <chrono>
 #include <cinttypes>
 #include <climits>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -70,25 +68,29 @@ constexpr int64_t kRingMinBytes = 64 * 1024;
 constexpr int kRingReduceTag = 1;
 constexpr int kRingGatherTag = 2;
 
-/// into[i] = reduce(into[i], from[i]) for i < n. Integer sums and products
-/// wrap around as MPI's do (computed unsigned: no signed overflow).
+/// a + b and a * b; integers wrap around as MPI's do (computed unsigned:
+/// no signed overflow).
+template <typename T>
+T add(T a, T b) {
+  if constexpr (std::is_integral<T>::value)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                          static_cast<std::make_unsigned_t<T>>(b));
+  return a + b;
+}
+template <typename T>
+T multiply(T a, T b) {
+  if constexpr (std::is_integral<T>::value)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
+                          static_cast<std::make_unsigned_t<T>>(b));
+  return a * b;
+}
+
+/// into[i] = reduce(into[i], from[i]) for i < n.
 template <typename T>
 void combineAs(void *intoBytes, const void *fromBytes, int64_t n,
                dist_rt_reduce_op_t reduce) {
   T *into = static_cast<T *>(intoBytes);
   const T *from = static_cast<const T *>(fromBytes);
-  if constexpr (std::is_integral<T>::value) {
-    using U = std::make_unsigned_t<T>;
-    if (reduce == DIST_RT_REDUCE_PROD || reduce == DIST_RT_REDUCE_SUM ||
-        reduce == DIST_RT_REDUCE_AVG) {
-      bool product = reduce == DIST_RT_REDUCE_PROD;
-      for (int64_t i = 0; i < n; ++i) {
-        U a = static_cast<U>(into[i]), b = static_cast<U>(from[i]);
-        into[i] = static_cast<T>(product ? a * b : a + b);
-      }
-      return;
-    }
-  }
   switch (reduce) {
   case DIST_RT_REDUCE_MAX:
     for (int64_t i = 0; i < n; ++i)
@@ -100,11 +102,11 @@ void combineAs(void *intoBytes, const void *fromBytes, int64_t n,
     break;
   case DIST_RT_REDUCE_PROD:
     for (int64_t i = 0; i < n; ++i)
-      into[i] *= from[i];
+      into[i] = multiply(into[i], from[i]);
     break;
   default: // SUM, and the sum of AVG.
     for (int64_t i = 0; i < n; ++i)
-      into[i] += from[i];
+      into[i] = add(into[i], from[i]);
     break;
   }
 }
@@ -552,7 +554,7 @@ private:
   template <typename Test>
   dist_rt_status_t poll(const char *op, const Deadline &deadline,
                         const std::string &waitingFor, Test test) {
-    unsigned polls = 0;
+    dist_rt::comm::PollBackoff backoff;
     for (;;) {
       int done = 0;
       int rc = test(&done);
@@ -567,17 +569,7 @@ private:
                           "%s timed out after %g s waiting for %s", op,
                           deadline.seconds(), waitingFor.c_str());
       }
-      // Spin briefly for low latency, then sleep so that oversubscribed
-      // ranks leave the cores to the ranks that have work.
-      // (About a millisecond of yields first: sleeping early inflates the
-      // latency of medium-sized collectives, which calibration measures.
-      // Shorter sleeps after that, 20 us, measured no faster on the dp=2
-      // GPT step: 30.3-34.1 ms against 32.4-34.0 ms.)
-      ++polls;
-      if (polls < 4096)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      backoff.pause();
     }
   }
 

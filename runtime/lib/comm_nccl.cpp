@@ -33,11 +33,9 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include <dlfcn.h>
 
@@ -406,7 +404,7 @@ private:
       return cudaFailure(op, "cudaSetDevice", rc);
     if (ncclResult_t rc = launch(); rc != ncclSuccess)
       return abort(ncclFailure(op, "the NCCL call", rc));
-    unsigned polls = 0;
+    dist_rt::comm::PollBackoff backoff;
     for (;;) {
       cudaError_t state = api.streamQuery(stream);
       if (state == cudaSuccess)
@@ -423,10 +421,7 @@ private:
                                 "%s timed out after %g s waiting for the "
                                 "other ranks",
                                 op, deadline.seconds()));
-      if (++polls < 4096)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      backoff.pause();
     }
   }
 
