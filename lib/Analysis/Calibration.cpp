@@ -4,8 +4,10 @@
 // See Calibration.h. The JSON layout is the one runtime/tools/
 // dist-calibrate.cpp prints:
 //   {"version":1, "cores":N, "gemm":{"f32":[{"threads":1,
-//    "flops_by_size":[[size, flops], ...]}, ...], ...},
+//    "flops_by_size":[[size, flops], ...],
+//    "shapes":[["nn"|"nt"|"tn", m, n, k, flops], ...]}, ...], ...},
 //    "memory_bandwidth":{"1":bytes_per_s, ...}, "kernel_overhead":s,
+//    "fork_overhead":{"2":s, ...},
 //    "step_overhead":s}
 //
 //===----------------------------------------------------------------------===//
@@ -75,6 +77,33 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
                                    *(*pair)[1].getAsNumber());
       }
       std::sort(g.flopsBySize.begin(), g.flopsBySize.end());
+      if (const llvm::json::Array *shapes = e->getArray("shapes")) {
+        for (const llvm::json::Value &v : *shapes) {
+          const llvm::json::Array *p = v.getAsArray();
+          std::optional<llvm::StringRef> name =
+              p && p->size() == 5 ? (*p)[0].getAsString() : std::nullopt;
+          std::optional<GemmLayout> layout =
+              name ? parseGemmLayout(
+                         std::string_view(name->data(), name->size()))
+                   : std::nullopt;
+          if (!layout || !positive((*p)[1].getAsNumber()) ||
+              !positive((*p)[2].getAsNumber()) ||
+              !positive((*p)[3].getAsNumber()) ||
+              !positive((*p)[4].getAsNumber())) {
+            error = where + ".shapes: expected [layout, m, n, k, flops] lists "
+                            "(layout nn, nt or tn; positive numbers)";
+            return std::nullopt;
+          }
+          g.shapes.push_back({*layout, *(*p)[1].getAsNumber(),
+                              *(*p)[2].getAsNumber(), *(*p)[3].getAsNumber(),
+                              *(*p)[4].getAsNumber()});
+        }
+        std::string gridError = checkGemmShapeGrid(g.shapes);
+        if (!gridError.empty()) {
+          error = where + ".shapes: " + gridError;
+          return std::nullopt;
+        }
+      }
       cal.gemm[dtype.str()].push_back(std::move(g));
     }
     std::sort(cal.gemm[dtype.str()].begin(), cal.gemm[dtype.str()].end(),
@@ -92,6 +121,20 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
         return std::nullopt;
       }
       cal.memoryBandwidthByThreads[threads] = *value.getAsNumber();
+    }
+  }
+  if (const llvm::json::Object *fork = root->getObject("fork_overhead")) {
+    for (const auto &[key, value] : *fork) {
+      int64_t threads = 0;
+      if (!llvm::to_integer(key.str(), threads, 10) || threads < 2 ||
+          !value.getAsNumber() || !std::isfinite(*value.getAsNumber()) ||
+          *value.getAsNumber() < 0) {
+        error = "fork_overhead." + key.str() +
+                ": expected seconds (not negative) keyed by a thread count of "
+                "at least 2";
+        return std::nullopt;
+      }
+      cal.forkOverheadByThreads[threads] = *value.getAsNumber();
     }
   }
   if (std::optional<double> k = root->getNumber("kernel_overhead"))

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -69,6 +70,62 @@ const char *dist::stringifyDevKind(DevKind kind) {
     return "gpu";
   }
   llvm_unreachable("unknown device kind");
+}
+
+const char *dist::stringifyGemmLayout(GemmLayout layout) {
+  switch (layout) {
+  case GemmLayout::NN:
+    return "nn";
+  case GemmLayout::NT:
+    return "nt";
+  case GemmLayout::TN:
+    return "tn";
+  }
+  llvm_unreachable("unknown GEMM layout");
+}
+
+std::optional<GemmLayout> dist::parseGemmLayout(std::string_view text) {
+  if (text == "nn")
+    return GemmLayout::NN;
+  if (text == "nt")
+    return GemmLayout::NT;
+  if (text == "tn")
+    return GemmLayout::TN;
+  return std::nullopt;
+}
+
+/// "MxNxK" of a grid point.
+static std::string shapeText(const GemmShapePoint &p) {
+  char buffer[96];
+  std::snprintf(buffer, sizeof(buffer), "%gx%gx%g", p.m, p.n, p.k);
+  return buffer;
+}
+
+std::string dist::checkGemmShapeGrid(const std::vector<GemmShapePoint> &pts) {
+  for (int l = 0; l < kNumGemmLayouts; ++l) {
+    std::set<double> ms, ns, ks;
+    std::set<std::tuple<double, double, double>> seen;
+    size_t count = 0;
+    for (const GemmShapePoint &p : pts) {
+      if (static_cast<int>(p.layout) != l)
+        continue;
+      ++count;
+      ms.insert(p.m);
+      ns.insert(p.n);
+      ks.insert(p.k);
+      if (!seen.insert({p.m, p.n, p.k}).second)
+        return std::string("layout ") +
+               stringifyGemmLayout(static_cast<GemmLayout>(l)) +
+               " has the shape " + shapeText(p) + " twice";
+    }
+    if (count && count != ms.size() * ns.size() * ks.size())
+      return std::string("layout ") +
+             stringifyGemmLayout(static_cast<GemmLayout>(l)) + " has " +
+             std::to_string(count) + " shapes, not every combination of its " +
+             std::to_string(ms.size()) + " m, " + std::to_string(ns.size()) +
+             " n and " + std::to_string(ks.size()) + " k values";
+  }
+  return "";
 }
 
 double DeviceSpec::peakFlopsFor(const std::string &dtype) const {
@@ -343,6 +400,11 @@ private:
                    DeviceSpec &device);
   bool parseLink(const YamlValue &value, StringRef name, LinkSpec &link);
   bool parseCalibration(const YamlValue &value, DeviceCalibration &calibration);
+  /// A map from thread counts (at least `minThreads`) to quantities of
+  /// `unit` (memory_bandwidth, fork_overhead).
+  bool parseThreadMap(const YamlValue &value, const std::string &field,
+                      int64_t minThreads, UnitKind unit, bool allowZero,
+                      std::map<int64_t, double> &out);
   /// The thread count a per-thread-count map's `entry` is keyed by: at
   /// least `min`, not `taken` already (`field` names the map in errors).
   bool readThreadKey(const YamlValue &entry, int64_t min,
@@ -621,12 +683,33 @@ bool ClusterParser::parseLoopTable(
   return true;
 }
 
+bool ClusterParser::parseThreadMap(const YamlValue &value,
+                                   const std::string &field, int64_t minThreads,
+                                   UnitKind unit, bool allowZero,
+                                   std::map<int64_t, double> &out) {
+  if (!expectMap(value, field))
+    return false;
+  for (const YamlValue &entry : value.children) {
+    int64_t threads = 0;
+    if (!readThreadKey(
+            entry, minThreads, field,
+            [&](int64_t t) { return out.count(t) != 0; }, threads))
+      return false;
+    double quantity = 0;
+    if (!readQuantity(entry, field, unit, allowZero, quantity))
+      return false;
+    out[threads] = quantity;
+  }
+  return true;
+}
+
 bool ClusterParser::parseCalibration(const YamlValue &value,
                                      DeviceCalibration &calibration) {
   if (!expectMap(value, "calibration") ||
       !checkKeys(value,
                  {"gemm", "memory_bandwidth", "kernel_overhead",
-                  "step_overhead", "loop_bandwidth", "loop_bandwidth_threads"},
+                  "fork_overhead", "step_overhead", "loop_bandwidth",
+                  "loop_bandwidth_threads"},
                  "calibration"))
     return false;
 
@@ -641,7 +724,8 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
       for (const YamlValue &item : perType.children) {
         GemmCalibration entry;
         if (!expectMap(item, field) ||
-            !checkKeys(item, {"threads", "flops_by_size"}, "gemm entry"))
+            !checkKeys(item, {"threads", "flops_by_size", "shapes"},
+                       "gemm entry"))
           return false;
         if (const YamlValue *threads = item.lookup("threads"))
           if (!readInt(*threads, "threads", 1, entry.threads))
@@ -663,30 +747,48 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
           }
           std::sort(entry.flopsBySize.begin(), entry.flopsBySize.end());
         }
+        if (const YamlValue *shapes = item.lookup("shapes")) {
+          if (!expectSeq(*shapes, "shapes"))
+            return false;
+          for (const YamlValue &point : shapes->children) {
+            const char *expected =
+                "expected a [layout, m, n, k, flops] list in 'shapes' "
+                "(layout nn, nt or tn)";
+            if (point.kind != YamlValue::Kind::Seq ||
+                point.children.size() != 5 ||
+                point.children[0].kind != YamlValue::Kind::Scalar)
+              return fail(point.loc, expected);
+            std::optional<GemmLayout> layout =
+                parseGemmLayout(point.children[0].scalar);
+            if (!layout)
+              return fail(point.children[0].loc, expected);
+            GemmShapePoint p;
+            p.layout = *layout;
+            if (!readQuantity(point.children[1], "m", UnitKind::None,
+                              /*allowZero=*/false, p.m) ||
+                !readQuantity(point.children[2], "n", UnitKind::None,
+                              /*allowZero=*/false, p.n) ||
+                !readQuantity(point.children[3], "k", UnitKind::None,
+                              /*allowZero=*/false, p.k) ||
+                !readQuantity(point.children[4], "flops", UnitKind::Flops,
+                              /*allowZero=*/false, p.flops))
+              return false;
+            entry.shapes.push_back(p);
+          }
+          std::string gridError = checkGemmShapeGrid(entry.shapes);
+          if (!gridError.empty())
+            return fail(shapes->loc, "'shapes': " + gridError);
+        }
         entries.push_back(std::move(entry));
       }
     }
   }
 
-  if (const YamlValue *bandwidth = value.lookup("memory_bandwidth")) {
-    if (!expectMap(*bandwidth, "memory_bandwidth"))
+  if (const YamlValue *bandwidth = value.lookup("memory_bandwidth"))
+    if (!parseThreadMap(*bandwidth, "memory_bandwidth", 1, UnitKind::Bandwidth,
+                        /*allowZero=*/false,
+                        calibration.memoryBandwidthByThreads))
       return false;
-    for (const YamlValue &entry : bandwidth->children) {
-      int64_t threads = 0;
-      if (!readThreadKey(
-              entry, 1, "memory_bandwidth",
-              [&](int64_t t) {
-                return calibration.memoryBandwidthByThreads.count(t) != 0;
-              },
-              threads))
-        return false;
-      double bytesPerS = 0;
-      if (!readQuantity(entry, "memory_bandwidth", UnitKind::Bandwidth,
-                        /*allowZero=*/false, bytesPerS))
-        return false;
-      calibration.memoryBandwidthByThreads[threads] = bytesPerS;
-    }
-  }
 
   if (const YamlValue *loops = value.lookup("loop_bandwidth"))
     if (!parseLoopTable(*loops, "loop_bandwidth", calibration.loopBandwidth))
@@ -709,6 +811,10 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
     }
   }
 
+  if (const YamlValue *fork = value.lookup("fork_overhead"))
+    if (!parseThreadMap(*fork, "fork_overhead", 2, UnitKind::Time,
+                        /*allowZero=*/true, calibration.forkOverheadByThreads))
+      return false;
   if (const YamlValue *overhead = value.lookup("kernel_overhead"))
     if (!readQuantity(*overhead, "kernel_overhead", UnitKind::Time,
                       /*allowZero=*/true, calibration.kernelOverheadS))
@@ -993,6 +1099,18 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
             },
             ", ");
         os << "]\n";
+        if (entry.shapes.empty())
+          continue;
+        os << indent << "      shapes: [";
+        llvm::interleave(
+            entry.shapes, os,
+            [&](const GemmShapePoint &p) {
+              os << "[" << stringifyGemmLayout(p.layout) << ", "
+                 << formatNumber(p.m) << ", " << formatNumber(p.n) << ", "
+                 << formatNumber(p.k) << ", " << formatNumber(p.flops) << "]";
+            },
+            ", ");
+        os << "]\n";
       }
     }
   }
@@ -1038,6 +1156,16 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
      << "\n";
   os << indent << "step_overhead: " << formatNumber(calibration.stepOverheadS)
      << "\n";
+  if (!calibration.forkOverheadByThreads.empty()) {
+    os << indent << "fork_overhead: {";
+    llvm::interleave(
+        calibration.forkOverheadByThreads, os,
+        [&](const std::pair<const int64_t, double> &entry) {
+          os << entry.first << ": " << formatNumber(entry.second);
+        },
+        ", ");
+    os << "}\n";
+  }
 }
 
 std::string dist::clusterToYaml(const ClusterSpec &spec) {
@@ -1101,8 +1229,16 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
       llvm::json::Array points;
       for (const auto &[size, flops] : entry.flopsBySize)
         points.push_back(llvm::json::Array{size, flops});
-      list.push_back(llvm::json::Object{{"threads", entry.threads},
-                                        {"flops_by_size", std::move(points)}});
+      llvm::json::Object e{{"threads", entry.threads},
+                           {"flops_by_size", std::move(points)}};
+      if (!entry.shapes.empty()) {
+        llvm::json::Array shapes;
+        for (const GemmShapePoint &p : entry.shapes)
+          shapes.push_back(llvm::json::Array{stringifyGemmLayout(p.layout), p.m,
+                                             p.n, p.k, p.flops});
+        e["shapes"] = std::move(shapes);
+      }
+      list.push_back(std::move(e));
     }
     gemm[dtype] = std::move(list);
   }
@@ -1115,6 +1251,12 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
     result["gemm"] = std::move(gemm);
   if (!cal.memoryBandwidthByThreads.empty())
     result["memory_bandwidth"] = std::move(bandwidth);
+  if (!cal.forkOverheadByThreads.empty()) {
+    llvm::json::Object fork;
+    for (const auto &[threads, seconds] : cal.forkOverheadByThreads)
+      fork[std::to_string(threads)] = seconds;
+    result["fork_overhead"] = std::move(fork);
+  }
   auto loopTable =
       [](const std::map<std::string, std::vector<std::pair<double, double>>>
              &table) {

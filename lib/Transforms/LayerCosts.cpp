@@ -49,6 +49,66 @@ bool isFree(Operation *op) {
          !isa<DistDialect>(op->getDialect());
 }
 
+/// Whether `op` swaps the last two dimensions and nothing else (a transpose
+/// codegen folds into the strides of a product that reads it).
+bool swapsLastTwo(TransposeOp op) {
+  auto type = dyn_cast<ShapedType>(op.getInput().getType());
+  if (!type || !type.hasRank() || type.getRank() < 2)
+    return false;
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> perm;
+  if (std::optional<ArrayRef<int64_t>> p = op.getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return false;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (perm[i] != i)
+      return false;
+  return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
+/// A transpose whose every reader is a matrix product: codegen folds it
+/// into the products' operand strides (FuseElementwise.cpp), so no copy is
+/// written.
+bool foldsIntoProducts(Operation *op) {
+  auto t = dyn_cast<TransposeOp>(op);
+  return t && swapsLastTwo(t) && !t->use_empty() &&
+         llvm::all_of(t->getUsers(),
+                      [](Operation *u) { return isa<MatMulOp, GemmOp>(u); });
+}
+
+/// Scalar operations from which a generated loop nest forks onto the
+/// runtime's pool (ParallelizeLoops' default min-work).
+constexpr double kForkMinWork = 32768;
+
+/// Counts one generated kernel moving `bytes` and computing `flops` (whole
+/// step): it forks when its elements plus arithmetic reach kForkMinWork.
+void countKernel(PhaseWork &work, double bytes, double flops) {
+  work.kernels += 1;
+  if (bytes / 4 + flops >= kForkMinWork)
+    work.parallelKernels += 1;
+}
+
+/// Operand layout of a product as the runtime's GEMM sees it.
+GemmLayout layoutOf(Operation *op) {
+  bool ta = false, tb = false;
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    ta = g.getTransA() != 0;
+    tb = g.getTransB() != 0;
+  } else if (auto mm = dyn_cast<MatMulOp>(op)) {
+    auto t = mm.getLhs().getDefiningOp<TransposeOp>();
+    ta = t && foldsIntoProducts(t);
+    t = mm.getRhs().getDefiningOp<TransposeOp>();
+    tb = t && foldsIntoProducts(t);
+  }
+  if (ta)
+    return GemmLayout::TN;
+  return tb ? GemmLayout::NT : GemmLayout::NN;
+}
+
 /// Ops that fuse into a producer's loop nest when they read its result.
 bool isFusibleConsumer(Operation *op) {
   if (op->getNumResults() != 1)
@@ -130,6 +190,24 @@ void addLoopBytes(PhaseWork &work, KernelClass c, double bytes) {
   work.bytes += bytes;
   work.classBytes[i] += bytes;
   work.classLogFootprintWeighted[i] += bytes * std::log(std::max(1.0, bytes));
+}
+
+/// A constant fill of `bytes` (one memset on the calling thread).
+void addFillBytes(PhaseWork &work, double bytes) {
+  if (bytes <= 0)
+    return;
+  work.bytes += bytes;
+  work.fillBytes += bytes;
+  work.fillLogFootprintWeighted += bytes * std::log(std::max(1.0, bytes));
+}
+
+/// Whether `v` is a splat constant (a scatter's zero destination).
+bool isSplatConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  return dense && dense.isSplat();
 }
 
 /// Tables at least this large are sparse embeddings (parameter-server
@@ -240,7 +318,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       out.opLayer.push_back(-1);
       continue;
     }
-    if (isFree(&op) &&
+    if ((isFree(&op) || foldsIntoProducts(&op)) &&
         !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op)) {
       out.opLayer.push_back(-1);
       continue;
@@ -330,7 +408,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       } else {
         work.bytes += 2 * rows * samples;
       }
-      work.kernels += 1;
+      countKernel(work, 2 * rows * samples, 0);
       continue;
     }
 
@@ -356,14 +434,29 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       double m = s[1], n = s[2], k = s[3];
       double batchScaling = 0;
       int64_t b = out.batch;
+      GemmWork product;
+      product.count = s[0];
+      product.layout = layoutOf(&op);
       if (b > 1 && !(s[0] >= b && s[0] % b == 0)) {
-        for (double *d : {&m, &n, &k})
+        int dim = 1;
+        for (double *d : {&m, &n, &k}) {
           if (*d >= b && static_cast<int64_t>(*d) % b == 0) {
             *d /= b;
             batchScaling = 1;
+            product.batchDim = dim;
             break;
           }
+          ++dim;
+        }
       }
+      product.m = m;
+      product.n = n;
+      product.k = k;
+      // Per sample: the batch is in count (or nowhere: the work is taken to
+      // grow with the samples as a whole).
+      if (product.batchDim == 0)
+        product.count *= scale;
+      work.gemms.push_back(product);
       double size = std::cbrt(m * n * k);
       work.gemmFlops += f * scale;
       work.gemmLogSizeWeighted += f * scale * std::log(std::max(1.0, size));
@@ -377,9 +470,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         // As codegen lowers it (LowerLinearAlgebra.cpp): a padded copy of
         // the input when there is padding, then im2col writing the column
         // matrix (read back by the GEMM), except for a 1x1 unit-stride
-        // convolution, whose input already is the column matrix. With unit
-        // strides im2col copies contiguous rows (a streaming kernel like an
-        // elementwise one); strided windows gather.
+        // convolution, whose input already is the column matrix.
         auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
           return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
         };
@@ -400,27 +491,51 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                                       .getNumElements()));
         if (padded) {
           addLoopBytes(work, KernelClass::Elementwise, 2 * inBytes * scale);
-          work.kernels += 1;
+          countKernel(work, 2 * inBytes, 0);
         }
         if (!pointwise) {
+          // im2col copies runs of one output row (OW elements): with unit
+          // strides a streaming copy like an elementwise kernel (measured
+          // on the residual CNN's inference at one thread: about 75 GB/s,
+          // the elementwise probe's figure), a gather with larger strides.
+          // Runs shorter than a vector (a weight gradient's convolution,
+          // whose output is the kernel's size) fall to scalar code: 6 GB/s
+          // on the CNN's training step, below even the windowed probe.
+          int64_t outW =
+              cast<ShapedType>(op.getResult(0).getType()).getShape().back();
           addLoopBytes(work,
-                       unitStride ? KernelClass::Elementwise
-                                  : KernelClass::Movement,
+                       outW < 8     ? KernelClass::Window
+                       : unitStride ? KernelClass::Elementwise
+                                    : KernelClass::Movement,
                        2 * col * scale);
-          work.kernels += 1;
+          countKernel(work, 2 * col, 0);
         }
       }
+      // The output starts as the bias broadcast into it (a kernel) or as
+      // zeros (a fill), then the GEMM accumulates into it.
       if (op.getNumOperands() > 2) {
-        // Bias broadcast into the output before the GEMM accumulates.
         addLoopBytes(work, KernelClass::Elementwise,
                      static_cast<double>(resultBytes) * scale);
-        work.kernels += 1;
+        countKernel(work, static_cast<double>(resultBytes), 0);
+      } else {
+        addFillBytes(work, static_cast<double>(resultBytes) * scale);
       }
     } else {
       work.otherFlops += static_cast<double>(*flops) * scale;
       bool fused = false;
       int64_t traffic = 0;
+      // A scatter into a constant (the gradient of a gather: rows added
+      // into a zero table) fills its result, then reads and writes only the
+      // rows it updates.
+      bool scatterIntoFill =
+          isa<ScatterElementsOp>(op) && isSplatConstant(op.getOperand(0));
+      if (scatterIntoFill) {
+        addFillBytes(work, static_cast<double>(resultBytes) * scale);
+        resultBytes = bytesOf(op.getOperands().back().getType());
+      }
       for (Value v : op.getOperands()) {
+        if (scatterIntoFill && v == op.getOperand(0))
+          continue;
         if (fusedValues.contains(v)) {
           fused = true;
           continue;
@@ -442,7 +557,8 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       addLoopBytes(work, kernelClassOf(&op),
                    static_cast<double>(traffic) * scale);
       if (!(fused && isFusibleConsumer(&op)))
-        work.kernels += 1;
+        countKernel(work, static_cast<double>(traffic),
+                    static_cast<double>(*flops));
     }
 
     if (phase.empty()) {

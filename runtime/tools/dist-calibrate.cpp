@@ -5,7 +5,8 @@
 //
 // Measures this machine through the runtime's own entry points, so that the
 // figures are what compiled models get: GEMM throughput per data type,
-// thread count and size (dist_rt_gemm_f32/f64), streaming memory bandwidth
+// thread count and size (dist_rt_gemm_f32/f64) and for a grid of f32 shapes
+// in three operand layouts, streaming memory bandwidth
 // per thread count (a STREAM triad run by dist_rt_parallel_for), the fixed
 // cost of calling a small fused kernel and the fixed cost of one parallel
 // step. Prints one JSON object on stdout, or writes it atomically to OUT;
@@ -76,6 +77,10 @@ struct Settings {
   double gemmMinTimeS;
   /// Bytes of each of the three triad arrays.
   size_t triadArrayBytes;
+  /// Values of m, n and k of the f32 shape grid, and how long each of its
+  /// measurements runs at least.
+  std::vector<int64_t> shapeDims;
+  double shapeMinTimeS;
 };
 
 constexpr int kMinGemmReps = 3;
@@ -92,8 +97,12 @@ constexpr int64_t kTinyKernelElems = 16;
 
 Settings settingsFor(bool quick) {
   if (quick)
-    return {{64, 256, 512}, 0.04, size_t(16) << 20};
-  return {{32, 64, 128, 256, 512, 1024}, 0.15, size_t(32) << 20};
+    return {{64, 256, 512}, 0.04, size_t(16) << 20, {16, 128, 1024}, 0.004};
+  return {{32, 64, 128, 256, 512, 1024},
+          0.15,
+          size_t(32) << 20,
+          {16, 64, 256, 1024},
+          0.01};
 }
 
 int32_t hardwareThreads() {
@@ -248,41 +257,50 @@ using GemmFn = void (*)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                         int64_t, int64_t, int64_t, int64_t);
 
-/// C (n x n) += A (n x n) * B (n x n), all row-major and contiguous, one
+/// Operand layouts of the shape grid, as the cost model names them:
+/// "nn" (A [m, k], B [k, n]), "nt" (B stored [n, k]), "tn" (A stored
+/// [k, m]); everything row-major and contiguous.
+const char *const kLayouts[] = {"nn", "nt", "tn"};
+
+/// C (m x n) += A * B in layout `layout` (an index into kLayouts), one
 /// batch.
 template <typename T>
-void runGemm(GemmFn gemm, int64_t n, const T *a, const T *b, T *c) {
-  gemm(/*batch=*/1, n, n, n, int64_t(intptr_t(a)), /*a_sb=*/0, /*a_sm=*/n,
-       /*a_sk=*/1, int64_t(intptr_t(b)), /*b_sk=*/n, /*b_sn=*/1,
-       int64_t(intptr_t(c)), /*c_sb=*/0, /*c_sm=*/n, /*c_sn=*/1, /*b_sb=*/0);
+void runGemm(GemmFn gemm, int64_t m, int64_t n, int64_t k, int layout,
+             const T *a, const T *b, T *c) {
+  bool ta = layout == 2, tb = layout == 1;
+  gemm(/*batch=*/1, m, n, k, int64_t(intptr_t(a)), /*a_sb=*/0,
+       /*a_sm=*/ta ? 1 : k, /*a_sk=*/ta ? m : 1, int64_t(intptr_t(b)),
+       /*b_sk=*/tb ? 1 : n, /*b_sn=*/tb ? k : 1, int64_t(intptr_t(c)),
+       /*c_sb=*/0, /*c_sm=*/n, /*c_sn=*/1, /*b_sb=*/0);
 }
 
-/// Median FLOP/s of square n x n x n products at the current thread count.
+/// Median FLOP/s of m x n x k products in `layout` at the current thread
+/// count.
 template <typename T>
-double measureGemm(GemmFn gemm, int64_t n, const T *a, const T *b, T *c,
-                   double minTimeS) {
+double measureGemm(GemmFn gemm, int64_t m, int64_t n, int64_t k, int layout,
+                   const T *a, const T *b, T *c, double minTimeS) {
   // C accumulates: reset it so that it stays small (every rep adds the same
   // A * B, so it grows linearly and never overflows here).
-  std::fill(c, c + n * n, T(0));
-  runGemm(gemm, n, a, b, c); // warm-up
+  std::fill(c, c + m * n, T(0));
+  runGemm(gemm, m, n, k, layout, a, b, c); // warm-up
 
   // Group calls into reps of about kGemmRepTargetS so that small sizes are
   // not at the mercy of the timer.
   auto probeStart = Clock::now();
-  runGemm(gemm, n, a, b, c);
+  runGemm(gemm, m, n, k, layout, a, b, c);
   double probeS = std::max(secondsSince(probeStart), 1e-9);
   int64_t callsPerRep = std::clamp<int64_t>(
       int64_t(std::ceil(kGemmRepTargetS / probeS)), 1, int64_t(1) << 20);
 
   double flopsPerRep =
-      2.0 * double(n) * double(n) * double(n) * double(callsPerRep);
+      2.0 * double(m) * double(n) * double(k) * double(callsPerRep);
   std::vector<double> repFlops;
   auto start = Clock::now();
   while (repFlops.size() < size_t(kMinGemmReps) ||
          secondsSince(start) < minTimeS) {
     auto repStart = Clock::now();
     for (int64_t call = 0; call < callsPerRep; ++call)
-      runGemm(gemm, n, a, b, c);
+      runGemm(gemm, m, n, k, layout, a, b, c);
     double repS = std::max(secondsSince(repStart), 1e-9);
     repFlops.push_back(flopsPerRep / repS);
   }
@@ -318,13 +336,62 @@ bool measureGemmType(const char *dtype, GemmFn gemm,
     dist_rt_set_num_threads(threads);
     GemmSeries series{threads, {}};
     for (int64_t n : sizes) {
-      double flops =
-          measureGemm<T>(gemm, n, a.as<T>(), b.as<T>(), c.as<T>(), minTimeS);
+      double flops = measureGemm<T>(gemm, n, n, n, /*layout=*/0, a.as<T>(),
+                                    b.as<T>(), c.as<T>(), minTimeS);
       progress("gemm %s %" PRId64 " threads %d: %.1f GFLOP/s", dtype, n,
                threads, flops * 1e-9);
       series.flopsBySize.emplace_back(n, flops);
     }
     out.push_back(std::move(series));
+  }
+  return true;
+}
+
+/// FLOP/s of one shape of the grid.
+struct ShapePoint {
+  int layout;
+  int64_t m, n, k;
+  double flops;
+};
+
+/// FLOP/s over every combination of `dims` for m, n and k in each layout, at
+/// one thread and at `threadsMax` threads: the cost model interpolates it for
+/// the shapes a model's products have (thin products and transposed operands
+/// run well below the square ones). Returns false when out of memory.
+template <typename T>
+bool measureGemmShapes(
+    const char *dtype, GemmFn gemm, const std::vector<int64_t> &dims,
+    int32_t threadsMax, double minTimeS,
+    std::vector<std::pair<int32_t, std::vector<ShapePoint>>> &out) {
+  int64_t maxDim = *std::max_element(dims.begin(), dims.end());
+  size_t count = size_t(maxDim) * size_t(maxDim);
+  RuntimeBuffer a(count * sizeof(T)), b(count * sizeof(T)),
+      c(count * sizeof(T));
+  if (!a || !b || !c)
+    return false;
+  fillPseudoRandom(a.as<T>(), count, 3);
+  fillPseudoRandom(b.as<T>(), count, 4);
+  std::vector<int32_t> threadCounts = {1};
+  if (threadsMax > 1)
+    threadCounts.push_back(threadsMax);
+  size_t total =
+             threadCounts.size() * 3 * dims.size() * dims.size() * dims.size(),
+         done = 0;
+  for (int32_t threads : threadCounts) {
+    dist_rt_set_num_threads(threads);
+    std::vector<ShapePoint> points;
+    for (int layout = 0; layout < 3; ++layout) {
+      for (int64_t m : dims)
+        for (int64_t n : dims)
+          for (int64_t k : dims)
+            points.push_back({layout, m, n, k,
+                              measureGemm<T>(gemm, m, n, k, layout, a.as<T>(),
+                                             b.as<T>(), c.as<T>(), minTimeS)});
+      done += dims.size() * dims.size() * dims.size();
+      progress("gemm %s shapes %s threads %d: %zu of %zu", dtype,
+               kLayouts[layout], threads, done, total);
+    }
+    out.emplace_back(threads, std::move(points));
   }
   return true;
 }
@@ -461,6 +528,31 @@ double measureStepOverhead(int32_t threads) {
   return median(std::move(perStepS));
 }
 
+/// fork_overhead: seconds a dist_rt_parallel_for over 64 iterations of a
+/// trivial body costs at `threads` threads beyond running it inline, with a
+/// little work between calls as generated code has between kernels (the
+/// workers are still spinning, as in a model's step). Median over batches of
+/// kOverheadCalls calls.
+double measureForkOverhead(int32_t threads) {
+  volatile int64_t sink = 0;
+  auto perCall = [&](int32_t t) {
+    dist_rt_set_num_threads(t);
+    std::vector<double> perCallS;
+    for (int batch = 0; batch < kOverheadBatches / 4; ++batch) {
+      auto start = Clock::now();
+      for (int call = 0; call < kOverheadCalls; ++call) {
+        dist_rt_parallel_for(64, trivialBody, const_cast<int64_t *>(&sink));
+        for (int i = 0; i < 256; ++i)
+          sink = sink + i;
+      }
+      perCallS.push_back(secondsSince(start) / kOverheadCalls);
+    }
+    return median(std::move(perCallS));
+  };
+  double inline1 = perCall(1);
+  return std::max(0.0, perCall(threads) - inline1);
+}
+
 //===----------------------------------------------------------------------===//
 // Output
 //===----------------------------------------------------------------------===//
@@ -474,7 +566,12 @@ std::string jsonNumber(double value) {
   return buffer;
 }
 
-std::string gemmJson(const std::vector<GemmSeries> &allSeries) {
+/// The gemm list of one data type; `shapes` (per thread count) joins the
+/// entry of the same thread count.
+std::string
+gemmJson(const std::vector<GemmSeries> &allSeries,
+         const std::vector<std::pair<int32_t, std::vector<ShapePoint>>>
+             &shapes = {}) {
   std::string json = "[";
   for (size_t i = 0; i < allSeries.size(); ++i) {
     const GemmSeries &series = allSeries[i];
@@ -487,7 +584,20 @@ std::string gemmJson(const std::vector<GemmSeries> &allSeries) {
       json += "[" + std::to_string(series.flopsBySize[j].first) + ", " +
               jsonNumber(series.flopsBySize[j].second) + "]";
     }
-    json += "]}";
+    json += "]";
+    for (const auto &[threads, points] : shapes) {
+      if (threads != series.threads)
+        continue;
+      json += ",\n       \"shapes\": [";
+      for (size_t j = 0; j < points.size(); ++j) {
+        const ShapePoint &p = points[j];
+        json += std::string(j ? ", " : "") + "[\"" + kLayouts[p.layout] +
+                "\", " + std::to_string(p.m) + ", " + std::to_string(p.n) +
+                ", " + std::to_string(p.k) + ", " + jsonNumber(p.flops) + "]";
+      }
+      json += "]";
+    }
+    json += "}";
   }
   return json + "\n    ]";
 }
@@ -590,14 +700,30 @@ int main(int argc, char **argv) {
   progress("kernel overhead: %.1f ns", kernelOverheadS * 1e9);
   double stepOverheadS = measureStepOverhead(threadsMax);
   progress("step overhead: %.1f ns", stepOverheadS * 1e9);
+  // Forks at powers of two and at threadsMax.
+  std::vector<std::pair<int32_t, double>> forkOverhead;
+  std::vector<int32_t> forkThreads;
+  for (int32_t t = 2; t < threadsMax; t *= 2)
+    forkThreads.push_back(t);
+  if (threadsMax > 1)
+    forkThreads.push_back(threadsMax);
+  for (int32_t t : forkThreads) {
+    forkOverhead.emplace_back(t, measureForkOverhead(t));
+    progress("fork overhead, %d threads: %.2f us", t,
+             forkOverhead.back().second * 1e6);
+  }
 
   std::vector<std::pair<int32_t, double>> bandwidth;
   std::vector<GemmSeries> gemmF32, gemmF64;
+  std::vector<std::pair<int32_t, std::vector<ShapePoint>>> shapesF32;
   if (!measureBandwidth(settings.triadArrayBytes, threadsMax, bandwidth) ||
       !measureGemmType<float>("f32", dist_rt_gemm_f32, settings.gemmSizes,
                               threadsMax, settings.gemmMinTimeS, gemmF32) ||
       !measureGemmType<double>("f64", dist_rt_gemm_f64, settings.gemmSizes,
-                               threadsMax, settings.gemmMinTimeS, gemmF64)) {
+                               threadsMax, settings.gemmMinTimeS, gemmF64) ||
+      !measureGemmShapes<float>("f32", dist_rt_gemm_f32, settings.shapeDims,
+                                threadsMax, settings.shapeMinTimeS,
+                                shapesF32)) {
     reportError("out of memory");
     return 1;
   }
@@ -605,12 +731,16 @@ int main(int argc, char **argv) {
 
   std::string json =
       "{\n  \"version\": 1,\n  \"cores\": " + std::to_string(cores) +
-      ",\n  \"gemm\": {\n    \"f32\": " + gemmJson(gemmF32) +
+      ",\n  \"gemm\": {\n    \"f32\": " + gemmJson(gemmF32, shapesF32) +
       ",\n    \"f64\": " + gemmJson(gemmF64) +
       "\n  },\n  \"memory_bandwidth\": {";
   for (size_t i = 0; i < bandwidth.size(); ++i)
     json += (i ? ", \"" : "\"") + std::to_string(bandwidth[i].first) +
             "\": " + jsonNumber(bandwidth[i].second);
+  json += "},\n  \"fork_overhead\": {";
+  for (size_t i = 0; i < forkOverhead.size(); ++i)
+    json += (i ? ", \"" : "\"") + std::to_string(forkOverhead[i].first) +
+            "\": " + jsonNumber(forkOverhead[i].second);
   json += "},\n  \"kernel_overhead\": " + jsonNumber(kernelOverheadS) +
           ",\n  \"step_overhead\": " + jsonNumber(stepOverheadS) + "\n}\n";
 

@@ -651,15 +651,21 @@ TEST(Cluster, DetectsTheLocalMachine) {
 
 } // namespace
 
+/// A one-CPU cluster file up to its device's `calibration:` key (line 8);
+/// the calibration's keys follow at an indent of 10.
+static std::string calibrationHead() {
+  return "nodes:\n"
+         "  - name: n\n"
+         "    devices:\n"
+         "      - kind: cpu\n"
+         "        memory: 1GB\n"
+         "        peak_flops: {f32: 1T}\n"
+         "        memory_bandwidth: 1GB/s\n"
+         "        calibration:\n";
+}
+
 TEST(Cluster, LoopTablesPerThreadCount) {
-  const std::string head = "nodes:\n"
-                           "  - name: n\n"
-                           "    devices:\n"
-                           "      - kind: cpu\n"
-                           "        memory: 1GB\n"
-                           "        peak_flops: {f32: 1T}\n"
-                           "        memory_bandwidth: 1GB/s\n"
-                           "        calibration:\n";
+  const std::string head = calibrationHead();
   ClusterSpec spec =
       parseOk(head + "          loop_bandwidth:\n"
                      "            elementwise: [[4KiB, 1GB/s]]\n"
@@ -694,4 +700,56 @@ TEST(Cluster, LoopTablesPerThreadCount) {
                               "              window: [[4KiB, 1GB/s]]\n"),
             "c.yaml:12:13: duplicate thread count '2' in "
             "loop_bandwidth_threads");
+}
+
+TEST(Cluster, GemmShapeGridAndForkOverhead) {
+  const std::string head = calibrationHead();
+  const std::string gemm = "          gemm:\n"
+                           "            f32:\n"
+                           "              - threads: 1\n"
+                           "                flops_by_size: [[64, 1T]]\n";
+  // A full 2 x 1 x 2 grid in layout nt, given in any order.
+  ClusterSpec spec = parseOk(
+      head + gemm +
+          "                shapes: [[nt, 8, 64, 64, 2G], [nt, 8, 64, 8, 1G],"
+          " [nt, 64, 64, 8, 3G], [nt, 64, 64, 64, 4G]]\n"
+          "          fork_overhead: {2: 1.5us, 4: 3us}\n",
+      "c.yaml");
+  const DeviceCalibration &cal = *spec.nodes[0].devices[0].calibration;
+  const std::vector<GemmShapePoint> &shapes = cal.gemm.at("f32")[0].shapes;
+  ASSERT_EQ(shapes.size(), 4u);
+  EXPECT_EQ(shapes[0].layout, GemmLayout::NT);
+  EXPECT_EQ(shapes[0].m, 8);
+  EXPECT_EQ(shapes[0].n, 64);
+  EXPECT_EQ(shapes[0].k, 64);
+  EXPECT_EQ(shapes[0].flops, 2e9);
+  std::map<int64_t, double> fork = {{2, 1.5e-6}, {4, 3e-6}};
+  EXPECT_EQ(cal.forkOverheadByThreads, fork);
+
+  // Written and read back: the same figures.
+  ClusterSpec back = parseOk(clusterToYaml(spec), "written.yaml");
+  const DeviceCalibration &cal2 = *back.nodes[0].devices[0].calibration;
+  ASSERT_EQ(cal2.gemm.at("f32")[0].shapes.size(), 4u);
+  EXPECT_EQ(cal2.gemm.at("f32")[0].shapes[3].flops, 4e9);
+  EXPECT_EQ(cal2.gemm.at("f32")[0].shapes[3].layout, GemmLayout::NT);
+  EXPECT_EQ(cal2.forkOverheadByThreads, fork);
+
+  EXPECT_EQ(
+      parseError(head + gemm + "                shapes: [[xy, 8, 8, 8, 1G]]\n"),
+      "c.yaml:13:27: expected a [layout, m, n, k, flops] list in "
+      "'shapes' (layout nn, nt or tn)");
+  EXPECT_EQ(parseError(head + gemm +
+                       "                shapes: [[nn, 8, 8, 8, 1G], "
+                       "[nn, 16, 16, 8, 1G]]\n"),
+            "c.yaml:13:17: 'shapes': layout nn has 2 shapes, not every "
+            "combination of its 2 m, 2 n and 1 k values");
+  EXPECT_EQ(parseError(head + gemm +
+                       "                shapes: [[nn, 8, 8, 8, 1G], "
+                       "[nn, 8, 8, 8, 2G]]\n"),
+            "c.yaml:13:17: 'shapes': layout nn has the shape 8x8x8 twice");
+  EXPECT_EQ(
+      parseError(head + gemm + "                shapes: [[nn, 8, 0, 8, 1G]]\n"),
+      "c.yaml:13:34: n must be positive");
+  EXPECT_EQ(parseError(head + "          fork_overhead: {1: 1us}\n"),
+            "c.yaml:9:27: expected a thread count >= 2, got '1'");
 }

@@ -75,3 +75,121 @@ TEST(CostModel, LoopTimeUsesTheThreadedTable) {
 }
 
 } // namespace
+
+namespace {
+
+/// A device whose f32 GEMM grid (layouts nn and nt, m and n in {16, 256},
+/// k = 64) runs at `base` FLOP/s times 1 (m = 16) or 4 (m = 256), and half
+/// that in nt; measured at 1 and 2 threads (2 threads: twice as fast).
+DeviceSpec gridCpu(double base) {
+  DeviceSpec dev;
+  dev.kind = DevKind::CPU;
+  dev.cores = 2;
+  dev.memoryBytes = 1e9;
+  dev.peakFlops = {{"f32", 1e12}};
+  dev.memoryBandwidthBytesPerS = 1e10;
+  DeviceCalibration cal;
+  for (int64_t threads : {1, 2}) {
+    GemmCalibration g;
+    g.threads = threads;
+    g.flopsBySize = {{64, 1e9}};
+    for (GemmLayout layout : {GemmLayout::NN, GemmLayout::NT})
+      for (double m : {16.0, 256.0})
+        for (double n : {16.0, 256.0})
+          g.shapes.push_back(
+              {layout, m, n, 64,
+               base * (m == 16 ? 1 : 4) * (layout == GemmLayout::NT ? 0.5 : 1) *
+                   threads});
+    cal.gemm["f32"].push_back(g);
+  }
+  cal.forkOverheadByThreads = {{2, 1e-6}};
+  dev.calibration = cal;
+  return dev;
+}
+
+/// Equal within rounding (the grid interpolates in log space).
+#define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), 1e-12 * std::fabs(b))
+
+double flopsOf(const GemmWork &g) { return 2 * g.count * g.m * g.n * g.k; }
+
+TEST(CostModel, GemmTimeInterpolatesTheShapeGrid) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = gridCpu(1e9);
+  GemmWork g;
+  g.m = 16;
+  g.n = 16;
+  g.k = 64;
+  g.batchDim = 1; // m grows with the samples
+  // On grid points: exactly the measured rate.
+  EXPECT_REL(cm.gemmTimeS(dev, g, 1, 1, 1), flopsOf(g) / 1e9);
+  GemmWork big = g;
+  big.m = 256;
+  EXPECT_REL(cm.gemmTimeS(dev, g, 16, 1, 1), flopsOf(big) / 4e9);
+  // Between points: geometric in the rate (m = 64 is halfway in log).
+  GemmWork mid = g;
+  mid.m = 64;
+  EXPECT_NEAR(cm.gemmTimeS(dev, g, 4, 1, 1), flopsOf(mid) / 2e9, 1e-12);
+  // Transposed B: the nt grid.
+  GemmWork nt = g;
+  nt.layout = GemmLayout::NT;
+  EXPECT_REL(cm.gemmTimeS(dev, nt, 1, 1, 1), flopsOf(g) / 0.5e9);
+  // A layout that was not measured uses nn.
+  GemmWork tn = g;
+  tn.layout = GemmLayout::TN;
+  EXPECT_REL(cm.gemmTimeS(dev, tn, 1, 1, 1), flopsOf(g) / 1e9);
+  // Below the grid: sqrt of the shortfall (m = 4 of 16: half the rate).
+  GemmWork small = g;
+  small.m = 4;
+  EXPECT_NEAR(cm.gemmTimeS(dev, small, 1, 1, 1), flopsOf(small) / 0.5e9, 1e-15);
+  // Above it: the edge's rate.
+  EXPECT_REL(cm.gemmTimeS(dev, g, 64, 1, 1), 2.0 * 1024 * 16 * 64 / 4e9);
+  // Two threads: that grid.
+  EXPECT_REL(cm.gemmTimeS(dev, g, 1, 1, 2), flopsOf(g) / 2e9);
+  // A batch of products (count grows with the samples) on two threads runs
+  // one product per thread at the one-thread rate.
+  GemmWork batched = g;
+  batched.batchDim = 0;
+  batched.count = 1;
+  EXPECT_REL(cm.gemmTimeS(dev, batched, 4, 1, 2), 4 * flopsOf(g) / (1e9 * 2));
+  // Tensor parallelism splits n (the rate here depends on m only).
+  GemmWork wide = g;
+  wide.n = 256;
+  GemmWork half = g;
+  half.n = 128;
+  EXPECT_REL(cm.gemmTimeS(dev, wide, 1, 2, 1), flopsOf(half) / 1e9);
+  // No shape grid: no answer (the size-based model takes over).
+  DeviceSpec plain = calibratedCpu();
+  EXPECT_LT(cm.gemmTimeS(plain, g, 1, 1, 1), 0);
+}
+
+TEST(CostModel, PhaseTimeAddsGridProductsAndForks) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = gridCpu(1e9);
+  LayerCost layer;
+  PhaseWork &w = layer.fwd;
+  GemmWork g;
+  g.m = 16;
+  g.n = 16;
+  g.k = 64;
+  g.batchDim = 1;
+  w.gemms = {g, g};
+  w.gemmFlops = 2 * flopsOf(g);
+  w.gemmLogSizeWeighted = w.gemmFlops * std::log(16.0);
+  w.gemmCalls = 2;
+  w.kernels = 3;
+  w.parallelKernels = 2;
+  // One thread: the products at the grid's rate (no call overhead beyond
+  // the measured rate), three kernels at the uncalibrated 0.2 us, no fork.
+  EXPECT_REL(cm.phaseTimeS(layer, w, dev, 1, 1, 1),
+             2 * flopsOf(g) / 1e9 + 3 * 2e-7);
+  // Two threads: twice the rate, and two forks of 1 us.
+  EXPECT_REL(cm.phaseTimeS(layer, w, dev, 1, 1, 2),
+             2 * flopsOf(g) / 2e9 + 2e-6 + 3 * 2e-7);
+  EXPECT_DOUBLE_EQ(cm.forkOverheadS(dev, 1), 0);
+  EXPECT_DOUBLE_EQ(cm.forkOverheadS(dev, 2), 1e-6);
+  // Uncalibrated forks cost 2 us.
+  DeviceSpec plain = calibratedCpu();
+  EXPECT_DOUBLE_EQ(cm.forkOverheadS(plain, 2), 2e-6);
+}
+
+} // namespace

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mlir::dist {
@@ -36,13 +37,37 @@ struct LinkSpec {
   double latencyS = 0;           ///< >= 0
 };
 
-/// GEMM throughput measured at one thread count (CPU) for one data type,
-/// at a few problem sizes (the cost model interpolates by the geometric mean
-/// of M, N and K).
+/// Operand layout of a matrix product C[m, n] = A * B: "nn" (A is [m, k]
+/// and B is [k, n], both row-major), "nt" (B stored as [n, k], as ONNX
+/// Gemm's transB and Linear weights give it) or "tn" (A stored as [k, m],
+/// as a weight gradient reads its input).
+enum class GemmLayout { NN, NT, TN };
+constexpr int kNumGemmLayouts = 3;
+const char *stringifyGemmLayout(GemmLayout layout);
+std::optional<GemmLayout> parseGemmLayout(std::string_view text);
+
+/// FLOP/s measured for one product shape.
+struct GemmShapePoint {
+  GemmLayout layout = GemmLayout::NN;
+  double m = 0, n = 0, k = 0, flops = 0;
+};
+
+/// Empty when `points` cover, for each layout present, every combination of
+/// the m, n and k values they use, once each (the cost model interpolates on
+/// that grid); else what is wrong.
+std::string checkGemmShapeGrid(const std::vector<GemmShapePoint> &points);
+
+/// GEMM throughput measured at one thread count (CPU) for one data type:
+/// square products at a few sizes (the cost model interpolates by the
+/// geometric mean of M, N and K) and, when `dist-opt calibrate` measured
+/// them, a grid of shapes per layout (every combination of a few values of
+/// M, N and K), which the cost model interpolates in M, N and K.
 struct GemmCalibration {
   int64_t threads = 1;
   /// (geometric-mean size, FLOP/s) pairs sorted by size.
   std::vector<std::pair<double, double>> flopsBySize;
+  /// The shape grid; empty when not measured.
+  std::vector<GemmShapePoint> shapes;
 };
 
 /// What `dist-opt calibrate` measured on one device type.
@@ -57,6 +82,9 @@ struct DeviceCalibration {
   /// Fixed cost of one call of a model step (argument marshalling, buffer
   /// setup), seconds.
   double stepOverheadS = 0;
+  /// Fixed cost of one loop forked onto the runtime's pool (waking the
+  /// workers, joining them), seconds, per thread count (keys >= 2).
+  std::map<int64_t, double> forkOverheadByThreads;
   /// Throughput of generated (compiler-emitted) loops per kernel class
   /// ("elementwise", "reduction", "movement", "window"; see
   /// CostModel.h KernelClass): (footprint bytes, bytes/s) pairs sorted by

@@ -29,6 +29,17 @@ constexpr int kNumKernelClasses = 4;
 /// calibration's loop_bandwidth).
 const char *stringifyKernelClass(KernelClass c);
 
+/// One matrix product as codegen hands it to the runtime's GEMM: `count`
+/// products of m x n x k in `layout` per call. Shapes are at ONE sample:
+/// `batchDim` says which figure grows with the samples (0: count, the
+/// products per image or head; 1: m; 2: n; 3: k).
+struct GemmWork {
+  double count = 1;
+  double m = 1, n = 1, k = 1;
+  int batchDim = 0;
+  GemmLayout layout = GemmLayout::NN;
+};
+
 /// Work of one phase (forward or backward) of a layer for ONE sample.
 struct PhaseWork {
   double gemmFlops = 0;  ///< FLOPs in matrix products and convolutions
@@ -42,13 +53,25 @@ struct PhaseWork {
   /// with samples, 0: fixed); used to rescale the size with the batch.
   double gemmBatchScaling = 1;
   int64_t kernels = 0; ///< generated kernels (loop nests) launched
+  /// Those of `kernels` with enough work to fork onto the runtime's thread
+  /// pool (with more than one thread each costs a dispatch).
+  int64_t parallelKernels = 0;
   int64_t gemmCalls = 0;
+  /// The products one by one (their FLOPs are also in gemmFlops), for
+  /// devices whose calibration has a shape grid.
+  std::vector<GemmWork> gemms;
   /// `bytes` split by kernel class, and per class the sum of bytes *
   /// log(footprint per sample) of its kernels (footprint: the bytes one
   /// kernel touches), so the cost model can pick a throughput per working-set
   /// size.
   double classBytes[kNumKernelClasses] = {0, 0, 0, 0};
   double classLogFootprintWeighted[kNumKernelClasses] = {0, 0, 0, 0};
+  /// Bytes of tensors filled with a constant before a kernel accumulates
+  /// into them (a product's zeroed output, an embedding gradient's zero
+  /// table), also in `bytes`, and their bytes * log(bytes per fill): codegen
+  /// fills with one memset on the calling thread, whatever the thread count.
+  double fillBytes = 0;
+  double fillLogFootprintWeighted = 0;
 };
 
 /// Costs of one layer, as the cost op interface reports them.
@@ -112,6 +135,10 @@ public:
   /// Seconds to send `bytes` point to point.
   virtual double p2pTimeS(double bytes, const LinkSpec &link) const = 0;
 
+  /// Fixed cost of one generated kernel forking onto `threads` threads of
+  /// the runtime's pool (0 for one thread).
+  virtual double forkOverheadS(const DeviceSpec &, int64_t) const { return 0; }
+
   /// Fixed cost of one step call (runtime overhead).
   virtual double stepOverheadS(const DeviceSpec &dev) const = 0;
 };
@@ -134,11 +161,18 @@ public:
                          Topology topo = Topology::Ring) const override;
   double p2pTimeS(double bytes, const LinkSpec &link) const override;
   double stepOverheadS(const DeviceSpec &dev) const override;
+  double forkOverheadS(const DeviceSpec &dev, int64_t threads) const override;
 
   /// GEMM FLOP/s of `dev` at problem size `size` (geometric mean of M, N,
   /// K) with `threads` threads.
   double gemmFlopsPerS(const DeviceSpec &dev, double size,
                        int64_t threads) const;
+  /// Seconds for the product `g` at `samples` samples (see GemmWork) with
+  /// its n (or k, when n carries the batch) divided by `split`, from the
+  /// shape grid of `dev`'s calibration; a negative value when `dev` has no
+  /// shape grid.
+  double gemmTimeS(const DeviceSpec &dev, const GemmWork &g, double samples,
+                   double split, int64_t threads) const;
   /// Streaming bandwidth of `dev` with `threads` threads.
   double bandwidthBytesPerS(const DeviceSpec &dev, int64_t threads) const;
   /// Throughput of generated loops of class `c` touching `footprint` bytes

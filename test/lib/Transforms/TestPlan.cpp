@@ -95,6 +95,9 @@ struct TestLayerCostsPass
     return "print the layer costs of the planned function";
   }
   Option<int64_t> threads{*this, "threads", llvm::cl::init(1)};
+  Option<bool> perLayer{*this, "per-layer", llvm::cl::init(false),
+                        llvm::cl::desc("also print each layer's predicted "
+                                       "GEMM and loop time per phase")};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -125,7 +128,16 @@ struct TestLayerCostsPass
          << " in=" << llvm::format("%.6g", l.inputBytes)
          << " out=" << llvm::format("%.6g", l.outputBytes)
          << (l.sparse ? " sparse" : "")
-         << (l.tensorParallel ? " tensor-parallel" : "") << "\n";
+         << (l.tensorParallel ? " tensor-parallel" : "");
+      // Products per phase: layout, count x m x n x k at one sample, and
+      // which of them grows with the samples.
+      for (auto [tag, w] : {std::pair("fwd", &l.fwd), std::pair("bwd", &l.bwd)})
+        for (const GemmWork &g : w->gemms)
+          os << " " << tag << "_gemm=" << stringifyGemmLayout(g.layout) << ":"
+             << llvm::format("%g", g.count) << "x" << llvm::format("%g", g.m)
+             << "x" << llvm::format("%g", g.n) << "x" << llvm::format("%g", g.k)
+             << "@" << g.batchDim;
+      os << " fwd_kernels_forked=" << l.fwd.parallelKernels << "\n";
     }
     auto attr =
         module->getAttrOfType<ClusterAttr>(DistDialect::getClusterAttrName());
@@ -147,13 +159,22 @@ struct TestLayerCostsPass
           continue;
         PhaseWork gemmOnly = *w, loopsOnly = *w;
         gemmOnly.bytes = gemmOnly.otherFlops = 0;
-        gemmOnly.kernels = 0;
+        gemmOnly.fillBytes = gemmOnly.fillLogFootprintWeighted = 0;
+        gemmOnly.kernels = gemmOnly.parallelKernels = 0;
         for (int c = 0; c < kNumKernelClasses; ++c)
           gemmOnly.classBytes[c] = gemmOnly.classLogFootprintWeighted[c] = 0;
         loopsOnly.gemmFlops = loopsOnly.gemmLogSizeWeighted = 0;
         loopsOnly.gemmCalls = 0;
-        gemmS += cm.phaseTimeS(l, gemmOnly, dev, costs->batch, 1, threads);
-        loopS += cm.phaseTimeS(l, loopsOnly, dev, costs->batch, 1, threads);
+        loopsOnly.gemms.clear();
+        double g = cm.phaseTimeS(l, gemmOnly, dev, costs->batch, 1, threads);
+        double lo = cm.phaseTimeS(l, loopsOnly, dev, costs->batch, 1, threads);
+        gemmS += g;
+        loopS += lo;
+        if (perLayer)
+          os << "predicted layer '" << l.name << "' "
+             << (w == &l.fwd ? "fwd" : "bwd") << ": gemm "
+             << llvm::format("%.4g", g * 1e3) << " ms, loops "
+             << llvm::format("%.4g", lo * 1e3) << " ms\n";
       }
       if (costs->training)
         updateS += cm.updateTimeS(l, dev, 1, threads);
