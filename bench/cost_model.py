@@ -15,7 +15,8 @@
 # The target is an error within 15% for every row.
 #
 #   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
-#       [--iterations 50] [--repeats 3] [--work /tmp/dist-cost-bench]
+#       [--iterations 50] [--min-seconds 0.5] [--repeats 3]
+#       [--work /tmp/dist-cost-bench]
 #
 # Exits with 0 when every row ran (whatever the error), 1 otherwise.
 
@@ -108,7 +109,14 @@ def main():
         description="cost model: predicted against measured step time")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--model", nargs="+", choices=MODELS, default=list(MODELS))
-    ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--iterations", type=int, default=50,
+                    help="least timed iterations (steps) per run")
+    ap.add_argument("--min-seconds", type=float, default=0.5,
+                    help="each run lasts about this long at the predicted "
+                    "step time (more iterations than --iterations when "
+                    "steps are short), so that the median is the steady "
+                    "state: a model with large embedding tables pages its "
+                    "rows in over many runs")
     ap.add_argument("--repeats", type=int, default=3,
                     help="runs per row; the measured figure is their median "
                     "(this machine is shared: one run can be 20%% off)")
@@ -149,15 +157,18 @@ def main():
                     ok = False
                     continue
                 exe = out_dir + name
+                iterations = int(min(max(a.iterations,
+                                         a.min_seconds / (pred * 1e-3)),
+                                     20000 if not train else 2000))
                 runs = []
                 for _ in range(max(1, a.repeats)):
                     if train:
                         meas, err = measure_training(exe, tbatch, tfiles,
                                                      label, threads,
-                                                     a.iterations, a.work)
+                                                     iterations, a.work)
                     else:
                         meas, err = measure_inference(exe, ifiles, threads,
-                                                      a.iterations)
+                                                      iterations)
                     if meas is None:
                         break
                     runs.append(meas)
