@@ -92,8 +92,13 @@ void countKernel(PhaseWork &work, double bytes, double flops) {
     work.parallelKernels += 1;
 }
 
-/// Operand layout of a product as the runtime's GEMM sees it.
-GemmLayout layoutOf(Operation *op) {
+/// Operand layout of a product as the runtime's GEMM sees it. With
+/// `constantWeights` (an inference step, whose parameters are the read-only
+/// mapping of the parameter file), a transposed B that is a parameter runs
+/// untransposed: the runtime keeps an untransposed copy (blas.cpp).
+GemmLayout layoutOf(Operation *op,
+                    const llvm::DenseMap<Value, ParamOp> &paramOf,
+                    bool constantWeights) {
   bool ta = false, tb = false;
   if (auto g = dyn_cast<GemmOp>(op)) {
     ta = g.getTransA() != 0;
@@ -103,6 +108,13 @@ GemmLayout layoutOf(Operation *op) {
     ta = t && foldsIntoProducts(t);
     t = mm.getRhs().getDefiningOp<TransposeOp>();
     tb = t && foldsIntoProducts(t);
+  }
+  if (tb && constantWeights) {
+    Value b = op->getOperand(1);
+    if (auto t = b.getDefiningOp<TransposeOp>(); t && isa<MatMulOp>(op))
+      b = t.getInput();
+    if (paramOf.count(b))
+      tb = false;
   }
   if (ta)
     return GemmLayout::TN;
@@ -436,7 +448,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       int64_t b = out.batch;
       GemmWork product;
       product.count = s[0];
-      product.layout = layoutOf(&op);
+      product.layout = layoutOf(&op, paramOf, !out.training);
       if (b > 1 && !(s[0] >= b && s[0] % b == 0)) {
         int dim = 1;
         for (double *d : {&m, &n, &k}) {

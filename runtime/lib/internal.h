@@ -104,6 +104,15 @@ bool blasAvailable();
 /// OpenBLAS is loaded. For tests; not meant to be toggled while gemms run.
 void setForceBuiltinGemm(bool builtin);
 
+/// Declares [base, base + size) read-only until the matching
+/// unregisterConstantMemory (a parameter file's mapping): products whose
+/// weight lies there and is read transposed use a cached untransposed copy.
+void registerConstantMemory(const void *base, size_t size);
+/// Ends the range starting at `base` and drops its cached copies.
+void unregisterConstantMemory(const void *base);
+/// Bytes held by cached copies (for tests).
+size_t constantCopyBytes();
+
 //===----------------------------------------------------------------------===//
 // Exception guard
 //===----------------------------------------------------------------------===//

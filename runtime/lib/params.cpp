@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "internal.h"
 #include "status.h"
 
 #include <algorithm>
@@ -55,8 +56,10 @@ struct dist_rt_params {
     std::free(nameStorage);
     std::free(sortedByName);
     std::free(infos);
-    if (mapping)
+    if (mapping) {
+      dist_rt::unregisterConstantMemory(mapping);
       munmap(const_cast<uint8_t *>(mapping), mappingSize);
+    }
     std::free(path);
   }
 };
@@ -295,6 +298,7 @@ dist_rt_status_t mapFile(const char *path, dist_rt_params &params) {
     } else {
       params.mapping = static_cast<const uint8_t *>(mapping);
       params.mappingSize = size;
+      dist_rt::registerConstantMemory(mapping, size);
     }
   }
   ::close(fd);

@@ -301,6 +301,48 @@ INSTANTIATE_TEST_SUITE_P(Backends, GemmTest, ::testing::Values(false, true),
                                                          : "OpenBLAS");
                          });
 
+/// A weight in constant memory read transposed: the product uses a cached
+/// untransposed copy, made once, gives the same result, and the copy goes
+/// with the memory; writable memory is never copied.
+TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
+  const int64_t m = 9, n = 33, k = 17, ld = 20; // B stored [n, ld], ld >= k
+  std::vector<float> a(m * k), w(n * ld), out(m * n), want(m * n, 0.0f);
+  fill(a, 4);
+  fill(w, 5);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += double(a[i * k + p]) * double(w[j * ld + p]);
+      want[i * n + j] = static_cast<float>(sum);
+    }
+  auto run = [&] {
+    std::fill(out.begin(), out.end(), 0.0f);
+    dist_rt_gemm_f32(1, m, n, k, asInt(a.data()), 0, k, 1, asInt(w.data()), 1,
+                     ld, asInt(out.data()), 0, n, 1, 0);
+    for (int64_t i = 0; i < m * n; ++i)
+      ASSERT_NEAR(out[i], want[i], 1e-5) << "element " << i;
+  };
+  size_t before = dist_rt::constantCopyBytes();
+  // Writable memory: no copy.
+  run();
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before);
+  // Constant memory: one copy of k x n floats, reused by the next call.
+  dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+  run();
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before + k * n * sizeof(float));
+  run();
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before + k * n * sizeof(float));
+  // The copy goes with the range; the memory is writable again.
+  dist_rt::unregisterConstantMemory(w.data());
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before);
+  for (float &x : w)
+    x = -x;
+  for (float &x : want)
+    x = -x;
+  run();
+}
+
 TEST(GemmBlasTest, ReportsWhetherOpenBlasLoaded) {
   // Not an assertion on the machine: only that asking is stable.
   bool first = dist_rt::blasAvailable();
