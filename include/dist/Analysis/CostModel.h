@@ -68,8 +68,10 @@ struct PhaseWork {
   double classLogFootprintWeighted[kNumKernelClasses] = {0, 0, 0, 0};
   /// Bytes of tensors filled with a constant before a kernel accumulates
   /// into them (a product's zeroed output, an embedding gradient's zero
-  /// table), also in `bytes`, and their bytes * log(bytes per fill): codegen
-  /// fills with one memset on the calling thread, whatever the thread count.
+  /// table), also in `bytes`, and their bytes * log(bytes per fill). Priced
+  /// as one memset on the calling thread, whatever the thread count: codegen
+  /// copies a scatter's zero table from a constant (LLVM makes it a memset);
+  /// a product's output fill is small next to the product.
   double fillBytes = 0;
   double fillLogFootprintWeighted = 0;
 };
