@@ -98,7 +98,7 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
                               *(*p)[2].getAsNumber(), *(*p)[3].getAsNumber(),
                               *(*p)[4].getAsNumber()});
         }
-        std::string gridError = checkGemmShapeGrid(g.shapes);
+        std::string gridError = indexGemmShapes(g);
         if (!gridError.empty()) {
           error = where + ".shapes: " + gridError;
           return std::nullopt;

@@ -101,29 +101,52 @@ static std::string shapeText(const GemmShapePoint &p) {
   return buffer;
 }
 
-std::string dist::checkGemmShapeGrid(const std::vector<GemmShapePoint> &pts) {
+std::string dist::indexGemmShapes(GemmCalibration &cal) {
   for (int l = 0; l < kNumGemmLayouts; ++l) {
+    GemmShapeGrid &grid = cal.grids[l];
+    grid = GemmShapeGrid();
     std::set<double> ms, ns, ks;
-    std::set<std::tuple<double, double, double>> seen;
     size_t count = 0;
-    for (const GemmShapePoint &p : pts) {
+    for (const GemmShapePoint &p : cal.shapes) {
       if (static_cast<int>(p.layout) != l)
         continue;
       ++count;
       ms.insert(p.m);
       ns.insert(p.n);
       ks.insert(p.k);
-      if (!seen.insert({p.m, p.n, p.k}).second)
-        return std::string("layout ") +
-               stringifyGemmLayout(static_cast<GemmLayout>(l)) +
-               " has the shape " + shapeText(p) + " twice";
     }
-    if (count && count != ms.size() * ns.size() * ks.size())
-      return std::string("layout ") +
-             stringifyGemmLayout(static_cast<GemmLayout>(l)) + " has " +
-             std::to_string(count) + " shapes, not every combination of its " +
+    if (!count)
+      continue;
+    std::string layout = std::string("layout ") +
+                         stringifyGemmLayout(static_cast<GemmLayout>(l));
+    grid.m.assign(ms.begin(), ms.end());
+    grid.n.assign(ns.begin(), ns.end());
+    grid.k.assign(ks.begin(), ks.end());
+    grid.logFlops.assign(ms.size() * ns.size() * ks.size(), std::nan(""));
+    auto indexIn = [](const std::vector<double> &axis, double v) {
+      return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) -
+                                 axis.begin());
+    };
+    for (const GemmShapePoint &p : cal.shapes) {
+      if (static_cast<int>(p.layout) != l)
+        continue;
+      size_t at =
+          (indexIn(grid.m, p.m) * grid.n.size() + indexIn(grid.n, p.n)) *
+              grid.k.size() +
+          indexIn(grid.k, p.k);
+      if (!std::isnan(grid.logFlops[at])) {
+        grid = GemmShapeGrid();
+        return layout + " has the shape " + shapeText(p) + " twice";
+      }
+      grid.logFlops[at] = std::log(p.flops);
+    }
+    if (count != ms.size() * ns.size() * ks.size()) {
+      grid = GemmShapeGrid();
+      return layout + " has " + std::to_string(count) +
+             " shapes, not every combination of its " +
              std::to_string(ms.size()) + " m, " + std::to_string(ns.size()) +
              " n and " + std::to_string(ks.size()) + " k values";
+    }
   }
   return "";
 }
@@ -775,7 +798,7 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
               return false;
             entry.shapes.push_back(p);
           }
-          std::string gridError = checkGemmShapeGrid(entry.shapes);
+          std::string gridError = indexGemmShapes(entry);
           if (!gridError.empty())
             return fail(shapes->loc, "'shapes': " + gridError);
         }
@@ -1075,6 +1098,19 @@ static std::string linkToYaml(const LinkSpec &link) {
          ", latency: " + formatNumber(link.latencyS) + "}";
 }
 
+/// `{threads: value, ...}` and a newline.
+static void emitThreadMap(const std::map<int64_t, double> &map,
+                          llvm::raw_ostream &os) {
+  os << "{";
+  llvm::interleave(
+      map, os,
+      [&](const std::pair<const int64_t, double> &entry) {
+        os << entry.first << ": " << formatNumber(entry.second);
+      },
+      ", ");
+  os << "}\n";
+}
+
 static void calibrationToYaml(const DeviceCalibration &calibration,
                               llvm::raw_ostream &os) {
   const char *indent = "          ";
@@ -1115,14 +1151,8 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
     }
   }
   if (!calibration.memoryBandwidthByThreads.empty()) {
-    os << indent << "memory_bandwidth: {";
-    llvm::interleave(
-        calibration.memoryBandwidthByThreads, os,
-        [&](const std::pair<const int64_t, double> &entry) {
-          os << entry.first << ": " << formatNumber(entry.second);
-        },
-        ", ");
-    os << "}\n";
+    os << indent << "memory_bandwidth: ";
+    emitThreadMap(calibration.memoryBandwidthByThreads, os);
   }
   auto emitLoopTable =
       [&](const std::map<std::string, std::vector<std::pair<double, double>>>
@@ -1157,14 +1187,8 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
   os << indent << "step_overhead: " << formatNumber(calibration.stepOverheadS)
      << "\n";
   if (!calibration.forkOverheadByThreads.empty()) {
-    os << indent << "fork_overhead: {";
-    llvm::interleave(
-        calibration.forkOverheadByThreads, os,
-        [&](const std::pair<const int64_t, double> &entry) {
-          os << entry.first << ": " << formatNumber(entry.second);
-        },
-        ", ");
-    os << "}\n";
+    os << indent << "fork_overhead: ";
+    emitThreadMap(calibration.forkOverheadByThreads, os);
   }
 }
 

@@ -26,8 +26,6 @@
 
 #include "dist/Analysis/CostModel.h"
 
-#include "llvm/ADT/STLExtras.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -130,38 +128,21 @@ AxisPos locate(const std::vector<double> &axis, double v) {
   return p;
 }
 
-/// FLOP/s of an m x n x k product in `layout` on the grid `g` (checked to be
-/// full by checkGemmShapeGrid): trilinear in log(m), log(n), log(k) on
-/// log(FLOP/s). Below the grid a dimension costs efficiency like the square
-/// root of its shortfall (a product with one row streams its operand);
-/// above it the throughput stays at the edge. A layout that was not
-/// measured uses "nn".
+/// FLOP/s of an m x n x k product in `layout` on the grid `g` (indexed by
+/// indexGemmShapes): trilinear in log(m), log(n), log(k) on log(FLOP/s).
+/// Below the grid a dimension costs efficiency like the square root of its
+/// shortfall (a product with one row streams its operand); above it the
+/// throughput stays at the edge. A layout that was not measured uses "nn".
 double gridFlops(const GemmCalibration &g, GemmLayout layout, double m,
                  double n, double k) {
-  bool has = llvm::any_of(
-      g.shapes, [&](const GemmShapePoint &p) { return p.layout == layout; });
-  if (!has)
-    layout = GemmLayout::NN;
-  std::vector<double> ms, ns, ks;
-  for (const GemmShapePoint &p : g.shapes)
-    if (p.layout == layout) {
-      ms.push_back(p.m);
-      ns.push_back(p.n);
-      ks.push_back(p.k);
-    }
-  if (ms.empty())
+  const GemmShapeGrid *grid = &g.grids[static_cast<int>(layout)];
+  if (grid->logFlops.empty())
+    grid = &g.grids[static_cast<int>(GemmLayout::NN)];
+  if (grid->logFlops.empty())
     return 0;
-  for (std::vector<double> *axis : {&ms, &ns, &ks}) {
-    std::sort(axis->begin(), axis->end());
-    axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
-  }
-  auto at = [&](double pm, double pn, double pk) {
-    for (const GemmShapePoint &p : g.shapes)
-      if (p.layout == layout && p.m == pm && p.n == pn && p.k == pk)
-        return std::log(p.flops);
-    return 0.0;
-  };
-  AxisPos am = locate(ms, m), an = locate(ns, n), ak = locate(ks, k);
+  AxisPos am = locate(grid->m, m), an = locate(grid->n, n),
+          ak = locate(grid->k, k);
+  size_t nn = grid->n.size(), nk = grid->k.size();
   double logFlops = 0;
   for (int corner = 0; corner < 8; ++corner) {
     bool hm = corner & 1, hn = corner & 2, hk = corner & 4;
@@ -169,12 +150,14 @@ double gridFlops(const GemmCalibration &g, GemmLayout layout, double m,
                (hk ? ak.w : 1 - ak.w);
     if (w == 0)
       continue;
-    logFlops += w * at(ms[hm ? am.hi : am.lo], ns[hn ? an.hi : an.lo],
-                       ks[hk ? ak.hi : ak.lo]);
+    size_t i = hm ? am.hi : am.lo, j = hn ? an.hi : an.lo,
+           l = hk ? ak.hi : ak.lo;
+    logFlops += w * grid->logFlops[(i * nn + j) * nk + l];
   }
   double flops = std::exp(logFlops);
-  for (auto [v, lo] : {std::pair(m, ms.front()), std::pair(n, ns.front()),
-                       std::pair(k, ks.front())})
+  for (auto [v, lo] :
+       {std::pair(m, grid->m.front()), std::pair(n, grid->n.front()),
+        std::pair(k, grid->k.front())})
     if (v < lo)
       flops *= std::sqrt(std::max(v, 1.0) / lo);
   return flops;

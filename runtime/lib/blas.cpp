@@ -321,7 +321,7 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
     bOp = {false, n};
   }
   if (std::is_same<T, float>::value && api->dnnlSgemm &&
-      m * n * k >= kMinDnnlWork) {
+      double(m) * double(n) * double(k) >= double(kMinDnnlWork)) {
     // One OpenMP thread per call (the runtime's pool does the threading),
     // and the caller's OpenMP setting back afterwards: a program embedding
     // the model may share this libgomp.
@@ -438,6 +438,9 @@ struct ConstantCopyKey {
 };
 
 struct ConstantMemory {
+  /// Whether any range is registered, read without the lock: products in a
+  /// process without parameter files (training) never take it.
+  std::atomic<bool> any{false};
   std::mutex mutex;
   /// Registered ranges: base -> size.
   std::map<const char *, size_t> ranges;
@@ -457,9 +460,9 @@ template <typename T>
 const T *untransposedConstant(const T *b, int64_t k, int64_t n,
                               int64_t stride) {
   ConstantMemory &memory = constantMemory();
-  std::lock_guard<std::mutex> lock(memory.mutex);
-  if (memory.ranges.empty())
+  if (!memory.any.load(std::memory_order_acquire))
     return nullptr;
+  std::lock_guard<std::mutex> lock(memory.mutex);
   const char *first = reinterpret_cast<const char *>(b);
   const char *last = first + ((n - 1) * stride + k) * sizeof(T);
   auto range = memory.ranges.upper_bound(first);
@@ -588,6 +591,7 @@ void dist_rt::registerConstantMemory(const void *base, size_t size) {
   ConstantMemory &memory = constantMemory();
   std::lock_guard<std::mutex> lock(memory.mutex);
   memory.ranges[static_cast<const char *>(base)] = size;
+  memory.any.store(true, std::memory_order_release);
 }
 
 void dist_rt::unregisterConstantMemory(const void *base) {
@@ -608,6 +612,7 @@ void dist_rt::unregisterConstantMemory(const void *base) {
     }
   }
   memory.ranges.erase(range);
+  memory.any.store(!memory.ranges.empty(), std::memory_order_release);
 }
 
 size_t dist_rt::constantCopyBytes() {

@@ -100,6 +100,7 @@ DeviceSpec gridCpu(double base) {
               {layout, m, n, 64,
                base * (m == 16 ? 1 : 4) * (layout == GemmLayout::NT ? 0.5 : 1) *
                    threads});
+    EXPECT_EQ(indexGemmShapes(g), "");
     cal.gemm["f32"].push_back(g);
   }
   cal.forkOverheadByThreads = {{2, 1e-6}};

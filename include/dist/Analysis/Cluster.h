@@ -52,10 +52,14 @@ struct GemmShapePoint {
   double m = 0, n = 0, k = 0, flops = 0;
 };
 
-/// Empty when `points` cover, for each layout present, every combination of
-/// the m, n and k values they use, once each (the cost model interpolates on
-/// that grid); else what is wrong.
-std::string checkGemmShapeGrid(const std::vector<GemmShapePoint> &points);
+/// One layout's part of a shape grid, indexed for lookups: the sorted
+/// values of m, n and k, and log(FLOP/s) of shape (m[i], n[j], k[l]) at
+/// (i * n.size() + j) * k.size() + l. Empty when the layout was not
+/// measured.
+struct GemmShapeGrid {
+  std::vector<double> m, n, k;
+  std::vector<double> logFlops;
+};
 
 /// GEMM throughput measured at one thread count (CPU) for one data type:
 /// square products at a few sizes (the cost model interpolates by the
@@ -68,7 +72,14 @@ struct GemmCalibration {
   std::vector<std::pair<double, double>> flopsBySize;
   /// The shape grid; empty when not measured.
   std::vector<GemmShapePoint> shapes;
+  /// `shapes` per layout, built by indexGemmShapes.
+  GemmShapeGrid grids[kNumGemmLayouts];
 };
+
+/// Checks that `cal.shapes` cover, for each layout present, every
+/// combination of the m, n and k values they use, once each, and builds
+/// `cal.grids` from them. Returns "" or what is wrong.
+std::string indexGemmShapes(GemmCalibration &cal);
 
 /// What `dist-opt calibrate` measured on one device type.
 struct DeviceCalibration {
