@@ -89,9 +89,28 @@ def HoistParallelDimsPass
     `scf.parallel` that runs on the runtime's threads: a batch
     normalisation's statistics over N, H, W of an NCHW tensor then split
     over C. The innermost dimension never moves (it is the contiguous one
-    that LLVM vectorises).
+    that LLVM vectorises). On buffers, the trailing reduction dimensions
+    that every operand lays out contiguously then merge into one loop
+    (H and W of those statistics), so the innermost reduction is long.
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def RegisterAccumulatorsPass
+    : Pass<"dist-register-accumulators", "::mlir::func::FuncOp"> {
+  let summary = "carry an innermost loop's reduction accumulator in a "
+                "register and let LLVM vectorise it";
+  let description = [{
+    An innermost `scf.for` that loads and stores one memref element at
+    loop-invariant indices (a reduction over the innermost dimension, as
+    convert-linalg-to-parallel-loops lowers it) carries that value as an
+    `iter_arg` instead: one load before the loop, one store after. An
+    `arith.addf`/`arith.mulf` combining it becomes `reassoc` and the loop
+    gets LLVM's vectorize hint, so the reduction runs in vector lanes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def DropParamResultsPass

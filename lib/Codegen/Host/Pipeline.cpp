@@ -60,6 +60,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   // the runtime's thread pool: those of reductions go first.
   pm.addNestedPass<func::FuncOp>(createHoistParallelDimsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createRegisterAccumulatorsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createParallelizeLoopsPass());
   pm.addPass(createLowerAffinePass());

@@ -1,0 +1,132 @@
+// RUN: dist-opt %s --split-input-file --dist-hoist-parallel-dims \
+// RUN:   --convert-linalg-to-parallel-loops --dist-register-accumulators \
+// RUN:   | FileCheck %s
+
+// Batch-norm statistics over N, H, W of a contiguous NCHW buffer: C is
+// hoisted, H and W merge into one loop of 1024, and that loop carries the
+// sum in a register (iter_args), reassociable and marked for LLVM's
+// vectoriser; the sum is loaded once before and stored once after it.
+// CHECK-DAG: #[[$VEC:.*]] = #llvm.loop_vectorize<disable = false>
+// CHECK-DAG: #[[$UNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK-DAG: #[[$ANN:.*]] = #llvm.loop_annotation<vectorize = #[[$VEC]], unroll = #[[$UNROLL]]>
+// CHECK-LABEL: func.func @channel_sums(
+// CHECK-SAME: %[[X:.*]]: memref<8x16x32x32xf32>, %[[S:.*]]: memref<16xf32>)
+// CHECK: %[[COL:.*]] = memref.collapse_shape %[[X]] {{\[}}[0], [1], [2, 3]] : memref<8x16x32x32xf32> into memref<8x16x1024xf32>
+// CHECK: scf.parallel (%[[C:.*]]) =
+// CHECK-NEXT: scf.for %[[N:.*]] = %{{.*}} to %c8
+// CHECK-NEXT: %[[INIT:.*]] = memref.load %[[S]][%[[C]]]
+// CHECK-NEXT: %[[SUM:.*]] = scf.for %[[HW:.*]] = %{{.*}} to %c1024 {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32) {
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[COL]][%[[N]], %[[C]], %[[HW]]]
+// CHECK-NEXT: %[[ADD:.*]] = arith.addf %[[V]], %[[ACC]] fastmath<reassoc> : f32
+// CHECK-NEXT: scf.yield %[[ADD]]
+// CHECK-NEXT: } {loop_annotation = #[[$ANN]]}
+// CHECK-NEXT: memref.store %[[SUM]], %[[S]][%[[C]]]
+
+#id4 = affine_map<(n, c, h, w) -> (n, c, h, w)>
+#ch = affine_map<(n, c, h, w) -> (c)>
+func.func @channel_sums(%x: memref<8x16x32x32xf32>, %s: memref<16xf32>) {
+  linalg.generic {indexing_maps = [#id4, #ch],
+                  iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x : memref<8x16x32x32xf32>) outs(%s : memref<16xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A maximum also accumulates in a register, but is neither reassociated
+// nor marked (LLVM would only remark that it cannot vectorise it).
+// CHECK-LABEL: func.func @row_max(
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK: arith.maximumf %{{.*}}, %[[ACC]] : f32
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: }{{$}}
+// CHECK-NOT: memref.store {{.*}} : memref<64x256xf32>
+
+#id2 = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @row_max(%x: memref<64x256xf32>, %m: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id2, #row],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x256xf32>) outs(%m : memref<64xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Rows 32 elements apart cannot merge with their 16 columns without a
+// copy: no collapse, and the 16-trip loop still carries its sum.
+// CHECK-LABEL: func.func @strided_sums(
+// CHECK-NOT: memref.collapse_shape
+// CHECK: scf.for {{.*}} to %c8
+// CHECK: scf.for {{.*}} to %c16 {{.*}} iter_args
+// CHECK: arith.addf {{.*}} fastmath<reassoc>
+// CHECK: } {loop_annotation =
+
+#id3 = affine_map<(b, i, j) -> (b, i, j)>
+#b = affine_map<(b, i, j) -> (b)>
+func.func @strided_sums(%x: memref<4x8x16xf32, strided<[256, 32, 1]>>, %s: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#id3, #b],
+                  iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x : memref<4x8x16xf32, strided<[256, 32, 1]>>) outs(%s : memref<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A window tap inside a compound index (o * 2 + k) is not a contiguous
+// dimension: no collapse. The products stay exact; only the sum
+// reassociates.
+// CHECK-LABEL: func.func @window_sums(
+// CHECK-NOT: memref.collapse_shape
+// CHECK: scf.for {{.*}} to %c3
+// CHECK: scf.for {{.*}} to %c8 {{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK: %[[P:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.addf %[[ACC]], %[[P]] fastmath<reassoc> : f32
+
+#win = affine_map<(o, k, l) -> (o * 2 + k, l)>
+#tap = affine_map<(o, k, l) -> (k, l)>
+#o = affine_map<(o, k, l) -> (o)>
+func.func @window_sums(%x: memref<17x8xf32>, %t: memref<3x8xf32>, %s: memref<8xf32>) {
+  linalg.generic {indexing_maps = [#win, #tap, #o],
+                  iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x, %t : memref<17x8xf32>, memref<3x8xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%a: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %a, %w : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// An elementwise loop stores at the loop's own indices: nothing to carry.
+// CHECK-LABEL: func.func @relu(
+// CHECK-NOT: iter_args
+// CHECK: memref.store
+// CHECK-NOT: loop_annotation
+
+#e = affine_map<(i, j) -> (i, j)>
+func.func @relu(%x: memref<64x256xf32>, %y: memref<64x256xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#e, #e],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x256xf32>) outs(%y : memref<64x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %z : f32
+    linalg.yield %r : f32
+  }
+  return
+}
