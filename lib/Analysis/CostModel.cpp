@@ -235,9 +235,9 @@ double AnalyticCostModel::gemmTimeS(const DeviceSpec &dev, const GemmWork &g,
   k = std::max(k, 1.0);
   double flops = 2.0 * m * n * k;
   // A batch of at least as many products as threads is spread by product,
-  // each on one thread (runtime/lib/blas.cpp); otherwise every product uses
-  // all threads.
-  if (t > 1 && count >= t) {
+  // each on one thread (runtime/lib/blas.cpp), unless the products sum into
+  // one output; otherwise every product uses all threads.
+  if (t > 1 && count >= t && !g.summed) {
     const GemmCalibration *one = shapeGrid(dev, dtype, 1);
     double rate = gridFlops(*one, g.layout, m, n, k);
     if (one->threads != 1)

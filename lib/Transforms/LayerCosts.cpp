@@ -99,6 +99,9 @@ void countKernel(PhaseWork &work, double bytes, double flops) {
 GemmLayout layoutOf(Operation *op,
                     const llvm::DenseMap<Value, ParamOp> &paramOf,
                     bool constantWeights) {
+  // dy times the im2col columns read transposed (LowerLinearAlgebra.cpp).
+  if (isa<ConvWeightGradOp>(op))
+    return GemmLayout::NT;
   bool ta = false, tb = false;
   if (auto g = dyn_cast<GemmOp>(op)) {
     ta = g.getTransA() != 0;
@@ -138,7 +141,7 @@ bool isFusibleConsumer(Operation *op) {
                       }) &&
          !isa<TransposeOp, ConcatOp, SliceOp, GatherOp, PadOp, TileOp, ExpandOp,
               SoftmaxOp, LogSoftmaxOp, LayerNormOp, CumSumOp, MatMulOp, GemmOp,
-              ConvOp, ConvTransposeOp>(op);
+              ConvOp, ConvWeightGradOp, ConvTransposeOp>(op);
 }
 
 /// The layer scope of a location: the innermost node name without its last
@@ -189,7 +192,8 @@ KernelClass kernelClassOf(Operation *op) {
   if (isa<TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp,
           ScatterElementsOp, ExpandOp, TileOp, PadOp, OneHotOp>(op))
     return KernelClass::Movement;
-  if (isa<MaxPoolOp, AveragePoolOp, ConvOp, ConvTransposeOp>(op))
+  if (isa<MaxPoolOp, AveragePoolOp, ConvOp, ConvWeightGradOp, ConvTransposeOp>(
+          op))
     return KernelClass::Window;
   return KernelClass::Elementwise;
 }
@@ -449,6 +453,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       GemmWork product;
       product.count = s[0];
       product.layout = layoutOf(&op, paramOf, !out.training);
+      product.summed = isa<ConvWeightGradOp>(op);
       if (b > 1 && !(s[0] >= b && s[0] % b == 0)) {
         int dim = 1;
         for (double *d : {&m, &n, &k}) {
@@ -478,22 +483,30 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                                       : 2}] += f * scale * batchScaling;
       work.gemmCalls += 1;
       work.otherFlops += static_cast<double>(*flops - f) * scale;
-      if (auto conv = dyn_cast<ConvOp>(op)) {
+      auto conv = dyn_cast<ConvOp>(op);
+      auto weightGrad = dyn_cast<ConvWeightGradOp>(op);
+      if (conv || weightGrad) {
         // As codegen lowers it (LowerLinearAlgebra.cpp): a padded copy of
         // the input when there is padding, then im2col writing the column
         // matrix (read back by the GEMM), except for a 1x1 unit-stride
-        // convolution, whose input already is the column matrix.
+        // convolution, whose input already is the column matrix. A weight
+        // gradient builds the same columns from the forward input.
         auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
           return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
         };
-        bool unitStride = all(conv.getStrides(), 1);
-        bool padded =
-            !all(conv.getPads(), 0) || conv.getAutoPad().starts_with("SAME");
+        bool unitStride =
+            all(conv ? conv.getStrides() : weightGrad.getStrides(), 1);
+        bool padded = conv ? !all(conv.getPads(), 0) ||
+                                 conv.getAutoPad().starts_with("SAME")
+                           : !all(weightGrad.getPads(), 0);
         // The kernel's extent is the weight's (kernel_shape is optional).
-        auto weight = cast<ShapedType>(conv.getWeight().getType());
+        ArrayRef<int64_t> kernel =
+            conv ? cast<ShapedType>(conv.getWeight().getType())
+                       .getShape()
+                       .drop_front(2)
+                 : weightGrad.getKernelShape();
         bool pointwise = unitStride && !padded &&
-                         llvm::all_of(weight.getShape().drop_front(2),
-                                      [](int64_t d) { return d == 1; });
+                         llvm::all_of(kernel, [](int64_t d) { return d == 1; });
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =
@@ -510,11 +523,14 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           // strides a streaming copy like an elementwise kernel (measured
           // on the residual CNN's inference at one thread: about 75 GB/s,
           // the elementwise probe's figure), a gather with larger strides.
-          // Runs shorter than a vector (a weight gradient's convolution,
-          // whose output is the kernel's size) fall to scalar code: 6 GB/s
-          // on the CNN's training step, below even the windowed probe.
+          // Runs shorter than a vector (the convolution that computes a
+          // 1-D or 3-D weight gradient, whose output is the kernel's size)
+          // fall to scalar code: 6 GB/s on the CNN's training step when its
+          // 2-D weight gradients ran that way, below the windowed probe.
+          Value spatialOut =
+              conv ? Value(op.getResult(0)) : Value(weightGrad.getOutputGrad());
           int64_t outW =
-              cast<ShapedType>(op.getResult(0).getType()).getShape().back();
+              cast<ShapedType>(spatialOut.getType()).getShape().back();
           addLoopBytes(work,
                        outW < 8     ? KernelClass::Window
                        : unitStride ? KernelClass::Elementwise

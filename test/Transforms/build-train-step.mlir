@@ -73,3 +73,20 @@ module {
     return %e : tensor<4xf32>
   }
 }
+
+// -----
+
+// Autodiff emits it for a 2-D convolution's weight, with the convolution's
+// attributes.
+// CHECK-LABEL: dist.param @w {trainable} : tensor<4x3x3x3xf32>
+// CHECK: func.func @train_step(
+// CHECK: %[[Y:.*]] = dist.conv %[[X:[^,]*]], %[[W:.*]] {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+// CHECK: dist.conv_weight_grad %[[X]], %{{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x3x8x8xf32>, tensor<2x4x4x4xf32>) -> tensor<4x3x3x3xf32>
+module {
+  dist.param @w : tensor<4x3x3x3xf32>
+  func.func @main(%x: tensor<2x3x8x8xf32> {dist.name = "x"}) -> (tensor<2x4x4x4xf32> {dist.name = "y"}) {
+    %w = dist.get_param @w : tensor<4x3x3x3xf32>
+    %y = dist.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
+    return %y : tensor<2x4x4x4xf32>
+  }
+}

@@ -152,6 +152,23 @@ TEST(CostModel, GemmTimeInterpolatesTheShapeGrid) {
   batched.batchDim = 0;
   batched.count = 1;
   EXPECT_REL(cm.gemmTimeS(dev, batched, 4, 1, 2), 4 * flopsOf(g) / (1e9 * 2));
+  // Products summed into one output (a convolution's weight gradient) run
+  // one after another, each on both threads: the two-thread grid's rate,
+  // here made 1.5x the one-thread rate (not 2x) to tell the two apart.
+  DeviceSpec sublinear = dev;
+  for (GemmCalibration &cal : sublinear.calibration->gemm["f32"]) {
+    if (cal.threads != 2)
+      continue;
+    for (GemmShapePoint &p : cal.shapes)
+      p.flops *= 0.75;
+    ASSERT_EQ(indexGemmShapes(cal), "");
+  }
+  GemmWork summed = batched;
+  summed.summed = true;
+  EXPECT_REL(cm.gemmTimeS(sublinear, summed, 4, 1, 2), 4 * flopsOf(g) / 1.5e9);
+  EXPECT_REL(cm.gemmTimeS(sublinear, batched, 4, 1, 2),
+             4 * flopsOf(g) / (1e9 * 2));
+  EXPECT_REL(cm.gemmTimeS(sublinear, summed, 4, 1, 1), 4 * flopsOf(g) / 1e9);
   // Tensor parallelism splits n (the rate here depends on m only).
   GemmWork wide = g;
   wide.n = 256;

@@ -38,6 +38,9 @@ struct GemmWork {
   double m = 1, n = 1, k = 1;
   int batchDim = 0;
   GemmLayout layout = GemmLayout::NN;
+  /// The `count` products are summed into one output (a convolution's
+  /// weight gradient): they run one after another, each on every thread.
+  bool summed = false;
 };
 
 /// Work of one phase (forward or backward) of a layer for ONE sample.

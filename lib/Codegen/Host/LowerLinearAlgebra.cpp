@@ -301,6 +301,53 @@ Value channelInit(OpBuilder &b, Location loc, RankedTensorType outType,
       .getResult(0);
 }
 
+/// The im2col columns of a 2-D convolution's padded input [N, C, H, W]:
+/// col[n, (c, kh, kw), (oh, ow)] = in[n, c, oh*s + kh*d, ow*s + kw*d], as
+/// [N, C*KH*KW, OH*OW]. A 1x1 unit-stride convolution's input already is
+/// that matrix (a reshape).
+Value columns(OpBuilder &b, Location loc, Value padded,
+              const ConvGeometry &geo) {
+  MLIRContext *ctx = b.getContext();
+  auto pt = cast<RankedTensorType>(padded.getType());
+  Type elem = pt.getElementType();
+  int64_t C = pt.getDimSize(1);
+  int64_t KH = geo.kernel[0], KW = geo.kernel[1];
+  int64_t OH = geo.out[0], OW = geo.out[1];
+  int64_t N = pt.getDimSize(0);
+  auto colType = RankedTensorType::get({N, C * KH * KW, OH * OW}, elem);
+  bool pointwise = KH == 1 && KW == 1 && geo.strides[0] == 1 &&
+                   geo.strides[1] == 1 && pt.getDimSize(2) == OH &&
+                   pt.getDimSize(3) == OW;
+  if (pointwise)
+    return tensor::CollapseShapeOp::create(
+        b, loc, colType, padded,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  // Loops (n, c, kh, kw, oh, ow).
+  AffineMap inMap = AffineMap::get(
+      6, 0,
+      {d(0), d(1), d(4) * geo.strides[0] + d(2) * geo.dilations[0],
+       d(5) * geo.strides[1] + d(3) * geo.dilations[1]},
+      ctx);
+  auto col6Type = RankedTensorType::get({N, C, KH, KW, OH, OW}, elem);
+  SmallVector<Value> dyn;
+  if (ShapedType::isDynamic(N))
+    dyn.push_back(ofrToValue(b, loc, tensor::getMixedSize(b, loc, padded, 0)));
+  Value empty = tensor::EmptyOp::create(b, loc, col6Type, dyn);
+  Value col6 =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{col6Type}, ValueRange{padded}, ValueRange{empty},
+          SmallVector<AffineMap>{inMap, b.getMultiDimIdentityMap(6)},
+          SmallVector<IT>(6, IT::parallel),
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(nb, l, a[0]);
+          })
+          .getResult(0);
+  return tensor::CollapseShapeOp::create(
+      b, loc, colType, col6,
+      SmallVector<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
+}
+
 struct ConvLowering : OpConversionPattern<dist::ConvOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -362,44 +409,8 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     int64_t KH = geo.kernel[0], KW = geo.kernel[1];
     int64_t OH = geo.out[0], OW = geo.out[1];
     int64_t CKK = C * KH * KW, P = OH * OW;
-    Value n = ofrToValue(b, loc, tensor::getMixedSize(b, loc, padded, 0));
     int64_t N = pt.getDimSize(0);
-    Value col;
-    bool pointwise = KH == 1 && KW == 1 && geo.strides[0] == 1 &&
-                     geo.strides[1] == 1 && pt.getDimSize(2) == OH &&
-                     pt.getDimSize(3) == OW;
-    auto colType = RankedTensorType::get({N, CKK, P}, elem);
-    if (pointwise) {
-      col = tensor::CollapseShapeOp::create(
-          b, loc, colType, padded,
-          SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-    } else {
-      auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-      // Loops (n, c, kh, kw, oh, ow).
-      AffineMap inMap = AffineMap::get(
-          6, 0,
-          {d(0), d(1), d(4) * geo.strides[0] + d(2) * geo.dilations[0],
-           d(5) * geo.strides[1] + d(3) * geo.dilations[1]},
-          ctx);
-      auto col6Type = RankedTensorType::get({N, C, KH, KW, OH, OW}, elem);
-      SmallVector<Value> dyn;
-      if (ShapedType::isDynamic(N))
-        dyn.push_back(n);
-      Value empty = tensor::EmptyOp::create(b, loc, col6Type, dyn);
-      Value col6 =
-          linalg::GenericOp::create(
-              b, loc, TypeRange{col6Type}, ValueRange{padded},
-              ValueRange{empty},
-              SmallVector<AffineMap>{inMap, b.getMultiDimIdentityMap(6)},
-              SmallVector<IT>(6, IT::parallel),
-              [](OpBuilder &nb, Location l, ValueRange a) {
-                linalg::YieldOp::create(nb, l, a[0]);
-              })
-              .getResult(0);
-      col = tensor::CollapseShapeOp::create(
-          b, loc, colType, col6,
-          SmallVector<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
-    }
+    Value col = columns(b, loc, padded, geo);
     Value w2 = tensor::CollapseShapeOp::create(
         b, loc, RankedTensorType::get({F, CKK}, elem), weight,
         SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
@@ -495,6 +506,62 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     for (int64_t i = 0; i < s; ++i)
       ore.push_back({3 + i});
     return tensor::CollapseShapeOp::create(b, loc, outType, r, ore);
+  }
+};
+
+/// dw[f, (c, kh, kw)] = sum over n, p of dy[n, f, p] * col[n, (c, kh, kw), p]
+/// with the forward convolution's im2col columns: one F x C*KH*KW x OH*OW
+/// product per sample (the columns read transposed), summed into dw, which
+/// dist-contractions-to-runtime runs as a GEMM batch with a zero output
+/// stride.
+struct ConvWeightGradLowering : OpConversionPattern<dist::ConvWeightGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ConvWeightGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = adaptor.getInput(), dy = adaptor.getOutputGrad();
+    auto xType = cast<RankedTensorType>(x.getType());
+    auto dyType = cast<RankedTensorType>(dy.getType());
+    auto outType =
+        cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    if (xType.getRank() != 4 || !outType.hasStaticShape() ||
+        llvm::any_of(dyType.getShape().drop_front(), ShapedType::isDynamic))
+      return notSupported(op, "a convolution weight gradient that is not 2-D "
+                              "with static channels and sizes");
+    // The result plays the weight ([F, C, k...]) and dy the output.
+    auto geo = convGeometry(op, xType, outType, dyType, op.getStrides(),
+                            op.getDilations(), op.getPads(), "NOTSET",
+                            /*transpose=*/false);
+    if (failed(geo))
+      return failure();
+    Type elem = outType.getElementType();
+    Value zero = scalarConst(rewriter, loc, elem, 0);
+    Value padded =
+        padSpatial(rewriter, loc, x, geo->padBegin, geo->padEnd, zero);
+    Value col = columns(rewriter, loc, padded, *geo);
+    int64_t F = outType.getDimSize(0), C = outType.getDimSize(1);
+    int64_t CKK = C * geo->kernel[0] * geo->kernel[1];
+    int64_t P = geo->out[0] * geo->out[1];
+    Value dy3 = tensor::CollapseShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({dyType.getDimSize(0), F, P}, elem), dy,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    auto dw2Type = RankedTensorType::get({F, CKK}, elem);
+    Value init = filledTensor(rewriter, loc, dw2Type, {}, zero);
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Loops (n, f, q, p).
+    SmallVector<AffineMap> maps{AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx),
+                                AffineMap::get(4, 0, {d(0), d(2), d(3)}, ctx),
+                                AffineMap::get(4, 0, {d(1), d(2)}, ctx)};
+    Value dw2 = buildContraction(
+        rewriter, loc, dy3, col, init, maps,
+        {IT::reduction, IT::parallel, IT::parallel, IT::reduction},
+        elemTypeOf(op.getInput()));
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+        op, outType, dw2, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+    return success();
   }
 };
 
@@ -630,6 +697,6 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
 
 void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
                                             RewritePatternSet &p) {
-  p.add<MatMulLowering, GemmLowering, ConvLowering, ConvTransposeLowering>(
-      tc, p.getContext());
+  p.add<MatMulLowering, GemmLowering, ConvLowering, ConvWeightGradLowering,
+        ConvTransposeLowering>(tc, p.getContext());
 }

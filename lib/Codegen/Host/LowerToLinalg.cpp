@@ -129,15 +129,30 @@ codegen::classifyGemmLoops(ArrayRef<AffineMap> maps,
     return std::nullopt;
   GemmLoops g;
   size_t numLoops = iters.size();
-  // Exactly one reduction loop (k); output dims are pure loop dims.
-  for (size_t i = 0; i < numLoops; ++i) {
-    if (iters[i] == utils::IteratorType::reduction) {
-      if (g.k != -1)
-        return std::nullopt;
-      g.k = i;
-    }
+  // One reduction loop (k), or two: k and a batch of products summed into
+  // one output (a convolution's weight gradient, summed over the samples),
+  // the one outer to k in both inputs. Output dims are pure loop dims.
+  SmallVector<int64_t, 2> reductions;
+  for (size_t i = 0; i < numLoops; ++i)
+    if (iters[i] == utils::IteratorType::reduction)
+      reductions.push_back(i);
+  if (reductions.empty() || reductions.size() > 2)
+    return std::nullopt;
+  int64_t summed = -1;
+  g.k = reductions.back();
+  if (reductions.size() == 2) {
+    int64_t a = reductions[0], b = reductions[1];
+    if ((*lw)[a] == -1 || (*lw)[b] == -1 || (*rw)[a] == -1 || (*rw)[b] == -1 ||
+        (*ow)[a] != -1)
+      return std::nullopt;
+    if ((*lw)[b] < (*lw)[a] && (*rw)[b] < (*rw)[a])
+      std::swap(a, b);
+    else if (!((*lw)[a] < (*lw)[b] && (*rw)[a] < (*rw)[b]))
+      return std::nullopt;
+    summed = a;
+    g.k = b;
   }
-  if (g.k == -1 || (*ow)[g.k] != -1 || (*lw)[g.k] == -1 || (*rw)[g.k] == -1)
+  if ((*ow)[g.k] != -1 || (*lw)[g.k] == -1 || (*rw)[g.k] == -1)
     return std::nullopt;
   SmallVector<int64_t> outLoops;
   for (AffineExpr e : maps[2].getResults()) {
@@ -146,13 +161,16 @@ codegen::classifyGemmLoops(ArrayRef<AffineMap> maps,
       return std::nullopt;
     outLoops.push_back(d.getPosition());
   }
-  if (outLoops.size() + 1 != numLoops)
+  if (outLoops.size() + reductions.size() != numLoops)
     return std::nullopt;
   size_t r = outLoops.size();
+  // A summed batch takes the batch slot: the output is one matrix.
+  if (summed != -1 && r != 2)
+    return std::nullopt;
   if (r >= 2) {
     if (r > 3)
       return std::nullopt;
-    g.batch = r == 3 ? outLoops[0] : -1;
+    g.batch = r == 3 ? outLoops[0] : summed;
     g.m = outLoops[r - 2];
     g.n = outLoops[r - 1];
     // A transposed output: lhs indexes the last dim.

@@ -76,8 +76,11 @@ struct GemmLoops {
 };
 /// Classifies the loops of a contraction with indexing maps `maps` (lhs,
 /// rhs, out) and iterators `iters`: one reduction loop, at most one batch
-/// loop shared by both inputs, pure dim expressions. nullopt when the
-/// runtime's GEMM cannot run it.
+/// loop shared by both inputs, pure dim expressions. The batch may be a
+/// second reduction loop, outer to k in both inputs, when the output is one
+/// matrix: the products are summed into it (outDims[batch] is -1, so the
+/// runtime gets a zero output batch stride). nullopt when the runtime's
+/// GEMM cannot run it.
 std::optional<GemmLoops> classifyGemmLoops(ArrayRef<AffineMap> maps,
                                            ArrayRef<utils::IteratorType> iters);
 /// Size of dimension `i` of the ranked tensor `v` as an index value.

@@ -435,6 +435,24 @@ func.func @conv_element_types(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf16>)
 
 // -----
 
+func.func @conv_weight_grad_batch(%x: tensor<2x3x8x8xf32>, %dy: tensor<4x16x6x6xf32>) {
+  // expected-error @+2 {{input batch 2 differs from the output gradient's 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dist.conv_weight_grad %x, %dy {kernel_shape = array<i64: 3, 3>} : (tensor<2x3x8x8xf32>, tensor<4x16x6x6xf32>) -> tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_weight_grad_rank(%x: tensor<2x3x8xf32>, %dy: tensor<2x16x6x6xf32>) {
+  // expected-error @+2 {{input must be N x C x 2 spatial dims, got shape [2, 3, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dist.conv_weight_grad %x, %dy {kernel_shape = array<i64: 3, 3>} : (tensor<2x3x8xf32>, tensor<2x16x6x6xf32>) -> tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
 func.func @conv_group(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>) {
   // expected-error @+2 {{'group' must be positive, got 0}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -133,6 +133,22 @@ mlir::dist::detail::defaultContractionShape(Operation *op) {
         return SmallVector<int64_t, 4>{y.getDimSize(0), w.getDimSize(0),
                                        y.getDimSize(2) * y.getDimSize(3), k};
       })
+      .Case([](ConvWeightGradOp c) -> FailureOr<SmallVector<int64_t, 4>> {
+        // One product per sample, summed: dy[n] (F x P) times the sample's
+        // im2col columns (C*k x P) transposed.
+        RankedTensorType x = rankedStatic(c.getInput());
+        RankedTensorType dy = rankedStatic(c.getOutputGrad());
+        RankedTensorType dw = rankedStatic(c.getOutput());
+        if (!x || !dy || !dw)
+          return failure();
+        int64_t q = 1, p = 1;
+        for (int64_t d : dw.getShape().drop_front())
+          q *= d;
+        for (int64_t d : dy.getShape().drop_front(2))
+          p *= d;
+        return SmallVector<int64_t, 4>{dy.getDimSize(0), dy.getDimSize(1), q,
+                                       p};
+      })
       .Default([](Operation *) { return failure(); });
 }
 

@@ -259,13 +259,22 @@ explicitPads(Operation *op, StringRef autoPad, ArrayRef<int64_t> inDims,
 }
 
 /// Gradient of a convolution's weight: sum over the batch and positions of
-/// x * dy, as a convolution of x (channels and batch swapped) with dy as
-/// the kernel (strides and dilations swapped), cut to the kernel size.
-/// `x` is [N, C, S...], `dy` is [N, O, So...]; returns [O, C, k...].
+/// x * dy. `x` is [N, C, S...], `dy` is [N, O, So...]; returns [O, C, k...].
+/// A 2-D convolution gets dist.conv_weight_grad, which codegen runs on the
+/// forward convolution's im2col columns (unit-stride copies) with one
+/// product per sample of O x C*k x So. Other ranks use a convolution of x
+/// (channels and batch swapped) with dy as the kernel (strides and
+/// dilations swapped), cut to the kernel size; on 2-D that form's im2col
+/// copies runs as short as the kernel (measured on the residual CNN's
+/// training step: 27% of it in those copies at 6 GB/s).
 Value convWeightGrad(GraphBuilder &g, Value x, Value dy,
                      ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                      ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
   int64_t r = g.typeOf(x).getRank();
+  if (r == 4)
+    return g.one<ConvWeightGradOp>(
+        {x, dy}, {g.i64s("kernel_shape", kernel), g.i64s("strides", strides),
+                  g.i64s("dilations", dilations), g.i64s("pads", pads)});
   SmallVector<int64_t> swap01(r);
   std::iota(swap01.begin(), swap01.end(), 0);
   std::swap(swap01[0], swap01[1]);

@@ -887,6 +887,37 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
       });
 }
 
+LogicalResult ConvWeightGradOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  Shape x = shapeOf(adaptor.getInput()), dy = shapeOf(adaptor.getOutputGrad());
+  Type elt = eltOf(adaptor.getInput());
+  if (eltOf(adaptor.getOutputGrad()) != elt)
+    return fail(loc, "input and output gradient element types differ");
+  ArrayRef<int64_t> kernel = adaptor.getKernelShape();
+  size_t n = kernel.size();
+  if (n == 0)
+    return fail(loc, "'kernel_shape' is empty");
+  for (auto [name, v] :
+       {std::pair{"input", x}, std::pair{"output gradient", dy}})
+    if (v && v->size() != n + 2)
+      return fail(loc, Twine(name) + " must be N x C x " + Twine(n) +
+                           " spatial dims, got shape " + dimsToString(*v));
+  if (x && dy && !compatibleDims((*x)[0], (*dy)[0]))
+    return fail(loc, "input batch " + Twine((*x)[0]) +
+                         " differs from the output gradient's " +
+                         Twine((*dy)[0]));
+  if (failed(checkAttrLen(loc, adaptor.getStrides(), n, "strides")) ||
+      failed(checkAttrLen(loc, adaptor.getDilations(), n, "dilations")) ||
+      failed(checkAttrLen(loc, adaptor.getPads(), 2 * n, "pads")))
+    return failure();
+  Dims out{dy ? (*dy)[1] : kDynamic, x ? (*x)[1] : kDynamic};
+  out.append(kernel.begin(), kernel.end());
+  types.push_back(RankedTensorType::get(out, elt));
+  return success();
+}
+
 LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,

@@ -511,6 +511,30 @@ def Dist_ConvTransposeOp : Dist_ConvLikeOp<"conv_transpose",
   }];
 }
 
+def Dist_ConvWeightGradOp : Dist_GraphOp<"conv_weight_grad", [Pure]> {
+  let summary = "gradient of a convolution's weight";
+  let description = [{
+    The weight gradient of `dist.conv` (group 1) with input `x`
+    (`N x C x D1 x ... x Dn`) and output gradient `dy` (`N x F x O1 x ... x
+    On`): `dw[f, c, k...] = sum over n, o... of dy[n, f, o...] *
+    x[n, c, o * stride + k * dilation - pad_begin]`, zero outside `x`. The
+    result is `F x C x kernel_shape...`. Autodiff emits it for 2-D
+    convolutions; codegen runs it as the forward convolution's im2col and
+    one product per sample accumulated into the result.
+
+    ```mlir
+    %dw = dist.conv_weight_grad %x, %dy {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<8x16x16x16xf32>, tensor<8x32x16x16xf32>) -> tensor<32x16x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Dist_FloatTensor:$input, Dist_FloatTensor:$output_grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs Dist_FloatTensor:$output);
+}
+
 def Dist_MaxPoolOp : Dist_GraphOp<"max_pool", [Pure]> {
   let summary = "N-d max pooling";
   let description = [{
