@@ -97,6 +97,20 @@ def HoistParallelDimsPass
                            "::mlir::memref::MemRefDialect"];
 }
 
+def StridedCopiesToLoopsPass
+    : Pass<"dist-strided-copies-to-loops", "::mlir::func::FuncOp"> {
+  let summary = "rewrite memref.copy into or out of strided views as "
+                "linalg.copy";
+  let description = [{
+    A `memref.copy` whose source or target has a non-identity layout (the
+    interior of a padded buffer, an inserted slice) becomes `linalg.copy`,
+    which lowers to parallel loops with a vectorised innermost row instead
+    of the runtime's row-by-row memcpy walk on one thread. Copies between
+    identity-layout buffers stay `memref.copy` (one memcpy).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def RegisterAccumulatorsPass
     : Pass<"dist-register-accumulators", "::mlir::func::FuncOp"> {
   let summary = "carry an innermost loop's reduction accumulator in a "

@@ -58,6 +58,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
 
   // Parallel dimensions become scf.parallel, whose outermost loops run on
   // the runtime's thread pool: those of reductions go first.
+  pm.addNestedPass<func::FuncOp>(createStridedCopiesToLoopsPass());
   pm.addNestedPass<func::FuncOp>(createHoistParallelDimsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createRegisterAccumulatorsPass());

@@ -1,0 +1,45 @@
+// RUN: dist-opt %s --split-input-file --dist-strided-copies-to-loops | FileCheck %s
+// RUN: dist-opt %s --split-input-file --dist-strided-copies-to-loops \
+// RUN:   --convert-linalg-to-parallel-loops | FileCheck %s --check-prefix=LOOPS
+
+// A tensor.pad bufferizes to a fill and a copy into the interior view: that
+// copy becomes linalg.copy, then parallel loops with the row innermost.
+// CHECK-LABEL: func.func @pad_interior(
+// CHECK-SAME: %[[X:.*]]: memref<8x16x16x16xf32>, %[[P:.*]]: memref<8x16x18x18xf32>)
+// CHECK: %[[V:.*]] = memref.subview %[[P]][0, 0, 1, 1] [8, 16, 16, 16] [1, 1, 1, 1]
+// CHECK-NOT: memref.copy
+// CHECK: linalg.copy ins(%[[X]] : memref<8x16x16x16xf32>) outs(%[[V]] : memref<8x16x16x16xf32, strided<[5184, 324, 18, 1], offset: 19>>)
+// LOOPS-LABEL: func.func @pad_interior(
+// LOOPS: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}, %[[W:.*]]) =
+// LOOPS: memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %[[W]]] : memref<8x16x16x16xf32>
+// LOOPS: memref.store {{.*}} : memref<8x16x16x16xf32, strided<[5184, 324, 18, 1], offset: 19>>
+func.func @pad_interior(%x: memref<8x16x16x16xf32>, %p: memref<8x16x18x18xf32>) {
+  %v = memref.subview %p[0, 0, 1, 1] [8, 16, 16, 16] [1, 1, 1, 1] : memref<8x16x18x18xf32> to memref<8x16x16x16xf32, strided<[5184, 324, 18, 1], offset: 19>>
+  memref.copy %x, %v : memref<8x16x16x16xf32> to memref<8x16x16x16xf32, strided<[5184, 324, 18, 1], offset: 19>>
+  return
+}
+
+// -----
+
+// A copy out of a strided view too.
+// CHECK-LABEL: func.func @slice_out(
+// CHECK: linalg.copy ins(%{{.*}} : memref<4x8xf32, strided<[16, 1], offset: 8>>) outs(%{{.*}} : memref<4x8xf32>)
+func.func @slice_out(%x: memref<4x16xf32>, %y: memref<4x8xf32>) {
+  %v = memref.subview %x[0, 8] [4, 8] [1, 1] : memref<4x16xf32> to memref<4x8xf32, strided<[16, 1], offset: 8>>
+  memref.copy %v, %y : memref<4x8xf32, strided<[16, 1], offset: 8>> to memref<4x8xf32>
+  return
+}
+
+// -----
+
+// Between whole buffers (identity layouts, static or dynamic) the copy stays
+// one memcpy.
+// CHECK-LABEL: func.func @whole(
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<64x512xf32> to memref<64x512xf32>
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<?x512xf32> to memref<?x512xf32>
+// CHECK-NOT: linalg.copy
+func.func @whole(%a: memref<64x512xf32>, %b: memref<64x512xf32>, %c: memref<?x512xf32>, %d: memref<?x512xf32>) {
+  memref.copy %a, %b : memref<64x512xf32> to memref<64x512xf32>
+  memref.copy %c, %d : memref<?x512xf32> to memref<?x512xf32>
+  return
+}
