@@ -399,6 +399,9 @@ case("Conv_stride_pad_dilation_bias", lambda g: op(
     "Conv", ["X", "W", "B"],
     {"X": g.normal(1, 2, 7, 7), "W": g.normal(3, 2, 3, 3), "B": g.normal(3)},
     strides=[2, 2], pads=[1, 0, 1, 2], dilations=[2, 1]))
+case("Conv_group", lambda g: op(
+    "Conv", ["X", "W"], {"X": g.normal(2, 4, 5, 5), "W": g.normal(6, 2, 3, 3)},
+    group=2, pads=[1, 0, 0, 1]))
 case("ConvTranspose", lambda g: op(
     "ConvTranspose", ["X", "W", "B"],
     {"X": g.normal(1, 2, 3, 3), "W": g.normal(2, 3, 3, 3), "B": g.normal(3)},

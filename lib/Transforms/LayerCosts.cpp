@@ -124,6 +124,36 @@ GemmLayout layoutOf(Operation *op,
   return tb ? GemmLayout::NT : GemmLayout::NN;
 }
 
+/// Whether a forward dist.conv reads the same input with the same kernel
+/// and window as `grad`: the two im2col column matrices (and padded copies)
+/// are then the same ops, which CSE merges after lowering, so the gradient
+/// builds none of its own.
+bool sharesForwardColumns(ConvWeightGradOp grad) {
+  auto orDefault = [](std::optional<ArrayRef<int64_t>> a, size_t n, int64_t v) {
+    return a ? SmallVector<int64_t>(a->begin(), a->end())
+             : SmallVector<int64_t>(n, v);
+  };
+  ArrayRef<int64_t> kernel = grad.getKernelShape();
+  size_t n = kernel.size();
+  for (Operation *user : grad.getInput().getUsers()) {
+    auto conv = dyn_cast<ConvOp>(user);
+    if (!conv || conv.getInput() != grad.getInput() || conv.getGroup() != 1 ||
+        conv.getAutoPad() != "NOTSET")
+      continue;
+    auto w = cast<ShapedType>(conv.getWeight().getType());
+    if (w.getShape().drop_front(2) != kernel)
+      continue;
+    if (orDefault(conv.getStrides(), n, 1) ==
+            orDefault(grad.getStrides(), n, 1) &&
+        orDefault(conv.getDilations(), n, 1) ==
+            orDefault(grad.getDilations(), n, 1) &&
+        orDefault(conv.getPads(), 2 * n, 0) ==
+            orDefault(grad.getPads(), 2 * n, 0))
+      return true;
+  }
+  return false;
+}
+
 /// Ops that fuse into a producer's loop nest when they read its result.
 bool isFusibleConsumer(Operation *op) {
   if (op->getNumResults() != 1)
@@ -507,6 +537,8 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                  : weightGrad.getKernelShape();
         bool pointwise = unitStride && !padded &&
                          llvm::all_of(kernel, [](int64_t d) { return d == 1; });
+        // A weight gradient reusing the forward convolution's columns.
+        bool shared = weightGrad && sharesForwardColumns(weightGrad);
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =
@@ -514,11 +546,11 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
             (inBytes /
              std::max<int64_t>(1, cast<ShapedType>(op.getOperand(0).getType())
                                       .getNumElements()));
-        if (padded) {
+        if (padded && !shared) {
           addLoopBytes(work, KernelClass::Elementwise, 2 * inBytes * scale);
           countKernel(work, 2 * inBytes, 0);
         }
-        if (!pointwise) {
+        if (!pointwise && !shared) {
           // im2col copies runs of one output row (OW elements): with unit
           // strides a streaming copy like an elementwise kernel (measured
           // on the residual CNN's inference at one thread: about 75 GB/s,

@@ -14,10 +14,12 @@
 // This pass rewrites every innermost scf.for whose only memory accesses are
 // loads and stores, and which loads and stores one memref at the same
 // loop-invariant indices, into a loop that carries the value as an
-// iter_arg: one load before the loop, one store after it. The loops come
-// from bufferized linalg ops, whose outputs never alias the inputs they read
-// at other indices (one-shot bufferization copies on such a conflict), so
-// the other loads in the loop cannot observe the deferred stores.
+// iter_arg: one load before the loop, one store after it (a loop that runs
+// no trip stores back the value it loaded). The loops come from bufferized
+// linalg ops, whose outputs never alias the inputs they read at other
+// indices (one-shot bufferization copies on such a conflict); as a guard,
+// a loop that reads another view of the accumulator's buffer (traced through
+// view-like ops to the allocation or argument) is left alone.
 //
 // An `arith.addf` or `arith.mulf` that combines the carried value becomes
 // `reassoc`, and the loop gets LLVM's vectorize hint: LLVM then sums in
@@ -36,6 +38,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_REGISTERACCUMULATORSPASS
@@ -57,6 +60,14 @@ struct Accumulator {
 
 bool sameIndices(ValueRange a, ValueRange b) {
   return a.size() == b.size() && llvm::equal(a, b);
+}
+
+/// The buffer `v` is a view of: through subviews, casts and reshapes to the
+/// allocation, global or argument.
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
 }
 
 /// The accumulators of the innermost loop `loop`; empty when its body has
@@ -100,6 +111,12 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
                     return s.getMemRef() == mem;
                   }) != 1)
       return {};
+    // Another view of the same buffer could read the deferred value.
+    Value root = rootBuffer(mem);
+    if (llvm::any_of(loads, [&](memref::LoadOp l) {
+          return l.getMemRef() != mem && rootBuffer(l.getMemRef()) == root;
+        }))
+      return {};
     found.push_back({match, store});
   }
   return found;
@@ -122,9 +139,11 @@ void requestVectorization(scf::ForOp loop) {
 /// returns whether `stored` is such a sum or product (a reduction LLVM's
 /// vectoriser recognises).
 bool allowReassociation(Value stored, Value carried) {
+  // Only a plain `acc op x`: LLVM recognises no reduction in which the
+  // accumulator has other uses (acc + (x - acc) * r).
   Operation *def = stored.getDefiningOp();
   if (!def || !isa<arith::AddFOp, arith::MulFOp>(def) ||
-      !llvm::is_contained(def->getOperands(), carried))
+      !llvm::is_contained(def->getOperands(), carried) || !carried.hasOneUse())
     return false;
   auto fm = cast<arith::ArithFastMathInterface>(def);
   arith::FastMathFlags flags = fm.getFastMathFlagsAttr().getValue();

@@ -130,3 +130,50 @@ func.func @relu(%x: memref<64x256xf32>, %y: memref<64x256xf32>) {
   }
   return
 }
+
+// -----
+
+// The loop also reads another view of the accumulator's buffer: the
+// deferred store could be observed, so nothing changes.
+// CHECK-LABEL: func.func @aliased_view(
+// CHECK-NOT: iter_args
+// CHECK: memref.store
+func.func @aliased_view(%buf: memref<2x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %row = memref.subview %buf[1, 0] [1, 64] [1, 1] : memref<2x64xf32> to memref<64xf32, strided<[1], offset: 64>>
+  scf.for %i = %c0 to %c64 step %c1 {
+    %a = memref.load %buf[%c0, %c0] : memref<2x64xf32>
+    %x = memref.load %row[%i] : memref<64xf32, strided<[1], offset: 64>>
+    %s = arith.addf %a, %x : f32
+    memref.store %s, %buf[%c0, %c0] : memref<2x64xf32>
+  }
+  return
+}
+
+// -----
+
+// An accumulator used twice (an exponential moving average) is carried in a
+// register but not reassociated or marked: it is no plain sum.
+// CHECK-LABEL: func.func @moving_average(
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK: arith.subf %{{.*}}, %[[ACC]] : f32
+// CHECK: arith.addf %[[ACC]], %{{.*}} : f32
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: }{{$}}
+func.func @moving_average(%x: memref<64xf32>, %m: memref<1xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %r = arith.constant 0.1 : f32
+  scf.for %i = %c0 to %c64 step %c1 {
+    %a = memref.load %m[%c0] : memref<1xf32>
+    %v = memref.load %x[%i] : memref<64xf32>
+    %d = arith.subf %v, %a : f32
+    %t = arith.mulf %d, %r : f32
+    %s = arith.addf %a, %t : f32
+    memref.store %s, %m[%c0] : memref<1xf32>
+  }
+  return
+}

@@ -260,7 +260,9 @@ explicitPads(Operation *op, StringRef autoPad, ArrayRef<int64_t> inDims,
 
 /// Gradient of a convolution's weight: sum over the batch and positions of
 /// x * dy. `x` is [N, C, S...], `dy` is [N, O, So...]; returns [O, C, k...].
-/// A 2-D convolution gets dist.conv_weight_grad, which codegen runs on the
+/// A 2-D f32/f64 convolution (each group's slice of a grouped one, and a
+/// transposed convolution with x and dy swapped) gets
+/// dist.conv_weight_grad, which codegen runs on the
 /// forward convolution's im2col columns (unit-stride copies) with one
 /// product per sample of O x C*k x So. Other ranks use a convolution of x
 /// (channels and batch swapped) with dy as the kernel (strides and
@@ -271,7 +273,8 @@ Value convWeightGrad(GraphBuilder &g, Value x, Value dy,
                      ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                      ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
   int64_t r = g.typeOf(x).getRank();
-  if (r == 4)
+  Type elem = g.typeOf(x).getElementType();
+  if (r == 4 && (elem.isF32() || elem.isF64()))
     return g.one<ConvWeightGradOp>(
         {x, dy}, {g.i64s("kernel_shape", kernel), g.i64s("strides", strides),
                   g.i64s("dilations", dilations), g.i64s("pads", pads)});

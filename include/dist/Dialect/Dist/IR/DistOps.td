@@ -514,13 +514,15 @@ def Dist_ConvTransposeOp : Dist_ConvLikeOp<"conv_transpose",
 def Dist_ConvWeightGradOp : Dist_GraphOp<"conv_weight_grad", [Pure]> {
   let summary = "gradient of a convolution's weight";
   let description = [{
-    The weight gradient of `dist.conv` (group 1) with input `x`
+    The weight gradient of a group-1 `dist.conv` with input `x`
     (`N x C x D1 x ... x Dn`) and output gradient `dy` (`N x F x O1 x ... x
     On`): `dw[f, c, k...] = sum over n, o... of dy[n, f, o...] *
     x[n, c, o * stride + k * dilation - pad_begin]`, zero outside `x`. The
-    result is `F x C x kernel_shape...`. Autodiff emits it for 2-D
-    convolutions; codegen runs it as the forward convolution's im2col and
-    one product per sample accumulated into the result.
+    result is `F x C x kernel_shape...`. Autodiff emits it for 2-D f32/f64
+    convolutions (per group for a grouped one; for a transposed
+    convolution with the roles of x and dy swapped); codegen runs it as
+    the forward convolution's im2col and one product per sample summed
+    into the result.
 
     ```mlir
     %dw = dist.conv_weight_grad %x, %dy {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>}
