@@ -25,6 +25,8 @@
 #include "dist/Codegen/Passes.h"
 #include "dist/Codegen/RuntimeABI.h"
 
+#include "LoopHints.h"
+
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -48,8 +50,6 @@ constexpr int64_t kTargetIterations = 64;
 constexpr int64_t kMinOuterIterations = 16;
 /// Smallest block of the innermost dimension when it is cut.
 constexpr int64_t kMinInnerBlock = 64;
-/// Innermost loops with fewer static trips may be unrolled by LLVM.
-constexpr int64_t kMinVectorTrips = 4;
 /// Work estimates saturate here (only compared with the fork threshold).
 constexpr int64_t kMaxWork = int64_t(1) << 40;
 /// Trip count assumed for a nested sequential loop with dynamic bounds.
@@ -286,19 +286,9 @@ struct ParallelizeLoopsPass
     // 8x16x32x32 ran at 0.9 ns per element that way).
     std::optional<int64_t> innerStatic = trips[rank - 1];
     auto keepRolled = [&](scf::ForOp forOp) {
-      if (innerStatic && *innerStatic < kMinVectorTrips)
+      if (innerStatic && *innerStatic < dist::codegen::kMinVectorTrips)
         return;
-      // LLVM skips loops under 16 trips unless vectorisation is asked for.
-      auto vectorize = LLVM::LoopVectorizeAttr::get(
-          ctx, /*disable=*/BoolAttr::get(ctx, false), {}, {}, {}, {}, {}, {});
-      auto unroll = LLVM::LoopUnrollAttr::get(
-          ctx, /*disable=*/BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
-      // "loop_annotation" becomes the llvm.br's property of that name
-      // (scf-to-cf copies LLVM-dialect attributes to the loop's back edge).
-      forOp->setAttr("loop_annotation",
-                     LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, {},
-                                                   unroll, {}, {}, {}, {}, {},
-                                                   {}, {}, {}, {}, {}, {}));
+      dist::codegen::requestVectorization(forOp);
     };
     if (rank == 1) {
       auto forOp = scf::ForOp::create(bb, loc, begin, end, c1);

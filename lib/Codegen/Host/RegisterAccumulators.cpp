@@ -32,6 +32,8 @@
 
 #include "dist/Codegen/Passes.h"
 
+#include "LoopHints.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -48,9 +50,6 @@ namespace mlir::dist {
 using namespace mlir;
 
 namespace {
-
-/// Loops with fewer static trips are left to LLVM's unroller.
-constexpr int64_t kMinVectorTrips = 4;
 
 /// A value carried from trip to trip through memory.
 struct Accumulator {
@@ -122,19 +121,6 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
   return found;
 }
 
-/// Marks `loop` for LLVM's vectoriser and keeps LLVM from unrolling it
-/// first (see ParallelizeLoops.cpp).
-void requestVectorization(scf::ForOp loop) {
-  MLIRContext *ctx = loop.getContext();
-  auto vectorize = LLVM::LoopVectorizeAttr::get(
-      ctx, /*disable=*/BoolAttr::get(ctx, false), {}, {}, {}, {}, {}, {});
-  auto unroll = LLVM::LoopUnrollAttr::get(
-      ctx, /*disable=*/BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
-  loop->setAttr("loop_annotation", LLVM::LoopAnnotationAttr::get(
-                                       ctx, {}, vectorize, {}, unroll, {}, {},
-                                       {}, {}, {}, {}, {}, {}, {}, {}, {}));
-}
-
 /// Lets an addf/mulf that combines `carried` with another value reassociate;
 /// returns whether `stored` is such a sum or product (a reduction LLVM's
 /// vectoriser recognises).
@@ -185,8 +171,9 @@ LogicalResult promote(RewriterBase &rewriter, scf::ForOp loop,
     rewriter.eraseOp(a.load);
   }
   std::optional<APInt> trips = newLoop.getStaticTripCount();
-  if (sums && (!trips || trips->getSExtValue() >= kMinVectorTrips))
-    requestVectorization(newLoop);
+  if (sums &&
+      (!trips || trips->getSExtValue() >= dist::codegen::kMinVectorTrips))
+    dist::codegen::requestVectorization(newLoop);
   return success();
 }
 

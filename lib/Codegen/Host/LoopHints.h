@@ -1,0 +1,40 @@
+//===- LoopHints.h - LLVM loop hints on scf.for loops ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The vectorisation hint that dist-parallelize-loops puts on the innermost
+// loop of an outlined nest and dist-register-accumulators on a reduction
+// loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_LIB_CODEGEN_HOST_LOOPHINTS_H
+#define DIST_LIB_CODEGEN_HOST_LOOPHINTS_H
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::dist::codegen {
+
+/// Loops with fewer static trips are left to LLVM's unroller.
+constexpr int64_t kMinVectorTrips = 4;
+
+/// Asks LLVM to vectorise `loop` (it skips loops under 16 trips otherwise)
+/// and not to unroll it first: left alone, LLVM fully unrolls a short loop
+/// and vectorises the loop around it with gathers and scatters.
+/// "loop_annotation" becomes the llvm.br's property of that name
+/// (scf-to-cf copies LLVM-dialect attributes to the loop's back edge).
+inline void requestVectorization(scf::ForOp loop) {
+  MLIRContext *ctx = loop.getContext();
+  auto vectorize = LLVM::LoopVectorizeAttr::get(
+      ctx, /*disable=*/BoolAttr::get(ctx, false), {}, {}, {}, {}, {}, {});
+  auto unroll = LLVM::LoopUnrollAttr::get(
+      ctx, /*disable=*/BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
+  loop->setAttr("loop_annotation",
+                LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, {}, unroll,
+                                              {}, {}, {}, {}, {}, {}, {}, {},
+                                              {}, {}, {}));
+}
+
+} // namespace mlir::dist::codegen
+
+#endif // DIST_LIB_CODEGEN_HOST_LOOPHINTS_H
