@@ -1,0 +1,129 @@
+// RUN: dist-opt %s --dist-fuse-elementwise --split-input-file --mlir-print-local-scope | FileCheck %s
+// RUN: dist-opt %s --split-input-file --dist-fuse-elementwise \
+// RUN:   --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries \
+// RUN:   function-boundary-type-conversion=identity-layout-map" --canonicalize \
+// RUN:   | FileCheck %s --check-prefix=BUF
+
+// An elementwise producer with a second user after its elementwise
+// consumer (AdamW's first moment: the parameter update reads it, the
+// optimizer state keeps it) is fused into the consumer, which also yields
+// the producer's result: one loop, the moment computed once and stored
+// once, in place (the step's parameter stores are materialize_in_destination
+// into the arguments).
+
+// CHECK-LABEL: func.func @moment_and_update(
+// CHECK-NOT: linalg.generic
+// CHECK: %[[F:.*]]:2 = linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: materialize_in_destination %[[F]]#{{[01]}}
+// CHECK: materialize_in_destination %[[F]]#{{[01]}}
+
+// BUF-LABEL: func.func @moment_and_update(
+// BUF-NOT: memref.alloc
+// BUF-NOT: memref.copy
+// BUF: linalg.generic
+// BUF-NOT: linalg.generic
+// BUF-NOT: memref.copy
+// BUF: return
+func.func @moment_and_update(%p: tensor<1000x32xf32>, %g: tensor<1000x32xf32>, %m: tensor<1000x32xf32>) -> (tensor<1000x32xf32>, tensor<1000x32xf32>) {
+  %b = arith.constant 0.9 : f32
+  %c = arith.constant 0.1 : f32
+  %lr = arith.constant 0.001 : f32
+  %mn = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m, %g : tensor<1000x32xf32>, tensor<1000x32xf32>) outs(%m : tensor<1000x32xf32>) {
+  ^bb0(%a: f32, %x: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    %t = arith.mulf %x, %c : f32
+    %u = arith.addf %s, %t : f32
+    linalg.yield %u : f32
+  } -> tensor<1000x32xf32>
+  %pn = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%p, %mn : tensor<1000x32xf32>, tensor<1000x32xf32>) outs(%p : tensor<1000x32xf32>) {
+  ^bb0(%a: f32, %x: f32, %o: f32):
+    %s = arith.mulf %x, %lr : f32
+    %u = arith.subf %a, %s : f32
+    linalg.yield %u : f32
+  } -> tensor<1000x32xf32>
+  %pw = bufferization.materialize_in_destination %pn in %p : (tensor<1000x32xf32>, tensor<1000x32xf32>) -> tensor<1000x32xf32>
+  %mw = bufferization.materialize_in_destination %mn in %m : (tensor<1000x32xf32>, tensor<1000x32xf32>) -> tensor<1000x32xf32>
+  return %pw, %mw : tensor<1000x32xf32>, tensor<1000x32xf32>
+}
+
+// -----
+
+// Another user before the consumer would read a value the fused op only
+// defines later: no fusion, two loops.
+
+// CHECK-LABEL: func.func @user_before_consumer(
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+// CHECK: linalg.generic
+func.func @user_before_consumer(%p: tensor<64xf32>, %g: tensor<64xf32>) -> (tensor<64xf32>, f32) {
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<64xf32>
+  %sq = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%g : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.mulf %x, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %first = tensor.extract %sq[%c0] : tensor<64xf32>
+  %pn = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%p, %sq : tensor<64xf32>, tensor<64xf32>) outs(%p : tensor<64xf32>) {
+  ^bb0(%a: f32, %x: f32, %o: f32):
+    %u = arith.subf %a, %x : f32
+    linalg.yield %u : f32
+  } -> tensor<64xf32>
+  return %pn, %first : tensor<64xf32>, f32
+}
+
+// -----
+
+// A consumer that broadcasts the producer's result would compute it once
+// per broadcast element: no fusion.
+
+// CHECK-LABEL: func.func @broadcast_consumer(
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel"]
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+func.func @broadcast_consumer(%g: tensor<64xf32>, %x: tensor<64x8xf32>) -> (tensor<64x8xf32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xf32>
+  %sq = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%g : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.sqrt %a : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %sq : tensor<64x8xf32>, tensor<64xf32>) outs(%e2 : tensor<64x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %u = arith.mulf %a, %b : f32
+    linalg.yield %u : f32
+  } -> tensor<64x8xf32>
+  return %r, %sq : tensor<64x8xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A consumer reading the shared producer in two operands (a squared
+// difference whose difference is also kept): one loop, both results.
+
+// CHECK-LABEL: func.func @squared_difference(
+// CHECK-NOT: linalg.generic
+// CHECK: %[[F:.*]]:2 = linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<64xf32>, tensor<64xf32>)
+// CHECK: %[[D:.*]] = arith.subf
+// CHECK: %[[S:.*]] = arith.mulf %[[D]], %[[D]]
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[F]]#{{[01]}}, %[[F]]#{{[01]}}
+func.func @squared_difference(%x: tensor<64xf32>, %y: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %y : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64xf32>
+  %sq = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%d, %d : tensor<64xf32>, tensor<64xf32>) outs(%e2 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  return %sq, %d : tensor<64xf32>, tensor<64xf32>
+}
