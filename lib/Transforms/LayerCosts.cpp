@@ -174,6 +174,33 @@ bool isFusibleConsumer(Operation *op) {
               ConvOp, ConvWeightGradOp, ConvTransposeOp>(op);
 }
 
+/// The elementwise op that codegen fuses an elementwise `op` with several
+/// users into (dist-fuse-elementwise's shared-producer fusion): its first
+/// user in the block, parameter stores aside (they become the step's
+/// results, at its end), when that user is elementwise over the same shape.
+/// The fused op still stores `op`'s result for the other users. Null when
+/// there is none.
+Operation *firstElementwiseUser(Operation *op) {
+  if (op->getNumResults() != 1 || op->getResult(0).hasOneUse() ||
+      !isFusibleConsumer(op))
+    return nullptr;
+  Value r = op->getResult(0);
+  Operation *first = nullptr;
+  for (Operation *user : r.getUsers()) {
+    if (isa<SetParamOp>(user))
+      continue;
+    if (user->getBlock() != op->getBlock())
+      return nullptr;
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  }
+  if (!first || !isFusibleConsumer(first) ||
+      cast<ShapedType>(first->getResult(0).getType()).getShape() !=
+          cast<ShapedType>(r.getType()).getShape())
+    return nullptr;
+  return first;
+}
+
 /// The layer scope of a location: the innermost node name without its last
 /// path component ("/h.0/attn/MatMul" -> "/h.0/attn"), or "".
 std::string scopeOf(Location loc) {
@@ -228,14 +255,17 @@ KernelClass kernelClassOf(Operation *op) {
   return KernelClass::Elementwise;
 }
 
-/// Adds `bytes` moved by one generated kernel of class `c`.
-void addLoopBytes(PhaseWork &work, KernelClass c, double bytes) {
+/// Adds `bytes` moved by a generated kernel of class `c` that touches
+/// `footprint` bytes in all (`bytes` when it is the whole kernel).
+void addLoopBytes(PhaseWork &work, KernelClass c, double bytes,
+                  double footprint = 0) {
   if (bytes <= 0)
     return;
   int i = static_cast<int>(c);
   work.bytes += bytes;
   work.classBytes[i] += bytes;
-  work.classLogFootprintWeighted[i] += bytes * std::log(std::max(1.0, bytes));
+  work.classLogFootprintWeighted[i] +=
+      bytes * std::log(std::max(1.0, footprint > 0 ? footprint : bytes));
 }
 
 /// A constant fill of `bytes` (one memset on the calling thread).
@@ -339,6 +369,49 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
   std::vector<std::string> scopes;
   // Values whose producer absorbs their consumer (fused, never stored).
   llvm::DenseSet<Value> fusedValues;
+  // Values with several users that are stored once and also fused into
+  // their first elementwise consumer, which then does not read them.
+  llvm::DenseMap<Value, Operation *> fusedInto;
+  // A chain of fused ops is one kernel, which loads each value once; its
+  // ops' loop bytes are priced at the whole chain's footprint, so they are
+  // added when the chain ends.
+  struct PendingBytes {
+    int64_t layer;
+    int phase; // 0 forward, 1 backward, 2 update
+    KernelClass kernelClass;
+    double bytes;
+  };
+  struct Chain {
+    llvm::DenseSet<Value> read;
+    SmallVector<PendingBytes> pending;
+    size_t mergedInto = SIZE_MAX;
+  };
+  std::vector<Chain> chains;
+  llvm::DenseMap<Value, size_t> chainOf;
+  auto findChain = [&](size_t c) {
+    while (chains[c].mergedInto != SIZE_MAX)
+      c = chains[c].mergedInto;
+    return c;
+  };
+  // Update kernels, priced once the whole step is seen (below).
+  SmallVector<PendingBytes> updateBytes;
+  auto flushChain = [&](size_t c) {
+    Chain &ch = chains[c];
+    double footprint[2] = {0, 0};
+    for (const PendingBytes &p : ch.pending)
+      if (p.phase < 2)
+        footprint[p.phase] += p.bytes;
+    for (const PendingBytes &p : ch.pending) {
+      if (p.phase == 2) {
+        updateBytes.push_back(p);
+        continue;
+      }
+      LayerCost &l = out.layers[p.layer];
+      addLoopBytes(p.phase == 0 ? l.fwd : l.bwd, p.kernelClass, p.bytes,
+                   footprint[p.phase]);
+    }
+    ch.pending.clear();
+  };
   llvm::DenseSet<StringRef> countedParams;
   // Types of the sparse embedding tables.
   llvm::DenseSet<Type> sparseTableTypes;
@@ -432,8 +505,11 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
     }
     if (isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op)) {
       // Views: the value is the operand's, fusion state carries over.
-      if (op.getNumOperands() && fusedValues.contains(op.getOperand(0)))
+      if (op.getNumOperands() && fusedValues.contains(op.getOperand(0))) {
         fusedValues.insert(op.getResult(0));
+        if (auto it = chainOf.find(op.getOperand(0)); it != chainOf.end())
+          chainOf[op.getResult(0)] = it->second;
+      }
       if (phase.empty())
         for (Value r : op.getResults())
           producerLayer[r] = layer;
@@ -593,13 +669,50 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         addFillBytes(work, static_cast<double>(resultBytes) * scale);
         resultBytes = bytesOf(op.getOperands().back().getType());
       }
+      // The chain this op joins: its fused operands' (merged), or a new one.
+      size_t chain = SIZE_MAX;
+      for (Value v : op.getOperands()) {
+        if (!fusedValues.contains(v) && fusedInto.lookup(v) != &op)
+          continue;
+        auto it = chainOf.find(v);
+        if (it == chainOf.end())
+          continue;
+        size_t c = findChain(it->second);
+        if (chain == SIZE_MAX) {
+          chain = c;
+        } else if (c != chain) {
+          Chain &from = chains[c], &to = chains[chain];
+          // A value both chains read is loaded once by the merged kernel.
+          double twice = 0;
+          for (Value v : from.read)
+            if (to.read.contains(v))
+              twice += static_cast<double>(bytesOf(v.getType()));
+          for (PendingBytes &p : from.pending) {
+            double perSample = p.phase == 2 ? 1.0 : 1.0 / samples;
+            double cut = std::min(p.bytes, twice * perSample);
+            p.bytes -= cut;
+            twice -= cut / perSample;
+          }
+          to.read.insert(from.read.begin(), from.read.end());
+          to.pending.append(from.pending.begin(), from.pending.end());
+          from.pending.clear();
+          from.mergedInto = chain;
+        }
+      }
+      if (chain == SIZE_MAX) {
+        chain = chains.size();
+        chains.emplace_back();
+      }
       for (Value v : op.getOperands()) {
         if (scatterIntoFill && v == op.getOperand(0))
           continue;
-        if (fusedValues.contains(v)) {
+        if (fusedValues.contains(v) || fusedInto.lookup(v) == &op) {
           fused = true;
           continue;
         }
+        // The kernel loads each value once.
+        if (!chains[chain].read.insert(v).second)
+          continue;
         // A gather reads only the rows it selects.
         if (isa<GatherOp, GatherElementsOp>(op) && v == op.getOperand(0))
           traffic += resultBytes;
@@ -610,12 +723,25 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       bool resultFused = op.getNumResults() == 1 &&
                          op.getResult(0).hasOneUse() &&
                          isFusibleConsumer(*op.getResult(0).getUsers().begin());
-      if (resultFused)
+      bool chainGoesOn = resultFused;
+      if (resultFused) {
         fusedValues.insert(op.getResult(0));
-      else
+      } else {
         traffic += resultBytes;
-      addLoopBytes(work, kernelClassOf(&op),
-                   static_cast<double>(traffic) * scale);
+        if (Operation *user = firstElementwiseUser(&op)) {
+          fusedInto[op.getResult(0)] = user;
+          chainGoesOn = true;
+        }
+      }
+      int phaseIndex = phase.empty()                          ? 0
+                       : phase == DistDialect::kPhaseBackward ? 1
+                                                              : 2;
+      chains[chain].pending.push_back({layer, phaseIndex, kernelClassOf(&op),
+                                       static_cast<double>(traffic) * scale});
+      if (chainGoesOn)
+        chainOf[op.getResult(0)] = chain;
+      else
+        flushChain(chain);
       if (!(fused && isFusibleConsumer(&op)))
         countKernel(work, static_cast<double>(traffic),
                     static_cast<double>(*flops));
@@ -655,6 +781,26 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         }))
       L.tensorParallel = true;
   }
+  // Chains whose last consumer is not an op priced here (a product).
+  for (size_t c = 0; c < chains.size(); ++c)
+    if (chains[c].mergedInto == SIZE_MAX)
+      flushChain(c);
+  // The update touches each parameter and its state once per step, so its
+  // kernels find them where the rest of the step left them: their working
+  // set is everything the update streams, not one kernel's share (measured
+  // on the DLRM-style model's AdamW step at one thread: its tables' updates
+  // of 18 to 90 MB each all run at 41-46 GB/s, DRAM's rate, where their
+  // own footprints would price the smaller ones at the caches' rate).
+  double updateFootprint = 0;
+  for (const PendingBytes &p : updateBytes)
+    updateFootprint += p.bytes;
+  for (const PendingBytes &p : updateBytes)
+    addLoopBytes(out.layers[p.layer].update, p.kernelClass, p.bytes,
+                 updateFootprint);
+  // Codegen fuses each parameter's update into one loop that rewrites the
+  // parameter and its state where it read them.
+  for (LayerCost &l : out.layers)
+    l.update.inPlace = true;
   for (auto &[key, weighted] : gemmScalingWeighted) {
     LayerCost &l = out.layers[key.first];
     PhaseWork &w = key.second == 0 ? l.fwd : key.second == 1 ? l.bwd : l.update;

@@ -33,6 +33,17 @@ DeviceSpec calibratedCpu() {
   return dev;
 }
 
+/// `bytes` per sample moved by one elementwise kernel touching as much.
+PhaseWork elementwiseWork(double bytes) {
+  PhaseWork w;
+  w.bytes = bytes;
+  w.classBytes[static_cast<int>(KernelClass::Elementwise)] = bytes;
+  w.classLogFootprintWeighted[static_cast<int>(KernelClass::Elementwise)] =
+      bytes * std::log(bytes);
+  w.kernels = 1;
+  return w;
+}
+
 TEST(CostModel, LoopThroughputFollowsTheThreadCount) {
   AnalyticCostModel cm;
   DeviceSpec dev = calibratedCpu();
@@ -61,17 +72,32 @@ TEST(CostModel, LoopTimeUsesTheThreadedTable) {
   AnalyticCostModel cm;
   DeviceSpec dev = calibratedCpu();
   LayerCost layer;
-  PhaseWork &w = layer.fwd;
-  // 1e5 bytes per sample in one elementwise kernel.
-  w.bytes = 1e5;
-  w.classBytes[static_cast<int>(KernelClass::Elementwise)] = 1e5;
-  w.classLogFootprintWeighted[static_cast<int>(KernelClass::Elementwise)] =
-      1e5 * std::log(1e5);
-  w.kernels = 1;
+  PhaseWork w = elementwiseWork(1e5);
   double one = cm.phaseTimeS(layer, w, dev, 1, 1, 1);
   double two = cm.phaseTimeS(layer, w, dev, 1, 1, 2);
   EXPECT_NEAR(one, 1e5 / 10e9 + 1e-9, 1e-15);
   EXPECT_NEAR(two, 1e5 / 16e9 + 1e-9, 1e-15);
+}
+
+TEST(CostModel, InPlaceLoopsSkipTheProbesWriteAllocate) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = calibratedCpu();
+  LayerCost layer;
+  PhaseWork w = elementwiseWork(1e7);
+  double fresh = cm.phaseTimeS(layer, w, dev, 1, 1, 1);
+  // One kernel's overhead (1 ns) besides the bytes.
+  EXPECT_NEAR(fresh, 1e7 / 4e9 + 1e-9, 1e-12);
+  w.inPlace = true;
+  // The probes' rates count 2 of the 3 bytes a fresh output moves.
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 1), 1e7 / 4e9 * 2 / 3 + 1e-9,
+              1e-12);
+  // Without loop probes the bandwidth is the data sheet's: bytes are bytes.
+  DeviceSpec sheet = dev;
+  sheet.calibration.reset();
+  w.inPlace = false;
+  double sheetFresh = cm.phaseTimeS(layer, w, sheet, 1, 1, 1);
+  w.inPlace = true;
+  EXPECT_DOUBLE_EQ(cm.phaseTimeS(layer, w, sheet, 1, 1, 1), sheetFresh);
 }
 
 } // namespace

@@ -77,6 +77,9 @@ struct PhaseWork {
   /// a product's output fill is small next to the product.
   double fillBytes = 0;
   double fillLogFootprintWeighted = 0;
+  /// The kernels write only buffers they have read (an optimizer update
+  /// rewriting parameters and state): no write-allocate traffic.
+  bool inPlace = false;
 };
 
 /// Costs of one layer, as the cost op interface reports them.
