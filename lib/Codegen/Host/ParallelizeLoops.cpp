@@ -118,16 +118,64 @@ struct ParallelizeLoopsPass
         return WalkResult::advance();
       });
       unsigned index = 0;
-      for (scf::ParallelOp loop : loops)
-        outline(module, func, loop, converter, index);
+      for (scf::ParallelOp loop : loops) {
+        // Reductions stay for scf-to-cf; loops with too little work for a
+        // fork run on the calling thread; the rest go to the pool.
+        if (loop.getNumReductions() != 0)
+          continue;
+        if (tooLittleWork(loop))
+          serialize(loop);
+        else
+          outline(module, func, loop, converter, index);
+      }
     }
   }
 
-  /// Outlines `loop` when it has enough work; returns whether it did.
+  /// Whether `loop`'s (static) iteration space has too little work to be
+  /// worth a fork. Loops with a dynamic trip count are decided at run time.
+  bool tooLittleWork(scf::ParallelOp loop) {
+    int64_t total = 1;
+    for (unsigned d = 0; d < loop.getNumLoops(); ++d) {
+      std::optional<int64_t> trip = constantTripCount(
+          loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
+      if (!trip)
+        return false;
+      total = *trip > 0 && total > kMaxWork / *trip ? kMaxWork : total * *trip;
+    }
+    int64_t work = workPerIteration(*loop.getBody());
+    return total < std::max<int64_t>(1, minWork / work);
+  }
+
+  /// Rewrites a loop that stays on the calling thread as nested scf.for
+  /// loops whose innermost carries the vectorisation hint, as an outlined
+  /// loop's does. Left to scf-to-cf, LLVM fully unrolls its short innermost
+  /// loop into scalar code instead (measured: the DLRM-style model's concat
+  /// of 9 x [128, 32] rows into [128, 9, 32], one scalar move per float).
+  void serialize(scf::ParallelOp loop) {
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    IRMapping map;
+    scf::ForOp inner;
+    for (unsigned d = 0; d < loop.getNumLoops(); ++d) {
+      inner = scf::ForOp::create(b, loc, loop.getLowerBound()[d],
+                                 loop.getUpperBound()[d], loop.getStep()[d]);
+      map.map(loop.getInductionVars()[d], inner.getInductionVar());
+      b.setInsertionPointToStart(inner.getBody());
+    }
+    for (Operation &op : loop.getBody()->without_terminator())
+      b.clone(op, map);
+    std::optional<int64_t> trip =
+        constantTripCount(loop.getLowerBound().back(),
+                          loop.getUpperBound().back(), loop.getStep().back());
+    if (inner && trip && *trip >= dist::codegen::kMinVectorTrips)
+      dist::codegen::requestVectorization(inner);
+    loop.erase();
+  }
+
+  /// Outlines `loop` (no reductions, enough work) unless the values it uses
+  /// cannot be passed to the outlined function; returns whether it did.
   bool outline(ModuleOp module, func::FuncOp parent, scf::ParallelOp loop,
                const LLVMTypeConverter &converter, unsigned &index) {
-    if (loop.getNumReductions() != 0)
-      return false;
     unsigned rank = loop.getNumLoops();
     Location loc = loop.getLoc();
     SmallVector<std::optional<int64_t>> trips;
@@ -138,13 +186,6 @@ struct ParallelizeLoopsPass
     // Iterations needed to be worth a fork, as a count of the whole space.
     int64_t minIterations = std::max<int64_t>(1, minWork / work);
     bool allStatic = llvm::all_of(trips, [](auto t) { return t.has_value(); });
-    if (allStatic) {
-      int64_t total = 1;
-      for (auto t : trips)
-        total = *t > 0 && total > kMaxWork / *t ? kMaxWork : total * *t;
-      if (total < minIterations)
-        return false;
-    }
 
     // Values the body uses from above; the check comes before anything is
     // built so that a loop that cannot be outlined is left untouched.

@@ -69,9 +69,19 @@ func.func @relu(%in: memref<8x16x32x32xf32>, %out: memref<8x16x32x32xf32>) {
 
 // -----
 
-// Too little work for a fork (4x8 elements): left alone.
+// Too little work for a fork (4x8 elements): nested loops on the calling
+// thread, the innermost with the same vectorisation hint as an outlined
+// loop's (else LLVM unrolls it into scalar moves).
 // CHECK-LABEL: func.func @small(
-// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NOT: loop_annotation
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: memref.load %{{.*}}[%[[I]], %[[J]]]
+// CHECK: arith.negf
+// CHECK: memref.store
+// CHECK: } {loop_annotation = #
+// CHECK-NEXT: {{^ *}$}}
 // CHECK-NOT: call @dist_rt_parallel_for
 // CHECK: return
 func.func @small(%in: memref<4x8xf32>, %out: memref<4x8xf32>) {
