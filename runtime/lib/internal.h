@@ -112,6 +112,8 @@ void registerConstantMemory(const void *base, size_t size);
 void unregisterConstantMemory(const void *base);
 /// Bytes held by cached copies (for tests).
 size_t constantCopyBytes();
+/// How many gemm calls so far were spread over the thread pool (for tests).
+int64_t spreadGemmCalls();
 
 //===----------------------------------------------------------------------===//
 // Exception guard

@@ -343,6 +343,44 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
   run();
 }
 
+// Many small products are spread over the pool as a whole (the DLRM-style
+// model's 128 feature interactions, 9 x 32 x 9 each), a single small one is
+// not, and neither runs on the pool with one thread.
+TEST(GemmThreads, ManySmallProductsAreSpread) {
+  int32_t saved = dist_rt_get_num_threads();
+  const int64_t batch = 128, m = 9, n = 9, k = 32;
+  std::vector<float> a(batch * m * k), c(batch * m * n);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<float>(i % 7) - 3;
+  auto ptr = [](const float *p) {
+    return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
+  };
+  // C[b] = A[b] A[b]^T: B is A read transposed.
+  auto run = [&](int64_t count) {
+    std::fill(c.begin(), c.end(), 0.0f);
+    dist_rt_gemm_f32(count, m, n, k, ptr(a.data()), m * k, k, 1, ptr(a.data()),
+                     1, k, ptr(c.data()), m * n, n, 1, m * k);
+  };
+  dist_rt_set_num_threads(2);
+  int64_t before = dist_rt::spreadGemmCalls();
+  run(batch);
+  EXPECT_EQ(dist_rt::spreadGemmCalls(), before + 1);
+  for (int64_t b : {int64_t(0), batch - 1})
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float want = 0;
+        for (int64_t p = 0; p < k; ++p)
+          want += a[b * m * k + i * k + p] * a[b * m * k + j * k + p];
+        EXPECT_FLOAT_EQ(c[b * m * n + i * n + j], want);
+      }
+  run(1);
+  EXPECT_EQ(dist_rt::spreadGemmCalls(), before + 1);
+  dist_rt_set_num_threads(1);
+  run(batch);
+  EXPECT_EQ(dist_rt::spreadGemmCalls(), before + 1);
+  dist_rt_set_num_threads(saved);
+}
+
 TEST(GemmBlasTest, ReportsWhetherOpenBlasLoaded) {
   // Not an assertion on the machine: only that asking is stable.
   bool first = dist_rt::blasAvailable();
