@@ -92,9 +92,12 @@ def check(model_name, optimizer, mesh, args, work):
     names = sorted(os.listdir(ref_save))
     if not names or sorted(os.listdir(got_save)) != names:
         raise StepError("the two runs saved different parameter files")
+    worst_param = "none"
     for n in names:
-        param_err = max(param_err, max_rel(np.load(os.path.join(ref_save, n)),
-                                           np.load(os.path.join(got_save, n))))
+        err = max_rel(np.load(os.path.join(ref_save, n)),
+                      np.load(os.path.join(got_save, n)))
+        if err > param_err:
+            param_err, worst_param = err, f"{n} {err:.3g}"
 
     # Inference: the partitioned artifact under mpirun against one process.
     sample = os.path.join(d, "sample.npy")
@@ -117,10 +120,16 @@ def check(model_name, optimizer, mesh, args, work):
         param_rtol = args.adam_param_rtol
     ok = (loss_err <= args.rtol and param_err <= param_rtol and
           infer_err <= args.rtol)
-    print(f"{model_name} {optimizer} {mesh}: steps={args.steps} "
-          f"max_loss_rel_err={loss_err:.3g} max_param_rel_err={param_err:.3g} "
-          f"max_infer_rel_err={infer_err:.3g} {'PASS' if ok else 'FAIL'}",
-          flush=True)
+    line = (f"{model_name} {optimizer} {mesh}: steps={args.steps} "
+            f"max_loss_rel_err={loss_err:.3g} "
+            f"max_param_rel_err={param_err:.3g} "
+            f"max_infer_rel_err={infer_err:.3g} {'PASS' if ok else 'FAIL'}")
+    print(line, flush=True)
+    if not ok:
+        # Also on stderr: a test pipes stdout into FileCheck, whose report
+        # shows only where it stopped matching, not this line.
+        print(f"{line} (worst parameter: {worst_param}; work dir {d})",
+              file=sys.stderr, flush=True)
     return ok
 
 
@@ -165,6 +174,8 @@ def main(argv=None):
                     ok = check(m, o, mesh, args, args.work)
                 except StepError as e:
                     print(f"{m} {o} {mesh}: error: {e} FAIL", flush=True)
+                    print(f"{m} {o} {mesh}: error: {e}", file=sys.stderr,
+                          flush=True)
                     ok = False
                 passed += ok
                 failed += not ok
