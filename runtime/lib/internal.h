@@ -112,6 +112,9 @@ void registerConstantMemory(const void *base, size_t size);
 void unregisterConstantMemory(const void *base);
 /// Bytes held by cached copies (for tests).
 size_t constantCopyBytes();
+/// OpenBLAS's kernel set for this process ("SkylakeX", ...; loads it), or
+/// "" with the built-in loops (for tests).
+std::string blasCoreName();
 /// How many gemm calls so far were spread over the thread pool (for tests).
 int64_t spreadGemmCalls();
 

@@ -18,9 +18,13 @@
 
 #include <gtest/gtest.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -388,6 +392,69 @@ TEST(GemmBlasTest, ReportsWhetherOpenBlasLoaded) {
   // Shown in the XML report; without OpenBLAS the "OpenBLAS" cases above
   // ran on the built-in loops.
   RecordProperty("openblas", first ? "loaded" : "missing");
+}
+
+//===----------------------------------------------------------------------===//
+// OpenBLAS's kernel set (pickCoreType in blas.cpp)
+//===----------------------------------------------------------------------===//
+
+bool cpuHasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+/// In a fresh process (OpenBLAS loads once per process): sets the two
+/// variables, loads OpenBLAS and exits with 0 when it runs `want` and
+/// OPENBLAS_CORETYPE reads as before; prints what it found otherwise.
+void checkCoreTypeInFreshProcess(const char *openblasCoreType,
+                                 const char *forced, const std::string &want) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (openblasCoreType)
+          setenv("OPENBLAS_CORETYPE", openblasCoreType, 1);
+        else
+          unsetenv("OPENBLAS_CORETYPE");
+        if (forced)
+          setenv("DIST_RT_OPENBLAS_CORETYPE", forced, 1);
+        else
+          unsetenv("DIST_RT_OPENBLAS_CORETYPE");
+        std::string got = dist_rt::blasCoreName();
+        const char *after = std::getenv("OPENBLAS_CORETYPE");
+        bool envKept = openblasCoreType
+                           ? after && std::string(after) == openblasCoreType
+                           : after == nullptr;
+        bool ok = strcasecmp(got.c_str(), want.c_str()) == 0 && envKept;
+        if (!ok)
+          std::fprintf(stderr,
+                       "core '%s' (want '%s'), OPENBLAS_CORETYPE "
+                       "afterwards '%s'\n",
+                       got.c_str(), want.c_str(), after ? after : "(unset)");
+        std::exit(ok ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+TEST(GemmCoreType, HaswellFromTheEnvironmentIsRaisedOnAvx512) {
+  // Environments that meet OpenBLAS 0.3.21's misdetection of AMD Zen 4/5
+  // set Haswell for every program; on AVX-512 the runtime's copy runs the
+  // SkylakeX kernels (twice as fast here) and the variable is unchanged.
+  checkCoreTypeInFreshProcess("Haswell", nullptr,
+                              cpuHasAvx512() ? "SkylakeX" : "Haswell");
+}
+
+TEST(GemmCoreType, AnAvx512ChoiceIsKept) {
+  if (cpuHasAvx512())
+    checkCoreTypeInFreshProcess("CooperLake", nullptr, "CooperLake");
+  else
+    checkCoreTypeInFreshProcess(nullptr, "Haswell", "Haswell");
+}
+
+TEST(GemmCoreType, DistRtOpenblasCoreTypeForcesTheKernels) {
+  checkCoreTypeInFreshProcess(nullptr, "Haswell", "Haswell");
 }
 
 } // namespace
