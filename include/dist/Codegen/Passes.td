@@ -47,7 +47,11 @@ def FuseElementwisePass : Pass<"dist-fuse-elementwise", "::mlir::func::FuncOp"> 
     fused only into an all-parallel consumer. Contractions therefore keep a
     plain multiply-accumulate body and are still recognised by
     `dist-contractions-to-runtime`; bias and activation chains collapse into
-    one loop nest each.
+    one loop nest each. Upstream fuses only single-use producers here (it
+    would otherwise compute the producer twice); a producer with other users
+    after its first elementwise consumer, read element for element, is
+    fused into that consumer, which also yields the producer's result for
+    them (AdamW's moments and parameter update become one loop).
 
     Transposes around f32/f64 products are folded into the product instead
     of being copied: `product(transpose(x), y)` reads `x` through a permuted
@@ -176,9 +180,10 @@ def ParallelizeLoopsPass
     `dist_rt_parallel_for`; the captured values travel in a context struct
     on the stack (memrefs as LLVM descriptors through unrealized casts that
     the memref lowering folds). Loops with less estimated work than
-    `min-work` scalar operations stay inline (checked at run time when a
-    trip count is dynamic). See ParallelizeLoops.cpp for why the runtime's
-    pool and not async or OpenMP.
+    `min-work` scalar operations run on the calling thread, as nested
+    `scf.for` loops whose innermost asks LLVM to vectorise it (checked at
+    run time instead when a trip count is dynamic). See ParallelizeLoops.cpp
+    for why the runtime's pool and not async or OpenMP.
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", /*default=*/"32768",

@@ -1,10 +1,12 @@
 //===- FuseElementwise.cpp - restricted elementwise fusion ----------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Upstream elementwise fusion, allowed only into all-parallel consumers and
-// only for single-use producers, so contractions keep their
-// multiply-accumulate bodies (dist-contractions-to-runtime recognises them)
-// and no work is duplicated. A transpose that feeds a contraction is folded
+// Upstream elementwise fusion, allowed only into all-parallel consumers, so
+// contractions keep their multiply-accumulate bodies
+// (dist-contractions-to-runtime recognises them), and only for single-use
+// producers, so no work is duplicated; a producer with other users fuses
+// into its first consumer when the fused op can yield its result for them
+// (FuseSharedProducer). A transpose that feeds a contraction is folded
 // into the contraction's indexing map instead: the runtime's GEMM takes
 // strided operands (a transposed one becomes BLAS's Trans flag), so the
 // transposed copy is never written. Measured on the GPT-style LM's training
@@ -43,15 +45,22 @@ bool isBlasContraction(linalg::GenericOp op) {
 
 /// Whether `producer`, which has users besides `consumer`, can be fused
 /// into it without computing anything twice: the consumer reads the
-/// producer's result through a permutation of its loops (each element once,
-/// no broadcast) and every other user comes after the consumer in its
-/// block, where the fused op's results are defined.
+/// producer's results through this one operand only (a second one would
+/// stay an operand of the fused op, reading the fused op's own result), and
+/// through a permutation of its loops (each element once, no broadcast),
+/// and every other user comes after the consumer in its block, where the
+/// fused op's results are defined. Two reads through the same map are
+/// merged into one operand by upstream's deduplication first.
 bool fusesWithoutRecomputation(linalg::GenericOp producer,
                                linalg::GenericOp consumer, OpOperand *fused) {
   if (producer.getNumLoops() != producer.getNumParallelLoops() ||
       consumer.getNumLoops() != consumer.getNumParallelLoops() ||
       !consumer.getMatchingIndexingMap(fused).isPermutation() ||
       !linalg::areElementwiseOpsFusable(fused))
+    return false;
+  if (llvm::count_if(consumer->getOpOperands(), [&](OpOperand &operand) {
+        return operand.get().getDefiningOp() == producer.getOperation();
+      }) != 1)
     return false;
   Operation *user = consumer.getOperation();
   for (Operation *other : producer->getUsers())
@@ -82,15 +91,8 @@ struct FuseSharedProducer : OpRewritePattern<linalg::GenericOp> {
           !producer.hasPureTensorSemantics() ||
           !fusesWithoutRecomputation(producer, consumer, fused))
         continue;
-      llvm::SmallDenseSet<int> kept =
-          linalg::getPreservedProducerResults(producer, consumer, fused);
-      if (llvm::any_of(producer->getResults(), [&](OpResult r) {
-            return !kept.contains(r.getResultNumber()) &&
-                   llvm::any_of(r.getUsers(), [&](Operation *u) {
-                     return u != consumer.getOperation();
-                   });
-          }))
-        continue;
+      // The fused op yields every producer result another op reads
+      // (linalg::getPreservedProducerResults).
       FailureOr<linalg::ElementwiseOpFusionResult> result =
           linalg::fuseElementwiseOps(rewriter, fused);
       if (failed(result))

@@ -127,3 +127,31 @@ func.func @squared_difference(%x: tensor<64xf32>, %y: tensor<64xf32>) -> (tensor
   } -> tensor<64xf32>
   return %sq, %d : tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A consumer reading the shared producer through two different maps (d and
+// its transpose) is not fused with it: the second read would stay an
+// operand of the fused op and read the fused op's own result.
+
+// CHECK-LABEL: func.func @read_twice_transposed(
+// CHECK: %[[D:.*]] = linalg.generic
+// CHECK: arith.subf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[D]], %[[D]] : tensor<16x16xf32>, tensor<16x16xf32>)
+// CHECK: return
+func.func @read_twice_transposed(%x: tensor<16x16xf32>, %y: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %e = tensor.empty() : tensor<16x16xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x, %y : tensor<16x16xf32>, tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x16xf32>
+  %e2 = tensor.empty() : tensor<16x16xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%d, %d : tensor<16x16xf32>, tensor<16x16xf32>) outs(%e2 : tensor<16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<16x16xf32>
+  return %p, %d : tensor<16x16xf32>, tensor<16x16xf32>
+}
