@@ -105,7 +105,8 @@ constexpr const char *kAvx512CoreTypes[] = {"SkylakeX", "CooperLake",
                                             "SapphireRapids"};
 
 /// Chooses OpenBLAS's kernels before it loads; returns the environment's
-/// own OPENBLAS_CORETYPE (or NULL) for loadBlas to put back afterwards.
+/// own OPENBLAS_CORETYPE (nullopt when unset) for loadBlas to put back
+/// afterwards.
 ///
 /// On AVX-512 machines the SkylakeX kernels run the small products of the
 /// benchmark models at twice the speed of the Haswell ones, and OpenBLAS
@@ -117,8 +118,9 @@ constexpr const char *kAvx512CoreTypes[] = {"SkylakeX", "CooperLake",
 /// an OPENBLAS_CORETYPE naming a kernel set without AVX-512 is raised to
 /// SkylakeX where the CPU has AVX-512F/BW/DQ/VL, for this runtime's copy
 /// only: the variable is put back once OpenBLAS has read it, so the host
-/// program and its children see it unchanged. DIST_RT_OPENBLAS_CORETYPE
-/// forces a core type (any of OpenBLAS's names).
+/// program and its children see it unchanged (OPENBLAS_NUM_THREADS=1, set
+/// below when unset, stays). DIST_RT_OPENBLAS_CORETYPE forces a core type
+/// (any of OpenBLAS's names).
 std::optional<std::string> pickCoreType() {
   const char *given = std::getenv("OPENBLAS_CORETYPE");
   std::optional<std::string> saved;
