@@ -35,10 +35,16 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
 
 
 def max_rel(a, b):
+    """max |a - b| / max |a|; inf where either holds NaN (a NaN would
+    otherwise compare false and drop out of the maxima below)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    scale = max(float(np.abs(a).max()) if a.size else 0.0, 1e-30)
-    return float(np.abs(a - b).max()) / scale if a.size else 0.0
+    if not a.size:
+        return 0.0
+    if np.isnan(a).any() or np.isnan(b).any():
+        return float("inf")
+    scale = max(float(np.abs(a).max()), 1e-30)
+    return float(np.abs(a - b).max()) / scale
 
 
 def mesh_ranks(mesh):
@@ -86,8 +92,7 @@ def check(model_name, optimizer, mesh, args, work):
 
     ref_losses, ref_save = train(one, "one", [])
     got_losses, got_save = train(dp, "dp", MPIRUN + ["-np", str(ranks)])
-    loss_err = max(abs(a - b) / max(abs(a), 1e-30)
-                   for a, b in zip(ref_losses, got_losses))
+    loss_err = max(max_rel([a], [b]) for a, b in zip(ref_losses, got_losses))
     param_err = 0.0
     names = sorted(os.listdir(ref_save))
     if not names or sorted(os.listdir(got_save)) != names:
