@@ -60,7 +60,11 @@ def FuseElementwisePass : Pass<"dist-fuse-elementwise", "::mlir::func::FuncOp"> 
     Both fire only when the runtime's strided GEMM still runs the product
     (`classifyGemmLoops`).
 
-    Then, to keep copies out of the bufferized code: a `linalg.fill` with
+    Then, to keep copies out of the bufferized code: a splat constant of
+    4096 elements or more that an op writes into (an scf.for's initial
+    value, a destination-style init, an insert's destination) becomes a
+    `linalg.fill` of its own for each such op, a parallel loop instead of a
+    serial copy of a global; a `linalg.fill` with
     several users is cloned so that each user has its own (one-shot
     bufferization would copy the shared one for all but one), and a
     constant `tensor.pad` becomes a fill of the padded tensor plus a
