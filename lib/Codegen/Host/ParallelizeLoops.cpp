@@ -131,19 +131,30 @@ struct ParallelizeLoopsPass
     }
   }
 
+  /// The trip count of each of `loop`'s dimensions, where it is static.
+  static SmallVector<std::optional<int64_t>> staticTrips(scf::ParallelOp loop) {
+    SmallVector<std::optional<int64_t>> trips;
+    for (unsigned d = 0; d < loop.getNumLoops(); ++d)
+      trips.push_back(constantTripCount(
+          loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]));
+    return trips;
+  }
+
+  /// Iterations of `loop`'s whole space needed to be worth a fork.
+  int64_t minIterations(scf::ParallelOp loop) {
+    return std::max<int64_t>(1, minWork / workPerIteration(*loop.getBody()));
+  }
+
   /// Whether `loop`'s (static) iteration space has too little work to be
   /// worth a fork. Loops with a dynamic trip count are decided at run time.
   bool tooLittleWork(scf::ParallelOp loop) {
     int64_t total = 1;
-    for (unsigned d = 0; d < loop.getNumLoops(); ++d) {
-      std::optional<int64_t> trip = constantTripCount(
-          loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
+    for (std::optional<int64_t> trip : staticTrips(loop)) {
       if (!trip)
         return false;
       total = *trip > 0 && total > kMaxWork / *trip ? kMaxWork : total * *trip;
     }
-    int64_t work = workPerIteration(*loop.getBody());
-    return total < std::max<int64_t>(1, minWork / work);
+    return total < minIterations(loop);
   }
 
   /// Rewrites a loop that stays on the calling thread as nested scf.for
@@ -178,13 +189,9 @@ struct ParallelizeLoopsPass
                const LLVMTypeConverter &converter, unsigned &index) {
     unsigned rank = loop.getNumLoops();
     Location loc = loop.getLoc();
-    SmallVector<std::optional<int64_t>> trips;
-    for (unsigned d = 0; d < rank; ++d)
-      trips.push_back(constantTripCount(
-          loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]));
-    int64_t work = workPerIteration(*loop.getBody());
+    SmallVector<std::optional<int64_t>> trips = staticTrips(loop);
     // Iterations needed to be worth a fork, as a count of the whole space.
-    int64_t minIterations = std::max<int64_t>(1, minWork / work);
+    int64_t minWorthIterations = minIterations(loop);
     bool allStatic = llvm::all_of(trips, [](auto t) { return t.has_value(); });
 
     // Values the body uses from above; the check comes before anything is
@@ -407,7 +414,7 @@ struct ParallelizeLoopsPass
       Value total = innerTrip;
       for (unsigned d = 0; d + 1 < rank; ++d)
         total = arith::MulIOp::create(b, loc, total, tripValues[d]);
-      Value limit = arith::ConstantIndexOp::create(b, loc, minIterations);
+      Value limit = arith::ConstantIndexOp::create(b, loc, minWorthIterations);
       Value big = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                         total, limit);
       scf::IfOp::create(
