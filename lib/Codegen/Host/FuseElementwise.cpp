@@ -38,13 +38,17 @@ namespace {
 /// less than anything a loop would save).
 constexpr int64_t kMinSplatFillElements = 4096;
 
-/// Whether bufferization writes into the buffer of `use`'s value in place:
-/// an scf.for's initial iteration value, a destination-style op's init, or
-/// the destination of a tensor insert.
+/// Whether bufferization copies `use`'s value into a buffer that is then
+/// written: an scf.for's initial iteration value, a destination-style op's
+/// init that its body reads (an init it does not read gets a fresh buffer
+/// without a copy), or the destination of a tensor insert.
 bool isWrittenInPlace(OpOperand &use) {
   Operation *owner = use.getOwner();
   if (auto loop = dyn_cast<scf::ForOp>(owner))
     return use.getOperandNumber() >= loop.getNumControlOperands();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(owner))
+    return linalgOp.isDpsInit(&use) &&
+           linalgOp.payloadUsesValueFromOperand(&use);
   if (auto dps = dyn_cast<DestinationStyleOpInterface>(owner))
     return dps.isDpsInit(&use);
   if (auto insert = dyn_cast<tensor::InsertOp>(owner))

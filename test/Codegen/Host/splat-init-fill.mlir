@@ -56,3 +56,32 @@ func.func @read_only_and_small() -> (tensor<1000x32xf32>, tensor<8x8xf32>) {
   %s = tensor.insert %f into %small[%c0, %c0] : tensor<8x8xf32>
   return %one, %s : tensor<1000x32xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// An init the op's body does not read needs no fill (it becomes an empty
+// tensor, a fresh buffer without a copy once bufferized); one it
+// accumulates into (a sum starting from ones) gets a fill.
+
+// CHECK-LABEL: func.func @init_read_or_not(
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<1000x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} outs(%[[E]] : tensor<1000x32xf32>)
+// CHECK: arith.negf
+// CHECK: %[[F:.*]] = linalg.fill {{.*}} -> tensor<1000x32xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[F]] : tensor<1000x32xf32>)
+// CHECK: arith.addf
+func.func @init_read_or_not(%x: tensor<1000x32xf32>) -> (tensor<1000x32xf32>, tensor<1000x32xf32>) {
+  %one = arith.constant dense<1.0> : tensor<1000x32xf32>
+  %neg = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<1000x32xf32>) outs(%one : tensor<1000x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<1000x32xf32>
+  %acc = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<1000x32xf32>) outs(%one : tensor<1000x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<1000x32xf32>
+  return %neg, %acc : tensor<1000x32xf32>, tensor<1000x32xf32>
+}
