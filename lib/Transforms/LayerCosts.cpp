@@ -375,14 +375,20 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
   // A chain of fused ops is one kernel, which loads each value once; its
   // ops' loop bytes are priced at the whole chain's footprint, so they are
   // added when the chain ends.
+  enum PendingPhase { kForward, kBackward, kUpdate };
   struct PendingBytes {
     int64_t layer;
-    int phase; // 0 forward, 1 backward, 2 update
+    PendingPhase phase;
     KernelClass kernelClass;
+    /// Bytes per sample (forward, backward) or per step (update).
     double bytes;
+    /// Samples the bytes count for: the batch, or 1 for the update.
+    double samples;
   };
   struct Chain {
-    llvm::DenseSet<Value> read;
+    /// Values the chain's kernel loads, with the bytes charged for each
+    /// per step (a gather's table: only the rows it selects).
+    llvm::DenseMap<Value, double> read;
     SmallVector<PendingBytes> pending;
     size_t mergedInto = SIZE_MAX;
   };
@@ -399,15 +405,15 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
     Chain &ch = chains[c];
     double footprint[2] = {0, 0};
     for (const PendingBytes &p : ch.pending)
-      if (p.phase < 2)
+      if (p.phase != kUpdate)
         footprint[p.phase] += p.bytes;
     for (const PendingBytes &p : ch.pending) {
-      if (p.phase == 2) {
+      if (p.phase == kUpdate) {
         updateBytes.push_back(p);
         continue;
       }
       LayerCost &l = out.layers[p.layer];
-      addLoopBytes(p.phase == 0 ? l.fwd : l.bwd, p.kernelClass, p.bytes,
+      addLoopBytes(p.phase == kForward ? l.fwd : l.bwd, p.kernelClass, p.bytes,
                    footprint[p.phase]);
     }
     ch.pending.clear();
@@ -682,18 +688,23 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           chain = c;
         } else if (c != chain) {
           Chain &from = chains[c], &to = chains[chain];
-          // A value both chains read is loaded once by the merged kernel.
+          // A value both chains read is loaded once by the merged kernel:
+          // the smaller of the two charges comes off `from`'s bytes.
           double twice = 0;
-          for (Value v : from.read)
-            if (to.read.contains(v))
-              twice += static_cast<double>(bytesOf(v.getType()));
-          for (PendingBytes &p : from.pending) {
-            double perSample = p.phase == 2 ? 1.0 : 1.0 / samples;
-            double cut = std::min(p.bytes, twice * perSample);
-            p.bytes -= cut;
-            twice -= cut / perSample;
+          for (auto [shared, charged] : from.read) {
+            auto it = to.read.find(shared);
+            if (it == to.read.end())
+              continue;
+            twice += std::min(charged, it->second);
+            it->second = std::max(charged, it->second);
           }
-          to.read.insert(from.read.begin(), from.read.end());
+          for (PendingBytes &p : from.pending) {
+            double cut = std::min(p.bytes, twice / p.samples);
+            p.bytes -= cut;
+            twice -= cut * p.samples;
+          }
+          for (auto [shared, charged] : from.read)
+            to.read.try_emplace(shared, charged);
           to.pending.append(from.pending.begin(), from.pending.end());
           from.pending.clear();
           from.mergedInto = chain;
@@ -711,13 +722,15 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           continue;
         }
         // The kernel loads each value once.
-        if (!chains[chain].read.insert(v).second)
+        if (chains[chain].read.contains(v))
           continue;
         // A gather reads only the rows it selects.
-        if (isa<GatherOp, GatherElementsOp>(op) && v == op.getOperand(0))
-          traffic += resultBytes;
-        else
-          traffic += bytesOf(v.getType());
+        int64_t read =
+            isa<GatherOp, GatherElementsOp>(op) && v == op.getOperand(0)
+                ? resultBytes
+                : bytesOf(v.getType());
+        chains[chain].read[v] = static_cast<double>(read);
+        traffic += read;
       }
       // A single-use result read by a fusible consumer stays in registers.
       bool resultFused = op.getNumResults() == 1 &&
@@ -733,11 +746,13 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           chainGoesOn = true;
         }
       }
-      int phaseIndex = phase.empty()                          ? 0
-                       : phase == DistDialect::kPhaseBackward ? 1
-                                                              : 2;
-      chains[chain].pending.push_back({layer, phaseIndex, kernelClassOf(&op),
-                                       static_cast<double>(traffic) * scale});
+      PendingPhase pendingPhase = phase.empty() ? kForward
+                                  : phase == DistDialect::kPhaseBackward
+                                      ? kBackward
+                                      : kUpdate;
+      chains[chain].pending.push_back({layer, pendingPhase, kernelClassOf(&op),
+                                       static_cast<double>(traffic) * scale,
+                                       1.0 / scale});
       if (chainGoesOn)
         chainOf[op.getResult(0)] = chain;
       else
