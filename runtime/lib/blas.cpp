@@ -171,6 +171,16 @@ void loadBlas() {
         dlsym(handle, "openblas_set_num_threads"));
     api.coreName =
         reinterpret_cast<CoreNameFn>(dlsym(handle, "openblas_get_corename"));
+    // OpenBLAS ignores a core type it does not know (or cannot run here)
+    // without a word and detects one itself.
+    const char *forced = std::getenv("DIST_RT_OPENBLAS_CORETYPE");
+    const char *running = api.coreName ? api.coreName() : nullptr;
+    if (forced && *forced && running && strcasecmp(forced, running) != 0)
+      std::fprintf(stderr,
+                   "warning: dist_rt: DIST_RT_OPENBLAS_CORETYPE=%s: OpenBLAS "
+                   "runs its %s kernels instead (it does not know or cannot "
+                   "run that kernel set)\n",
+                   forced, running);
     if (!api.sgemm || !api.dgemm) {
       problem = "cblas_sgemm or cblas_dgemm is missing";
       // Keep the handle: unloading a threaded library is not worth the risk.

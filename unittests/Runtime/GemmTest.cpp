@@ -471,6 +471,23 @@ TEST(GemmCoreType, AnAvx512ChoiceIsKept) {
   checkCoreTypeInFreshProcess("CooperLake", nullptr, "CooperLake");
 }
 
+TEST(GemmCoreType, AnUnknownForcedCoreTypeIsReported) {
+  if (!openblasReportsCoreType())
+    GTEST_SKIP() << "OpenBLAS is missing or has no run-time kernel choice";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  setenv(kInCoreTypeChild, "1", 1);
+  // One line on stderr naming the variable, and the run goes on.
+  EXPECT_EXIT(
+      {
+        setenv("DIST_RT_OPENBLAS_CORETYPE", "NoSuchCore", 1);
+        std::exit(dist_rt::blasCoreName().empty() ? 1 : 0);
+      },
+      testing::ExitedWithCode(0),
+      "warning: dist_rt: DIST_RT_OPENBLAS_CORETYPE=NoSuchCore: OpenBLAS runs "
+      "its [A-Za-z0-9]+ kernels instead");
+  unsetenv(kInCoreTypeChild);
+}
+
 TEST(GemmCoreType, DistRtOpenblasCoreTypeForcesTheKernels) {
   if (!openblasReportsCoreType())
     GTEST_SKIP() << "OpenBLAS is missing or has no run-time kernel choice";
