@@ -133,10 +133,23 @@ def RegisterAccumulatorsPass
     convert-linalg-to-parallel-loops lowers it) carries that value as an
     `iter_arg` instead: one load before the loop, one store after. An
     `arith.addf`/`arith.mulf` combining it becomes `reassoc` and the loop
-    gets LLVM's vectorize hint, so the reduction runs in vector lanes.
+    gets LLVM's vectorize hint, so the reduction runs in vector lanes; so
+    does a float maximum or minimum, unchanged (it is associative).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def ExpandArithPass : Pass<"dist-expand-arith"> {
+  let summary = "expand the arith ops that convert-arith-to-llvm does not "
+                "lower, keeping float maximum and minimum";
+  let description = [{
+    Upstream's `arith-expand` without its float min/max expansions:
+    `arith.maximumf` and friends become LLVM's intrinsics, which LLVM's loop
+    vectoriser turns into vector reductions (a softmax's row maximum); the
+    compare-and-select expansion stays scalar.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 def DropParamResultsPass

@@ -71,7 +71,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToFuncs());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createExpandArithPass());
   pm.addPass(createArithToLLVMConversionPass());
   FinalizeMemRefToLLVMConversionPassOptions memOpts;
   memOpts.useGenericFunctions = true;

@@ -23,7 +23,9 @@
 //
 // An `arith.addf` or `arith.mulf` that combines the carried value becomes
 // `reassoc`, and the loop gets LLVM's vectorize hint: LLVM then sums in
-// vector lanes and adds the lanes at the end. Floating-point sums therefore
+// vector lanes and adds the lanes at the end. A float maximum or minimum
+// gets the hint as it is (any order gives the same bits); it reaches LLVM
+// as an intrinsic (dist-expand-arith), which LLVM reduces in lanes too. Floating-point sums therefore
 // associate differently from a sequential loop (as PyTorch's and
 // onnxruntime's vectorised reductions do); the order is fixed by the loop
 // bounds alone, so results do not depend on the thread count.
@@ -128,8 +130,16 @@ bool allowReassociation(Value stored, Value carried) {
   // Only a plain `acc op x`: LLVM recognises no reduction in which the
   // accumulator has other uses (acc + (x - acc) * r).
   Operation *def = stored.getDefiningOp();
-  if (!def || !isa<arith::AddFOp, arith::MulFOp>(def) ||
-      !llvm::is_contained(def->getOperands(), carried) || !carried.hasOneUse())
+  if (!def || !llvm::is_contained(def->getOperands(), carried) ||
+      !carried.hasOneUse())
+    return false;
+  // A maximum or minimum is associative and commutative as it is (NaN
+  // propagates, -0 orders below +0): any order gives the same bits, and
+  // LLVM vectorises it with the hint alone.
+  if (isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+          arith::MinNumFOp>(def))
+    return true;
+  if (!isa<arith::AddFOp, arith::MulFOp>(def))
     return false;
   auto fm = cast<arith::ArithFastMathInterface>(def);
   arith::FastMathFlags flags = fm.getFastMathFlagsAttr().getValue();
@@ -158,7 +168,8 @@ LogicalResult promote(RewriterBase &rewriter, scf::ForOp loop,
   unsigned first = newLoop.getNumRegionIterArgs() - accs.size();
   rewriter.setInsertionPointAfter(newLoop);
   // Other accumulations (a max through a select, an arg-max's index) stay
-  // scalar: LLVM would only remark that it cannot vectorise them.
+  // scalar: LLVM would only remark (on stderr) that it cannot vectorise
+  // them.
   bool sums = true;
   for (auto [i, a] : llvm::enumerate(accs)) {
     BlockArgument carried = newLoop.getRegionIterArgs()[first + i];

@@ -37,13 +37,14 @@ func.func @channel_sums(%x: memref<8x16x32x32xf32>, %s: memref<16xf32>) {
 
 // -----
 
-// A maximum also accumulates in a register, but is neither reassociated
-// nor marked (LLVM would only remark that it cannot vectorise it).
+// A maximum also accumulates in a register and is marked for LLVM's
+// vectoriser, but not reassociated: it is associative as it is (any order
+// gives the same bits).
 // CHECK-LABEL: func.func @row_max(
 // CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
 // CHECK: arith.maximumf %{{.*}}, %[[ACC]] : f32
 // CHECK-NEXT: scf.yield
-// CHECK-NEXT: }{{$}}
+// CHECK-NEXT: } {loop_annotation = #[[$ANN]]}
 // CHECK-NOT: memref.store {{.*}} : memref<64x256xf32>
 
 #id2 = affine_map<(i, j) -> (i, j)>
@@ -54,6 +55,30 @@ func.func @row_max(%x: memref<64x256xf32>, %m: memref<64xf32>) {
       ins(%x : memref<64x256xf32>) outs(%m : memref<64xf32>) {
   ^bb0(%a: f32, %acc: f32):
     %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A maximum through a compare and a select (an arg-max's value) is carried
+// but not marked: LLVM would only remark that it cannot vectorise it.
+// CHECK-LABEL: func.func @select_max(
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK: arith.select
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: {{^ *}}}{{$}}
+
+#id2 = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @select_max(%x: memref<64x256xf32>, %m: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id2, #row],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x256xf32>) outs(%m : memref<64xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %gt = arith.cmpf ogt, %a, %acc : f32
+    %r = arith.select %gt, %a, %acc : f32
     linalg.yield %r : f32
   }
   return
