@@ -101,51 +101,80 @@ static std::string shapeText(const GemmShapePoint &p) {
   return buffer;
 }
 
-std::string dist::indexGemmShapes(GemmCalibration &cal) {
-  for (int l = 0; l < kNumGemmLayouts; ++l) {
-    GemmShapeGrid &grid = cal.grids[l];
-    grid = GemmShapeGrid();
-    std::set<double> ms, ns, ks;
-    size_t count = 0;
-    for (const GemmShapePoint &p : cal.shapes) {
-      if (static_cast<int>(p.layout) != l)
-        continue;
-      ++count;
-      ms.insert(p.m);
-      ns.insert(p.n);
-      ks.insert(p.k);
-    }
-    if (!count)
+bool dist::isPowerOfTwoExtent(double v) {
+  if (!(v >= 1) || v > 9.0e15 || v != std::floor(v))
+    return false;
+  auto i = static_cast<uint64_t>(v);
+  return (i & (i - 1)) == 0;
+}
+
+/// Builds `grid` from the points of `shapes` in `layout` that `select`
+/// accepts. Returns "" or what is wrong, naming the layout as `what`.
+template <typename Select>
+static std::string indexGrid(const std::vector<GemmShapePoint> &shapes,
+                             GemmLayout layout, Select select,
+                             const std::string &what, GemmShapeGrid &grid) {
+  grid = GemmShapeGrid();
+  std::set<double> ms, ns, ks;
+  size_t count = 0;
+  for (const GemmShapePoint &p : shapes) {
+    if (p.layout != layout || !select(p))
       continue;
-    std::string layout = std::string("layout ") +
-                         stringifyGemmLayout(static_cast<GemmLayout>(l));
-    grid.m.assign(ms.begin(), ms.end());
-    grid.n.assign(ns.begin(), ns.end());
-    grid.k.assign(ks.begin(), ks.end());
-    grid.logFlops.assign(ms.size() * ns.size() * ks.size(), std::nan(""));
-    auto indexIn = [](const std::vector<double> &axis, double v) {
-      return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) -
-                                 axis.begin());
-    };
-    for (const GemmShapePoint &p : cal.shapes) {
-      if (static_cast<int>(p.layout) != l)
-        continue;
-      size_t at =
-          (indexIn(grid.m, p.m) * grid.n.size() + indexIn(grid.n, p.n)) *
-              grid.k.size() +
-          indexIn(grid.k, p.k);
-      if (!std::isnan(grid.logFlops[at])) {
-        grid = GemmShapeGrid();
-        return layout + " has the shape " + shapeText(p) + " twice";
-      }
-      grid.logFlops[at] = std::log(p.flops);
-    }
-    if (count != ms.size() * ns.size() * ks.size()) {
+    ++count;
+    ms.insert(p.m);
+    ns.insert(p.n);
+    ks.insert(p.k);
+  }
+  if (!count)
+    return "";
+  grid.m.assign(ms.begin(), ms.end());
+  grid.n.assign(ns.begin(), ns.end());
+  grid.k.assign(ks.begin(), ks.end());
+  grid.logFlops.assign(ms.size() * ns.size() * ks.size(), std::nan(""));
+  auto indexIn = [](const std::vector<double> &axis, double v) {
+    return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) -
+                               axis.begin());
+  };
+  for (const GemmShapePoint &p : shapes) {
+    if (p.layout != layout || !select(p))
+      continue;
+    size_t at = (indexIn(grid.m, p.m) * grid.n.size() + indexIn(grid.n, p.n)) *
+                    grid.k.size() +
+                indexIn(grid.k, p.k);
+    if (!std::isnan(grid.logFlops[at])) {
       grid = GemmShapeGrid();
-      return layout + " has " + std::to_string(count) +
-             " shapes, not every combination of its " +
-             std::to_string(ms.size()) + " m, " + std::to_string(ns.size()) +
-             " n and " + std::to_string(ks.size()) + " k values";
+      return what + " has the shape " + shapeText(p) + " twice";
+    }
+    grid.logFlops[at] = std::log(p.flops);
+  }
+  if (count != ms.size() * ns.size() * ks.size()) {
+    grid = GemmShapeGrid();
+    return what + " has " + std::to_string(count) +
+           " shapes, not every combination of its " +
+           std::to_string(ms.size()) + " m, " + std::to_string(ns.size()) +
+           " n and " + std::to_string(ks.size()) + " k values";
+  }
+  return "";
+}
+
+std::string dist::indexGemmShapes(GemmCalibration &cal) {
+  auto aligned = [](const GemmShapePoint &p) {
+    return isPowerOfTwoExtent(p.m) && isPowerOfTwoExtent(p.n) &&
+           isPowerOfTwoExtent(p.k);
+  };
+  auto unaligned = [&](const GemmShapePoint &p) { return !aligned(p); };
+  for (int l = 0; l < kNumGemmLayouts; ++l) {
+    auto layout = static_cast<GemmLayout>(l);
+    std::string name = std::string("layout ") + stringifyGemmLayout(layout);
+    std::string error = indexGrid(cal.shapes, layout, aligned,
+                                  name + " (powers of two)", cal.grids[l]);
+    if (error.empty())
+      error = indexGrid(cal.shapes, layout, unaligned, name + " (other sizes)",
+                        cal.unalignedGrids[l]);
+    if (!error.empty()) {
+      for (int i = 0; i < kNumGemmLayouts; ++i)
+        cal.grids[i] = cal.unalignedGrids[i] = GemmShapeGrid();
+      return error;
     }
   }
   return "";

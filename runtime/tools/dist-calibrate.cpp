@@ -77,10 +77,19 @@ struct Settings {
   double gemmMinTimeS;
   /// Bytes of each of the three triad arrays.
   size_t triadArrayBytes;
-  /// Values of m, n and k of the f32 shape grid, and how long each of its
-  /// measurements runs at least.
+  /// Values of m, n and k of the f32 shape grids: powers of two, and other
+  /// sizes whose row strides do not alias in the cache (the cost model
+  /// reads each product off the grid its strides belong to); and how long
+  /// each measurement runs at least.
   std::vector<int64_t> shapeDims;
+  std::vector<int64_t> unalignedShapeDims;
   double shapeMinTimeS;
+  /// Passes over the shape grids; each point keeps its fastest pass. A
+  /// virtual machine's cores are now and then taken away for seconds
+  /// (measured here: the same product at 2 threads ran at 200 GFLOP/s in
+  /// one run and 380 in the next), which one pass would record as the
+  /// machine's speed.
+  int shapePasses;
 };
 
 constexpr int kMinGemmReps = 3;
@@ -97,12 +106,20 @@ constexpr int64_t kTinyKernelElems = 16;
 
 Settings settingsFor(bool quick) {
   if (quick)
-    return {{64, 256, 512}, 0.04, size_t(16) << 20, {16, 128, 1024}, 0.004};
+    return {{64, 256, 512},
+            0.04,
+            size_t(16) << 20,
+            {16, 128, 1024},
+            {24, 200, 1000},
+            0.004,
+            1};
   return {{32, 64, 128, 256, 512, 1024},
           0.15,
           size_t(32) << 20,
           {16, 64, 256, 1024},
-          0.01};
+          {24, 100, 400, 1200},
+          0.006,
+          2};
 }
 
 int32_t hardwareThreads() {
@@ -354,16 +371,22 @@ struct ShapePoint {
   double flops;
 };
 
-/// FLOP/s over every combination of `dims` for m, n and k in each layout, at
-/// one thread and at `threadsMax` threads: the cost model interpolates it for
-/// the shapes a model's products have (thin products and transposed operands
-/// run well below the square ones). Returns false when out of memory.
+/// FLOP/s over every combination of `dims` for m, n and k in each layout,
+/// and the same for `unalignedDims`, at one thread and at `threadsMax`
+/// threads: the cost model interpolates it for the shapes a model's
+/// products have (thin products, transposed operands and power-of-two row
+/// strides run well below square ones). Each point is measured `passes`
+/// times, far apart in time, and keeps its fastest. Returns false when out
+/// of memory.
 template <typename T>
 bool measureGemmShapes(
     const char *dtype, GemmFn gemm, const std::vector<int64_t> &dims,
-    int32_t threadsMax, double minTimeS,
+    const std::vector<int64_t> &unalignedDims, int32_t threadsMax,
+    double minTimeS, int passes,
     std::vector<std::pair<int32_t, std::vector<ShapePoint>>> &out) {
-  int64_t maxDim = *std::max_element(dims.begin(), dims.end());
+  int64_t maxDim =
+      std::max(*std::max_element(dims.begin(), dims.end()),
+               *std::max_element(unalignedDims.begin(), unalignedDims.end()));
   size_t count = size_t(maxDim) * size_t(maxDim);
   RuntimeBuffer a(count * sizeof(T)), b(count * sizeof(T)),
       c(count * sizeof(T));
@@ -374,24 +397,31 @@ bool measureGemmShapes(
   std::vector<int32_t> threadCounts = {1};
   if (threadsMax > 1)
     threadCounts.push_back(threadsMax);
-  size_t total =
-             threadCounts.size() * 3 * dims.size() * dims.size() * dims.size(),
-         done = 0;
-  for (int32_t threads : threadCounts) {
-    dist_rt_set_num_threads(threads);
-    std::vector<ShapePoint> points;
-    for (int layout = 0; layout < 3; ++layout) {
-      for (int64_t m : dims)
-        for (int64_t n : dims)
-          for (int64_t k : dims)
-            points.push_back({layout, m, n, k,
-                              measureGemm<T>(gemm, m, n, k, layout, a.as<T>(),
-                                             b.as<T>(), c.as<T>(), minTimeS)});
-      done += dims.size() * dims.size() * dims.size();
-      progress("gemm %s shapes %s threads %d: %zu of %zu", dtype,
-               kLayouts[layout], threads, done, total);
+  // The points of one thread count, in the order they are measured and
+  // written.
+  std::vector<ShapePoint> grid;
+  for (int layout = 0; layout < 3; ++layout)
+    for (const std::vector<int64_t> *set : {&dims, &unalignedDims})
+      for (int64_t m : *set)
+        for (int64_t n : *set)
+          for (int64_t k : *set)
+            grid.push_back({layout, m, n, k, 0});
+  out.clear();
+  for (int32_t threads : threadCounts)
+    out.emplace_back(threads, grid);
+  size_t total = size_t(passes) * threadCounts.size() * grid.size(), done = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (auto &[threads, points] : out) {
+      dist_rt_set_num_threads(threads);
+      for (ShapePoint &p : points) {
+        p.flops = std::max(
+            p.flops, measureGemm<T>(gemm, p.m, p.n, p.k, p.layout, a.as<T>(),
+                                    b.as<T>(), c.as<T>(), minTimeS));
+        if (++done % (grid.size() / 3) == 0)
+          progress("gemm %s shapes %s threads %d: %zu of %zu", dtype,
+                   kLayouts[p.layout], threads, done, total);
+      }
     }
-    out.emplace_back(threads, std::move(points));
   }
   return true;
 }
@@ -722,7 +752,8 @@ int main(int argc, char **argv) {
       !measureGemmType<double>("f64", dist_rt_gemm_f64, settings.gemmSizes,
                                threadsMax, settings.gemmMinTimeS, gemmF64) ||
       !measureGemmShapes<float>("f32", dist_rt_gemm_f32, settings.shapeDims,
-                                threadsMax, settings.shapeMinTimeS,
+                                settings.unalignedShapeDims, threadsMax,
+                                settings.shapeMinTimeS, settings.shapePasses,
                                 shapesF32)) {
     reportError("out of memory");
     return 1;

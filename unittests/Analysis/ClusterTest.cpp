@@ -741,12 +741,20 @@ TEST(Cluster, GemmShapeGridAndForkOverhead) {
   EXPECT_EQ(parseError(head + gemm +
                        "                shapes: [[nn, 8, 8, 8, 1G], "
                        "[nn, 16, 16, 8, 1G]]\n"),
-            "c.yaml:13:17: 'shapes': layout nn has 2 shapes, not every "
-            "combination of its 2 m, 2 n and 1 k values");
+            "c.yaml:13:17: 'shapes': layout nn (powers of two) has 2 "
+            "shapes, not every combination of its 2 m, 2 n and 1 k values");
   EXPECT_EQ(parseError(head + gemm +
                        "                shapes: [[nn, 8, 8, 8, 1G], "
                        "[nn, 8, 8, 8, 2G]]\n"),
-            "c.yaml:13:17: 'shapes': layout nn has the shape 8x8x8 twice");
+            "c.yaml:13:17: 'shapes': layout nn (powers of two) has the shape "
+            "8x8x8 twice");
+  // Points with any other size form a grid of their own, which must be
+  // complete as well; the power-of-two grid beside it is not touched.
+  EXPECT_EQ(parseError(head + gemm +
+                       "                shapes: [[nn, 8, 8, 8, 1G], "
+                       "[nn, 10, 10, 10, 1G], [nn, 12, 12, 10, 1G]]\n"),
+            "c.yaml:13:17: 'shapes': layout nn (other sizes) has 2 shapes, "
+            "not every combination of its 2 m, 2 n and 1 k values");
   EXPECT_EQ(
       parseError(head + gemm + "                shapes: [[nn, 8, 0, 8, 1G]]\n"),
       "c.yaml:13:34: n must be positive");

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir::dist;
@@ -204,6 +205,56 @@ TEST(CostModel, GemmTimeInterpolatesTheShapeGrid) {
   // No shape grid: no answer (the size-based model takes over).
   DeviceSpec plain = calibratedCpu();
   EXPECT_LT(cm.gemmTimeS(plain, g, 1, 1, 1), 0);
+}
+
+TEST(CostModel, GemmTimeReadsAliasingStridesOffThePowerOfTwoGrid) {
+  // nt products at one thread: powers of two 64 and 1024 for m, n and k at
+  // 1 GFLOP/s, other sizes (48 and 1000) at 3 GFLOP/s.
+  DeviceSpec dev = gridCpu(1e9);
+  GemmCalibration g;
+  g.threads = 1;
+  g.flopsBySize = {{64, 1e9}};
+  for (const auto &[dims, flops] :
+       {std::pair(std::vector<double>{64, 1024}, 1e9),
+        std::pair(std::vector<double>{48, 1000}, 3e9)})
+    for (double m : dims)
+      for (double n : dims)
+        for (double k : dims)
+          g.shapes.push_back({GemmLayout::NT, m, n, k, flops});
+  ASSERT_EQ(indexGemmShapes(g), "");
+  ASSERT_EQ(g.grids[1].m, (std::vector<double>{64, 1024}));
+  ASSERT_EQ(g.unalignedGrids[1].m, (std::vector<double>{48, 1000}));
+  dev.calibration->gemm["f32"] = {g};
+  AnalyticCostModel cm;
+  GemmWork w;
+  w.layout = GemmLayout::NT;
+  w.m = 64;
+  w.n = 512;
+  // B's row stride k = 784 floats does not alias: the other grid.
+  w.k = 784;
+  EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 3e9);
+  // k = 512 floats (2 KiB rows) aliases: the power-of-two grid.
+  w.k = 512;
+  EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 1e9);
+  // In nt only k is a row stride: n = 512 with k = 784 stays off it.
+  w.k = 784;
+  w.n = 1024;
+  EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 3e9);
+  // f64 rows of 256 elements are 2 KiB too.
+  AnalyticCostModel f64("f64");
+  w.k = 256;
+  EXPECT_REL(f64.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 1e9);
+  EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 3e9);
+  // A file without the other grid reads every product off the one it has.
+  GemmCalibration old = g;
+  old.shapes.erase(std::remove_if(old.shapes.begin(), old.shapes.end(),
+                                  [](const GemmShapePoint &p) {
+                                    return !isPowerOfTwoExtent(p.m);
+                                  }),
+                   old.shapes.end());
+  ASSERT_EQ(indexGemmShapes(old), "");
+  dev.calibration->gemm["f32"] = {old};
+  EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 1e9);
 }
 
 TEST(CostModel, PhaseTimeAddsGridProductsAndForks) {

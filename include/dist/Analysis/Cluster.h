@@ -72,14 +72,28 @@ struct GemmCalibration {
   std::vector<std::pair<double, double>> flopsBySize;
   /// The shape grid; empty when not measured.
   std::vector<GemmShapePoint> shapes;
-  /// `shapes` per layout, built by indexGemmShapes.
+  /// The points of `shapes` whose m, n and k are all powers of two, per
+  /// layout, built by indexGemmShapes.
   GemmShapeGrid grids[kNumGemmLayouts];
+  /// The other points of `shapes` (none in a file written before they were
+  /// measured), per layout. Row strides of a power of two elements make a
+  /// product's loads collide in the cache (4 KiB aliasing): on this
+  /// project's EPYC a 64x64x1024 product with B transposed runs at 54-66
+  /// GFLOP/s and a 64x64x1000 one at 149. So the cost model reads products
+  /// whose leading dimensions are such strides off `grids` and the others
+  /// off this grid.
+  GemmShapeGrid unalignedGrids[kNumGemmLayouts];
 };
 
-/// Checks that `cal.shapes` cover, for each layout present, every
-/// combination of the m, n and k values they use, once each, and builds
-/// `cal.grids` from them. Returns "" or what is wrong.
+/// Checks that the points of `cal.shapes` whose dimensions are all powers
+/// of two, and separately the other points, cover for each layout present
+/// every combination of the m, n and k values they use, once each, and
+/// builds `cal.grids` and `cal.unalignedGrids` from them. Returns "" or what
+/// is wrong.
 std::string indexGemmShapes(GemmCalibration &cal);
+
+/// True when `v` is a positive power of two.
+bool isPowerOfTwoExtent(double v);
 
 /// What `dist-opt calibrate` measured on one device type.
 struct DeviceCalibration {
