@@ -321,10 +321,20 @@ private:
 // One matrix product
 //===----------------------------------------------------------------------===//
 
-/// C += A * B with plain loops; any strides.
+/// C = 0 (every element of the view).
+template <typename T>
+void zeroView(const View<T> &c) {
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.cols; ++j)
+      c.at(i, j) = T(0);
+}
+
+/// C += A * B with plain loops; any strides. `overwrite`: C = A * B.
 template <typename T>
 void gemmBuiltin(const View<const T> &a, const View<const T> &b,
-                 const View<T> &c) {
+                 const View<T> &c, bool overwrite) {
+  if (overwrite)
+    zeroView(c);
   for (int64_t i = 0; i < c.rows; ++i) {
     for (int64_t p = 0; p < a.cols; ++p) {
       T aip = a.at(i, p);
@@ -334,15 +344,22 @@ void gemmBuiltin(const View<const T> &a, const View<const T> &b,
   }
 }
 
-/// C (m x n) += A (m x k) * B (k x n) on OpenBLAS when `api` is set.
+/// C (m x n) += A (m x k) * B (k x n) on OpenBLAS when `api` is set;
+/// `overwrite`: C = A * B (BLAS's beta = 0: C is neither read nor needs
+/// zeroing first).
 template <typename T>
 void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
-             const View<T> &c) {
+             const View<T> &c, bool overwrite) {
   int64_t m = c.rows, n = c.cols, k = a.cols;
-  if (m <= 0 || n <= 0 || k <= 0)
+  if (m <= 0 || n <= 0)
     return;
+  if (k <= 0) {
+    if (overwrite)
+      zeroView(c);
+    return;
+  }
   if (!api || !fitsInt(m) || !fitsInt(n) || !fitsInt(k)) {
-    gemmBuiltin(a, b, c);
+    gemmBuiltin(a, b, c, overwrite);
     return;
   }
 
@@ -351,15 +368,16 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
   BlasOperand cOp;
   if (!asBlasOperand(c, /*allowTranspose=*/false, cOp)) {
     if (asBlasOperand(c.transposed(), /*allowTranspose=*/false, cOp)) {
-      gemmOne<T>(api, b.transposed(), a.transposed(), c.transposed());
+      gemmOne<T>(api, b.transposed(), a.transposed(), c.transposed(),
+                 overwrite);
       return;
     }
     PackedCopy<T> packedC;
     if (!packedC.pack(c)) {
-      gemmBuiltin(a, b, c);
+      gemmBuiltin(a, b, c, overwrite);
       return;
     }
-    gemmOne<T>(api, a, b, packedC.view);
+    gemmOne<T>(api, a, b, packedC.view, overwrite);
     packedC.unpack(c);
     return;
   }
@@ -370,7 +388,7 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
   if (!asBlasOperand(a, /*allowTranspose=*/true, aOp)) {
     if (!packedA.pack({const_cast<T *>(a.ptr), a.rows, a.cols, a.rowStride,
                        a.colStride})) {
-      gemmBuiltin(a, b, c);
+      gemmBuiltin(a, b, c, overwrite);
       return;
     }
     aView = {packedA.view.ptr, m, k, k, 1};
@@ -379,7 +397,7 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
   if (!asBlasOperand(b, /*allowTranspose=*/true, bOp)) {
     if (!packedB.pack({const_cast<T *>(b.ptr), b.rows, b.cols, b.rowStride,
                        b.colStride})) {
-      gemmBuiltin(a, b, c);
+      gemmBuiltin(a, b, c, overwrite);
       return;
     }
     bView = {packedB.view.ptr, k, n, n, 1};
@@ -396,8 +414,8 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
     int status = api->dnnlSgemm(
         aOp.transposed ? 'T' : 'N', bOp.transposed ? 'T' : 'N', m, n, k, 1.0f,
         reinterpret_cast<const float *>(aView.ptr), aOp.ld,
-        reinterpret_cast<const float *>(bView.ptr), bOp.ld, 1.0f,
-        reinterpret_cast<float *>(c.ptr), cOp.ld);
+        reinterpret_cast<const float *>(bView.ptr), bOp.ld,
+        overwrite ? 0.0f : 1.0f, reinterpret_cast<float *>(c.ptr), cOp.ld);
     if (callerThreads != 1)
       api->ompSetNumThreads(callerThreads);
     if (status == 0)
@@ -408,8 +426,8 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
       kCblasRowMajor, aOp.transposed ? kCblasTrans : kCblasNoTrans,
       bOp.transposed ? kCblasTrans : kCblasNoTrans, static_cast<int>(m),
       static_cast<int>(n), static_cast<int>(k), T(1), aView.ptr,
-      static_cast<int>(aOp.ld), bView.ptr, static_cast<int>(bOp.ld), T(1),
-      c.ptr, static_cast<int>(cOp.ld));
+      static_cast<int>(aOp.ld), bView.ptr, static_cast<int>(bOp.ld),
+      overwrite ? T(0) : T(1), c.ptr, static_cast<int>(cOp.ld));
 }
 
 //===----------------------------------------------------------------------===//
@@ -439,6 +457,8 @@ struct BatchedGemm {
   bool splitCols = false;
   /// First matrix of the tasks (when batches are run one at a time).
   int64_t firstBatch = 0;
+  /// C = A * B instead of C += A * B (for the tasks of this run).
+  bool overwrite = false;
 
   /// Task `task`: slice task % parts of matrix firstBatch + task / parts.
   void runTask(int64_t task) const {
@@ -450,11 +470,11 @@ struct BatchedGemm {
     if (splitCols) {
       gemmOne<T>(api, {aT, m, k, aRow, aCol},
                  {bT + begin * bCol, k, end - begin, bRow, bCol},
-                 {cT + begin * cCol, m, end - begin, cRow, cCol});
+                 {cT + begin * cCol, m, end - begin, cRow, cCol}, overwrite);
     } else {
       gemmOne<T>(api, {aT + begin * aRow, end - begin, k, aRow, aCol},
                  {bT, k, n, bRow, bCol},
-                 {cT + begin * cRow, end - begin, n, cRow, cCol});
+                 {cT + begin * cRow, end - begin, n, cRow, cCol}, overwrite);
     }
   }
 
@@ -566,9 +586,18 @@ template <typename T>
 void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
                  int64_t aSb, int64_t aSm, int64_t aSk, int64_t bPtr,
                  int64_t bSk, int64_t bSn, int64_t cPtr, int64_t cSb,
-                 int64_t cSm, int64_t cSn, int64_t bSb) {
-  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0)
+                 int64_t cSm, int64_t cSn, int64_t bSb, bool overwrite) {
+  if (batch <= 0 || m <= 0 || n <= 0)
     return;
+  if (k <= 0) {
+    // No product to add: C += 0 leaves C alone, C = 0 clears it.
+    if (overwrite)
+      for (int64_t t = 0; t < batch; ++t)
+        zeroView<T>(
+            {reinterpret_cast<T *>(static_cast<intptr_t>(cPtr)) + t * cSb, m, n,
+             cSm, cSn});
+    return;
+  }
   // A weight shared by every matrix of a batch whose A and C stack the
   // batches row after row (a [B, M, K] x [K, N] MatMul) is one product with
   // B * M rows: OpenBLAS then packs the weight once instead of B times
@@ -637,6 +666,8 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
     spreadCalls.fetch_add(1, std::memory_order_relaxed);
   for (int64_t t = 0; t < batch; t += disjoint ? batch : 1) {
     gemm.firstBatch = t;
+    // Products summed into one C (run one at a time): the first sets it.
+    gemm.overwrite = overwrite && (disjoint || t == 0);
     if (spread)
       dist_rt_parallel_for(tasksPerRun, &BatchedGemm<T>::runRange, &gemm);
     else
@@ -717,7 +748,7 @@ extern "C" void dist_rt_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                                  int64_t b_sn, int64_t c_ptr, int64_t c_sb,
                                  int64_t c_sm, int64_t c_sn, int64_t b_sb) {
   gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk, b_sn,
-                     c_ptr, c_sb, c_sm, c_sn, b_sb);
+                     c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/false);
 }
 
 extern "C" void dist_rt_gemm_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -726,5 +757,25 @@ extern "C" void dist_rt_gemm_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
                                  int64_t b_sn, int64_t c_ptr, int64_t c_sb,
                                  int64_t c_sm, int64_t c_sn, int64_t b_sb) {
   gemmBatched<double>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk,
-                      b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb);
+                      b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/false);
+}
+
+extern "C" void dist_rt_gemm_set_f32(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, int64_t a_ptr, int64_t a_sb,
+                                     int64_t a_sm, int64_t a_sk, int64_t b_ptr,
+                                     int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                                     int64_t c_sb, int64_t c_sm, int64_t c_sn,
+                                     int64_t b_sb) {
+  gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk, b_sn,
+                     c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/true);
+}
+
+extern "C" void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, int64_t a_ptr, int64_t a_sb,
+                                     int64_t a_sm, int64_t a_sk, int64_t b_ptr,
+                                     int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                                     int64_t c_sb, int64_t c_sm, int64_t c_sn,
+                                     int64_t b_sb) {
+  gemmBatched<double>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk,
+                      b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/true);
 }

@@ -66,30 +66,36 @@ void fill(std::vector<T> &values, uint32_t seed) {
   }
 }
 
+/// Calls dist_rt_gemm_f32/f64, or dist_rt_gemm_set_f32/f64 (C = A * B)
+/// when `overwrite`.
 template <typename T>
-void callGemm(const GemmCase &c, const T *a, const T *b, T *out);
+void callGemm(const GemmCase &c, const T *a, const T *b, T *out,
+              bool overwrite);
 
 template <>
 void callGemm<float>(const GemmCase &c, const float *a, const float *b,
-                     float *out) {
-  dist_rt_gemm_f32(c.batch, c.m, c.n, c.k, asInt(a), c.a.batch, c.a.row,
-                   c.a.col, asInt(b), c.b.row, c.b.col, asInt(out), c.c.batch,
-                   c.c.row, c.c.col, c.b.batch);
+                     float *out, bool overwrite) {
+  (overwrite ? dist_rt_gemm_set_f32 : dist_rt_gemm_f32)(
+      c.batch, c.m, c.n, c.k, asInt(a), c.a.batch, c.a.row, c.a.col, asInt(b),
+      c.b.row, c.b.col, asInt(out), c.c.batch, c.c.row, c.c.col, c.b.batch);
 }
 
 template <>
 void callGemm<double>(const GemmCase &c, const double *a, const double *b,
-                      double *out) {
-  dist_rt_gemm_f64(c.batch, c.m, c.n, c.k, asInt(a), c.a.batch, c.a.row,
-                   c.a.col, asInt(b), c.b.row, c.b.col, asInt(out), c.c.batch,
-                   c.c.row, c.c.col, c.b.batch);
+                      double *out, bool overwrite) {
+  (overwrite ? dist_rt_gemm_set_f64 : dist_rt_gemm_f64)(
+      c.batch, c.m, c.n, c.k, asInt(a), c.a.batch, c.a.row, c.a.col, asInt(b),
+      c.b.row, c.b.col, asInt(out), c.c.batch, c.c.row, c.c.col, c.b.batch);
 }
 
 /// Runs `c` and compares every element of the C buffer (including the ones
-/// the case must not touch) with a naive loop.
+/// the case must not touch) with a naive loop. `overwrite`: through
+/// dist_rt_gemm_set_*, so every element of a C matrix starts at 0 (products
+/// of batches that share one C sum).
 template <typename T>
-void checkCase(const GemmCase &c) {
+void checkCase(const GemmCase &c, bool overwrite = false) {
   SCOPED_TRACE(c.name);
+  SCOPED_TRACE(overwrite ? "C = A * B" : "C += A * B");
   std::vector<T> a(spanOf(c.batch, c.m, c.k, c.a));
   std::vector<T> b(spanOf(c.batch, c.k, c.n, c.b));
   std::vector<T> out(spanOf(c.batch, c.m, c.n, c.c) + 5);
@@ -99,6 +105,12 @@ void checkCase(const GemmCase &c) {
 
   std::vector<double> expected(out.begin(), out.end());
   std::vector<double> magnitude(out.size(), 0.0);
+  if (overwrite)
+    for (int64_t t = 0; t < c.batch; ++t)
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < c.n; ++j)
+          expected[static_cast<size_t>(t * c.c.batch + i * c.c.row +
+                                       j * c.c.col)] = 0;
   for (int64_t t = 0; t < c.batch; ++t)
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
@@ -114,7 +126,7 @@ void checkCase(const GemmCase &c) {
         }
       }
 
-  callGemm<T>(c, a.data(), b.data(), out.data());
+  callGemm<T>(c, a.data(), b.data(), out.data(), overwrite);
   // A few units in the last place per accumulated term.
   double epsilon = sizeof(T) == 4 ? 2e-7 : 4e-16;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -288,13 +300,29 @@ TEST_P(GemmTest, Float64MatchesNaiveLoop) {
     checkCase<double>(c);
 }
 
+// C = A * B: C's old values are never read (here: random, NaN below), k = 0
+// clears C, and batches that accumulate into one C start it at zero.
+TEST_P(GemmTest, OverwritingMatchesNaiveLoop) {
+  for (const GemmCase &c : gemmCases()) {
+    checkCase<float>(c, /*overwrite=*/true);
+    checkCase<double>(c, /*overwrite=*/true);
+  }
+  std::vector<float> a = {1, 2, 3, 4}, b = {1, 0, 0, 1};
+  std::vector<float> out(4, std::nanf(""));
+  dist_rt_gemm_set_f32(1, 2, 2, 2, asInt(a.data()), 0, 2, 1, asInt(b.data()), 2,
+                       1, asInt(out.data()), 0, 2, 1, 0);
+  EXPECT_EQ(out, a);
+}
+
 TEST_P(GemmTest, ThreadCountsDoNotChangeResults) {
   int32_t saved = dist_rt_get_num_threads();
   for (int32_t threads : {1, 2, 3, 8}) {
     SCOPED_TRACE(threads);
     dist_rt_set_num_threads(threads);
-    for (const GemmCase &c : gemmCases())
+    for (const GemmCase &c : gemmCases()) {
       checkCase<float>(c);
+      checkCase<float>(c, /*overwrite=*/true);
+    }
   }
   dist_rt_set_num_threads(saved);
 }

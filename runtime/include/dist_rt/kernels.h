@@ -98,6 +98,23 @@ DIST_RT_API void dist_rt_gemm_f64(int64_t batch, int64_t m, int64_t n,
                                   int64_t c_sb, int64_t c_sm, int64_t c_sn,
                                   int64_t b_sb);
 
+/// dist_rt_gemm_f32 and dist_rt_gemm_f64 with C_t = A_t * B_t instead of
+/// C_t += A_t * B_t: C is only written (BLAS's beta = 0), so a caller need
+/// not clear it first. With k = 0, C is set to zeros. Batches whose C
+/// matrices overlap sum their products: the first sets C, the others add.
+DIST_RT_API void dist_rt_gemm_set_f32(int64_t batch, int64_t m, int64_t n,
+                                      int64_t k, int64_t a_ptr, int64_t a_sb,
+                                      int64_t a_sm, int64_t a_sk, int64_t b_ptr,
+                                      int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                                      int64_t c_sb, int64_t c_sm, int64_t c_sn,
+                                      int64_t b_sb);
+DIST_RT_API void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
+                                      int64_t k, int64_t a_ptr, int64_t a_sb,
+                                      int64_t a_sm, int64_t a_sk, int64_t b_ptr,
+                                      int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                                      int64_t c_sb, int64_t c_sm, int64_t c_sn,
+                                      int64_t b_sb);
+
 /*===----------------------------------------------------------------------===*
  * Threads
  *===----------------------------------------------------------------------===*/
