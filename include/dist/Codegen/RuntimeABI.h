@@ -17,6 +17,9 @@ namespace mlir::dist::runtime_abi {
 /// Batched strided GEMM (dist_rt/kernels.h).
 inline constexpr llvm::StringLiteral kGemmF32 = "dist_rt_gemm_f32";
 inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
+/// The same with C = A * B (C is not read).
+inline constexpr llvm::StringLiteral kGemmSetF32 = "dist_rt_gemm_set_f32";
+inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
 
 /// Parallel loop over the runtime's thread pool (dist_rt/kernels.h):
 /// parallel_for(n, void (*fn)(void *ctx, int64_t begin, int64_t end), ctx).

@@ -15,7 +15,7 @@
 // m = 1024, n = 64, k = 256; lhs strides (m: 1, k: 1024).
 // CALL-LABEL: func.func @lhs_transposed(
 // CALL-NOT: linalg.generic
-// CALL: call @dist_rt_gemm_f32
+// CALL: call @dist_rt_gemm_{{(set_)?}}f32
 // CALL-NOT: linalg.generic
 func.func @lhs_transposed(%x: tensor<256x1024xf32>, %y: tensor<256x64xf32>) -> tensor<1024x64xf32> {
   %cst = arith.constant 0.0 : f32
@@ -45,7 +45,7 @@ func.func @lhs_transposed(%x: tensor<256x1024xf32>, %y: tensor<256x64xf32>) -> t
 // CHECK-NOT: linalg.transpose
 
 // CALL-LABEL: func.func @result_transposed(
-// CALL: call @dist_rt_gemm_f32
+// CALL: call @dist_rt_gemm_{{(set_)?}}f32
 // CALL-NOT: linalg.generic
 func.func @result_transposed(%x: tensor<32x16xf32>, %y: tensor<16x64xf32>) -> tensor<64x32xf32> {
   %cst = arith.constant 0.0 : f32
@@ -72,7 +72,7 @@ func.func @result_transposed(%x: tensor<32x16xf32>, %y: tensor<16x64xf32>) -> te
 // CHECK: affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 
 // CALL-LABEL: func.func @batched_rhs_transposed(
-// CALL: call @dist_rt_gemm_f32
+// CALL: call @dist_rt_gemm_{{(set_)?}}f32
 // CALL-NOT: linalg.generic
 func.func @batched_rhs_transposed(%q: tensor<8x64x16xf32>, %k: tensor<8x64x16xf32>) -> tensor<8x64x64xf32> {
   %cst = arith.constant 0.0 : f32
@@ -103,7 +103,7 @@ func.func @batched_rhs_transposed(%q: tensor<8x64x16xf32>, %k: tensor<8x64x16xf3
 // CHECK-SAME: permutation = [2, 0, 1]
 
 // CALL-LABEL: func.func @batch_moved(
-// CALL: call @dist_rt_gemm_f32
+// CALL: call @dist_rt_gemm_{{(set_)?}}f32
 // CALL: linalg.transpose
 func.func @batch_moved(%x: tensor<8x4x16xf32>, %y: tensor<4x16x32xf32>) -> tensor<32x4x8xf32> {
   %cst = arith.constant 0.0 : f32
