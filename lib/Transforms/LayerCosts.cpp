@@ -653,14 +653,13 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           countKernel(work, 2 * col, 0);
         }
       }
-      // The output starts as the bias broadcast into it (a kernel) or as
-      // zeros (a fill), then the GEMM accumulates into it.
+      // The output starts as the bias broadcast into it (a kernel), then
+      // the GEMM accumulates into it; without a bias the GEMM sets it
+      // (dist-contractions-to-runtime drops the zero fill).
       if (op.getNumOperands() > 2) {
         addLoopBytes(work, KernelClass::Elementwise,
                      static_cast<double>(resultBytes) * scale);
         countKernel(work, static_cast<double>(resultBytes), 0);
-      } else {
-        addFillBytes(work, static_cast<double>(resultBytes) * scale);
       }
     } else {
       work.otherFlops += static_cast<double>(*flops) * scale;
