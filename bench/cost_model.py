@@ -10,8 +10,10 @@
 # (`--cluster local.yaml --plan-threads T`), reads the predicted
 # single-process step time from plan.json, runs the executable (inference:
 # `--bench N`, median latency; training: `train --log`, median step time
-# after warm-up; the median of --repeats such runs) and prints predicted,
-# measured and the relative error.
+# after warm-up; the median of --repeats such runs, taken round-robin over
+# the rows so that a slow spell of the machine spreads over all of them)
+# and prints predicted, measured (with the fastest and slowest run) and the
+# relative error.
 # The target is an error within 15% for every row.
 #
 #   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
@@ -140,6 +142,7 @@ def main():
 
     ok = True
     rows = []
+    pending = []
     for name in a.model:
         ipath, ibatch, ifiles = export_inference(name, a.work)
         tpath, tbatch, tfiles, label = cpu_training.export_and_data(name,
@@ -160,35 +163,47 @@ def main():
                 iterations = int(min(max(a.iterations,
                                          a.min_seconds / (pred * 1e-3)),
                                      20000 if not train else 2000))
-                runs = []
-                for _ in range(max(1, a.repeats)):
-                    if train:
-                        meas, err = measure_training(exe, tbatch, tfiles,
-                                                     label, threads,
-                                                     iterations, a.work)
-                    else:
-                        meas, err = measure_inference(exe, ifiles, threads,
-                                                      iterations)
-                    if meas is None:
-                        break
-                    runs.append(meas)
-                if runs and meas is not None:
-                    meas = float(np.median(runs))
-                if meas is None:
-                    print("%s %s: run failed: %s" % (name, mode, err))
-                    ok = False
-                    continue
-                rows.append((name, mode, threads, pred, meas,
-                             (pred - meas) / meas))
+                if train:
+                    run = (lambda exe=exe, threads=threads, it=iterations,
+                           tb=tbatch, tf=tfiles, lb=label: measure_training(
+                               exe, tb, tf, lb, threads, it, a.work))
+                else:
+                    run = (lambda exe=exe, threads=threads, it=iterations,
+                           f=ifiles: measure_inference(exe, f, threads, it))
+                pending.append((name, mode, threads, pred, run))
 
-    print("\n%-8s %-10s %7s %13s %12s %8s" % ("model", "mode", "threads",
-                                              "predicted ms", "measured ms",
-                                              "error"))
+    # Round-robin over the rows, --repeats times: a row's runs spread over
+    # the whole measurement, so a slow spell of this shared machine (its
+    # memory bandwidth halved for minutes at times) does not land on the
+    # runs of a few rows only.
+    runs = [[] for _ in pending]
+    failed = set()
+    for _ in range(max(1, a.repeats)):
+        for i, (name, mode, threads, pred, run) in enumerate(pending):
+            if i in failed:
+                continue
+            meas, err = run()
+            if meas is None:
+                print("%s %s: run failed: %s" % (name, mode, err))
+                failed.add(i)
+                ok = False
+                continue
+            runs[i].append(meas)
+    for i, (name, mode, threads, pred, _) in enumerate(pending):
+        if i in failed:
+            continue
+        meas = float(np.median(runs[i]))
+        rows.append((name, mode, threads, pred, meas, (pred - meas) / meas,
+                     min(runs[i]), max(runs[i])))
+
+    print("\n%-8s %-10s %7s %13s %12s %8s  %s" % (
+        "model", "mode", "threads", "predicted ms", "measured ms", "error",
+        "runs min-max ms"))
     within = 0
-    for name, mode, threads, pred, meas, e in rows:
+    for name, mode, threads, pred, meas, e, lo, hi in rows:
         within += abs(e) <= TARGET
-        print("%-8s %-10s %7d %13.3f %12.3f %+7.1f%%" % (
-            name, mode, threads, pred, meas, 100 * e))
+        print("%-8s %-10s %7d %13.3f %12.3f %+7.1f%%  %.3f-%.3f" % (
+            name, mode, threads, pred, meas, 100 * e, lo, hi))
     if rows:
         worst = max(abs(r[5]) for r in rows)
         print("\n%d of %d within %.0f%%; worst %.1f%%; mean |error| %.1f%%" % (
