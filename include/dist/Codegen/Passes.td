@@ -152,6 +152,20 @@ def ExpandArithPass : Pass<"dist-expand-arith"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def HoistInvariantLoadsPass
+    : Pass<"dist-hoist-invariant-loads", "::mlir::func::FuncOp"> {
+  let summary = "move loads at loop-invariant indices out of innermost loops";
+  let description = [{
+    In every innermost `scf.for` with a static trip count of at least one, a
+    `memref.load` whose memref and indices are defined outside the loop moves
+    before the loop when every store in the loop writes a memref of another
+    element type (a gather's row index, i64, in a loop writing f32): LLVM
+    cannot prove that such a store leaves the loaded value alone, keeps the
+    load in the loop and cannot vectorise it.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def DropParamResultsPass
     : Pass<"dist-drop-param-results", "::mlir::func::FuncOp"> {
   let summary = "drop bufferized results that are the function's arguments";

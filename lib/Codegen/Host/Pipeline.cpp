@@ -64,6 +64,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createRegisterAccumulatorsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createParallelizeLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createHoistInvariantLoadsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
