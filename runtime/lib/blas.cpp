@@ -33,6 +33,7 @@
 #include "dist_rt/kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -484,14 +485,26 @@ struct BatchedGemm {
       self->runTask(t);
   }
 
-  /// True when the C matrices of different batches cannot overlap, so the
-  /// batches may run concurrently.
-  bool batchesAreDisjoint() const {
+  /// True when no two elements of the batch's C matrices share an address
+  /// (so the batches may run concurrently): ordered by stride, each of the
+  /// batch, row and column dimensions steps past everything the smaller ones
+  /// span. That covers matrices one after another and matrices interleaved
+  /// within rows (a product per head written into [B, T, H, D]).
+  bool batchesAreDisjoint(int64_t batch) const {
+    std::array<std::pair<int64_t, int64_t>, 3> dims = {
+        std::pair{cCol < 0 ? -cCol : cCol, n},
+        std::pair{cRow < 0 ? -cRow : cRow, m},
+        std::pair{cBatch < 0 ? -cBatch : cBatch, batch}};
+    std::sort(dims.begin(), dims.end());
     int64_t span = 1;
-    if (m > 0 && n > 0)
-      span += (m - 1) * (cRow < 0 ? -cRow : cRow) +
-              (n - 1) * (cCol < 0 ? -cCol : cCol);
-    return (cBatch < 0 ? -cBatch : cBatch) >= span;
+    for (auto [stride, extent] : dims) {
+      if (extent <= 1)
+        continue;
+      if (stride < span)
+        return false;
+      span += (extent - 1) * stride;
+    }
+    return true;
   }
 };
 
@@ -636,7 +649,7 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
                       cSm,
                       cSn};
   int64_t threads = dist_rt_get_num_threads();
-  bool disjoint = gemm.batchesAreDisjoint();
+  bool disjoint = batch == 1 || gemm.batchesAreDisjoint(batch);
   int64_t concurrent = disjoint ? batch : 1;
   // Multiply-adds of one product, saturated (only compared with small
   // thresholds).
@@ -664,9 +677,17 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
                 (gemm.parts > 1 || runWork >= kMinTaskWork / 4);
   if (spread)
     spreadCalls.fetch_add(1, std::memory_order_relaxed);
+  // Setting C with batches that overlap: products summed into one C (a
+  // zero batch stride) let the first set it; any other overlap clears every
+  // C first and adds.
+  bool summed = !disjoint && cSb == 0;
+  if (overwrite && !disjoint && !summed) {
+    for (int64_t t = 0; t < batch; ++t)
+      zeroView<T>({gemm.c + t * cSb, m, n, cSm, cSn});
+    overwrite = false;
+  }
   for (int64_t t = 0; t < batch; t += disjoint ? batch : 1) {
     gemm.firstBatch = t;
-    // Products summed into one C (run one at a time): the first sets it.
     gemm.overwrite = overwrite && (disjoint || t == 0);
     if (spread)
       dist_rt_parallel_for(tasksPerRun, &BatchedGemm<T>::runRange, &gemm);

@@ -190,6 +190,26 @@ std::vector<GemmCase> gemmCases() {
        {m * k, k, 1},
        {k * n, n, 1},
        {0, n, 1}},
+      // A product per head written into [T, H, D]: the batches interleave
+      // within C's rows without sharing an element.
+      {"batches interleaved within rows",
+       3,
+       m,
+       n,
+       k,
+       {m * k, k, 1},
+       {k * n, n, 1},
+       {n, 3 * n, 1}},
+      // Batches whose C matrices partly overlap: every element gets the sum
+      // of the products that write it.
+      {"partly overlapping batches",
+       3,
+       m,
+       n,
+       k,
+       {m * k, k, 1},
+       {k * n, n, 1},
+       {2, n, 1}},
       {"many small batches (thread pool)",
        37,
        4,
