@@ -186,7 +186,9 @@ def ContractionsToRuntimePass
     most one batch, one M, one N and one K dimension, a multiply-add body and
     an f32 or f64 element type into a call of `dist_rt_gemm_f32` /
     `dist_rt_gemm_f64`, passing base pointers and element strides (a batch
-    stride of 0 broadcasts an operand). Other contractions stay loops. A
+    stride of 0 broadcasts an operand); a second, outer batch dimension (a
+    product per head of a [B, H, M, N] result) becomes an `scf.for` around
+    the call. Other contractions stay loops. A
     contraction whose fresh output buffer was last filled with +0.0 calls
     `dist_rt_gemm_set_f32` / `dist_rt_gemm_set_f64` (C = A * B) instead, and
     the fill goes.
@@ -198,7 +200,7 @@ def ContractionsToRuntimePass
   }];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::arith::ArithDialect"
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
   ];
   let statistics = [
     Statistic<"numCalls", "num-calls", "Number of contractions turned into calls">,

@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::dist {
@@ -179,7 +180,33 @@ struct ContractionsToRuntimePass
           func::FuncOp::create(mb, loc, name, mb.getFunctionType(types, {}));
       callee.setPrivate();
     }
-    func::CallOp::create(b, loc, callee, args);
+    if (loops->outerBatch == -1) {
+      func::CallOp::create(b, loc, callee, args);
+    } else {
+      // One call per index of the outer batch, each operand's pointer
+      // advanced by its stride along it (0 when it does not use it).
+      int64_t outer = loops->outerBatch;
+      Value trips =
+          arith::IndexCastOp::create(b, loc, b.getIndexType(), sizeOf(outer));
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+      Value bytes = arith::ConstantIntOp::create(b, loc, i64, elemBytes);
+      auto loop = scf::ForOp::create(b, loc, c0, trips, c1);
+      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      Value iv =
+          arith::IndexCastOp::create(lb, loc, i64, loop.getInductionVar());
+      auto advance = [&](Value ptr, const Desc &d, ArrayRef<int64_t> where) {
+        Value step =
+            arith::MulIOp::create(lb, loc, strideOf(d, where, outer), bytes);
+        return arith::AddIOp::create(lb, loc, ptr,
+                                     arith::MulIOp::create(lb, loc, iv, step));
+      };
+      SmallVector<Value> inner = args;
+      inner[4] = advance(L.ptr, L, lw);
+      inner[8] = advance(R.ptr, R, rw);
+      inner[11] = advance(O.ptr, O, ow);
+      func::CallOp::create(lb, loc, callee, inner);
+    }
     op.erase();
     if (fill)
       fill.erase();

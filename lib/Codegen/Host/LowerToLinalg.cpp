@@ -167,7 +167,28 @@ codegen::classifyGemmLoops(ArrayRef<AffineMap> maps,
   // A summed batch takes the batch slot: the output is one matrix.
   if (summed != -1 && r != 2)
     return std::nullopt;
-  if (r >= 2) {
+  if (r == 4) {
+    // Two batch loops and m, n in any order of the output (a product over
+    // heads whose result is written transposed): m is the loop only lhs
+    // reads, n the one only rhs reads; of the other two, the first in the
+    // output is the outer batch.
+    if (summed != -1)
+      return std::nullopt;
+    SmallVector<int64_t, 2> batches;
+    for (int64_t l : outLoops) {
+      bool inL = (*lw)[l] != -1, inR = (*rw)[l] != -1;
+      if (inL && !inR && g.m == -1)
+        g.m = l;
+      else if (inR && !inL && g.n == -1)
+        g.n = l;
+      else
+        batches.push_back(l);
+    }
+    if (g.m == -1 || g.n == -1 || batches.size() != 2)
+      return std::nullopt;
+    g.outerBatch = batches[0];
+    g.batch = batches[1];
+  } else if (r >= 2) {
     if (r > 3)
       return std::nullopt;
     g.batch = r == 3 ? outLoops[0] : summed;
@@ -182,9 +203,10 @@ codegen::classifyGemmLoops(ArrayRef<AffineMap> maps,
   // lhs may only use batch, m, k; rhs only batch, k, n.
   for (size_t i = 0; i < numLoops; ++i) {
     int64_t l = static_cast<int64_t>(i);
-    if ((*lw)[i] != -1 && l != g.batch && l != g.m && l != g.k)
+    bool batch = l == g.batch || l == g.outerBatch;
+    if ((*lw)[i] != -1 && !batch && l != g.m && l != g.k)
       return std::nullopt;
-    if ((*rw)[i] != -1 && l != g.batch && l != g.n && l != g.k)
+    if ((*rw)[i] != -1 && !batch && l != g.n && l != g.k)
       return std::nullopt;
   }
   if ((g.m != -1 && (*rw)[g.m] != -1) || (g.n != -1 && (*lw)[g.n] != -1))

@@ -71,12 +71,16 @@ bool isMulAddBody(linalg::GenericOp op);
 /// dims in any order (strides), batch, m or n possibly absent (-1).
 struct GemmLoops {
   int64_t batch = -1, m = -1, n = -1, k = -1;
+  /// A second batch loop, outer to `batch` (a [B, H, M, N] product over
+  /// heads): the runtime's GEMM runs once per index of it; -1 when none.
+  int64_t outerBatch = -1;
   /// Per loop, the dim of lhs / rhs / out it indexes (-1: none).
   SmallVector<int64_t> lhsDims, rhsDims, outDims;
 };
 /// Classifies the loops of a contraction with indexing maps `maps` (lhs,
-/// rhs, out) and iterators `iters`: one reduction loop, at most one batch
-/// loop shared by both inputs, pure dim expressions. The batch may be a
+/// rhs, out) and iterators `iters`: one reduction loop, at most two batch
+/// loops (the outer one looped over around the GEMM call), pure dim
+/// expressions. The batch may be a
 /// second reduction loop, outer to k in both inputs, when the output is one
 /// matrix: the products are summed into it (outDims[batch] is -1, so the
 /// runtime gets a zero output batch stride). nullopt when the runtime's
