@@ -70,14 +70,39 @@ bool swapsLastTwo(TransposeOp op) {
   return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
 }
 
-/// A transpose whose every reader is a matrix product: codegen folds it
-/// into the products' operand strides (FuseElementwise.cpp), so no copy is
-/// written.
+/// Whether `v` is a ranked tensor of rank `rank`.
+bool hasRank(Value v, int64_t rank) {
+  auto type = dyn_cast<ShapedType>(v.getType());
+  return type && type.hasRank() && type.getRank() == rank;
+}
+
+/// Whether `op` is a MatMul of rank-4 operands and result, which codegen
+/// keeps as a product with two batch dimensions (LowerLinearAlgebra.cpp).
+bool isRank4MatMul(Operation *op) {
+  auto mm = dyn_cast<MatMulOp>(op);
+  return mm && hasRank(mm.getLhs(), 4) && hasRank(mm.getRhs(), 4) &&
+         hasRank(mm.getResult(), 4);
+}
+
+/// A transpose that codegen folds into the strides of the products it
+/// reads or feeds (FuseElementwise.cpp), so no copy is written: one that
+/// swaps the last two dimensions for products only, any rank-4 one for
+/// rank-4 MatMuls only (attention's heads), and one of a rank-4 MatMul's
+/// result that is its only reader.
 bool foldsIntoProducts(Operation *op) {
   auto t = dyn_cast<TransposeOp>(op);
-  return t && swapsLastTwo(t) && !t->use_empty() &&
-         llvm::all_of(t->getUsers(),
-                      [](Operation *u) { return isa<MatMulOp, GemmOp>(u); });
+  if (!t || t->use_empty())
+    return false;
+  if (hasRank(t.getInput(), 4)) {
+    if (llvm::all_of(t->getUsers(), isRank4MatMul))
+      return true;
+    Operation *producer = t.getInput().getDefiningOp();
+    if (producer && isRank4MatMul(producer) && producer->hasOneUse())
+      return true;
+  }
+  return swapsLastTwo(t) && llvm::all_of(t->getUsers(), [](Operation *u) {
+           return isa<MatMulOp, GemmOp>(u);
+         });
 }
 
 /// Scalar operations from which a generated loop nest forks onto the
@@ -90,6 +115,21 @@ void countKernel(PhaseWork &work, double bytes, double flops) {
   work.kernels += 1;
   if (bytes / 4 + flops >= kForkMinWork)
     work.parallelKernels += 1;
+}
+
+/// Whether the matrix rows of `op`'s result run along its input's
+/// contiguous (last) dimension, so that a product reading it sees a
+/// transposed operand: perm[rank - 2] == rank - 1 (a swap of the last two
+/// dimensions does; a swap of heads and rows, [0, 2, 1, 3], does not).
+bool readsContiguousAsRows(TransposeOp op) {
+  auto type = dyn_cast<ShapedType>(op.getInput().getType());
+  if (!type || !type.hasRank() || type.getRank() < 2)
+    return false;
+  int64_t rank = type.getRank();
+  if (std::optional<ArrayRef<int64_t>> p = op.getPerm())
+    return static_cast<int64_t>(p->size()) == rank &&
+           (*p)[rank - 2] == rank - 1;
+  return true; // the default reverses every dimension
 }
 
 /// Operand layout of a product as the runtime's GEMM sees it. With
@@ -108,9 +148,9 @@ GemmLayout layoutOf(Operation *op,
     tb = g.getTransB() != 0;
   } else if (auto mm = dyn_cast<MatMulOp>(op)) {
     auto t = mm.getLhs().getDefiningOp<TransposeOp>();
-    ta = t && foldsIntoProducts(t);
+    ta = t && foldsIntoProducts(t) && readsContiguousAsRows(t);
     t = mm.getRhs().getDefiningOp<TransposeOp>();
-    tb = t && foldsIntoProducts(t);
+    tb = t && foldsIntoProducts(t) && readsContiguousAsRows(t);
   }
   if (tb && constantWeights) {
     Value b = op->getOperand(1);
