@@ -5,9 +5,11 @@
 //
 // Measures this machine through the runtime's own entry points, so that the
 // figures are what compiled models get: GEMM throughput per data type,
-// thread count and size (dist_rt_gemm_f32/f64) and for a grid of f32 shapes
-// in three operand layouts, streaming memory bandwidth
-// per thread count (a STREAM triad run by dist_rt_parallel_for), the fixed
+// thread count and size (dist_rt_gemm_set_f32/f64, C = A * B: generated
+// code calls these for every product without a bias, and OpenBLAS runs
+// small ones with beta = 0 through faster kernels) and for a grid of f32
+// shapes in three operand layouts, streaming memory bandwidth per thread
+// count (a STREAM triad run by dist_rt_parallel_for), the fixed
 // cost of calling a small fused kernel and the fixed cost of one parallel
 // step. Prints one JSON object on stdout, or writes it atomically to OUT;
 // Cluster.h describes the fields (DeviceCalibration). Progress goes to
@@ -296,8 +298,8 @@ void runGemm(GemmFn gemm, int64_t m, int64_t n, int64_t k, int layout,
 template <typename T>
 double measureGemm(GemmFn gemm, int64_t m, int64_t n, int64_t k, int layout,
                    const T *a, const T *b, T *c, double minTimeS) {
-  // C accumulates: reset it so that it stays small (every rep adds the same
-  // A * B, so it grows linearly and never overflows here).
+  // C starts finite (the set variants never read it; a GEMM that adds
+  // would grow it linearly, never overflowing here).
   std::fill(c, c + m * n, T(0));
   runGemm(gemm, m, n, k, layout, a, b, c); // warm-up
 
@@ -747,11 +749,11 @@ int main(int argc, char **argv) {
   std::vector<GemmSeries> gemmF32, gemmF64;
   std::vector<std::pair<int32_t, std::vector<ShapePoint>>> shapesF32;
   if (!measureBandwidth(settings.triadArrayBytes, threadsMax, bandwidth) ||
-      !measureGemmType<float>("f32", dist_rt_gemm_f32, settings.gemmSizes,
+      !measureGemmType<float>("f32", dist_rt_gemm_set_f32, settings.gemmSizes,
                               threadsMax, settings.gemmMinTimeS, gemmF32) ||
-      !measureGemmType<double>("f64", dist_rt_gemm_f64, settings.gemmSizes,
+      !measureGemmType<double>("f64", dist_rt_gemm_set_f64, settings.gemmSizes,
                                threadsMax, settings.gemmMinTimeS, gemmF64) ||
-      !measureGemmShapes<float>("f32", dist_rt_gemm_f32, settings.shapeDims,
+      !measureGemmShapes<float>("f32", dist_rt_gemm_set_f32, settings.shapeDims,
                                 settings.unalignedShapeDims, threadsMax,
                                 settings.shapeMinTimeS, settings.shapePasses,
                                 shapesF32)) {
