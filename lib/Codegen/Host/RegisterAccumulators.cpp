@@ -25,8 +25,9 @@
 // `reassoc`, and the loop gets LLVM's vectorize hint: LLVM then sums in
 // vector lanes and adds the lanes at the end. A float maximum or minimum
 // gets the hint as it is (any order gives the same bits); it reaches LLVM
-// as an intrinsic (dist-expand-arith), which LLVM reduces in lanes too. Floating-point sums therefore
-// associate differently from a sequential loop (as PyTorch's and
+// as an intrinsic (dist-expand-arith), which LLVM reduces in lanes too.
+// Floating-point sums therefore associate differently from a sequential
+// loop (as PyTorch's and
 // onnxruntime's vectorised reductions do); the order is fixed by the loop
 // bounds alone, so results do not depend on the thread count.
 //
@@ -123,10 +124,10 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
   return found;
 }
 
-/// Lets an addf/mulf that combines `carried` with another value reassociate;
-/// returns whether `stored` is such a sum or product (a reduction LLVM's
-/// vectoriser recognises).
-bool allowReassociation(Value stored, Value carried) {
+/// Whether `stored` combines `carried` with another value in a reduction
+/// LLVM's vectoriser recognises: a sum or product, which this makes
+/// `reassoc`, or a float maximum or minimum, left as it is.
+bool prepareVectorReduction(Value stored, Value carried) {
   // Only a plain `acc op x`: LLVM recognises no reduction in which the
   // accumulator has other uses (acc + (x - acc) * r).
   Operation *def = stored.getDefiningOp();
@@ -170,10 +171,11 @@ LogicalResult promote(RewriterBase &rewriter, scf::ForOp loop,
   // Other accumulations (a max through a select, an arg-max's index) stay
   // scalar: LLVM would only remark (on stderr) that it cannot vectorise
   // them.
-  bool sums = true;
+  bool vectorizable = true;
   for (auto [i, a] : llvm::enumerate(accs)) {
     BlockArgument carried = newLoop.getRegionIterArgs()[first + i];
-    sums &= allowReassociation(a.store.getValueToStore(), a.load.getResult());
+    vectorizable &=
+        prepareVectorReduction(a.store.getValueToStore(), a.load.getResult());
     rewriter.replaceAllUsesWith(a.load.getResult(), carried);
     memref::StoreOp::create(rewriter, a.store.getLoc(),
                             newLoop.getResult(first + i), a.store.getMemRef(),
@@ -182,7 +184,7 @@ LogicalResult promote(RewriterBase &rewriter, scf::ForOp loop,
     rewriter.eraseOp(a.load);
   }
   std::optional<APInt> trips = newLoop.getStaticTripCount();
-  if (sums &&
+  if (vectorizable &&
       (!trips || trips->getSExtValue() >= dist::codegen::kMinVectorTrips))
     dist::codegen::requestVectorization(newLoop);
   return success();
