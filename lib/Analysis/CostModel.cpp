@@ -184,16 +184,18 @@ double elementBytes(const std::string &dtype) {
 /// Below the grid a dimension costs efficiency like the square root of its
 /// shortfall (a product with one row streams its operand); above it the
 /// throughput stays at the edge. A product whose operands have aliasing row
-/// strides reads the power-of-two grid, any other the grid of other sizes
-/// when it was measured. A layout that was not measured uses "nn".
+/// strides reads the power-of-two grid, any other the grid of other sizes;
+/// either takes the other grid when its own was not measured. A layout that
+/// was not measured uses "nn".
 double gridFlops(const GemmCalibration &g, GemmLayout layout, double m,
                  double n, double k, double elemBytes) {
   bool aliasing = aliasingOperands(layout, m, n, k, elemBytes);
   auto pick = [&](GemmLayout l) -> const GemmShapeGrid * {
+    const GemmShapeGrid *pow2 = &g.grids[static_cast<int>(l)];
     const GemmShapeGrid *other = &g.unalignedGrids[static_cast<int>(l)];
-    if (!aliasing && !other->logFlops.empty())
-      return other;
-    return &g.grids[static_cast<int>(l)];
+    if (aliasing)
+      return pow2->logFlops.empty() ? other : pow2;
+    return other->logFlops.empty() ? pow2 : other;
   };
   const GemmShapeGrid *grid = pick(layout);
   if (grid->logFlops.empty())

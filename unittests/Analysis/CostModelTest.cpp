@@ -245,6 +245,19 @@ TEST(CostModel, GemmTimeReadsAliasingStridesOffThePowerOfTwoGrid) {
   w.k = 256;
   EXPECT_REL(f64.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 1e9);
   EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 3e9);
+  // A file with only the other grid (a hand-written one of other sizes)
+  // reads aliasing products off it as well.
+  GemmCalibration odd = g;
+  odd.shapes.erase(std::remove_if(odd.shapes.begin(), odd.shapes.end(),
+                                  [](const GemmShapePoint &p) {
+                                    return isPowerOfTwoExtent(p.m);
+                                  }),
+                   odd.shapes.end());
+  ASSERT_EQ(indexGemmShapes(odd), "");
+  dev.calibration->gemm["f32"] = {odd};
+  w.k = 512;
+  EXPECT_REL(cm.gemmTimeS(dev, w, 1, 1, 1), flopsOf(w) / 3e9);
+  w.k = 256;
   // A file without the other grid reads every product off the one it has.
   GemmCalibration old = g;
   old.shapes.erase(std::remove_if(old.shapes.begin(), old.shapes.end(),
