@@ -94,6 +94,18 @@ struct FreeDeleter {
 bool writeFully(int fd, const void *buffer, size_t size);
 
 //===----------------------------------------------------------------------===//
+// Convolution (conv.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The kernels of dist_rt_conv2d_f32: its own choice, the AVX-512 tiles
+/// vectorised over output positions or over filters (where they apply: the
+/// choice falls back otherwise), or the plain loop.
+enum class ConvKernel { Auto, Positions, Filters, Plain };
+/// Makes dist_rt_conv2d_f32 use `kernel`. For tests; not meant to be
+/// changed while convolutions run.
+void setConvKernel(ConvKernel kernel);
+
+//===----------------------------------------------------------------------===//
 // OpenBLAS (blas.cpp)
 //===----------------------------------------------------------------------===//
 
