@@ -442,8 +442,9 @@ prepareModule(ModuleOp module,
 }
 
 int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
-                StringRef nameOpt, StringRef paramsFile, StringRef runtimeLib,
-                StringRef runtimeInclude, dist::ONNXImportOptions opts,
+                StringRef conv, StringRef nameOpt, StringRef paramsFile,
+                StringRef runtimeLib, StringRef runtimeInclude,
+                dist::ONNXImportOptions opts,
                 const std::optional<dist::BuildTrainStepPassOptions> &train,
                 const PlanningOptions &planning, DialectRegistry &registry) {
   if (!paramsFile.empty()) {
@@ -532,6 +533,7 @@ int compileMain(StringRef inputFile, StringRef outDir, StringRef emit,
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   dist::HostCodegenOptions cgOpts;
+  cgOpts.convKernel = conv.str();
   cgOpts.entrySymbol = "dist_model_entry_" + name;
   // The graph function gets a name that cannot clash with C's main.
   cgOpts.entryName = "dist_graph_" + name;
@@ -650,6 +652,12 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
                "library, header, manifest, parameters), obj, llvm, mlir "
                "(lowered), dist (imported IR)"),
       cl::value_desc("kind"), cl::cat(category));
+  cl::opt<std::string> conv(
+      "conv",
+      cl::desc("With -o DIR: how 2-D f32 convolutions run: auto (default: "
+               "direct when this CPU has AVX-512), direct (the runtime's "
+               "direct convolution) or im2col (im2col + GEMM)"),
+      cl::init("auto"), cl::value_desc("kind"), cl::cat(category));
   cl::opt<std::string> modelName(
       "name",
       cl::desc("Name of the artifacts and prefix of the C API (default: the "
@@ -790,6 +798,11 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
                           emit.getValue())) {
     errs() << "error: unknown --emit kind '" << emit
            << "' (expected exe, obj, llvm, mlir, dist or plan)\n";
+    return 1;
+  }
+  if (!llvm::is_contained({"auto", "direct", "im2col"}, conv.getValue())) {
+    errs() << "error: unknown --conv kind '" << conv
+           << "' (expected auto, direct or im2col)\n";
     return 1;
   }
   PlanningOptions planning;
@@ -941,7 +954,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   if (compile)
     return compileMain(inputFile, outputFile,
                        emit.empty() ? std::string("exe") : emit.getValue(),
-                       modelName, paramsFile, runtimeLib, runtimeInclude,
+                       conv, modelName, paramsFile, runtimeLib, runtimeInclude,
                        std::move(opts), train, planning, registry);
   if (!paramsFile.empty()) {
     opts.paramFile = paramsFile;
@@ -1147,7 +1160,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
       }
       os << probe.onnxText;
     }
-    if (compileMain(model, out, "exe", probe.kernelClass, "", "", "",
+    if (compileMain(model, out, "exe", "auto", probe.kernelClass, "", "", "",
                     dist::ONNXImportOptions(), std::nullopt, PlanningOptions(),
                     registry) != 0) {
       errs() << "error: calibration probe '" << probe.kernelClass

@@ -36,6 +36,9 @@ struct HostCodegenOptions {
   std::string entryName = "main";
   /// The training step's function and packed entry point ("": none).
   std::string trainEntryName, trainEntrySymbol;
+  /// How 2-D f32 convolutions run: "auto", "direct" or "im2col" (the
+  /// `conv` option of dist-lower-to-linalg).
+  std::string convKernel = "auto";
 };
 
 /// dist graph (shapes inferred) -> linalg on tensors -> fused -> bufferized

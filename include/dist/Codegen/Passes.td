@@ -35,6 +35,13 @@ def LowerToLinalgPass : Pass<"dist-lower-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::scf::SCFDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect"
   ];
+  let options = [
+    Option<"convKernel", "conv", "std::string", "\"auto\"",
+           "How 2-D f32 convolutions run: 'direct' (linalg.conv_2d_nchw_fchw, "
+           "for the runtime's direct convolution), 'im2col' (im2col + "
+           "GEMM) or 'auto' (direct when the host CPU has AVX-512F, which "
+           "the runtime's kernel needs to be fast)">
+  ];
   let statistics = [
     Statistic<"numLowered", "num-lowered", "Number of dist ops lowered">,
   ];

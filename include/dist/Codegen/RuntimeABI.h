@@ -21,6 +21,12 @@ inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
 inline constexpr llvm::StringLiteral kGemmSetF32 = "dist_rt_gemm_set_f32";
 inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
 
+/// Direct 2-D f32 convolution of a padded NCHW input (dist_rt/kernels.h):
+/// conv2d(n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sc,
+/// in_sh, weight, bias, out, out_sn, out_sf, out_sh, flags), all i64; flag 1
+/// accumulates into out, 2 applies ReLU.
+inline constexpr llvm::StringLiteral kConv2dF32 = "dist_rt_conv2d_f32";
+
 /// Parallel loop over the runtime's thread pool (dist_rt/kernels.h):
 /// parallel_for(n, void (*fn)(void *ctx, int64_t begin, int64_t end), ctx).
 inline constexpr llvm::StringLiteral kParallelFor = "dist_rt_parallel_for";

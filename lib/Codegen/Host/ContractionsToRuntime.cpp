@@ -34,12 +34,12 @@ using namespace mlir;
 
 namespace {
 
-/// The linalg.fill of +0.0 into `out` that only `op` observes: the last
-/// use of `out` before op (in op's block, nested uses counted at their
-/// ancestor there), with no view of `out` made before op (a view could be
-/// read in between). `out` must be a fresh allocation, so that nothing else
-/// aliases it. Null otherwise.
-linalg::FillOp zeroFillConsumedBy(linalg::GenericOp op, Value out) {
+/// The op that last wrote `out` before `op`, when only `op` observes what
+/// it wrote: the last use of `out` before op (in op's block, nested uses
+/// counted at their ancestor there), with no view of `out` made before op
+/// (a view could be read in between). `out` must be a fresh allocation, so
+/// that nothing else aliases it. Null otherwise.
+Operation *lastUseBefore(Operation *op, Value out) {
   if (!out.getDefiningOp<memref::AllocOp>())
     return {};
   Block *block = op->getBlock();
@@ -50,12 +50,23 @@ linalg::FillOp zeroFillConsumedBy(linalg::GenericOp op, Value out) {
       return {};
     if (at == op || !at->isBeforeInBlock(op))
       continue;
-    if (isa<ViewLikeOpInterface>(user))
+    // The metadata that an earlier runtime call of this pass took the
+    // buffer's pointer from (its base buffer unused) is no view: it counts
+    // as a use where it is, like the call it feeds.
+    auto md = dyn_cast<memref::ExtractStridedMetadataOp>(user);
+    if (isa<ViewLikeOpInterface>(user) &&
+        !(md && md.getBaseBuffer().use_empty()))
       return {};
     if (!last || last->isBeforeInBlock(at))
       last = at;
   }
-  auto fill = dyn_cast_or_null<linalg::FillOp>(last);
+  return last;
+}
+
+/// The linalg.fill of +0.0 into `out` that only `op` observes (see
+/// lastUseBefore). Null otherwise.
+linalg::FillOp zeroFillConsumedBy(Operation *op, Value out) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(lastUseBefore(op, out));
   if (!fill || fill.getOutputs().front() != out)
     return {};
   auto cst = fill.getInputs().front().getDefiningOp<arith::ConstantOp>();
@@ -65,6 +76,71 @@ linalg::FillOp zeroFillConsumedBy(linalg::GenericOp op, Value out) {
   return fill;
 }
 
+/// The first op after `op` in its block that uses `v` (nested uses count
+/// at their ancestor in the block), or null.
+Operation *nextUseAfter(Operation *op, Value v) {
+  Block *block = op->getBlock();
+  Operation *next = nullptr;
+  for (Operation *user : v.getUsers()) {
+    Operation *at = block->findAncestorOpInBlock(*user);
+    if (!at || at == op || at->isBeforeInBlock(op))
+      continue;
+    if (!next || at->isBeforeInBlock(next))
+      next = at;
+  }
+  return next;
+}
+
+/// The buffer that `v` is a view of (through any chain of views).
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether `g` is an elementwise ReLU, out = maximumf(in, +0.0), reading
+/// `in` and writing its only output with identity maps.
+bool isReluOf(linalg::GenericOp g, Value in) {
+  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getDpsInputOperand(0)->get() != in ||
+      g.getNumParallelLoops() != g.getNumLoops() ||
+      !llvm::all_of(g.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return false;
+  auto max = dyn_cast<arith::MaximumFOp>(body.front());
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (!max || yield.getOperand(0) != max.getResult())
+    return false;
+  Value x = body.getArgument(0);
+  Value other = max.getLhs() == x   ? max.getRhs()
+                : max.getRhs() == x ? max.getLhs()
+                                    : Value();
+  auto cst =
+      other ? other.getDefiningOp<arith::ConstantOp>() : arith::ConstantOp();
+  auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  return value && value.getValue().isPosZero();
+}
+
+/// Whether the op writes all of `v` without reading it: a fill, or a
+/// parallel generic whose only output is `v` through an identity map and
+/// whose body ignores the output's old value.
+bool overwritesWithoutReading(Operation *op, Value v) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs().front() == v;
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  if (!g || g.getNumDpsInits() != 1 || g.getDpsInitOperand(0)->get() != v ||
+      g.getNumParallelLoops() != g.getNumLoops() ||
+      !g.getIndexingMapsArray().back().isIdentity())
+    return false;
+  for (OpOperand *in : g.getDpsInputOperands())
+    if (in->get() == v)
+      return false;
+  return g.getRegion().front().getArguments().back().use_empty();
+}
+
 struct ContractionsToRuntimePass
     : public dist::impl::ContractionsToRuntimePassBase<
           ContractionsToRuntimePass> {
@@ -72,11 +148,225 @@ struct ContractionsToRuntimePass
   // level, which a function pass running in parallel must not do.
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> candidates;
-    getOperation().walk(
-        [&](linalg::GenericOp op) { candidates.push_back(op); });
+    SmallVector<linalg::Conv2DNchwFchwOp> convs;
+    getOperation().walk([&](Operation *op) {
+      if (auto g = dyn_cast<linalg::GenericOp>(op))
+        candidates.push_back(g);
+      else if (auto c = dyn_cast<linalg::Conv2DNchwFchwOp>(op))
+        convs.push_back(c);
+    });
     for (linalg::GenericOp op : candidates)
       if (succeeded(rewrite(op)))
         ++numCalls;
+    for (linalg::Conv2DNchwFchwOp op : convs)
+      if (succeeded(rewriteConv(op)))
+        ++numCalls;
+  }
+
+  /// A bufferized f32 linalg.conv_2d_nchw_fchw becomes a call of
+  /// dist_rt_conv2d_f32, which needs unit column strides on the input and
+  /// output and a contiguous weight (other layouts stay for the loop
+  /// lowering). When the output buffer is fresh and was last written by a
+  /// fill of +0.0 or by a broadcast of a per-filter bias (the lowering's
+  /// init), the call writes it instead (the bias passed along) and that op
+  /// goes; otherwise the call accumulates into it. A ReLU that next reads
+  /// the output goes into the call too (see fuseRelu).
+  LogicalResult rewriteConv(linalg::Conv2DNchwFchwOp op) {
+    if (!op.hasPureBufferSemantics())
+      return failure();
+    Value in = op.getDpsInputOperand(0)->get();
+    Value wt = op.getDpsInputOperand(1)->get();
+    Value out = op.getDpsInitOperand(0)->get();
+    auto inType = cast<MemRefType>(in.getType());
+    auto wType = cast<MemRefType>(wt.getType());
+    auto outType = cast<MemRefType>(out.getType());
+    for (MemRefType t : {inType, wType, outType})
+      if (!t.getElementType().isF32())
+        return failure();
+    // Unit column strides (checked statically), a contiguous weight.
+    for (MemRefType t : {inType, outType}) {
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(t.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+        return failure();
+    }
+    if (!wType.getLayout().isIdentity())
+      return failure();
+    if (out == in || out == wt)
+      return failure();
+
+    // The op that initialised the output, if the call can take it over.
+    Operation *init = lastUseBefore(op, out);
+    Value bias;
+    bool overwrite = false;
+    if (zeroFillConsumedBy(op, out)) {
+      overwrite = true;
+    } else if (auto g = dyn_cast_or_null<linalg::GenericOp>(init)) {
+      MLIRContext *ctx = op.getContext();
+      AffineMap channel = AffineMap::get(4, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      Block &body = g.getRegion().front();
+      auto yield = cast<linalg::YieldOp>(body.getTerminator());
+      if (g.getNumDpsInputs() == 1 && g.getNumDpsInits() == 1 &&
+          g.getDpsInitOperand(0)->get() == out &&
+          g.getNumParallelLoops() == 4 && g.getNumLoops() == 4 &&
+          g.getIndexingMapsArray()[0] == channel &&
+          g.getIndexingMapsArray()[1].isIdentity() &&
+          body.getOperations().size() == 1 &&
+          yield.getOperand(0) == body.getArgument(0)) {
+        Value b = g.getDpsInputOperand(0)->get();
+        auto bt = cast<MemRefType>(b.getType());
+        SmallVector<int64_t> strides;
+        int64_t offset;
+        if (bt.getElementType().isF32() &&
+            succeeded(bt.getStridesAndOffset(strides, offset)) &&
+            strides.back() == 1) {
+          bias = b;
+          overwrite = true;
+        }
+      }
+    }
+    if (overwrite && !bias)
+      init = zeroFillConsumedBy(op, out);
+    else if (!overwrite)
+      init = nullptr;
+
+    // The ReLU the call applies, and where the call goes and writes.
+    Operation *at = op;
+    Value dst = out;
+    linalg::GenericOp relu = fuseRelu(op, in, wt, bias, out, overwrite, dst);
+    if (relu)
+      at = relu;
+
+    OpBuilder b(at);
+    Location loc = op.getLoc();
+    Type i64 = b.getI64Type();
+    auto toI64 = [&](Value v) -> Value {
+      return arith::IndexCastOp::create(b, loc, i64, v);
+    };
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+    // Base pointer in bytes (offset included) and element strides.
+    auto describe = [&](Value memref, SmallVector<Value> &strides) {
+      auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value base =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      Value off = arith::MulIOp::create(
+          b, loc, md.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
+      for (Value st : md.getStrides())
+        strides.push_back(toI64(st));
+      return toI64(arith::AddIOp::create(b, loc, base, off));
+    };
+    auto dim = [&](Value v, int64_t i) {
+      return toI64(memref::DimOp::create(b, loc, v, i));
+    };
+    SmallVector<Value> inS, wS, outS, biasS;
+    Value inPtr = describe(in, inS), wPtr = describe(wt, wS),
+          outPtr = describe(dst, outS);
+    Value biasPtr = bias ? describe(bias, biasS) : cst(0);
+    SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
+    SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
+    // DIST_RT_CONV_ACCUMULATE (1), DIST_RT_CONV_RELU (2).
+    int64_t flags = (overwrite ? 0 : 1) | (relu ? 2 : 0);
+    SmallVector<Value> args{dim(out, 0),
+                            dim(in, 1),
+                            dim(in, 2),
+                            dim(in, 3),
+                            dim(out, 1),
+                            dim(wt, 2),
+                            dim(wt, 3),
+                            cst(strides[0]),
+                            cst(strides[1]),
+                            cst(dilations[0]),
+                            cst(dilations[1]),
+                            dim(out, 2),
+                            dim(out, 3),
+                            inPtr,
+                            inS[0],
+                            inS[1],
+                            inS[2],
+                            wPtr,
+                            biasPtr,
+                            outPtr,
+                            outS[0],
+                            outS[1],
+                            outS[2],
+                            cst(flags)};
+    StringRef name = dist::runtime_abi::kConv2dF32;
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder mb(module.getBodyRegion());
+      mb.setInsertionPointToStart(module.getBody());
+      SmallVector<Type> types(args.size(), i64);
+      callee =
+          func::FuncOp::create(mb, loc, name, mb.getFunctionType(types, {}));
+      callee.setPrivate();
+    }
+    func::CallOp::create(b, loc, callee, args);
+    op.erase();
+    if (init)
+      init->erase();
+    if (relu)
+      relu.erase();
+    return success();
+  }
+
+  /// The ReLU generic that the convolution `op` can apply itself, or null.
+  /// It must be the next use of the output `out` and read it. When it
+  /// writes `out` in place, the call just applies it. When it writes
+  /// another buffer `dst` (the interior of the next layer's padded input,
+  /// say), the call writes `dst` instead, at the ReLU's place; that needs
+  /// a call that does not read `out` (`overwrite`), `out` dead after the
+  /// ReLU (next used by a dealloc or an op that overwrites it without
+  /// reading, or not at all), `dst` in another buffer than the call's
+  /// operands, unit column strides on `dst`, and nothing between the two
+  /// that could write the operands (only ops without memory effects, views,
+  /// allocations and fills of other buffers).
+  linalg::GenericOp fuseRelu(linalg::Conv2DNchwFchwOp op, Value in, Value wt,
+                             Value bias, Value out, bool overwrite,
+                             Value &dst) {
+    auto relu = dyn_cast_or_null<linalg::GenericOp>(nextUseAfter(op, out));
+    if (!relu || !isReluOf(relu, out))
+      return {};
+    Value target = relu.getDpsInitOperand(0)->get();
+    if (target == out) {
+      dst = out;
+      return relu;
+    }
+    if (!overwrite)
+      return {};
+    if (Operation *after = nextUseAfter(relu, out))
+      if (!isa<memref::DeallocOp>(after) &&
+          !overwritesWithoutReading(after, out))
+        return {};
+    auto type = cast<MemRefType>(target.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type.getElementType().isF32() ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return {};
+    Value root = rootBuffer(target);
+    SmallVector<Value> operandRoots{rootBuffer(in), rootBuffer(wt),
+                                    rootBuffer(out)};
+    if (bias)
+      operandRoots.push_back(rootBuffer(bias));
+    if (llvm::is_contained(operandRoots, root))
+      return {};
+    for (Operation *between = op->getNextNode(); between != relu;
+         between = between->getNextNode()) {
+      if (isa<memref::AllocOp, memref::SubViewOp>(between) ||
+          isMemoryEffectFree(between))
+        continue;
+      auto fill = dyn_cast<linalg::FillOp>(between);
+      if (fill && !llvm::is_contained(operandRoots,
+                                      rootBuffer(fill.getOutputs().front())))
+        continue;
+      return {};
+    }
+    dst = target;
+    return relu;
   }
 
   LogicalResult rewrite(linalg::GenericOp op) {

@@ -353,8 +353,31 @@ Value columns(OpBuilder &b, Location loc, Value padded,
       SmallVector<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
 }
 
+/// Whether a 2-D f32 convolution runs as the runtime's direct convolution
+/// (dist_rt_conv2d_f32, see runtime/lib/conv.cpp) rather than im2col + GEMM:
+/// when the target has AVX-512 (`direct`), the convolution is not a 1x1
+/// unit-stride one (that is a plain GEMM on the input, no columns to
+/// write), and one padded input image fits in 256 KiB. The kernel has no
+/// cache blocking over channels, so for larger images BLAS's blocking is
+/// kept (only small layers were measured against it: the CPU benchmark's
+/// CNN, 3 to 32 channels on 8x8 to 32x32 images).
+bool useDirectConv(bool direct, RankedTensorType paddedType,
+                   const ConvGeometry &geo) {
+  if (!direct || !paddedType.getElementType().isF32())
+    return false;
+  bool pointwise = geo.kernel[0] == 1 && geo.kernel[1] == 1 &&
+                   geo.strides[0] == 1 && geo.strides[1] == 1;
+  if (pointwise)
+    return false;
+  int64_t imageBytes = paddedType.getDimSize(1) * paddedType.getDimSize(2) *
+                       paddedType.getDimSize(3) * 4;
+  return imageBytes <= 256 * 1024;
+}
+
 struct ConvLowering : OpConversionPattern<dist::ConvOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ConvLowering(TypeConverter &tc, MLIRContext *ctx, bool directConv)
+      : OpConversionPattern(tc, ctx), directConv(directConv) {}
+  bool directConv;
   LogicalResult
   matchAndRewrite(dist::ConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -391,6 +414,21 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
                              adaptor.getBias(), zero);
 
     bool blasType = elem.isF32() || elem.isF64();
+    if (G == 1 && s == 2 &&
+        useDirectConv(directConv, cast<RankedTensorType>(padded.getType()),
+                      *geo)) {
+      // Named op: dist-contractions-to-runtime turns it into the runtime
+      // call once bufferized (or it lowers to loops like any linalg op).
+      auto i64Pair = [&](ArrayRef<int64_t> v) {
+        return DenseIntElementsAttr::get(
+            RankedTensorType::get({2}, rewriter.getI64Type()), v);
+      };
+      auto conv = linalg::Conv2DNchwFchwOp::create(
+          rewriter, loc, TypeRange{outType}, ValueRange{padded, weight},
+          ValueRange{init}, i64Pair(geo->strides), i64Pair(geo->dilations));
+      rewriter.replaceOp(op, conv.getResult(0));
+      return success();
+    }
     if (G == 1 && s == 2 && blasType) {
       rewriter.replaceOp(op, im2col(rewriter, loc, padded, weight, init,
                                     outType, *geo, elemTypeOf(op.getInput())));
@@ -701,7 +739,9 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
 } // namespace
 
 void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
-                                            RewritePatternSet &p) {
-  p.add<MatMulLowering, GemmLowering, ConvLowering, ConvWeightGradLowering,
+                                            RewritePatternSet &p,
+                                            bool directConv) {
+  p.add<MatMulLowering, GemmLowering, ConvWeightGradLowering,
         ConvTransposeLowering>(tc, p.getContext());
+  p.add<ConvLowering>(tc, p.getContext(), directConv);
 }

@@ -8,6 +8,8 @@
 
 #include "Lowering.h"
 
+#include "llvm/TargetParser/Host.h"
+
 #include "dist/Codegen/Passes.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 
@@ -681,6 +683,7 @@ LogicalResult paramsToArguments(ModuleOp module) {
 
 struct LowerToLinalgPass
     : public dist::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -716,7 +719,16 @@ struct LowerToLinalgPass
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantLowering>(converter, ctx);
     populateElementwiseLowering(converter, patterns);
-    populateLinearAlgebraLowering(converter, patterns);
+    bool directConv = convKernel == "direct";
+    if (convKernel == "auto")
+      directConv = llvm::sys::getHostCPUFeatures().lookup("avx512f");
+    else if (convKernel != "direct" && convKernel != "im2col") {
+      module.emitError() << "dist-lower-to-linalg: conv must be 'auto', "
+                            "'direct' or 'im2col', not '"
+                         << convKernel << "'";
+      return signalPassFailure();
+    }
+    populateLinearAlgebraLowering(converter, patterns, directConv);
     populateShapeLowering(converter, patterns);
     populateReductionLowering(converter, patterns);
     populateIndexingLowering(converter, patterns);

@@ -135,7 +135,10 @@ std::optional<SmallVector<int64_t>> constInts(Value v);
 
 // Populate functions, one per op family.
 void populateElementwiseLowering(TypeConverter &tc, RewritePatternSet &p);
-void populateLinearAlgebraLowering(TypeConverter &tc, RewritePatternSet &p);
+/// `directConv`: 2-D f32 convolutions may become linalg.conv_2d_nchw_fchw
+/// for the runtime's direct convolution (targets with AVX-512).
+void populateLinearAlgebraLowering(TypeConverter &tc, RewritePatternSet &p,
+                                   bool directConv);
 void populateShapeLowering(TypeConverter &tc, RewritePatternSet &p);
 void populateReductionLowering(TypeConverter &tc, RewritePatternSet &p);
 void populateIndexingLowering(TypeConverter &tc, RewritePatternSet &p);

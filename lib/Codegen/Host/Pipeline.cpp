@@ -27,7 +27,9 @@ using namespace mlir;
 
 void dist::buildHostCodegenPipeline(OpPassManager &pm,
                                     const HostCodegenOptions &options) {
-  pm.addPass(createLowerToLinalgPass());
+  LowerToLinalgPassOptions lowerOpts;
+  lowerOpts.convKernel = options.convKernel;
+  pm.addPass(createLowerToLinalgPass(lowerOpts));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // After CSE: the fills that this pass makes of padded tensors must stay

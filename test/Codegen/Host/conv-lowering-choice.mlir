@@ -1,0 +1,24 @@
+// RUN: dist-opt %s --dist-lower-to-linalg=conv=direct | FileCheck %s --check-prefix=DIRECT
+// RUN: dist-opt %s --dist-lower-to-linalg=conv=im2col | FileCheck %s --check-prefix=IM2COL
+// RUN: not dist-opt %s --dist-lower-to-linalg=conv=fft 2>&1 | FileCheck %s --check-prefix=BAD
+
+// With conv=direct a 2-D f32 convolution becomes linalg.conv_2d_nchw_fchw on
+// the padded input, its strides and dilations kept, into the bias
+// broadcast; a 1x1 unit-stride one stays a plain product (no columns to
+// write) and f64 stays im2col + GEMM. With conv=im2col none is direct.
+
+// DIRECT-LABEL: func.func @main(
+// DIRECT: tensor.pad
+// DIRECT: linalg.conv_2d_nchw_fchw {dilations = dense<[2, 1]> : tensor<2xi64>, strides = dense<[1, 2]> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<2x3x12x11xf32>, tensor<8x3x3x3xf32>) outs(%{{.*}} : tensor<2x8x8x5xf32>)
+// DIRECT-NOT: linalg.conv_2d_nchw_fchw
+// DIRECT: return
+// IM2COL-NOT: linalg.conv_2d_nchw_fchw
+// BAD: conv must be 'auto', 'direct' or 'im2col', not 'fft'
+func.func @main(%x: tensor<2x3x10x10xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>,
+                %w1: tensor<8x3x1x1xf32>, %xd: tensor<2x3x10x10xf64>, %wd: tensor<8x3x3x3xf64>)
+    -> (tensor<2x8x8x5xf32>, tensor<2x8x10x10xf32>, tensor<2x8x8x8xf64>) {
+  %0 = dist.conv %x, %w bias %b {dilations = array<i64: 2, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 2>} : (tensor<2x3x10x10xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<2x8x8x5xf32>
+  %1 = dist.conv %x, %w1 {kernel_shape = array<i64: 1, 1>} : (tensor<2x3x10x10xf32>, tensor<8x3x1x1xf32>) -> tensor<2x8x10x10xf32>
+  %2 = dist.conv %xd, %wd {kernel_shape = array<i64: 3, 3>} : (tensor<2x3x10x10xf64>, tensor<8x3x3x3xf64>) -> tensor<2x8x8x8xf64>
+  return %0, %1, %2 : tensor<2x8x8x5xf32>, tensor<2x8x10x10xf32>, tensor<2x8x8x8xf64>
+}

@@ -1,0 +1,196 @@
+// RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime | FileCheck %s
+
+// dist-contractions-to-runtime turns bufferized f32 linalg.conv_2d_nchw_fchw
+// into dist_rt_conv2d_f32 calls (flags: 1 accumulate, 2 ReLU). Its 24
+// arguments: n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, 3 input
+// strides, weight, bias, out, 3 output strides, flags.
+
+// A fresh output initialised with a per-filter bias broadcast: the call
+// writes it with the bias and the broadcast goes; the in-place ReLU after
+// it goes into the call too (flags 2).
+// CHECK-LABEL: func.func @bias_and_relu(
+// CHECK-NOT: linalg.generic
+// CHECK: memref.extract_aligned_pointer_as_index %arg2
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c2_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#bias = affine_map<(n, f, h, w) -> (f)>
+#id = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @bias_and_relu(%x: memref<2x3x9x9xf32>, %w: memref<16x3x3x3xf32>, %b: memref<16xf32>, %o: memref<2x16x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<2x16x4x4xf32>
+  linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : memref<16xf32>) outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<2x3x9x9xf32>, memref<16x3x3x3xf32>) outs(%acc : memref<2x16x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<2x16x4x4xf32>) outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<2x16x4x4xf32> to memref<2x16x4x4xf32>
+  memref.dealloc %acc : memref<2x16x4x4xf32>
+  return
+}
+
+// -----
+
+// A fresh output filled with +0.0: the call writes it (no bias, flags 0)
+// and the fill goes. An output given by the caller (it may hold anything)
+// is accumulated into (flags 1), and so is one filled with 1.0.
+// CHECK-LABEL: func.func @zero_fill(
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c0_i64, {{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK-LABEL: func.func @argument_output(
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+// CHECK-LABEL: func.func @ones_fill(
+// CHECK: linalg.fill
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+func.func @zero_fill(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @argument_output(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%o : memref<1x8x4x4xf32>)
+  return
+}
+func.func @ones_fill(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %one = arith.constant 1.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%one : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+
+// -----
+
+// A ReLU from the output into the interior of the next layer's padded
+// buffer: the call writes the interior itself (ReLU applied), after the
+// padding's fill, and the ReLU goes.
+// CHECK-LABEL: func.func @relu_into_padding(
+// CHECK: linalg.fill
+// CHECK: %[[SUB:.*]] = memref.subview
+// CHECK-NOT: linalg.generic
+// CHECK: memref.extract_strided_metadata %[[SUB]]
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c2_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#id = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @relu_into_padding(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x6x6xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  %pad = memref.alloc() : memref<1x8x6x6xf32>
+  linalg.fill ins(%zero : f32) outs(%pad : memref<1x8x6x6xf32>)
+  %in = memref.subview %pad[0, 0, 1, 1] [1, 8, 4, 4] [1, 1, 1, 1] : memref<1x8x6x6xf32> to memref<1x8x4x4xf32, strided<[288, 36, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%in : memref<1x8x4x4xf32, strided<[288, 36, 6, 1], offset: 7>>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  memref.copy %pad, %o : memref<1x8x6x6xf32> to memref<1x8x6x6xf32>
+  return
+}
+
+// -----
+
+// The ReLU into another buffer stays when the output is read after it,
+// when the call accumulates (it reads the output), and when the ReLU
+// writes the convolution's own input.
+// CHECK-LABEL: func.func @output_read_later(
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @accumulating(
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @relu_into_input(
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+#id = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @output_read_later(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>, %o2: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o2 : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @accumulating(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %acc: memref<1x8x4x4xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func @relu_into_input(%w: memref<8x8x3x3xf32>, %o: memref<1x8x6x6xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %x = memref.alloc() : memref<1x8x6x6xf32>
+  linalg.fill ins(%zero : f32) outs(%x : memref<1x8x6x6xf32>)
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x6x6xf32>, memref<8x8x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  %in = memref.subview %x[0, 0, 1, 1] [1, 8, 4, 4] [1, 1, 1, 1] : memref<1x8x6x6xf32> to memref<1x8x4x4xf32, strided<[288, 36, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%in : memref<1x8x4x4xf32, strided<[288, 36, 6, 1], offset: 7>>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %x, %o : memref<1x8x6x6xf32> to memref<1x8x6x6xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  memref.dealloc %x : memref<1x8x6x6xf32>
+  return
+}
+
+// -----
+
+// Layouts the call does not take stay for the loop lowering: an input whose
+// columns are not contiguous, and f64.
+// CHECK-LABEL: func.func @strided_columns(
+// CHECK-NOT: call
+// CHECK: linalg.conv_2d_nchw_fchw
+// CHECK-LABEL: func.func @f64(
+// CHECK-NOT: call
+// CHECK: linalg.conv_2d_nchw_fchw
+func.func @strided_columns(%x: memref<1x4x6x6xf32, strided<[288, 72, 12, 2]>>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32, strided<[288, 72, 12, 2]>>, memref<8x4x3x3xf32>) outs(%o : memref<1x8x4x4xf32>)
+  return
+}
+func.func @f64(%x: memref<1x4x6x6xf64>, %w: memref<8x4x3x3xf64>, %o: memref<1x8x4x4xf64>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf64>, memref<8x4x3x3xf64>) outs(%o : memref<1x8x4x4xf64>)
+  return
+}
