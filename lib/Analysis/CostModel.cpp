@@ -409,6 +409,10 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
   if (cpu)
     vectorPeak *= static_cast<double>(effectiveThreads(dev, threads)) /
                   std::max<int64_t>(1, dev.cores);
+  // Convolutions through im2col where the device has no direct kernel
+  // (see PhaseWork::im2colOnly).
+  const LoopWork none;
+  const LoopWork &im2col = cpu && dev.isa == "avx512" ? none : phase.im2colOnly;
   double memoryS = 0;
   double classified = 0;
   if (cpu) {
@@ -419,12 +423,14 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
                             !dev.calibration->loopBandwidthByThreads.empty());
     double share = phase.inPlace && probed ? kInPlaceProbeShare : 1.0;
     for (int c = 0; c < kNumKernelClasses; ++c) {
-      double b = phase.classBytes[c];
+      double b = phase.classBytes[c] + im2col.classBytes[c];
       if (b <= 0)
         continue;
       classified += b;
-      double footprint =
-          std::exp(phase.classLogFootprintWeighted[c] / b) * samples / split;
+      double footprint = std::exp((phase.classLogFootprintWeighted[c] +
+                                   im2col.classLogFootprintWeighted[c]) /
+                                  b) *
+                         samples / split;
       memoryS +=
           share * b * samples / split /
           loopBytesPerS(dev, static_cast<KernelClass>(c), footprint, threads);
@@ -447,16 +453,17 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
             : bandwidthBytesPerS(dev, 1);
     memoryS += phase.fillBytes * samples / split / rate;
   }
-  memoryS += std::max(0.0, phase.bytes - classified - filled) * samples /
-             split / bandwidthBytesPerS(dev, threads);
+  memoryS += std::max(0.0, phase.bytes + im2col.bytes - classified - filled) *
+             samples / split / bandwidthBytesPerS(dev, threads);
   time += std::max(memoryS, phase.otherFlops * samples / split /
                                 (vectorPeak * kElementwiseComputeEfficiency));
   if (cpu)
-    time += phase.parallelKernels * forkOverheadS(dev, threads);
+    time += (phase.parallelKernels + im2col.parallelKernels) *
+            forkOverheadS(dev, threads);
   double overhead = cpu ? kCpuKernelOverheadS : kGpuKernelOverheadS;
   if (dev.calibration && dev.calibration->kernelOverheadS > 0)
     overhead = dev.calibration->kernelOverheadS;
-  time += phase.kernels * overhead;
+  time += (phase.kernels + im2col.kernels) * overhead;
   return time;
 }
 

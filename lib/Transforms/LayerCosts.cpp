@@ -111,7 +111,8 @@ constexpr double kForkMinWork = 32768;
 
 /// Counts one generated kernel moving `bytes` and computing `flops` (whole
 /// step): it forks when its elements plus arithmetic reach kForkMinWork.
-void countKernel(PhaseWork &work, double bytes, double flops) {
+template <typename Work>
+void countKernel(Work &work, double bytes, double flops) {
   work.kernels += 1;
   if (bytes / 4 + flops >= kForkMinWork)
     work.parallelKernels += 1;
@@ -297,7 +298,8 @@ KernelClass kernelClassOf(Operation *op) {
 
 /// Adds `bytes` moved by a generated kernel of class `c` that touches
 /// `footprint` bytes in all (`bytes` when it is the whole kernel).
-void addLoopBytes(PhaseWork &work, KernelClass c, double bytes,
+template <typename Work>
+void addLoopBytes(Work &work, KernelClass c, double bytes,
                   double footprint = 0) {
   if (bytes <= 0)
     return;
@@ -315,6 +317,46 @@ void addFillBytes(PhaseWork &work, double bytes) {
   work.bytes += bytes;
   work.fillBytes += bytes;
   work.fillLogFootprintWeighted += bytes * std::log(std::max(1.0, bytes));
+}
+
+/// Whether codegen may run `conv` as the runtime's direct convolution on a
+/// host with AVX-512: the rule of useDirectConv in LowerLinearAlgebra.cpp
+/// (2-D, f32, one group, not 1x1 with unit strides, one padded input image
+/// of at most 256 KiB).
+bool mayRunDirect(ConvOp conv) {
+  auto in = dyn_cast<ShapedType>(conv.getInput().getType());
+  auto w = dyn_cast<ShapedType>(conv.getWeight().getType());
+  if (!in || !w || !in.hasStaticShape() || !w.hasStaticShape() ||
+      in.getRank() != 4 || !in.getElementType().isF32() || conv.getGroup() != 1)
+    return false;
+  auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
+    return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
+  };
+  if (w.getDimSize(2) == 1 && w.getDimSize(3) == 1 && all(conv.getStrides(), 1))
+    return false;
+  int64_t h = in.getDimSize(2), wd = in.getDimSize(3);
+  if (std::optional<ArrayRef<int64_t>> pads = conv.getPads();
+      pads && pads->size() == 4) {
+    h += (*pads)[0] + (*pads)[2];
+    wd += (*pads)[1] + (*pads)[3];
+  } else if (conv.getAutoPad().starts_with("SAME")) {
+    h += w.getDimSize(2) - 1;
+    wd += w.getDimSize(3) - 1;
+  }
+  return in.getDimSize(1) * h * wd * 4 <= 256 * 1024;
+}
+
+/// Whether `op` is a ReLU that the direct convolution producing its
+/// operand applies itself (dist-contractions-to-runtime fuses a ReLU that
+/// is the convolution's next use), when nothing fuses into the ReLU.
+bool reluOfDirectConv(Operation *op) {
+  if (!isa<ReluOp>(op))
+    return false;
+  auto conv = op->getOperand(0).getDefiningOp<ConvOp>();
+  return conv && mayRunDirect(conv) && conv->getResult(0).hasOneUse() &&
+         !llvm::any_of(op->getResult(0).getUsers(), [](Operation *u) {
+           return u->hasTrait<OpTrait::Elementwise>();
+         });
 }
 
 /// Whether `v` is a splat constant (a scatter's zero destination).
@@ -661,6 +703,9 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                          llvm::all_of(kernel, [](int64_t d) { return d == 1; });
         // A weight gradient reusing the forward convolution's columns.
         bool shared = weightGrad && sharesForwardColumns(weightGrad);
+        // Where the convolution may run direct, the columns are only
+        // im2col's (see PhaseWork::im2colOnly).
+        bool direct = conv && mayRunDirect(conv);
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =
@@ -685,22 +730,41 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
               conv ? Value(op.getResult(0)) : Value(weightGrad.getOutputGrad());
           int64_t outW =
               cast<ShapedType>(spatialOut.getType()).getShape().back();
-          addLoopBytes(work,
-                       outW < 8     ? KernelClass::Window
-                       : unitStride ? KernelClass::Elementwise
-                                    : KernelClass::Movement,
-                       2 * col * scale);
-          countKernel(work, 2 * col, 0);
+          KernelClass c = outW < 8     ? KernelClass::Window
+                          : unitStride ? KernelClass::Elementwise
+                                       : KernelClass::Movement;
+          if (direct) {
+            addLoopBytes(work.im2colOnly, c, 2 * col * scale);
+            countKernel(work.im2colOnly, 2 * col, 0);
+          } else {
+            addLoopBytes(work, c, 2 * col * scale);
+            countKernel(work, 2 * col, 0);
+          }
         }
       }
       // The output starts as the bias broadcast into it (a kernel), then
       // the GEMM accumulates into it; without a bias the GEMM sets it
       // (dist-contractions-to-runtime drops the zero fill).
+      // A direct convolution adds the bias itself.
       if (op.getNumOperands() > 2) {
-        addLoopBytes(work, KernelClass::Elementwise,
-                     static_cast<double>(resultBytes) * scale);
-        countKernel(work, static_cast<double>(resultBytes), 0);
+        auto conv = dyn_cast<ConvOp>(op);
+        double bytes = static_cast<double>(resultBytes);
+        if (conv && mayRunDirect(conv)) {
+          addLoopBytes(work.im2colOnly, KernelClass::Elementwise,
+                       bytes * scale);
+          countKernel(work.im2colOnly, bytes, 0);
+        } else {
+          addLoopBytes(work, KernelClass::Elementwise, bytes * scale);
+          countKernel(work, bytes, 0);
+        }
       }
+    } else if (reluOfDirectConv(&op)) {
+      // Its own kernel (reading the convolution's output, writing its
+      // result) only where the convolution runs as im2col + GEMM.
+      double bytes = static_cast<double>(resultBytes) * 2;
+      work.otherFlops += static_cast<double>(*flops) * scale;
+      addLoopBytes(work.im2colOnly, KernelClass::Elementwise, bytes * scale);
+      countKernel(work.im2colOnly, bytes, static_cast<double>(*flops));
     } else {
       work.otherFlops += static_cast<double>(*flops) * scale;
       bool fused = false;

@@ -43,6 +43,16 @@ struct GemmWork {
   bool summed = false;
 };
 
+/// Generated-loop work of part of a phase (see PhaseWork's fields of the
+/// same names).
+struct LoopWork {
+  double bytes = 0;
+  double classBytes[kNumKernelClasses] = {0, 0, 0, 0};
+  double classLogFootprintWeighted[kNumKernelClasses] = {0, 0, 0, 0};
+  int64_t kernels = 0;
+  int64_t parallelKernels = 0;
+};
+
 /// Work of one phase (forward or backward) of a layer for ONE sample.
 struct PhaseWork {
   double gemmFlops = 0;  ///< FLOPs in matrix products and convolutions
@@ -80,6 +90,15 @@ struct PhaseWork {
   /// The kernels write only buffers they have read (an optimizer update
   /// rewriting parameters and state): no write-allocate traffic.
   bool inPlace = false;
+  /// Loop work that only 2-D f32 convolutions run as im2col + GEMM add:
+  /// the column copies, the bias broadcast into the output and a ReLU run
+  /// as its own kernel. Not in the fields above. A CPU with AVX-512
+  /// (DeviceSpec::isa "avx512") runs those convolutions as the runtime's
+  /// direct convolution instead, which reads the padded input in place,
+  /// adds the bias and applies the ReLU (the code generator's choice on
+  /// such a host, LowerLinearAlgebra.cpp); the cost model adds this work
+  /// on other devices.
+  LoopWork im2colOnly;
 };
 
 /// Costs of one layer, as the cost op interface reports them.

@@ -137,7 +137,10 @@ struct TestLayerCostsPass
              << llvm::format("%g", g.count) << "x" << llvm::format("%g", g.m)
              << "x" << llvm::format("%g", g.n) << "x" << llvm::format("%g", g.k)
              << "@" << g.batchDim;
-      os << " fwd_kernels_forked=" << l.fwd.parallelKernels << "\n";
+      os << " fwd_kernels_forked=" << l.fwd.parallelKernels;
+      // Work that only convolutions run as im2col + GEMM add.
+      os << " fwd_im2col_bytes=" << llvm::format("%.6g", l.fwd.im2colOnly.bytes)
+         << " fwd_im2col_kernels=" << l.fwd.im2colOnly.kernels << "\n";
     }
     auto attr =
         module->getAttrOfType<ClusterAttr>(DistDialect::getClusterAttrName());
