@@ -542,13 +542,47 @@ struct ConstantMemory {
   std::mutex mutex;
   /// Registered ranges: base -> size.
   std::map<const char *, size_t> ranges;
-  std::map<ConstantCopyKey, std::unique_ptr<char[]>> copies;
+  /// Copies (64-byte aligned within their storage) and their sizes.
+  struct Copy {
+    std::unique_ptr<char[]> storage;
+    void *data;
+    size_t bytes;
+  };
+  std::map<ConstantCopyKey, Copy> copies;
   size_t copyBytes = 0;
 };
 
 ConstantMemory &constantMemory() {
   static ConstantMemory *memory = new ConstantMemory();
   return *memory;
+}
+
+/// Whether [first, last) lies in one registered range (lock held).
+bool inConstantMemory(const ConstantMemory &memory, const char *first,
+                      const char *last) {
+  auto range = memory.ranges.upper_bound(first);
+  if (range == memory.ranges.begin())
+    return false;
+  --range;
+  return last <= range->first + range->second;
+}
+
+/// Adds an entry of `bytes` bytes (64-byte aligned) under `key` to the
+/// cache and returns it, or null when the cache is full or memory is out
+/// (lock held).
+void *newConstantCopy(ConstantMemory &memory, const ConstantCopyKey &key,
+                      size_t bytes) {
+  if (memory.copyBytes + bytes > kMaxConstantCopyBytes)
+    return nullptr;
+  std::unique_ptr<char[]> storage(new (std::nothrow) char[bytes + 64]);
+  if (!storage)
+    return nullptr;
+  auto addr = reinterpret_cast<uintptr_t>(storage.get());
+  void *data = storage.get() + (64 - addr % 64) % 64;
+  memory.copyBytes += bytes;
+  memory.copies.emplace(key,
+                        ConstantMemory::Copy{std::move(storage), data, bytes});
+  return data;
 }
 
 /// The untransposed copy (k x n, row-major) of the k x n matrix at `b`
@@ -563,28 +597,19 @@ const T *untransposedConstant(const T *b, int64_t k, int64_t n,
   std::lock_guard<std::mutex> lock(memory.mutex);
   const char *first = reinterpret_cast<const char *>(b);
   const char *last = first + ((n - 1) * stride + k) * sizeof(T);
-  auto range = memory.ranges.upper_bound(first);
-  if (range == memory.ranges.begin())
-    return nullptr;
-  --range;
-  if (last > range->first + range->second)
+  if (!inConstantMemory(memory, first, last))
     return nullptr;
   ConstantCopyKey key{b, k, n, stride, static_cast<int64_t>(sizeof(T))};
   auto it = memory.copies.find(key);
   if (it != memory.copies.end())
-    return reinterpret_cast<const T *>(it->second.get());
+    return static_cast<const T *>(it->second.data);
   size_t bytes = static_cast<size_t>(k) * n * sizeof(T);
-  if (memory.copyBytes + bytes > kMaxConstantCopyBytes)
+  T *copy = static_cast<T *>(newConstantCopy(memory, key, bytes));
+  if (!copy)
     return nullptr;
-  std::unique_ptr<char[]> storage(new (std::nothrow) char[bytes]);
-  if (!storage)
-    return nullptr;
-  T *copy = reinterpret_cast<T *>(storage.get());
   for (int64_t j = 0; j < n; ++j)
     for (int64_t p = 0; p < k; ++p)
       copy[p * n + j] = b[j * stride + p];
-  memory.copyBytes += bytes;
-  memory.copies.emplace(key, std::move(storage));
   return copy;
 }
 
@@ -730,8 +755,7 @@ void dist_rt::unregisterConstantMemory(const void *base) {
   for (auto it = memory.copies.begin(); it != memory.copies.end();) {
     const char *p = static_cast<const char *>(it->first.ptr);
     if (p >= begin && p < end) {
-      memory.copyBytes -= static_cast<size_t>(it->first.rows) * it->first.cols *
-                          it->first.elemSize;
+      memory.copyBytes -= it->second.bytes;
       it = memory.copies.erase(it);
     } else {
       ++it;
@@ -751,6 +775,28 @@ std::string dist_rt::blasCoreName() {
 
 int64_t dist_rt::spreadGemmCalls() {
   return spreadCalls.load(std::memory_order_relaxed);
+}
+
+const void *dist_rt::derivedConstant(const void *src, size_t srcBytes,
+                                     const int64_t (&key)[3], size_t bytes,
+                                     void (*make)(void *dst, const void *ctx),
+                                     const void *ctx) {
+  ConstantMemory &memory = constantMemory();
+  if (!memory.any.load(std::memory_order_acquire) || bytes == 0)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  const char *first = static_cast<const char *>(src);
+  if (!inConstantMemory(memory, first, first + srcBytes))
+    return nullptr;
+  // A negative stride keeps these apart from untransposedConstant's keys.
+  ConstantCopyKey k{src, key[0], key[1], -1 - key[2], 0};
+  auto it = memory.copies.find(k);
+  if (it != memory.copies.end())
+    return it->second.data;
+  void *copy = newConstantCopy(memory, k, bytes);
+  if (copy)
+    make(copy, ctx);
+  return copy;
 }
 
 size_t dist_rt::constantCopyBytes() {

@@ -122,6 +122,17 @@ void setForceBuiltinGemm(bool builtin);
 void registerConstantMemory(const void *base, size_t size);
 /// Ends the range starting at `base` and drops its cached copies.
 void unregisterConstantMemory(const void *base);
+/// Data derived from the read-only bytes [src, src + srcBytes) by `make`
+/// (which writes `bytes` bytes at `dst`, 64-byte aligned), computed once
+/// and cached under (src, key) until src's range is unregistered: returned
+/// when the source lies in memory registered with registerConstantMemory
+/// and the cache has room, null otherwise (the caller then derives it
+/// itself). The dist_rt_conv2d_f32 kernels cache their packed weights
+/// this way (conv.cpp).
+const void *derivedConstant(const void *src, size_t srcBytes,
+                            const int64_t (&key)[3], size_t bytes,
+                            void (*make)(void *dst, const void *ctx),
+                            const void *ctx);
 /// Bytes held by cached copies (for tests).
 size_t constantCopyBytes();
 /// OpenBLAS's kernel set for this process ("SkylakeX", ...; loads it), or

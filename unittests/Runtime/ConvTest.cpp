@@ -190,6 +190,59 @@ TEST_P(ConvTest, StridedOperandsMatchNaiveLoop) {
   }
 }
 
+TEST_P(ConvTest, ConstantWeightsArePackedOnce) {
+  // Weights in registered constant memory (a parameter file) are packed
+  // once and the packed copy reused; once the range is unregistered the
+  // copy goes and new weights there are used.
+  ConvCase cc{2, 8, 10, 10, 24, 3, 3, 1, 1, 1, 1};
+  int64_t oh = cc.oh(), ow = cc.ow();
+  std::vector<float> in(size_t(cc.n * cc.c * cc.h * cc.w));
+  std::vector<float> wt(size_t(cc.f * cc.c * 9)),
+      out(size_t(cc.n * cc.f * oh * ow));
+  fill(in, 7);
+  fill(wt, 8);
+  auto run = [&] {
+    dist_rt_conv2d_f32(
+        cc.n, cc.c, cc.h, cc.w, cc.f, 3, 3, 1, 1, 1, 1, oh, ow,
+        reinterpret_cast<intptr_t>(in.data()), cc.c * cc.h * cc.w, cc.h * cc.w,
+        cc.w, reinterpret_cast<intptr_t>(wt.data()), 0,
+        reinterpret_cast<intptr_t>(out.data()), cc.f * oh * ow, oh * ow, ow, 0);
+    return out[size_t(3 * oh * ow + ow + 1)];
+  };
+  auto naive = [&] {
+    double acc = 0;
+    for (int64_t c = 0; c < cc.c; ++c)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+          acc += double(wt[size_t(((3 * cc.c + c) * 3 + i) * 3 + j)]) *
+                 in[size_t((c * cc.h + 1 + i) * cc.w + 1 + j)];
+    return acc;
+  };
+  size_t before = dist_rt::constantCopyBytes();
+  dist_rt::registerConstantMemory(wt.data(), wt.size() * sizeof(float));
+  EXPECT_NEAR(run(), naive(), 1e-4);
+  size_t cached = dist_rt::constantCopyBytes() - before;
+  // Only the AVX-512 kernels pack.
+#if defined(__x86_64__)
+  bool packs = GetParam() != dist_rt::ConvKernel::Plain &&
+               __builtin_cpu_supports("avx512f");
+#else
+  bool packs = false;
+#endif
+  if (packs)
+    EXPECT_GE(cached, wt.size() * sizeof(float));
+  else
+    EXPECT_EQ(cached, 0u);
+  EXPECT_NEAR(run(), naive(), 1e-4);
+  EXPECT_EQ(dist_rt::constantCopyBytes() - before, cached);
+  dist_rt::unregisterConstantMemory(wt.data());
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before);
+  for (float &v : wt)
+    v = -v;
+  EXPECT_NEAR(run(), naive(), 1e-4);
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before);
+}
+
 TEST_P(ConvTest, ReluKeepsNaNAndClearsNegatives) {
   // A NaN in the input reaches every output whose window covers it; ReLU
   // keeps it. Negative sums become +0.
