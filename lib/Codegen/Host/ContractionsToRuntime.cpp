@@ -141,6 +141,21 @@ bool overwritesWithoutReading(Operation *op, Value v) {
   return g.getRegion().front().getArguments().back().use_empty();
 }
 
+/// The declaration of runtime function `name` taking `numArgs` i64 values,
+/// added to `op`'s module on first use.
+func::FuncOp runtimeFunction(Operation *op, StringRef name, size_t numArgs) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+    return callee;
+  OpBuilder mb(module.getBodyRegion());
+  mb.setInsertionPointToStart(module.getBody());
+  SmallVector<Type> types(numArgs, mb.getI64Type());
+  auto callee = func::FuncOp::create(mb, op->getLoc(), name,
+                                     mb.getFunctionType(types, {}));
+  callee.setPrivate();
+  return callee;
+}
+
 struct ContractionsToRuntimePass
     : public dist::impl::ContractionsToRuntimePassBase<
           ContractionsToRuntimePass> {
@@ -293,16 +308,7 @@ struct ContractionsToRuntimePass
                             outS[2],
                             cst(flags)};
     StringRef name = dist::runtime_abi::kConv2dF32;
-    auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
-      OpBuilder mb(module.getBodyRegion());
-      mb.setInsertionPointToStart(module.getBody());
-      SmallVector<Type> types(args.size(), i64);
-      callee =
-          func::FuncOp::create(mb, loc, name, mb.getFunctionType(types, {}));
-      callee.setPrivate();
-    }
+    func::FuncOp callee = runtimeFunction(op, name, args.size());
     func::CallOp::create(b, loc, callee, args);
     op.erase();
     if (init)
@@ -460,16 +466,7 @@ struct ContractionsToRuntimePass
                                           : dist::runtime_abi::kGemmSetF64)
                           : (elem.isF32() ? dist::runtime_abi::kGemmF32
                                           : dist::runtime_abi::kGemmF64);
-    auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
-      OpBuilder mb(module.getBodyRegion());
-      mb.setInsertionPointToStart(module.getBody());
-      SmallVector<Type> types(args.size(), i64);
-      callee =
-          func::FuncOp::create(mb, loc, name, mb.getFunctionType(types, {}));
-      callee.setPrivate();
-    }
+    func::FuncOp callee = runtimeFunction(op, name, args.size());
     if (loops->outerBatch == -1) {
       func::CallOp::create(b, loc, callee, args);
     } else {
