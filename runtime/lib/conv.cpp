@@ -131,6 +131,36 @@ void plainChunk(void *ctx, int64_t begin, int64_t end) {
   convPlain(*p->g, p->in, p->wt, p->bias, p->out, begin, end);
 }
 
+/// dw[o, ci, i, j] (+)= sum over b, y, x of dy[b, o, y, x] *
+/// in[b, ci, y*sh + i*dh, x*sw + j*dw], as a plain loop.
+void gradPlain(const Geometry &g, const float *in, const float *dy, float *dw,
+               int64_t begin, int64_t end) {
+  int64_t k = g.c * g.kh * g.kw;
+  for (int64_t item = begin; item < end; ++item) {
+    int64_t f = item / k, t = item % k;
+    int64_t c = t / (g.kh * g.kw), i = t / g.kw % g.kh, j = t % g.kw;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < g.n; ++b)
+      for (int64_t y = 0; y < g.oh; ++y)
+        for (int64_t x = 0; x < g.ow; ++x)
+          acc += dy[b * g.outN + f * g.outF + y * g.outH + x] *
+                 in[b * g.inN + c * g.inC + (y * g.sh + i * g.dh) * g.inH +
+                    x * g.sw + j * g.dw];
+    dw[item] = g.accumulate ? dw[item] + acc : acc;
+  }
+}
+
+struct GradPlainCtx {
+  const Geometry *g;
+  const float *in, *dy;
+  float *dw;
+};
+
+void gradPlainChunk(void *ctx, int64_t begin, int64_t end) {
+  auto *p = static_cast<GradPlainCtx *>(ctx);
+  gradPlain(*p->g, p->in, p->dy, p->dw, begin, end);
+}
+
 #if DIST_RT_CONV_AVX512
 
 /// Everything the tiles of one call share.
@@ -731,6 +761,156 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
   dist_rt_parallel_for(g.n * pl.filterBlocks * pl.chunks, fn, &pl);
 }
 
+//===----------------------------------------------------------------------===//
+// Weight gradient
+//===----------------------------------------------------------------------===//
+
+/// Everything the weight-gradient tiles of one call share.
+struct GradPlan {
+  Geometry g; ///< out* strides: dy's (images, filters, rows)
+  const float *in;
+  /// dy transposed per block of 16 filters: dyT[((b * blocks + blk) * P +
+  /// p) * 16 + i] = dy[b, blk * 16 + i, p], zeros past the last filter.
+  const float *dyT;
+  /// Tap offsets into an image of the input, k = (c, kh, kw), and the
+  /// tiles' tap ranges: tile r covers taps [r * span, min(k, (r+1) * span)).
+  const int64_t *taps;
+  int64_t k, span, ranges, blocks;
+  float *dw;
+};
+
+/// dw rows of the 16 filters of block `blk` at taps [t0, t0 + T): sums over
+/// every image and output position of dy (16 filters, one vector) times
+/// the input element each tap reads there, broadcast.
+template <int T>
+__attribute__((target("avx512f"))) void gradTile(const GradPlan &pl,
+                                                 int64_t blk, int64_t t0) {
+  const Geometry &g = pl.g;
+  __m512 acc[T];
+#pragma GCC unroll 24
+  for (int t = 0; t < T; ++t)
+    acc[t] = _mm512_setzero_ps();
+  int64_t off[T];
+#pragma GCC unroll 24
+  for (int t = 0; t < T; ++t)
+    off[t] = pl.taps[t0 + t];
+  int64_t positions = g.oh * g.ow;
+  for (int64_t b = 0; b < g.n; ++b) {
+    const float *dy = pl.dyT + (b * pl.blocks + blk) * positions * 16;
+    for (int64_t y = 0; y < g.oh; ++y) {
+      const float *row = pl.in + b * g.inN + y * g.sh * g.inH;
+      for (int64_t x = 0; x < g.ow; ++x, dy += 16) {
+        __m512 d = _mm512_loadu_ps(dy);
+        const float *at = row + x * g.sw;
+#pragma GCC unroll 24
+        for (int t = 0; t < T; ++t)
+          acc[t] = _mm512_fmadd_ps(d, _mm512_set1_ps(at[off[t]]), acc[t]);
+      }
+    }
+  }
+  // acc[t] lane i: dw[blk * 16 + i, t0 + t].
+  alignas(64) float lanes[T][16];
+#pragma GCC unroll 24
+  for (int t = 0; t < T; ++t)
+    _mm512_store_ps(lanes[t], acc[t]);
+  int64_t filters = std::min<int64_t>(16, g.f - blk * 16);
+  for (int64_t i = 0; i < filters; ++i) {
+    float *row = pl.dw + (blk * 16 + i) * pl.k + t0;
+    for (int t = 0; t < T; ++t)
+      row[t] = g.accumulate ? row[t] + lanes[t][i] : lanes[t][i];
+  }
+}
+
+using GradTileFn = void (*)(const GradPlan &, int64_t, int64_t);
+
+template <int T>
+GradTileFn gradTileFn(int n) {
+  if constexpr (T == 1)
+    return gradTile<1>;
+  else
+    return n == T ? gradTile<T> : gradTileFn<T - 1>(n);
+}
+
+__attribute__((target("avx512f"))) void gradChunk(void *ctx, int64_t begin,
+                                                  int64_t end) {
+  const GradPlan &pl = *static_cast<const GradPlan *>(ctx);
+  for (int64_t item = begin; item < end; ++item) {
+    int64_t r = item % pl.ranges, blk = item / pl.ranges;
+    int64_t t0 = r * pl.span;
+    int64_t count = std::min(pl.k, t0 + pl.span) - t0;
+    gradTileFn<24>(static_cast<int>(count))(pl, blk, t0);
+  }
+}
+
+/// Transposes dy's blocks of 16 filters into GradPlan::dyT.
+struct TransposeCtx {
+  const Geometry *g;
+  const float *dy;
+  float *dyT;
+  int64_t blocks;
+};
+
+__attribute__((target("avx512f"))) void transposeChunk(void *ctx, int64_t begin,
+                                                       int64_t end) {
+  const TransposeCtx &tc = *static_cast<const TransposeCtx *>(ctx);
+  const Geometry &g = *tc.g;
+  int64_t positions = g.oh * g.ow;
+  for (int64_t item = begin; item < end; ++item) {
+    int64_t b = item / tc.blocks, blk = item % tc.blocks;
+    float *dst = tc.dyT + item * positions * 16;
+    int64_t filters = std::min<int64_t>(16, g.f - blk * 16);
+    const float *src = tc.dy + b * g.outN + blk * 16 * g.outF;
+    if (g.outH == g.ow) {
+      // Positions contiguous: 16 x 16 blocks through the registers.
+      for (int64_t p0 = 0; p0 < positions; p0 += 16) {
+        int64_t count = std::min<int64_t>(16, positions - p0);
+        __mmask16 m = static_cast<__mmask16>((1u << count) - 1);
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i)
+          r[i] = i < filters ? _mm512_maskz_loadu_ps(m, src + i * g.outF + p0)
+                             : _mm512_setzero_ps();
+        transpose16(r);
+        for (int64_t p = 0; p < count; ++p)
+          _mm512_storeu_ps(dst + (p0 + p) * 16, r[p]);
+      }
+      continue;
+    }
+    for (int64_t y = 0, p = 0; y < g.oh; ++y)
+      for (int64_t x = 0; x < g.ow; ++x, ++p)
+        for (int i = 0; i < 16; ++i)
+          dst[p * 16 + i] =
+              i < filters ? src[i * g.outF + y * g.outH + x] : 0.0f;
+  }
+}
+
+void convGradAvx512(const Geometry &g, const float *in, const float *dy,
+                    float *dw) {
+  thread_local std::vector<float> transposed;
+  thread_local std::vector<int64_t> taps;
+  GradPlan pl;
+  pl.g = g;
+  pl.in = in;
+  pl.dw = dw;
+  pl.blocks = (g.f + 15) / 16;
+  pl.k = g.c * g.kh * g.kw;
+  int64_t *tp = scratch(taps, size_t(pl.k));
+  for (int64_t c = 0, t = 0; c < g.c; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j, ++t)
+        tp[t] = c * g.inC + i * g.dh * g.inH + j * g.dw;
+  pl.taps = tp;
+  // Tap ranges of at most 24 (the accumulators), as even as possible.
+  pl.ranges = (pl.k + 23) / 24;
+  pl.span = (pl.k + pl.ranges - 1) / pl.ranges;
+  pl.ranges = (pl.k + pl.span - 1) / pl.span;
+  float *t =
+      alignedScratch(transposed, size_t(g.n * pl.blocks * g.oh * g.ow * 16));
+  TransposeCtx tc{&g, dy, t, pl.blocks};
+  dist_rt_parallel_for(g.n * pl.blocks, transposeChunk, &tc);
+  pl.dyT = t;
+  dist_rt_parallel_for(pl.blocks * pl.ranges, gradChunk, &pl);
+}
+
 bool haveAvx512() {
   static const bool have = __builtin_cpu_supports("avx512f");
   return have;
@@ -778,4 +958,37 @@ dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
 #endif
   PlainCtx ctx{&g, in, wt, bias, out};
   dist_rt_parallel_for(n * f, plainChunk, &ctx);
+}
+
+extern "C" void dist_rt_conv2d_wgrad_f32(
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
+    int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t oh,
+    int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sc, int64_t in_sh,
+    int64_t dy_ptr, int64_t dy_sn, int64_t dy_sf, int64_t dy_sh, int64_t dw_ptr,
+    int64_t flags) {
+  if (f <= 0 || c <= 0 || kh <= 0 || kw <= 0)
+    return;
+  Geometry g;
+  g.n = n > 0 ? n : 0, g.c = c, g.h = h, g.w = w, g.f = f, g.kh = kh;
+  g.kw = kw, g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw;
+  g.oh = oh > 0 ? oh : 0, g.ow = ow > 0 ? ow : 0;
+  g.inN = in_sn, g.inC = in_sc, g.inH = in_sh;
+  g.outN = dy_sn, g.outF = dy_sf, g.outH = dy_sh;
+  g.accumulate = (flags & DIST_RT_CONV_ACCUMULATE) != 0;
+  g.relu = false;
+  const auto *in =
+      reinterpret_cast<const float *>(static_cast<intptr_t>(in_ptr));
+  const auto *dy =
+      reinterpret_cast<const float *>(static_cast<intptr_t>(dy_ptr));
+  auto *out = reinterpret_cast<float *>(static_cast<intptr_t>(dw_ptr));
+#if DIST_RT_CONV_AVX512
+  if (haveAvx512() && g.n > 0 && g.oh > 0 && g.ow > 0 &&
+      forcedKernel.load(std::memory_order_relaxed) !=
+          static_cast<int>(dist_rt::ConvKernel::Plain)) {
+    convGradAvx512(g, in, dy, out);
+    return;
+  }
+#endif
+  GradPlainCtx ctx{&g, in, dy, out};
+  dist_rt_parallel_for(f * c * kh * kw, gradPlainChunk, &ctx);
 }

@@ -243,6 +243,66 @@ TEST_P(ConvTest, ConstantWeightsArePackedOnce) {
   EXPECT_EQ(dist_rt::constantCopyBytes(), before);
 }
 
+/// Runs the weight gradient of `cc` (dy with `gap` extra elements after
+/// every row, plane and image) and compares with a double-precision loop.
+/// Returns the number of mismatching elements.
+int64_t checkGrad(const ConvCase &cc, bool accumulate, uint32_t seed,
+                  int64_t gap) {
+  int64_t oh = cc.oh(), ow = cc.ow();
+  int64_t dyH = ow + gap, dyF = oh * dyH + gap, dyN = cc.f * dyF + gap;
+  std::vector<float> in(size_t(cc.n * cc.c * cc.h * cc.w));
+  std::vector<float> dy(size_t(cc.n * dyN));
+  std::vector<float> dw(size_t(cc.f * cc.c * cc.kh * cc.kw));
+  fill(in, seed);
+  fill(dy, seed + 1);
+  fill(dw, seed + 2);
+  std::vector<float> old = dw;
+  dist_rt_conv2d_wgrad_f32(
+      cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, cc.sh, cc.sw, cc.dh, cc.dw,
+      oh, ow, reinterpret_cast<intptr_t>(in.data()), cc.c * cc.h * cc.w,
+      cc.h * cc.w, cc.w, reinterpret_cast<intptr_t>(dy.data()), dyN, dyF, dyH,
+      reinterpret_cast<intptr_t>(dw.data()),
+      accumulate ? DIST_RT_CONV_ACCUMULATE : 0);
+  int64_t bad = 0;
+  for (int64_t f = 0; f < cc.f; ++f)
+    for (int64_t c = 0; c < cc.c; ++c)
+      for (int64_t i = 0; i < cc.kh; ++i)
+        for (int64_t j = 0; j < cc.kw; ++j) {
+          size_t at = size_t(((f * cc.c + c) * cc.kh + i) * cc.kw + j);
+          double acc = accumulate ? old[at] : 0.0;
+          double mag = std::fabs(acc);
+          for (int64_t b = 0; b < cc.n; ++b)
+            for (int64_t y = 0; y < oh; ++y)
+              for (int64_t x = 0; x < ow; ++x) {
+                double p =
+                    double(dy[size_t(b * dyN + f * dyF + y * dyH + x)]) *
+                    in[size_t(((b * cc.c + c) * cc.h + y * cc.sh + i * cc.dh) *
+                                  cc.w +
+                              x * cc.sw + j * cc.dw)];
+                acc += p;
+                mag += std::fabs(p);
+              }
+          if (!(std::fabs(dw[at] - acc) <= 1e-5 * (mag + 1.0)))
+            ++bad;
+        }
+  return bad;
+}
+
+TEST_P(ConvTest, WeightGradientMatchesNaiveLoop) {
+  uint32_t seed = 2000;
+  for (int threads : {1, 2, 3}) {
+    dist_rt_set_num_threads(threads);
+    for (const ConvCase &cc : kCases)
+      for (bool accumulate : {false, true})
+        for (int64_t gap : {0, 3}) {
+          ++seed;
+          EXPECT_EQ(checkGrad(cc, accumulate, seed, gap), 0)
+              << cc.name() << " accumulate " << accumulate << " gap " << gap
+              << " threads " << threads;
+        }
+  }
+}
+
 TEST_P(ConvTest, ReluKeepsNaNAndClearsNegatives) {
   // A NaN in the input reaches every output whose window covers it; ReLU
   // keeps it. Negative sums become +0.

@@ -147,6 +147,25 @@ dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
                    int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
                    int64_t out_sf, int64_t out_sh, int64_t flags);
 
+/// The weight gradient of dist_rt_conv2d_f32 (same geometry): for every
+/// filter o, channel ci and kernel position (i, j),
+///   dw[o, ci, i, j] = sum over b, y, x of dy[b, o, y, x] *
+///                     in[b, ci, y*sh + i*dh, x*sw + j*dw]
+/// plus the old dw[o, ci, i, j] when `flags` has DIST_RT_CONV_ACCUMULATE.
+///   in[b, ci, r, x] = ((float *)in_ptr)[b*in_sn + ci*in_sc + r*in_sh + x]
+///   dy[b, o, y, x]  = ((float *)dy_ptr)[b*dy_sn + o*dy_sf + y*dy_sh + x]
+/// and `dw` is a contiguous [f, c, kh, kw] array that must not overlap the
+/// others. n = 0 (or no output position) sets dw to zeros (or leaves it,
+/// accumulating). Runs on the thread pool: with AVX-512 as register tiles of
+/// 16 filters by up to 24 kernel taps summed over every position,
+/// otherwise as a plain loop.
+DIST_RT_API void dist_rt_conv2d_wgrad_f32(
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
+    int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t oh,
+    int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sc, int64_t in_sh,
+    int64_t dy_ptr, int64_t dy_sn, int64_t dy_sf, int64_t dy_sh, int64_t dw_ptr,
+    int64_t flags);
+
 /*===----------------------------------------------------------------------===*
  * Threads
  *===----------------------------------------------------------------------===*/
