@@ -372,6 +372,28 @@ bool mayRunDirect(ConvOp conv) {
   return in.getDimSize(1) * h * wd * 4 <= 256 * 1024;
 }
 
+/// The same for a convolution's weight gradient (LowerLinearAlgebra.cpp
+/// runs it as the runtime's direct weight gradient under the same rule).
+bool mayRunDirect(ConvWeightGradOp grad) {
+  auto in = dyn_cast<ShapedType>(grad.getInput().getType());
+  ArrayRef<int64_t> kernel = grad.getKernelShape();
+  if (!in || !in.hasStaticShape() || in.getRank() != 4 ||
+      !in.getElementType().isF32() || kernel.size() != 2)
+    return false;
+  auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
+    return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
+  };
+  if (kernel[0] == 1 && kernel[1] == 1 && all(grad.getStrides(), 1))
+    return false;
+  int64_t h = in.getDimSize(2), wd = in.getDimSize(3);
+  if (std::optional<ArrayRef<int64_t>> pads = grad.getPads();
+      pads && pads->size() == 4) {
+    h += (*pads)[0] + (*pads)[2];
+    wd += (*pads)[1] + (*pads)[3];
+  }
+  return in.getDimSize(1) * h * wd * 4 <= 256 * 1024;
+}
+
 /// Whether `op` is a ReLU that the direct convolution producing its
 /// operand applies itself (dist-contractions-to-runtime fuses a ReLU that
 /// is the convolution's next use), when nothing fuses into the ReLU.
@@ -734,7 +756,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         bool shared = weightGrad && sharesForwardColumns(weightGrad);
         // Where the convolution may run direct, the columns are only
         // im2col's (see PhaseWork::im2colOnly).
-        bool direct = conv && mayRunDirect(conv);
+        bool direct = conv ? mayRunDirect(conv) : mayRunDirect(weightGrad);
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =

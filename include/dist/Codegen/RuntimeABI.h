@@ -26,6 +26,11 @@ inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
 /// in_sh, weight, bias, out, out_sn, out_sf, out_sh, flags), all i64; flag 1
 /// accumulates into out, 2 applies ReLU.
 inline constexpr llvm::StringLiteral kConv2dF32 = "dist_rt_conv2d_f32";
+/// Its weight gradient: conv2d_wgrad(n, c, h, w, f, kh, kw, sh, sw, dh, dw,
+/// oh, ow, in, in_sn, in_sc, in_sh, dy, dy_sn, dy_sf, dy_sh, dw, flags),
+/// all i64; flag 1 accumulates into dw.
+inline constexpr llvm::StringLiteral kConv2dWeightGradF32 =
+    "dist_rt_conv2d_wgrad_f32";
 
 /// Parallel loop over the runtime's thread pool (dist_rt/kernels.h):
 /// parallel_for(n, void (*fn)(void *ctx, int64_t begin, int64_t end), ctx).

@@ -171,7 +171,7 @@ struct ContractionsToRuntimePass
         convs.push_back(c);
     });
     for (linalg::GenericOp op : candidates)
-      if (succeeded(rewrite(op)))
+      if (succeeded(rewriteWeightGrad(op)) || succeeded(rewrite(op)))
         ++numCalls;
     for (linalg::Conv2DNchwFchwOp op : convs)
       if (succeeded(rewriteConv(op)))
@@ -315,6 +315,146 @@ struct ContractionsToRuntimePass
       init->erase();
     if (relu)
       relu.erase();
+    return success();
+  }
+
+  /// The direct weight gradient that LowerLinearAlgebra.cpp emits for a 2-D
+  /// f32 convolution, a generic over (f, c, i, j, b, y, x) computing
+  /// dw[f, c, i, j] += dy[b, f, y, x] * x[b, c, y*sh + i*dh, x*sw + j*dw],
+  /// becomes a call of dist_rt_conv2d_wgrad_f32 (dy and x with unit column
+  /// strides, dw contiguous), which sets dw when its last writer was a fill
+  /// of +0.0 (the fill goes) and accumulates otherwise.
+  LogicalResult rewriteWeightGrad(linalg::GenericOp op) {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+        op.getNumDpsInits() != 1 || op.getNumLoops() != 7 ||
+        !dist::codegen::isMulAddBody(op))
+      return failure();
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    for (int64_t i = 0; i < 7; ++i)
+      if ((iters[i] == utils::IteratorType::parallel) != (i < 4))
+        return failure();
+    MLIRContext *ctx = op.getContext();
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    if (maps[0] != AffineMap::get(7, 0, {d(4), d(0), d(5), d(6)}, ctx) ||
+        maps[2] != AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx) ||
+        maps[1].getNumResults() != 4 || maps[1].getResult(0) != d(4) ||
+        maps[1].getResult(1) != d(1))
+      return failure();
+    // The coefficients of the input's row and column expressions: only
+    // (y, i) and (x, j) respectively, as strides and dilations.
+    auto coefficients =
+        [&](AffineExpr e, int64_t pos,
+            int64_t tap) -> std::optional<std::pair<int64_t, int64_t>> {
+      // Linear: sums and products by constants only.
+      bool linear = e.isPureAffine();
+      e.walk([&](AffineExpr sub) {
+        if (sub.getKind() == AffineExprKind::Mod ||
+            sub.getKind() == AffineExprKind::FloorDiv ||
+            sub.getKind() == AffineExprKind::CeilDiv)
+          linear = false;
+      });
+      if (!linear)
+        return std::nullopt;
+      int64_t found[7];
+      for (int64_t k = 0; k < 7; ++k) {
+        SmallVector<AffineExpr> unit;
+        for (int64_t m = 0; m < 7; ++m)
+          unit.push_back(getAffineConstantExpr(m == k ? 1 : 0, ctx));
+        auto c = dyn_cast<AffineConstantExpr>(
+            simplifyAffineExpr(e.replaceDims(unit), 0, 0));
+        if (!c)
+          return std::nullopt;
+        found[k] = c.getValue();
+      }
+      SmallVector<AffineExpr> zeros(7, getAffineConstantExpr(0, ctx));
+      auto c0 = dyn_cast<AffineConstantExpr>(
+          simplifyAffineExpr(e.replaceDims(zeros), 0, 0));
+      if (!c0 || c0.getValue() != 0)
+        return std::nullopt;
+      for (int64_t k = 0; k < 7; ++k)
+        if (k != pos && k != tap && found[k] != 0)
+          return std::nullopt;
+      // Linear in both (no products or divisions): f(1,1) = a + b.
+      if (found[pos] <= 0 || found[tap] <= 0)
+        return std::nullopt;
+      return std::pair{found[pos], found[tap]};
+    };
+    auto rows = coefficients(maps[1].getResult(2), 5, 2);
+    auto cols = coefficients(maps[1].getResult(3), 6, 3);
+    if (!rows || !cols)
+      return failure();
+    Value dy = op.getDpsInputOperand(0)->get();
+    Value x = op.getDpsInputOperand(1)->get();
+    Value dw = op.getDpsInitOperand(0)->get();
+    auto dwType = cast<MemRefType>(dw.getType());
+    if (!dwType.getElementType().isF32() || !dwType.getLayout().isIdentity() ||
+        dw == dy || dw == x)
+      return failure();
+    for (Value v : {dy, x}) {
+      auto t = cast<MemRefType>(v.getType());
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (!t.getElementType().isF32() ||
+          failed(t.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+        return failure();
+    }
+    linalg::FillOp fill = zeroFillConsumedBy(op, dw);
+
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Type i64 = b.getI64Type();
+    auto toI64 = [&](Value v) -> Value {
+      return arith::IndexCastOp::create(b, loc, i64, v);
+    };
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+    auto describe = [&](Value memref, SmallVector<Value> &strides) {
+      auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value base =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      Value off = arith::MulIOp::create(
+          b, loc, md.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
+      for (Value st : md.getStrides())
+        strides.push_back(toI64(st));
+      return toI64(arith::AddIOp::create(b, loc, base, off));
+    };
+    auto dim = [&](Value v, int64_t i) {
+      return toI64(memref::DimOp::create(b, loc, v, i));
+    };
+    SmallVector<Value> xS, dyS, dwS;
+    Value xPtr = describe(x, xS), dyPtr = describe(dy, dyS),
+          dwPtr = describe(dw, dwS);
+    SmallVector<Value> args{dim(dy, 0),
+                            dim(x, 1),
+                            dim(x, 2),
+                            dim(x, 3),
+                            dim(dw, 0),
+                            dim(dw, 2),
+                            dim(dw, 3),
+                            cst(rows->first),
+                            cst(cols->first),
+                            cst(rows->second),
+                            cst(cols->second),
+                            dim(dy, 2),
+                            dim(dy, 3),
+                            xPtr,
+                            xS[0],
+                            xS[1],
+                            xS[2],
+                            dyPtr,
+                            dyS[0],
+                            dyS[1],
+                            dyS[2],
+                            dwPtr,
+                            cst(fill ? 0 : 1)}; // DIST_RT_CONV_ACCUMULATE
+    func::FuncOp callee = runtimeFunction(
+        op, dist::runtime_abi::kConv2dWeightGradF32, args.size());
+    func::CallOp::create(b, loc, callee, args);
+    op.erase();
+    if (fill)
+      fill.erase();
     return success();
   }
 

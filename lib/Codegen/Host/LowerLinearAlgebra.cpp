@@ -558,7 +558,9 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
 /// dist-contractions-to-runtime runs as a GEMM batch with a zero output
 /// stride.
 struct ConvWeightGradLowering : OpConversionPattern<dist::ConvWeightGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ConvWeightGradLowering(TypeConverter &tc, MLIRContext *ctx, bool directConv)
+      : OpConversionPattern(tc, ctx), directConv(directConv) {}
+  bool directConv;
   LogicalResult
   matchAndRewrite(dist::ConvWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -583,8 +585,31 @@ struct ConvWeightGradLowering : OpConversionPattern<dist::ConvWeightGradOp> {
     Value zero = scalarConst(rewriter, loc, elem, 0);
     Value padded =
         padSpatial(rewriter, loc, x, geo->padBegin, geo->padEnd, zero);
-    Value col = columns(rewriter, loc, padded, *geo);
     int64_t F = outType.getDimSize(0), C = outType.getDimSize(1);
+    if (useDirectConv(directConv, cast<RankedTensorType>(padded.getType()),
+                      *geo)) {
+      // dw[f, c, i, j] += dy[b, f, y, x] * xp[b, c, y*s + i*d, x*s + j*d]
+      // over loops (f, c, i, j, b, y, x), which
+      // dist-contractions-to-runtime turns into the runtime's direct weight
+      // gradient (no columns).
+      auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+      SmallVector<AffineMap> maps{
+          AffineMap::get(7, 0, {d(4), d(0), d(5), d(6)}, ctx),
+          AffineMap::get(7, 0,
+                         {d(4), d(1),
+                          d(5) * geo->strides[0] + d(2) * geo->dilations[0],
+                          d(6) * geo->strides[1] + d(3) * geo->dilations[1]},
+                         ctx),
+          AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+      Value init = filledTensor(rewriter, loc, outType, {}, zero);
+      SmallVector<IT> iters(4, IT::parallel);
+      iters.append(3, IT::reduction);
+      rewriter.replaceOp(op,
+                         buildContraction(rewriter, loc, dy, padded, init, maps,
+                                          iters, elemTypeOf(op.getInput())));
+      return success();
+    }
+    Value col = columns(rewriter, loc, padded, *geo);
     int64_t CKK = C * geo->kernel[0] * geo->kernel[1];
     int64_t P = geo->out[0] * geo->out[1];
     Value dy3 = tensor::CollapseShapeOp::create(
@@ -741,7 +766,7 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
 void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
                                             RewritePatternSet &p,
                                             bool directConv) {
-  p.add<MatMulLowering, GemmLowering, ConvWeightGradLowering,
-        ConvTransposeLowering>(tc, p.getContext());
-  p.add<ConvLowering>(tc, p.getContext(), directConv);
+  p.add<MatMulLowering, GemmLowering, ConvTransposeLowering>(tc,
+                                                             p.getContext());
+  p.add<ConvLowering, ConvWeightGradLowering>(tc, p.getContext(), directConv);
 }

@@ -1,6 +1,6 @@
-// RUN: dist-opt %s --dist-lower-to-linalg=conv=direct | FileCheck %s --check-prefix=DIRECT
-// RUN: dist-opt %s --dist-lower-to-linalg=conv=im2col | FileCheck %s --check-prefix=IM2COL
-// RUN: not dist-opt %s --dist-lower-to-linalg=conv=fft 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=direct | FileCheck %s --check-prefix=DIRECT
+// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=im2col | FileCheck %s --check-prefix=IM2COL
+// RUN: not dist-opt %s --split-input-file --dist-lower-to-linalg=conv=fft 2>&1 | FileCheck %s --check-prefix=BAD
 
 // With conv=direct a 2-D f32 convolution becomes linalg.conv_2d_nchw_fchw on
 // the padded input, its strides and dilations kept, into the bias
@@ -21,4 +21,21 @@ func.func @main(%x: tensor<2x3x10x10xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8
   %1 = dist.conv %x, %w1 {kernel_shape = array<i64: 1, 1>} : (tensor<2x3x10x10xf32>, tensor<8x3x1x1xf32>) -> tensor<2x8x10x10xf32>
   %2 = dist.conv %xd, %wd {kernel_shape = array<i64: 3, 3>} : (tensor<2x3x10x10xf64>, tensor<8x3x3x3xf64>) -> tensor<2x8x8x8xf64>
   return %0, %1, %2 : tensor<2x8x8x5xf32>, tensor<2x8x10x10xf32>, tensor<2x8x8x8xf64>
+}
+
+// -----
+
+// A weight gradient with conv=direct: one generic over (f, c, i, j, b, y, x)
+// reading dy and the padded input at (y*s + i*d, x*s + j*d), into a zero
+// fill; no im2col columns. With conv=im2col the columns come back.
+// DIRECT-LABEL: func.func @weight_grad(
+// DIRECT: tensor.pad
+// DIRECT: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x8x5x5xf32>, tensor<2x3x11x11xf32>) outs(%{{.*}} : tensor<8x3x3x3xf32>)
+// DIRECT-NOT: tensor.collapse_shape
+// DIRECT: return
+// IM2COL-LABEL: func.func @weight_grad(
+// IM2COL: tensor.collapse_shape
+func.func @weight_grad(%x: tensor<2x3x10x10xf32>, %dy: tensor<2x8x5x5xf32>) -> tensor<8x3x3x3xf32> {
+  %0 = dist.conv_weight_grad %x, %dy {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x3x10x10xf32>, tensor<2x8x5x5xf32>) -> tensor<8x3x3x3xf32>
+  return %0 : tensor<8x3x3x3xf32>
 }

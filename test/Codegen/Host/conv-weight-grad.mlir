@@ -1,10 +1,13 @@
 // RUN: dist-opt %s --split-input-file | FileCheck %s --check-prefix=OPS
-// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg \
+// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=im2col \
 // RUN:   --mlir-print-local-scope | FileCheck %s
-// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg \
+// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=im2col \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries" \
 // RUN:   --dist-contractions-to-runtime --canonicalize | FileCheck %s --check-prefix=CALL
 
+// (im2col + GEMM, the lowering without a direct convolution kernel: see
+// conv-lowering-choice.mlir and direct-conv.mlir for the direct one.)
+//
 // The weight gradient of a 3x3, pad-1 convolution of x[8, 4, 6, 6] with
 // dy[8, 16, 6, 6]: dw[f, (c, kh, kw)] = sum over n and the 36 positions of
 // dy[n, f, p] * col[n, (c, kh, kw), p], with col the forward convolution's

@@ -194,3 +194,61 @@ func.func @f64(%x: memref<1x4x6x6xf64>, %w: memref<8x4x3x3xf64>, %o: memref<1x8x
       ins(%x, %w : memref<1x4x6x6xf64>, memref<8x4x3x3xf64>) outs(%o : memref<1x8x4x4xf64>)
   return
 }
+
+// -----
+
+// The direct weight gradient (a generic over (f, c, i, j, b, y, x), strides
+// 2 and dilations 1 here) into a fresh zero-filled buffer becomes a
+// dist_rt_conv2d_wgrad_f32 call that sets it (flags 0) and the fill goes;
+// into a caller's buffer it accumulates (flags 1). Its 23 arguments: n, c,
+// h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, x and 3 strides, dy and 3
+// strides, dw, flags.
+// CHECK-LABEL: func.func @weight_grad(
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_conv2d_wgrad_f32({{.*}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, {{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @weight_grad_accumulating(
+// CHECK: call @dist_rt_conv2d_wgrad_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+// A row expression that is not linear stays a generic.
+// CHECK-LABEL: func.func @not_a_weight_grad(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+#dy = affine_map<(f, c, i, j, b, y, x) -> (b, f, y, x)>
+#x = affine_map<(f, c, i, j, b, y, x) -> (b, c, y * 2 + i, x * 2 + j)>
+#xmod = affine_map<(f, c, i, j, b, y, x) -> (b, c, (y * 2 + i) mod 11, x * 2 + j)>
+#dw = affine_map<(f, c, i, j, b, y, x) -> (f, c, i, j)>
+func.func @weight_grad(%xp: memref<2x3x11x11xf32>, %dy: memref<2x8x5x5xf32>, %o: memref<8x3x3x3xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<8x3x3x3xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<8x3x3x3xf32>)
+  linalg.generic {indexing_maps = [#dy, #x, #dw], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%dy, %xp : memref<2x8x5x5xf32>, memref<2x3x11x11xf32>) outs(%acc : memref<8x3x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %acc, %o : memref<8x3x3x3xf32> to memref<8x3x3x3xf32>
+  memref.dealloc %acc : memref<8x3x3x3xf32>
+  return
+}
+func.func @weight_grad_accumulating(%xp: memref<2x3x11x11xf32>, %dy: memref<2x8x5x5xf32>, %o: memref<8x3x3x3xf32>) {
+  linalg.generic {indexing_maps = [#dy, #x, #dw], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%dy, %xp : memref<2x8x5x5xf32>, memref<2x3x11x11xf32>) outs(%o : memref<8x3x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @not_a_weight_grad(%xp: memref<2x3x11x11xf32>, %dy: memref<2x8x5x5xf32>, %o: memref<8x3x3x3xf32>) {
+  linalg.generic {indexing_maps = [#dy, #xmod, #dw], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%dy, %xp : memref<2x8x5x5xf32>, memref<2x3x11x11xf32>) outs(%o : memref<8x3x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
