@@ -345,53 +345,44 @@ void addFillBytes(PhaseWork &work, double bytes) {
   work.fillLogFootprintWeighted += bytes * std::log(std::max(1.0, bytes));
 }
 
-/// Whether codegen may run `conv` as the runtime's direct convolution on a
-/// host with AVX-512: the rule of useDirectConv in LowerLinearAlgebra.cpp
-/// (2-D, f32, one group, not 1x1 with unit strides, one padded input image
-/// of at most 256 KiB).
-bool mayRunDirect(ConvOp conv) {
-  auto in = dyn_cast<ShapedType>(conv.getInput().getType());
-  auto w = dyn_cast<ShapedType>(conv.getWeight().getType());
-  if (!in || !w || !in.hasStaticShape() || !w.hasStaticShape() ||
-      in.getRank() != 4 || !in.getElementType().isF32() || conv.getGroup() != 1)
-    return false;
-  auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
-    return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
-  };
-  if (w.getDimSize(2) == 1 && w.getDimSize(3) == 1 && all(conv.getStrides(), 1))
-    return false;
-  int64_t h = in.getDimSize(2), wd = in.getDimSize(3);
-  if (std::optional<ArrayRef<int64_t>> pads = conv.getPads();
-      pads && pads->size() == 4) {
-    h += (*pads)[0] + (*pads)[2];
-    wd += (*pads)[1] + (*pads)[3];
-  } else if (conv.getAutoPad().starts_with("SAME")) {
-    h += w.getDimSize(2) - 1;
-    wd += w.getDimSize(3) - 1;
-  }
-  return in.getDimSize(1) * h * wd * 4 <= 256 * 1024;
-}
-
-/// The same for a convolution's weight gradient (LowerLinearAlgebra.cpp
-/// runs it as the runtime's direct weight gradient under the same rule).
-bool mayRunDirect(ConvWeightGradOp grad) {
-  auto in = dyn_cast<ShapedType>(grad.getInput().getType());
-  ArrayRef<int64_t> kernel = grad.getKernelShape();
+/// Whether codegen may run a 2-D convolution of `input` with a `kernel` as
+/// the runtime's direct kernel on a host with AVX-512: the rule of
+/// useDirectConv in LowerLinearAlgebra.cpp (f32, not 1x1 with unit strides,
+/// one padded input image of at most 256 KiB), which applies to the
+/// convolution (one group) and to its weight gradient alike.
+bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
+                  std::optional<ArrayRef<int64_t>> strides,
+                  std::optional<ArrayRef<int64_t>> pads, bool samePad) {
+  auto in = dyn_cast<ShapedType>(input.getType());
   if (!in || !in.hasStaticShape() || in.getRank() != 4 ||
       !in.getElementType().isF32() || kernel.size() != 2)
     return false;
-  auto all = [](std::optional<ArrayRef<int64_t>> a, int64_t v) {
-    return !a || llvm::all_of(*a, [&](int64_t x) { return x == v; });
-  };
-  if (kernel[0] == 1 && kernel[1] == 1 && all(grad.getStrides(), 1))
+  bool unitStrides =
+      !strides || llvm::all_of(*strides, [](int64_t x) { return x == 1; });
+  if (kernel[0] == 1 && kernel[1] == 1 && unitStrides)
     return false;
-  int64_t h = in.getDimSize(2), wd = in.getDimSize(3);
-  if (std::optional<ArrayRef<int64_t>> pads = grad.getPads();
-      pads && pads->size() == 4) {
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  if (pads && pads->size() == 4) {
     h += (*pads)[0] + (*pads)[2];
-    wd += (*pads)[1] + (*pads)[3];
+    w += (*pads)[1] + (*pads)[3];
+  } else if (samePad) {
+    h += kernel[0] - 1;
+    w += kernel[1] - 1;
   }
-  return in.getDimSize(1) * h * wd * 4 <= 256 * 1024;
+  return in.getDimSize(1) * h * w * 4 <= 256 * 1024;
+}
+
+bool mayRunDirect(ConvOp conv) {
+  auto w = dyn_cast<ShapedType>(conv.getWeight().getType());
+  return w && w.hasStaticShape() && conv.getGroup() == 1 &&
+         mayRunDirect(conv.getInput(), w.getShape().drop_front(2),
+                      conv.getStrides(), conv.getPads(),
+                      conv.getAutoPad().starts_with("SAME"));
+}
+
+bool mayRunDirect(ConvWeightGradOp grad) {
+  return mayRunDirect(grad.getInput(), grad.getKernelShape(), grad.getStrides(),
+                      grad.getPads(), false);
 }
 
 /// Whether `op` is a ReLU that the direct convolution producing its
@@ -402,9 +393,7 @@ bool reluOfDirectConv(Operation *op) {
     return false;
   auto conv = op->getOperand(0).getDefiningOp<ConvOp>();
   return conv && mayRunDirect(conv) && conv->getResult(0).hasOneUse() &&
-         !llvm::any_of(op->getResult(0).getUsers(), [](Operation *u) {
-           return u->hasTrait<OpTrait::Elementwise>();
-         });
+         !llvm::any_of(op->getResult(0).getUsers(), isFusibleConsumer);
 }
 
 /// Whether `v` is a splat constant (a scatter's zero destination).
