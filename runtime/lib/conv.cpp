@@ -430,6 +430,17 @@ float *alignedScratch(std::vector<float> &buf, size_t size) {
   return p + ((64 - addr % 64) % 64) / sizeof(float);
 }
 
+/// The offsets of every tap k = (c, kh, kw) into an image of the input
+/// (unit strides: the input itself), in `buf`.
+const int64_t *inputTaps(const Geometry &g, std::vector<int64_t> &buf) {
+  int64_t *tp = scratch(buf, size_t(g.c * g.kh * g.kw));
+  for (int64_t c = 0, t = 0; c < g.c; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j, ++t)
+        tp[t] = c * g.inC + i * g.dh * g.inH + j * g.dw;
+  return tp;
+}
+
 /// Packs the [f, k] weights by blocks of `block` filters:
 /// wp[(blk * k + t) * block + i] = wt[(blk * block + i) * k + t], zeros
 /// past the last filter.
@@ -650,12 +661,7 @@ void convChannels(const Geometry &g, const float *in, const float *wt,
   pl.bias = bias;
   pl.out = out;
   pl.k = g.c * g.kh * g.kw;
-  int64_t *tp = scratch(taps, size_t(pl.k));
-  for (int64_t c = 0, t = 0; c < g.c; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j, ++t)
-        tp[t] = c * g.inC + i * g.dh * g.inH + j * g.dw;
-  pl.taps = tp;
+  pl.taps = inputTaps(g, taps);
   pl.blocks = (g.f + 15) / 16;
   // 64-byte aligned rows of 16 weights.
   pl.wp = packedFilters(wt, g.f, pl.k, 16, packed);
@@ -901,12 +907,7 @@ void convGradAvx512(const Geometry &g, const float *in, const float *dy,
   pl.dw = dw;
   pl.blocks = (g.f + 15) / 16;
   pl.k = g.c * g.kh * g.kw;
-  int64_t *tp = scratch(taps, size_t(pl.k));
-  for (int64_t c = 0, t = 0; c < g.c; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j, ++t)
-        tp[t] = c * g.inC + i * g.dh * g.inH + j * g.dw;
-  pl.taps = tp;
+  pl.taps = inputTaps(g, taps);
   // Tap ranges of at most 24 (the accumulators), as even as possible.
   pl.ranges = (pl.k + 23) / 24;
   pl.span = (pl.k + pl.ranges - 1) / pl.ranges;

@@ -141,6 +141,34 @@ bool overwritesWithoutReading(Operation *op, Value v) {
   return g.getRegion().front().getArguments().back().use_empty();
 }
 
+/// Builds the i64 arguments of a runtime call at `b`'s insertion point.
+struct CallArgs {
+  OpBuilder &b;
+  Location loc;
+
+  Value i64(Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  }
+  Value constant(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  }
+  Value dim(Value memref, int64_t i) {
+    return i64(memref::DimOp::create(b, loc, memref, i));
+  }
+  /// The byte address of `memref`'s first element (offset included) for
+  /// elements of `elemBytes` bytes; appends its element strides.
+  Value pointer(Value memref, int64_t elemBytes, SmallVector<Value> &strides) {
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value off = arith::MulIOp::create(
+        b, loc, md.getOffset(),
+        arith::ConstantIndexOp::create(b, loc, elemBytes));
+    for (Value st : md.getStrides())
+      strides.push_back(i64(st));
+    return i64(arith::AddIOp::create(b, loc, base, off));
+  }
+};
+
 /// The declaration of runtime function `name` taking `numArgs` i64 values,
 /// added to `op`'s module on first use.
 func::FuncOp runtimeFunction(Operation *op, StringRef name, size_t numArgs) {
@@ -253,36 +281,17 @@ struct ContractionsToRuntimePass
       at = relu;
 
     OpBuilder b(at);
-    Location loc = op.getLoc();
-    Type i64 = b.getI64Type();
-    auto toI64 = [&](Value v) -> Value {
-      return arith::IndexCastOp::create(b, loc, i64, v);
-    };
-    auto cst = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(b, loc, i64, v);
-    };
-    // Base pointer in bytes (offset included) and element strides.
-    auto describe = [&](Value memref, SmallVector<Value> &strides) {
-      auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-      Value base =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value off = arith::MulIOp::create(
-          b, loc, md.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
-      for (Value st : md.getStrides())
-        strides.push_back(toI64(st));
-      return toI64(arith::AddIOp::create(b, loc, base, off));
-    };
-    auto dim = [&](Value v, int64_t i) {
-      return toI64(memref::DimOp::create(b, loc, v, i));
-    };
+    CallArgs call{b, op.getLoc()};
     SmallVector<Value> inS, wS, outS, biasS;
-    Value inPtr = describe(in, inS), wPtr = describe(wt, wS),
-          outPtr = describe(dst, outS);
-    Value biasPtr = bias ? describe(bias, biasS) : cst(0);
+    Value inPtr = call.pointer(in, 4, inS), wPtr = call.pointer(wt, 4, wS),
+          outPtr = call.pointer(dst, 4, outS);
+    Value biasPtr = bias ? call.pointer(bias, 4, biasS) : call.constant(0);
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
     // DIST_RT_CONV_ACCUMULATE (1), DIST_RT_CONV_RELU (2).
     int64_t flags = (overwrite ? 0 : 1) | (relu ? 2 : 0);
+    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
+    auto cst = [&](int64_t v) { return call.constant(v); };
     SmallVector<Value> args{dim(out, 0),
                             dim(in, 1),
                             dim(in, 2),
@@ -309,7 +318,7 @@ struct ContractionsToRuntimePass
                             cst(flags)};
     StringRef name = dist::runtime_abi::kConv2dF32;
     func::FuncOp callee = runtimeFunction(op, name, args.size());
-    func::CallOp::create(b, loc, callee, args);
+    func::CallOp::create(b, call.loc, callee, args);
     op.erase();
     if (init)
       init->erase();
@@ -403,29 +412,12 @@ struct ContractionsToRuntimePass
 
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Type i64 = b.getI64Type();
-    auto toI64 = [&](Value v) -> Value {
-      return arith::IndexCastOp::create(b, loc, i64, v);
-    };
-    auto cst = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(b, loc, i64, v);
-    };
-    auto describe = [&](Value memref, SmallVector<Value> &strides) {
-      auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-      Value base =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value off = arith::MulIOp::create(
-          b, loc, md.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
-      for (Value st : md.getStrides())
-        strides.push_back(toI64(st));
-      return toI64(arith::AddIOp::create(b, loc, base, off));
-    };
-    auto dim = [&](Value v, int64_t i) {
-      return toI64(memref::DimOp::create(b, loc, v, i));
-    };
+    CallArgs call{b, loc};
+    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
+    auto cst = [&](int64_t v) { return call.constant(v); };
     SmallVector<Value> xS, dyS, dwS;
-    Value xPtr = describe(x, xS), dyPtr = describe(dy, dyS),
-          dwPtr = describe(dw, dwS);
+    Value xPtr = call.pointer(x, 4, xS), dyPtr = call.pointer(dy, 4, dyS),
+          dwPtr = call.pointer(dw, 4, dwS);
     SmallVector<Value> args{dim(dy, 0),
                             dim(x, 1),
                             dim(x, 2),
@@ -546,28 +538,16 @@ struct ContractionsToRuntimePass
     Location loc = op.getLoc();
     Type i64 = b.getI64Type();
     int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-    Value zero = arith::ConstantIntOp::create(b, loc, i64, 0);
-    Value one = arith::ConstantIntOp::create(b, loc, i64, 1);
-    auto toI64 = [&](Value v) -> Value {
-      return arith::IndexCastOp::create(b, loc, i64, v);
-    };
+    CallArgs call{b, loc};
+    Value zero = call.constant(0);
+    Value one = call.constant(1);
     struct Desc {
       Value ptr;
       SmallVector<Value> strides;
-      Value buf;
     };
     auto describe = [&](Value memref) {
       Desc d;
-      auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-      Value base =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value off = arith::MulIOp::create(
-          b, loc, md.getOffset(),
-          arith::ConstantIndexOp::create(b, loc, elemBytes));
-      d.ptr = toI64(arith::AddIOp::create(b, loc, base, off));
-      for (Value s : md.getStrides())
-        d.strides.push_back(toI64(s));
-      d.buf = memref;
+      d.ptr = call.pointer(memref, elemBytes, d.strides);
       return d;
     };
     Desc L = describe(lhs), R = describe(rhs), O = describe(out);
@@ -583,7 +563,7 @@ struct ContractionsToRuntimePass
       for (auto [val, where] :
            {std::pair{out, ow}, std::pair{lhs, lw}, std::pair{rhs, rw}})
         if (where[loop] != -1)
-          return toI64(memref::DimOp::create(b, loc, val, where[loop]));
+          return call.dim(val, where[loop]);
       return one;
     };
     SmallVector<Value> args{sizeOf(batch),
