@@ -12,6 +12,7 @@
 
 #include "dist/Transforms/LayerCosts.h"
 
+#include "dist/Codegen/RuntimeABI.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
@@ -345,11 +346,10 @@ void addFillBytes(PhaseWork &work, double bytes) {
   work.fillLogFootprintWeighted += bytes * std::log(std::max(1.0, bytes));
 }
 
-/// Whether codegen may run a 2-D convolution of `input` with a `kernel` as
-/// the runtime's direct kernel on a host with AVX-512: the rule of
-/// useDirectConv in LowerLinearAlgebra.cpp (f32, not 1x1 with unit strides,
-/// one padded input image of at most 256 KiB), which applies to the
-/// convolution (one group) and to its weight gradient alike.
+/// Whether codegen may run a 2-D f32 convolution of `input` with a `kernel`
+/// as the runtime's direct kernel on a host with AVX-512
+/// (runtime_abi::directConvApplies, as LowerLinearAlgebra.cpp asks it),
+/// for the convolution (one group) and its weight gradient alike.
 bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
                   std::optional<ArrayRef<int64_t>> strides,
                   std::optional<ArrayRef<int64_t>> pads, bool samePad) {
@@ -357,10 +357,8 @@ bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
   if (!in || !in.hasStaticShape() || in.getRank() != 4 ||
       !in.getElementType().isF32() || kernel.size() != 2)
     return false;
-  bool unitStrides =
-      !strides || llvm::all_of(*strides, [](int64_t x) { return x == 1; });
-  if (kernel[0] == 1 && kernel[1] == 1 && unitStrides)
-    return false;
+  int64_t sh = strides && strides->size() == 2 ? (*strides)[0] : 1;
+  int64_t sw = strides && strides->size() == 2 ? (*strides)[1] : 1;
   int64_t h = in.getDimSize(2), w = in.getDimSize(3);
   if (pads && pads->size() == 4) {
     h += (*pads)[0] + (*pads)[2];
@@ -369,7 +367,8 @@ bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
     h += kernel[0] - 1;
     w += kernel[1] - 1;
   }
-  return in.getDimSize(1) * h * w * 4 <= 256 * 1024;
+  return runtime_abi::directConvApplies(in.getDimSize(1), h, w, kernel[0],
+                                        kernel[1], sh, sw);
 }
 
 bool mayRunDirect(ConvOp conv) {

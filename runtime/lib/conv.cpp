@@ -1,9 +1,9 @@
 //===- conv.cpp - Direct 2-D convolution on AVX-512 -------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Implements dist_rt_conv2d_f32: an NCHW convolution of an already padded
+// Implements dist_rt_conv2d_f32, an NCHW convolution of an already padded
 // input computed directly, without the im2col columns that the GEMM route
-// materialises.
+// materialises, and its weight gradient dist_rt_conv2d_wgrad_f32.
 //
 // Why not im2col + OpenBLAS: on the CPU benchmark's residual CNN (3x3
 // convolutions with 3 to 32 channels on 32x32 to 8x8 images, batch 8) the
@@ -27,13 +27,13 @@
 //   tile is transposed in registers (filters by positions) and stored row
 //   by row. Edge tiles are shifted back inside the output and store only
 //   what the previous tile did not.
-// - Position-vectorised, for fewer than 16 filters (or outputs narrower
-//   than 4 columns): with unit strides, output row oh reads input rows
-//   oh + kh*dh at columns ow + kw*dw, so laid out "wide", with positions
-//   p = oh * pitch + ow over the input's row pitch, the input element that
-//   position p needs for tap (c, kh, kw) is x[tap offset + p]: a vector of
-//   16 positions is one unaligned load. A tile is FB = 4 or 8 filters by V
-//   vectors of positions; per tap V loads and FB broadcasts feed FB * V
+// - Position-vectorised, where it is estimated cheaper (fewer than 16
+//   filters, or outputs narrower than 4 columns): with unit strides, output row
+//   oh reads input rows oh + kh*dh at columns ow + kw*dw, so laid out "wide",
+//   with positions p = oh * pitch + ow over the input's row pitch, the input
+//   element that position p needs for tap (c, kh, kw) is x[tap offset + p]: a
+//   vector of 16 positions is one unaligned load. A tile is FB = 4 or 8 filters
+//   by V vectors of positions; per tap V loads and FB broadcasts feed FB * V
 //   multiply-adds. Positions past a row's last column are computed and
 //   dropped (kept lanes are compressed, then stored). Strides above 1 first
 //   split each input plane into sh * sw phase planes (rows i*sh + ph,
@@ -49,15 +49,16 @@
 // 2.13-2.15 ms to 1.70-1.90 ms against im2col columns plus OpenBLAS.
 //
 // The choice between the two forward kernels is an estimate of each one's
-// cycles (see convAvx512). Measured on this project's machine (AMD EPYC, AVX-512), one
-// thread, the benchmark CNN's six convolutions (best of 7 x 200 calls):
+// cycles (see convAvx512). Measured on this project's machine (AMD EPYC,
+// AVX-512), one thread, the benchmark CNN's six convolutions (best of 7 x
+// 200 calls):
 // im2col + OpenBLAS 0.33 ms in the model's profile, position-vectorised
 // 0.31 ms, filter-vectorised 0.25 ms (the 3x3 ones on 16 channels at 165 to
 // 180 GFLOP/s; the machine's FMA peak measured 175 to 230 GFLOP/s).
 //
 // Machines without AVX-512 run a plain loop with the same results (the
-// compiler only emits calls to this function when the target has
-// AVX-512F).
+// compiler emits these calls only for a target with AVX-512F unless
+// `dist-opt --conv=direct` asks for them).
 //
 //===----------------------------------------------------------------------===//
 

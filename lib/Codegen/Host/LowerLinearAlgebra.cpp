@@ -13,6 +13,8 @@
 
 #include "Lowering.h"
 
+#include "dist/Codegen/RuntimeABI.h"
+
 using namespace mlir;
 using namespace mlir::dist;
 using namespace mlir::dist::codegen;
@@ -355,23 +357,14 @@ Value columns(OpBuilder &b, Location loc, Value padded,
 
 /// Whether a 2-D f32 convolution runs as the runtime's direct convolution
 /// (dist_rt_conv2d_f32, see runtime/lib/conv.cpp) rather than im2col + GEMM:
-/// when the target has AVX-512 (`direct`), the convolution is not a 1x1
-/// unit-stride one (that is a plain GEMM on the input, no columns to
-/// write), and one padded input image fits in 256 KiB. The kernel has no
-/// cache blocking over channels, so for larger images BLAS's blocking is
-/// kept (only small layers were measured against it: the CPU benchmark's
-/// CNN, 3 to 32 channels on 8x8 to 32x32 images).
+/// when the target has AVX-512 (`direct`) and runtime_abi's rule takes it.
 bool useDirectConv(bool direct, RankedTensorType paddedType,
                    const ConvGeometry &geo) {
-  if (!direct || !paddedType.getElementType().isF32())
-    return false;
-  bool pointwise = geo.kernel[0] == 1 && geo.kernel[1] == 1 &&
-                   geo.strides[0] == 1 && geo.strides[1] == 1;
-  if (pointwise)
-    return false;
-  int64_t imageBytes = paddedType.getDimSize(1) * paddedType.getDimSize(2) *
-                       paddedType.getDimSize(3) * 4;
-  return imageBytes <= 256 * 1024;
+  return direct && paddedType.getElementType().isF32() &&
+         dist::runtime_abi::directConvApplies(
+             paddedType.getDimSize(1), paddedType.getDimSize(2),
+             paddedType.getDimSize(3), geo.kernel[0], geo.kernel[1],
+             geo.strides[0], geo.strides[1]);
 }
 
 struct ConvLowering : OpConversionPattern<dist::ConvOp> {
