@@ -221,8 +221,10 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
   auto p90Rank =
       static_cast<size_t>(std::ceil(0.9 * static_cast<double>(count)));
   double p90 = latenciesMs[std::max<size_t>(p90Rank, 1) - 1];
+  // Microsecond kernels (the calibration probes) need more than three
+  // decimals: 0.0004 ms must not print as 0.
   if (lead)
-    std::printf("latency_ms_median=%.3f latency_ms_p90=%.3f\n", median, p90);
+    std::printf("latency_ms_median=%.6f latency_ms_p90=%.6f\n", median, p90);
   std::fflush(stdout);
   return 0;
 }

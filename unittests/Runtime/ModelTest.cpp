@@ -828,8 +828,8 @@ TEST_F(MainTest, BenchPrintsOneLatencyLine) {
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
   EXPECT_TRUE(std::regex_match(
-      result.out, std::regex("latency_ms_median=[0-9]+\\.[0-9]{3} "
-                             "latency_ms_p90=[0-9]+\\.[0-9]{3}\n")))
+      result.out, std::regex("latency_ms_median=[0-9]+\\.[0-9]{6} "
+                             "latency_ms_p90=[0-9]+\\.[0-9]{6}\n")))
       << result.out;
   EXPECT_EQ(listDirectory(outDir).size(), 8u);
 }
