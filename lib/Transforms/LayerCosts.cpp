@@ -280,6 +280,61 @@ std::string nameOf(Location loc) {
   return "";
 }
 
+/// Elements of the shortest run that `op` copies contiguously from one
+/// buffer to another (a row of a gather, one input's part of a row of a
+/// concatenation, one output's of a split), or 0 when `op` is not such a
+/// copy or a shape is not static.
+int64_t contiguousRun(Operation *op) {
+  // Product of `type`'s dimensions from `axis` on (the run of a copy along
+  // `axis`), or 0.
+  auto tail = [](Type type, int64_t axis) -> int64_t {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasStaticShape())
+      return 0;
+    ArrayRef<int64_t> shape = shaped.getShape();
+    if (axis < 0)
+      axis += static_cast<int64_t>(shape.size());
+    if (axis < 0 || axis > static_cast<int64_t>(shape.size()))
+      return 0;
+    int64_t run = 1;
+    for (int64_t d : shape.drop_front(axis))
+      run *= d;
+    return run;
+  };
+  auto shortest = [&](auto types, int64_t axis) -> int64_t {
+    int64_t run = 0;
+    for (Type t : types) {
+      int64_t r = tail(t, axis);
+      if (r == 0)
+        return 0;
+      run = run == 0 ? r : std::min(run, r);
+    }
+    return run;
+  };
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    return shortest(concat.getInputs().getTypes(), concat.getAxis());
+  if (auto split = dyn_cast<SplitOp>(op))
+    return shortest(split.getOutputs().getTypes(), split.getAxis());
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    auto data = dyn_cast<ShapedType>(gather.getData().getType());
+    if (!data || !data.hasRank())
+      return 0;
+    int64_t axis = gather.getAxis();
+    if (axis < 0)
+      axis += data.getRank();
+    return tail(data, axis + 1);
+  }
+  return 0;
+}
+
+/// Bytes of a contiguous run from which a copy streams like an elementwise
+/// kernel (one vector of the widest ISA here): measured on the DLRM-style
+/// model's inference at one thread, its eight 128-byte-row embedding
+/// gathers and the concatenation of their 128-byte rows ran at 90-120
+/// GB/s, the elementwise probe's rate, where the movement probe (a 32x32
+/// transpose and a pad) runs at 40 and priced them 3 times too slow.
+constexpr int64_t kStreamingRunBytes = 64;
+
 /// The loop class codegen's kernel for `op` falls in.
 KernelClass kernelClassOf(Operation *op) {
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
@@ -289,8 +344,16 @@ KernelClass kernelClassOf(Operation *op) {
           TopKOp, SoftmaxCrossEntropyLossOp, NegativeLogLikelihoodLossOp>(op))
     return KernelClass::Reduction;
   if (isa<TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp,
-          ScatterElementsOp, ExpandOp, TileOp, PadOp, OneHotOp>(op))
-    return KernelClass::Movement;
+          ScatterElementsOp, ExpandOp, TileOp, PadOp, OneHotOp>(op)) {
+    int64_t elemBytes = 4;
+    if (auto shaped = dyn_cast<ShapedType>(op->getResult(0).getType()))
+      if (shaped.getElementType().isIntOrFloat())
+        elemBytes = std::max<int64_t>(
+            1, shaped.getElementType().getIntOrFloatBitWidth() / 8);
+    return contiguousRun(op) * elemBytes >= kStreamingRunBytes
+               ? KernelClass::Elementwise
+               : KernelClass::Movement;
+  }
   // A pooling whose windows do not overlap (strides at least the kernel,
   // no dilation) reads each input element once, row after row: a
   // streaming kernel (measured on the residual CNN's 2x2 stride-2 MaxPool
