@@ -141,7 +141,10 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
     cal.kernelOverheadS = *k;
   if (std::optional<double> s = root->getNumber("step_overhead"))
     cal.stepOverheadS = *s;
-  if (cal.kernelOverheadS < 0 || cal.stepOverheadS < 0) {
+  if (std::optional<double> g = root->getNumber("gemm_call_overhead"))
+    cal.gemmCallOverheadS = *g;
+  if (cal.kernelOverheadS < 0 || cal.stepOverheadS < 0 ||
+      cal.gemmCallOverheadS < 0) {
     error = "overheads must not be negative";
     return std::nullopt;
   }

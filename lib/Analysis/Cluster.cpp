@@ -760,8 +760,8 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
   if (!expectMap(value, "calibration") ||
       !checkKeys(value,
                  {"gemm", "memory_bandwidth", "kernel_overhead",
-                  "fork_overhead", "step_overhead", "loop_bandwidth",
-                  "loop_bandwidth_threads"},
+                  "gemm_call_overhead", "fork_overhead", "step_overhead",
+                  "loop_bandwidth", "loop_bandwidth_threads"},
                  "calibration"))
     return false;
 
@@ -874,6 +874,10 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
   if (const YamlValue *overhead = value.lookup("step_overhead"))
     if (!readQuantity(*overhead, "step_overhead", UnitKind::Time,
                       /*allowZero=*/true, calibration.stepOverheadS))
+      return false;
+  if (const YamlValue *overhead = value.lookup("gemm_call_overhead"))
+    if (!readQuantity(*overhead, "gemm_call_overhead", UnitKind::Time,
+                      /*allowZero=*/true, calibration.gemmCallOverheadS))
       return false;
   return true;
 }
@@ -1215,6 +1219,10 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
      << "\n";
   os << indent << "step_overhead: " << formatNumber(calibration.stepOverheadS)
      << "\n";
+  if (calibration.gemmCallOverheadS > 0)
+    os << indent
+       << "gemm_call_overhead: " << formatNumber(calibration.gemmCallOverheadS)
+       << "\n";
   if (!calibration.forkOverheadByThreads.empty()) {
     os << indent << "fork_overhead: ";
     emitThreadMap(calibration.forkOverheadByThreads, os);
@@ -1300,6 +1308,8 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
     bandwidth[std::to_string(threads)] = bytesPerS;
   llvm::json::Object result{{"kernel_overhead", cal.kernelOverheadS},
                             {"step_overhead", cal.stepOverheadS}};
+  if (cal.gemmCallOverheadS > 0)
+    result["gemm_call_overhead"] = cal.gemmCallOverheadS;
   if (!cal.gemm.empty())
     result["gemm"] = std::move(gemm);
   if (!cal.memoryBandwidthByThreads.empty())

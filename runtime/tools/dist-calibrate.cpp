@@ -10,11 +10,12 @@
 // small ones with beta = 0 through faster kernels) and for a grid of f32
 // shapes in three operand layouts, streaming memory bandwidth per thread
 // count (a STREAM triad run by dist_rt_parallel_for), the fixed
-// cost of calling a small fused kernel and the fixed cost of one parallel
-// step. Prints one JSON object on stdout, or writes it atomically to OUT;
-// Cluster.h describes the fields (DeviceCalibration). Progress goes to
-// stderr, one line per measurement, unless --quiet. Every failure is one
-// "dist-calibrate: error: ..." line on stderr and exit code 1.
+// cost of calling a small fused kernel, of one GEMM call beyond its
+// products, and of one parallel step. Prints one JSON object on stdout, or
+// writes it atomically to OUT; Cluster.h describes the fields
+// (DeviceCalibration). Progress goes to stderr, one line per measurement,
+// unless --quiet. Every failure is one "dist-calibrate: error: ..." line on
+// stderr and exit code 1.
 //
 // dist-opt runs this program; it never links it. The program uses only the
 // runtime's public C API.
@@ -119,6 +120,11 @@ Settings settingsFor(bool quick) {
           0.15,
           size_t(32) << 20,
           {16, 64, 256, 1024},
+          // Sizes below 24 were tried and left out: OpenBLAS's small
+          // kernels are far from monotone there (one thread, B transposed:
+          // 6x6x24 takes 172 ns, 8x8x24 175 ns, 8x8x32 86 ns, 9x9x32 110
+          // ns), so interpolating from 6 priced a DLRM's 9x9x32 products
+          // worse than the square-root rule below the grid does.
           {24, 100, 400, 1200},
           0.006,
           2};
@@ -534,6 +540,46 @@ double measureKernelOverhead() {
   return median(std::move(perCallS));
 }
 
+/// Products per call in measureGemmCallOverhead's batched calls.
+constexpr int64_t kOverheadBatchProducts = 64;
+
+/// gemm_call_overhead: seconds that one dist_rt_gemm_set_f32 call of a 1x1x1
+/// product costs beyond each product of a batch of kOverheadBatchProducts
+/// (the runtime's dispatch: stride analysis, task split), at one thread.
+/// The shape grid times standalone calls, so a batch of N products costs N
+/// grid products less N - 1 of this: measured here, a batch of 128 9x9x32
+/// products (the DLRM-style model's interactions) ran at 94 ns per product
+/// where one alone took 118 ns. Medians over batches of kOverheadCalls
+/// calls; never negative.
+double measureGemmCallOverhead() {
+  dist_rt_set_num_threads(1);
+  alignas(64) float a[kOverheadBatchProducts], b[kOverheadBatchProducts],
+      c[kOverheadBatchProducts];
+  for (int64_t i = 0; i < kOverheadBatchProducts; ++i) {
+    a[i] = float(i);
+    b[i] = 1.0f;
+  }
+  auto perCall = [&](int64_t batch) {
+    std::vector<double> perCallS;
+    for (int rep = 0; rep < kOverheadBatches; ++rep) {
+      auto start = Clock::now();
+      for (int call = 0; call < kOverheadCalls / 10; ++call) {
+        dist_rt_gemm_set_f32(batch, 1, 1, 1, int64_t(a), 1, 1, 1, int64_t(b), 1,
+                             1, int64_t(c), 1, 1, 1, 1);
+        clobberMemory();
+      }
+      perCallS.push_back(secondsSince(start) / (kOverheadCalls / 10));
+    }
+    return median(std::move(perCallS));
+  };
+  perCall(kOverheadBatchProducts); // warm-up
+  double single = perCall(1);
+  double batched = perCall(kOverheadBatchProducts);
+  double perProduct = batched / double(kOverheadBatchProducts);
+  return std::max(0.0, (single - perProduct) * double(kOverheadBatchProducts) /
+                           double(kOverheadBatchProducts - 1));
+}
+
 void trivialBody(void *ctx, int64_t begin, int64_t end) {
   *static_cast<volatile int64_t *>(ctx) += end - begin;
 }
@@ -730,6 +776,8 @@ int main(int argc, char **argv) {
 
   double kernelOverheadS = measureKernelOverhead();
   progress("kernel overhead: %.1f ns", kernelOverheadS * 1e9);
+  double gemmCallOverheadS = measureGemmCallOverhead();
+  progress("gemm call overhead: %.1f ns", gemmCallOverheadS * 1e9);
   double stepOverheadS = measureStepOverhead(threadsMax);
   progress("step overhead: %.1f ns", stepOverheadS * 1e9);
   // Forks at powers of two and at threadsMax.
@@ -775,6 +823,7 @@ int main(int argc, char **argv) {
     json += (i ? ", \"" : "\"") + std::to_string(forkOverhead[i].first) +
             "\": " + jsonNumber(forkOverhead[i].second);
   json += "},\n  \"kernel_overhead\": " + jsonNumber(kernelOverheadS) +
+          ",\n  \"gemm_call_overhead\": " + jsonNumber(gemmCallOverheadS) +
           ",\n  \"step_overhead\": " + jsonNumber(stepOverheadS) + "\n}\n";
 
   if (!options.jsonPath.empty())

@@ -55,6 +55,7 @@ nodes:
                 flops_by_size: [[64, 1.9e11]]
           memory_bandwidth: {1: 1.2e10, 2: 1.8e10}
           kernel_overhead: 2.0e-7
+          gemm_call_overhead: 25ns
           step_overhead: 5us
 links:
   inter: {bandwidth: 25GB/s, latency: 5us}
@@ -82,6 +83,7 @@ const char *fullExampleJson = R"({
                       {"threads": 4, "flops_by_size": [[64, 1.9e11]]}]},
                     "memory_bandwidth": {"1": 1.2e10, "2": 1.8e10},
                     "kernel_overhead": 2.0e-7,
+                    "gemm_call_overhead": "25ns",
                     "step_overhead": "5us"}}]}
   ],
   "links": {"inter": {"bandwidth": "25GB/s", "latency": "5us"}}
@@ -131,6 +133,7 @@ void expectSameCalibration(const DeviceCalibration &a,
   }
   EXPECT_EQ(a.memoryBandwidthByThreads, b.memoryBandwidthByThreads);
   EXPECT_EQ(a.kernelOverheadS, b.kernelOverheadS);
+  EXPECT_EQ(a.gemmCallOverheadS, b.gemmCallOverheadS);
   EXPECT_EQ(a.stepOverheadS, b.stepOverheadS);
   EXPECT_EQ(a.loopBandwidth, b.loopBandwidth);
   EXPECT_EQ(a.loopBandwidthByThreads, b.loopBandwidthByThreads);
@@ -273,6 +276,7 @@ TEST(Cluster, ParsesFullExample) {
   EXPECT_EQ(cal.memoryBandwidthByThreads.at(1), 1.2e10);
   EXPECT_EQ(cal.memoryBandwidthByThreads.at(2), 1.8e10);
   EXPECT_EQ(cal.kernelOverheadS, 2.0e-7);
+  EXPECT_DOUBLE_EQ(cal.gemmCallOverheadS, 25e-9);
   EXPECT_EQ(cal.stepOverheadS, 5e-6);
 
   EXPECT_EQ(spec.interLink.bandwidthBytesPerS, 25e9);
@@ -434,6 +438,7 @@ TEST(Cluster, RoundTripsAwkwardValues) {
   DeviceCalibration calibration;
   calibration.gemm["f64"] = {};
   calibration.kernelOverheadS = 1.0 / 7.0 * 1e-6;
+  calibration.gemmCallOverheadS = 1.0 / 3.0 * 1e-7;
   calibration.loopBandwidth["reduction"] = {{262144.5, 4.1e9 / 3.0},
                                             {6.7e7, 3.8e9}};
   calibration.loopBandwidth["window"] = {{524288, 6.9e9}};

@@ -104,6 +104,10 @@ struct DeviceCalibration {
   /// Cost of one generated elementwise op over N f32 elements at one
   /// thread, as fixed overhead plus per-element time.
   double kernelOverheadS = 0;
+  /// Fixed cost of one call into the runtime's GEMM beyond its products'
+  /// (dispatch), seconds: the shape grid times single products, so a batch
+  /// of N products costs N grid products less N - 1 of this.
+  double gemmCallOverheadS = 0;
   /// Fixed cost of one call of a model step (argument marshalling, buffer
   /// setup), seconds.
   double stepOverheadS = 0;
