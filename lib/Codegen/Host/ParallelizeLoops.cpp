@@ -29,8 +29,10 @@
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::dist {
@@ -63,19 +65,56 @@ std::optional<int64_t> constantTripCount(Value lb, Value ub, Value step) {
   return *u > *l ? (*u - *l + *s - 1) / *s : 0;
 }
 
+int64_t workPerIteration(Block &body);
+
+/// The scalar operations of `body` that do not depend on `iv` (operations
+/// computed from values that stay fixed while `iv` runs: LLVM hoists them
+/// out of the loop over `iv`), and those of one iteration over `iv`.
+/// Counting a gather's row-index computation once per element made each
+/// 128 x 32 embedding gather of the DLRM-style model look like 40960
+/// operations and fork onto the pool, for about half a microsecond of
+/// copying.
+std::pair<int64_t, int64_t> splitInvariantWork(Block &body, Value iv) {
+  llvm::SmallPtrSet<Operation *, 16> dependent;
+  auto dependsOnIv = [&](Value v) {
+    if (v == iv)
+      return true;
+    Operation *def = v.getDefiningOp();
+    return def && dependent.contains(def);
+  };
+  int64_t once = 0;
+  for (Operation &op : body.without_terminator()) {
+    bool hoistable = op.getNumRegions() == 0 && op.getNumResults() > 0 &&
+                     (isPure(&op) || isa<memref::LoadOp>(op)) &&
+                     llvm::none_of(op.getOperands(), dependsOnIv);
+    if (hoistable)
+      ++once;
+    else
+      dependent.insert(&op);
+  }
+  return {once, std::max<int64_t>(workPerIteration(body) - once, 1)};
+}
+
+/// Scalar operations of one run of the sequential loop `loop`.
+int64_t loopWork(scf::ForOp loop) {
+  int64_t trips = constantTripCount(loop.getLowerBound(), loop.getUpperBound(),
+                                    loop.getStep())
+                      .value_or(kUnknownTripCount);
+  auto [once, inner] =
+      splitInvariantWork(*loop.getBody(), loop.getInductionVar());
+  // Each term stays <= kMaxWork, so the sums cannot overflow.
+  int64_t work =
+      trips > 0 && inner > kMaxWork / trips ? kMaxWork : trips * inner;
+  return std::min(work + once, kMaxWork);
+}
+
 /// Scalar operations one iteration of the parallel loop executes, counting
 /// nested sequential loops by their trip counts.
 int64_t workPerIteration(Block &body) {
   int64_t work = 0;
   for (Operation &op : body) {
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      int64_t trips = constantTripCount(loop.getLowerBound(),
-                                        loop.getUpperBound(), loop.getStep())
-                          .value_or(kUnknownTripCount);
-      int64_t inner = workPerIteration(*loop.getBody());
-      // Each term stays <= kMaxWork, so the sums cannot overflow.
-      work += trips > 0 && inner > kMaxWork / trips ? kMaxWork : trips * inner;
-      work = std::min(work, kMaxWork);
+      work = std::min(work + loopWork(loop), kMaxWork);
       continue;
     }
     work += 1;
@@ -142,7 +181,20 @@ struct ParallelizeLoopsPass
 
   /// Iterations of `loop`'s whole space needed to be worth a fork.
   int64_t minIterations(scf::ParallelOp loop) {
-    return std::max<int64_t>(1, minWork / workPerIteration(*loop.getBody()));
+    // Work per point of the iteration space, with what does not depend on
+    // the innermost dimension spread over its trips.
+    double perPoint = static_cast<double>(workPerIteration(*loop.getBody()));
+    std::optional<int64_t> innerTrips =
+        constantTripCount(loop.getLowerBound().back(),
+                          loop.getUpperBound().back(), loop.getStep().back());
+    if (innerTrips && *innerTrips > 1) {
+      auto [once, inner] =
+          splitInvariantWork(*loop.getBody(), loop.getInductionVars().back());
+      perPoint = static_cast<double>(inner) +
+                 static_cast<double>(once) / static_cast<double>(*innerTrips);
+    }
+    return std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<double>(minWork) / perPoint));
   }
 
   /// Whether `loop`'s (static) iteration space has too little work to be

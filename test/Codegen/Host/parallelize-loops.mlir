@@ -100,6 +100,99 @@ func.func @small(%in: memref<4x8xf32>, %out: memref<4x8xf32>) {
 
 // -----
 
+// A gather of 128 rows of 32 floats: the row index is computed from the
+// row's id alone, which LLVM hoists out of the loop over the row's
+// elements, so it counts once per row. Counted once per element the loop
+// would look like 128 * 32 * 10 = 40960 operations, above the fork
+// threshold; it is about 128 * (32 * 3 + 7) = 13184 and stays on the
+// calling thread, in both forms: a 2-D parallel loop and a parallel loop
+// over rows around a sequential one over columns.
+// CHECK-LABEL: func.func @gather_rows(
+// CHECK-NOT: call @dist_rt_parallel_for
+// CHECK: return
+// CHECK-LABEL: func.func @gather_rows_nested(
+// CHECK-NOT: call @dist_rt_parallel_for
+// CHECK: return
+func.func @gather_rows(%ids: memref<128xi64>, %table: memref<1000x32xf32>,
+                       %out: memref<128x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %c999 = arith.constant 999 : index
+  %c1000 = arith.constant 1000 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c32) step (%c1, %c1) {
+    %id = memref.load %ids[%i] : memref<128xi64>
+    %x = arith.index_cast %id : i64 to index
+    %neg = arith.cmpi slt, %x, %c0 : index
+    %wrapped = arith.addi %x, %c1000 : index
+    %row = arith.select %neg, %wrapped, %x : index
+    %hi = arith.minsi %row, %c999 : index
+    %r = arith.maxsi %hi, %c0 : index
+    %v = memref.load %table[%r, %j] : memref<1000x32xf32>
+    memref.store %v, %out[%i, %j] : memref<128x32xf32>
+    scf.reduce
+  }
+  return
+}
+func.func @gather_rows_nested(%ids: memref<128xi64>,
+                              %table: memref<1000x32xf32>,
+                              %out: memref<128x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %c999 = arith.constant 999 : index
+  %c1000 = arith.constant 1000 : index
+  scf.parallel (%i) = (%c0) to (%c128) step (%c1) {
+    scf.for %j = %c0 to %c32 step %c1 {
+      %id = memref.load %ids[%i] : memref<128xi64>
+      %x = arith.index_cast %id : i64 to index
+      %neg = arith.cmpi slt, %x, %c0 : index
+      %wrapped = arith.addi %x, %c1000 : index
+      %row = arith.select %neg, %wrapped, %x : index
+      %hi = arith.minsi %row, %c999 : index
+      %r = arith.maxsi %hi, %c0 : index
+      %v = memref.load %table[%r, %j] : memref<1000x32xf32>
+      memref.store %v, %out[%i, %j] : memref<128x32xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// The same per-element work with an index that depends on the element
+// (a gather of single elements) is counted per element and forks.
+// CHECK-LABEL: func.func @gather_elements(
+// CHECK: call @dist_rt_parallel_for(
+func.func @gather_elements(%ids: memref<128x32xi64>,
+                           %table: memref<1000x32xf32>,
+                           %out: memref<128x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %c999 = arith.constant 999 : index
+  %c1000 = arith.constant 1000 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c32) step (%c1, %c1) {
+    %id = memref.load %ids[%i, %j] : memref<128x32xi64>
+    %x = arith.index_cast %id : i64 to index
+    %neg = arith.cmpi slt, %x, %c0 : index
+    %wrapped = arith.addi %x, %c1000 : index
+    %row = arith.select %neg, %wrapped, %x : index
+    %hi = arith.minsi %row, %c999 : index
+    %r = arith.maxsi %hi, %c0 : index
+    %v = memref.load %table[%r, %j] : memref<1000x32xf32>
+    memref.store %v, %out[%i, %j] : memref<128x32xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
 // A dynamic batch: the fork is decided at run time from the trip counts,
 // else the body runs inline over the whole range. Index values from above
 // travel as i64.
