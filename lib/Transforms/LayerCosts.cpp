@@ -434,27 +434,28 @@ bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
                                         kernel[1], sh, sw);
 }
 
-bool mayRunDirect(ConvOp conv) {
+bool mayRunDirect(ConvOp conv, bool im2colConvs) {
   auto w = dyn_cast<ShapedType>(conv.getWeight().getType());
-  return w && w.hasStaticShape() && conv.getGroup() == 1 &&
+  return !im2colConvs && w && w.hasStaticShape() && conv.getGroup() == 1 &&
          mayRunDirect(conv.getInput(), w.getShape().drop_front(2),
                       conv.getStrides(), conv.getPads(),
                       conv.getAutoPad().starts_with("SAME"));
 }
 
-bool mayRunDirect(ConvWeightGradOp grad) {
-  return mayRunDirect(grad.getInput(), grad.getKernelShape(), grad.getStrides(),
-                      grad.getPads(), false);
+bool mayRunDirect(ConvWeightGradOp grad, bool im2colConvs) {
+  return !im2colConvs && mayRunDirect(grad.getInput(), grad.getKernelShape(),
+                                      grad.getStrides(), grad.getPads(), false);
 }
 
 /// Whether `op` is a ReLU that the direct convolution producing its
 /// operand applies itself (dist-contractions-to-runtime fuses a ReLU that
 /// is the convolution's next use), when nothing fuses into the ReLU.
-bool reluOfDirectConv(Operation *op) {
+bool reluOfDirectConv(Operation *op, bool im2colConvs) {
   if (!isa<ReluOp>(op))
     return false;
   auto conv = op->getOperand(0).getDefiningOp<ConvOp>();
-  return conv && mayRunDirect(conv) && conv->getResult(0).hasOneUse() &&
+  return conv && mayRunDirect(conv, im2colConvs) &&
+         conv->getResult(0).hasOneUse() &&
          !llvm::any_of(op->getResult(0).getUsers(), isFusibleConsumer);
 }
 
@@ -531,7 +532,8 @@ LogicalResult mlir::dist::bindBatch(func::FuncOp func, int64_t batch) {
 }
 
 FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
-                                                       bool psTables) {
+                                                       bool psTables,
+                                                       bool im2colConvs) {
   FunctionCosts out;
   out.training = func->hasAttr("dist.train_step");
   out.batch = getStaticBatch(func);
@@ -807,7 +809,8 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         bool shared = weightGrad && sharesForwardColumns(weightGrad);
         // Where the convolution may run direct, the columns are only
         // im2col's (see PhaseWork::im2colOnly).
-        bool direct = conv ? mayRunDirect(conv) : mayRunDirect(weightGrad);
+        bool direct = conv ? mayRunDirect(conv, im2colConvs)
+                           : mayRunDirect(weightGrad, im2colConvs);
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =
@@ -851,7 +854,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       if (op.getNumOperands() > 2) {
         auto conv = dyn_cast<ConvOp>(op);
         double bytes = static_cast<double>(resultBytes);
-        if (conv && mayRunDirect(conv)) {
+        if (conv && mayRunDirect(conv, im2colConvs)) {
           addLoopBytes(work.im2colOnly, KernelClass::Elementwise,
                        bytes * scale);
           countKernel(work.im2colOnly, bytes, 0);
@@ -860,7 +863,7 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           countKernel(work, bytes, 0);
         }
       }
-    } else if (reluOfDirectConv(&op)) {
+    } else if (reluOfDirectConv(&op, im2colConvs)) {
       // Its own kernel (reading the convolution's output, writing its
       // result) only where the convolution runs as im2col + GEMM.
       double bytes = static_cast<double>(resultBytes) * 2;

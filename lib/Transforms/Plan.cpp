@@ -57,6 +57,7 @@ struct PlanPass : public dist::impl::PlanPassBase<PlanPass> {
     opts.seed = seed;
     opts.rlEpisodes = rlEpisodes;
     opts.psTables = psTables;
+    opts.conv = conv;
     FailureOr<std::unique_ptr<ModulePlan>> result =
         planModule(getOperation(), opts);
     if (failed(result))
@@ -132,8 +133,13 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
     if (failed(bindBatch(costFunc, batch)))
       return failure();
   }
-  FailureOr<FunctionCosts> costs =
-      collectLayerCosts(costFunc, options.psTables);
+  if (options.conv != "auto" && options.conv != "direct" &&
+      options.conv != "im2col")
+    return module.emitError("unknown conv kernel '")
+               << options.conv << "' (expected auto, direct or im2col)",
+           failure();
+  FailureOr<FunctionCosts> costs = collectLayerCosts(
+      costFunc, options.psTables, /*im2colConvs=*/options.conv == "im2col");
   if (failed(costs))
     return failure();
   if (costs->layers.empty())

@@ -820,6 +820,8 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     planning.pass.globalBatch = globalBatchOpt;
     planning.pass.threads = planThreadsOpt;
     planning.pass.psTables = psTablesOpt;
+    // The plan prices convolutions as codegen will run them.
+    planning.pass.conv = conv;
     if (!planOpt.empty() && planOpt != "auto")
       planning.pass.planFile = planOpt;
     if (!dist::parseObjective(objectiveOpt)) {

@@ -51,8 +51,13 @@ struct FunctionCosts {
 /// does today: the runtime has no parameter server yet) they are ordinary
 /// dense parameters whose gradient and update ops cost what the training
 /// step spells out.
+///
+/// With `im2colConvs` (codegen's `conv=im2col`) no convolution is taken to
+/// run as the runtime's direct kernel: their im2col columns, bias
+/// broadcasts and ReLU kernels are priced on every device.
 FailureOr<FunctionCosts> collectLayerCosts(func::FuncOp func,
-                                           bool psTables = false);
+                                           bool psTables = false,
+                                           bool im2colConvs = false);
 
 /// Sets every dynamic leading dimension of `func`'s tensor arguments to
 /// `batch` and re-infers the shapes of the body. Fails (with an error) if

@@ -50,6 +50,10 @@ def PlanPass : Pass<"dist-plan", "ModuleOp"> {
     Option<"psTables", "ps-tables", "bool", "false",
            "price embedding tables as parameter-server tables with row-wise "
            "updates (HeterPS) instead of the dense updates codegen emits">,
+    Option<"conv", "conv", "std::string", "\"auto\"",
+           "how codegen runs 2-D convolutions (auto|direct|im2col, as its "
+           "own conv option): with im2col their columns are priced on "
+           "every device">,
   ];
   let statistics = [
     Statistic<"numLayers", "num-layers", "Number of layers planned">,
