@@ -29,6 +29,21 @@ Models (the classes come from scripts/export_models.py where it has them):
 The data set has 5 batches (numpy RandomState, see DATA_SEED); step i uses batch
 i mod 5, in file order, as the runtime does without --shuffle.
 
+Losses (--loss, default cross_entropy; dist-opt's --loss against PyTorch's
+functional form, mean reduction):
+  cross_entropy         F.cross_entropy over the class axis, int64 labels
+  cross_entropy_ignore  the same with about a quarter of the labels set to
+                        -1, dist-opt --ignore-index=-1 and PyTorch
+                        ignore_index=-1 (the mean is over the other labels)
+  mse                   F.mse_loss against float32 targets shaped like the
+                        output
+  bce                   a Sigmoid after the model, F.binary_cross_entropy
+                        against float32 targets in {0, 1}
+  model                 the exported graph computes F.cross_entropy itself
+                        from a second input `label` (ONNX
+                        SoftmaxCrossEntropyLoss) and dist-opt --loss=model
+                        trains its scalar output
+
 Optimizers and their hyperparameters (torch.optim equivalents):
   sgd       SGD(lr=0.05)
   momentum  SGD(lr=0.05, momentum=0.9)
@@ -107,6 +122,10 @@ MODELS = ("mlp", "gpt", "cnn_bn")
 OPTIMIZERS = ("sgd", "momentum", "adamw", "adam")
 DEFAULT_OPTIMIZERS = ("sgd", "momentum", "adamw")
 LR_SCHEDULES = ("constant", "cosine", "warmup-linear")
+LOSSES = ("cross_entropy", "cross_entropy_ignore", "mse", "bce", "model")
+
+# The label cross_entropy_ignore drops (dist-opt --ignore-index).
+IGNORE_INDEX = -1
 
 # Batches in the synthetic data set: the steps wrap around it.
 STEPS_PER_EPOCH = 5
@@ -154,8 +173,76 @@ class Spec:
         self.input_name = input_name
         self.batch = batch
         self.x = x          # numpy, N = batch * STEPS_PER_EPOCH samples
-        self.y = y          # numpy int64 labels
+        self.y = y          # numpy labels (int64) or targets (float32)
         self.num_classes = num_classes
+        self.loss = "cross_entropy"
+
+
+class WithSigmoid(nn.Module):
+    """The model followed by a Sigmoid (probabilities for bce)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return torch.sigmoid(self.inner(x))
+
+
+class WithLoss(nn.Module):
+    """The model and its cross-entropy loss in one graph (--loss=model)."""
+
+    def __init__(self, inner, num_classes):
+        super().__init__()
+        self.inner = inner
+        self.num_classes = num_classes
+
+    def forward(self, x, label):
+        logits = self.inner(x)
+        return F.cross_entropy(logits.reshape(-1, self.num_classes),
+                               label.reshape(-1))
+
+
+def apply_loss(spec, loss):
+    """Adapts the module and the labels of `spec` to `loss` (see LOSSES);
+    the random targets come from their own seeded generator."""
+    spec.loss = loss
+    rs = np.random.RandomState(7)
+    # The output's shape, from a copy in eval() mode (a train() forward
+    # would move BatchNorm's running statistics).
+    with torch.no_grad():
+        out_shape = tuple(copy.deepcopy(spec.module).eval()(
+            torch.from_numpy(spec.x[:1].copy())).shape[1:])
+    n = spec.x.shape[0]
+    if loss == "cross_entropy_ignore":
+        y = spec.y.copy()
+        y[rs.random_sample(y.shape) < 0.25] = IGNORE_INDEX
+        # Every batch keeps a label (an all-ignored batch has no mean).
+        y.reshape(STEPS_PER_EPOCH, -1)[:, 0] = 0
+        spec.y = y
+    elif loss == "mse":
+        spec.y = rs.randn(n, *out_shape).astype(np.float32)
+    elif loss == "bce":
+        spec.module = WithSigmoid(spec.module)
+        spec.y = (rs.random_sample((n,) + out_shape) < 0.5).astype(
+            np.float32)
+    elif loss == "model":
+        spec.module = WithLoss(spec.module, spec.num_classes)
+    return spec
+
+
+def torch_loss(spec, module, x, y):
+    """The loss of one batch as PyTorch defines it."""
+    if spec.loss == "model":
+        return module(x, y)
+    out = module(x)
+    if spec.loss == "mse":
+        return F.mse_loss(out, y.to(out.dtype))
+    if spec.loss == "bce":
+        return F.binary_cross_entropy(out, y.to(out.dtype))
+    ignore = IGNORE_INDEX if spec.loss == "cross_entropy_ignore" else -100
+    return F.cross_entropy(out.reshape(-1, spec.num_classes), y.reshape(-1),
+                           ignore_index=ignore)
 
 
 # Data seeds. The MLP's default data (seed 0) puts one hidden unit's
@@ -213,14 +300,18 @@ def export_onnx(spec, path):
     """Exports a copy of spec.module in train() mode with static shapes."""
     module = copy.deepcopy(spec.module)
     module.train()
-    example = torch.from_numpy(spec.x[:spec.batch].copy())
+    example = (torch.from_numpy(spec.x[:spec.batch].copy()),)
+    names, outputs = [spec.input_name], ["logits"]
+    if spec.loss == "model":
+        example += (torch.from_numpy(spec.y[:spec.batch].copy()),)
+        names, outputs = names + ["label"], ["loss"]
     with warnings.catch_warnings():
         # Training-mode export warns that it drops BatchNorm's
         # num_batches_tracked update, which the loss does not depend on.
         warnings.simplefilter("ignore", UserWarning)
         torch.onnx.export(
-            module, (example,), path, opset_version=17,
-            input_names=[spec.input_name], output_names=["logits"],
+            module, example, path, opset_version=17,
+            input_names=names, output_names=outputs,
             do_constant_folding=False,
             training=torch.onnx.TrainingMode.TRAINING)
 
@@ -358,9 +449,7 @@ def torch_train(spec, module, optimizer, hp, args, dtype=torch.float32):
             x = x.to(dtype)
         y = torch.from_numpy(spec.y[rows].copy())
         lrs.append(opt.param_groups[0]["lr"])
-        logits = module(x)
-        loss = F.cross_entropy(logits.reshape(-1, spec.num_classes),
-                               y.reshape(-1))
+        loss = torch_loss(spec, module, x, y)
         opt.zero_grad()
         loss.backward()
         if args.clip_grad_norm is not None:
@@ -426,10 +515,12 @@ def fmt(x):
     return repr(float(x))
 
 
-def compile_args(optimizer, hp, args):
+def compile_args(optimizer, hp, args, loss="cross_entropy"):
     """The dist-opt training options of a run."""
-    a = ["--train", "--loss=cross_entropy", "--optimizer=" + optimizer,
-         "--lr=" + fmt(hp["lr"])]
+    a = ["--train", "--loss=" + loss.replace("_ignore", ""),
+         "--optimizer=" + optimizer, "--lr=" + fmt(hp["lr"])]
+    if loss == "cross_entropy_ignore":
+        a.append("--ignore-index=" + str(IGNORE_INDEX))
     if optimizer == "momentum":
         a.append("--momentum=" + fmt(hp["momentum"]))
     if optimizer in ("adam", "adamw"):
@@ -606,12 +697,19 @@ def compare_params(res, onnx_model, matches, initial, final, save_dir,
     return ok
 
 
-def check_one(model_name, optimizer, args, work):
-    """Runs one (model, optimizer) comparison; returns a Result."""
+def run_name(model_name, optimizer, loss):
+    """A run's name in reports and its directory's name."""
+    return " ".join([model_name, optimizer] +
+                    ([loss] if loss != "cross_entropy" else []))
+
+
+def check_one(model_name, optimizer, loss, args, work):
+    """Runs one (model, optimizer, loss) comparison; returns a Result."""
     res = Result()
-    spec = make_spec(model_name)
+    spec = apply_loss(make_spec(model_name), loss)
     hp = hyperparameters(optimizer, args)
-    run_dir = os.path.join(work, f"{model_name}_{optimizer}")
+    run_dir = os.path.join(work, run_name(model_name, optimizer,
+                                          loss).replace(" ", "_"))
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
     try:
@@ -651,7 +749,8 @@ def check_one(model_name, optimizer, args, work):
                           save_dir)
         else:
             out_dir = os.path.join(run_dir, "out")
-            run([args.dist_opt, onnx_path] + compile_args(optimizer, hp, args)
+            run([args.dist_opt, onnx_path] +
+                compile_args(optimizer, hp, args, loss)
                 + ["-o", out_dir, "--name", EXE_NAME],
                 args.timeout, "dist-opt --train", args.verbose)
             run([os.path.join(out_dir, EXE_NAME), "train",
@@ -703,6 +802,9 @@ def parse_args(argv):
     p.add_argument("--optimizer", nargs="+", choices=OPTIMIZERS,
                    default=list(DEFAULT_OPTIMIZERS),
                    help="optimizers (default: %(default)s)")
+    p.add_argument("--loss", nargs="+", choices=LOSSES,
+                   default=["cross_entropy"],
+                   help="losses (default: %(default)s)")
     p.add_argument("--steps", type=positive_int, default=50,
                    help="training steps (default: %(default)s)")
     p.add_argument("--rtol", type=float, default=1e-4,
@@ -772,18 +874,20 @@ def main(argv=None):
     try:
         for model_name in args.model:
             for optimizer in args.optimizer:
-                res = check_one(model_name, optimizer, args, work)
-                status = "PASS" if res.ok else "FAIL"
-                print(f"{model_name} {optimizer}: steps={args.steps} "
-                      f"max_loss_rel_err={res.loss_err:.3g} "
-                      f"max_param_abs_err={res.param_err:.3g} {status}")
-                for d in res.details:
-                    print("  " + d)
-                sys.stdout.flush()
-                if res.ok:
-                    passed += 1
-                else:
-                    failed += 1
+                for loss in args.loss:
+                    res = check_one(model_name, optimizer, loss, args, work)
+                    status = "PASS" if res.ok else "FAIL"
+                    print(f"{run_name(model_name, optimizer, loss)}: "
+                          f"steps={args.steps} "
+                          f"max_loss_rel_err={res.loss_err:.3g} "
+                          f"max_param_abs_err={res.param_err:.3g} {status}")
+                    for d in res.details:
+                        print("  " + d)
+                    sys.stdout.flush()
+                    if res.ok:
+                        passed += 1
+                    else:
+                        failed += 1
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
