@@ -45,6 +45,17 @@ dist_rt_status_t meshGatherBytes(int64_t axis, const void *src, void *dst,
                                  int64_t bytes);
 
 //===----------------------------------------------------------------------===//
+// Class labels of a cross_entropy training step (model.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The first element (row-major index) of the int64 tensor `labels` that
+/// is neither a class in [0, train.label_classes) nor
+/// train.label_ignore_index, or -1 when there is none or the step does not
+/// check labels.
+int64_t firstBadLabel(const dist_rt_train_desc_t &train,
+                      const dist_rt_tensor_t &labels);
+
+//===----------------------------------------------------------------------===//
 // Parameters split by tensor parallelism (model.cpp)
 //===----------------------------------------------------------------------===//
 

@@ -1136,6 +1136,37 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   return nullptr;
 }
 
+/// Fails when an element of the class-index input "label" of a
+/// cross_entropy step is neither a class nor the ignore index (see
+/// dist_rt_train_desc_t::label_classes), naming the first such element.
+dist_rt_status_t checkLabels(const dist_rt_model_desc_t &desc,
+                             const EntryCall &call,
+                             const dist_rt_tensor_t *inputs) {
+  for (uint32_t i = 0; i < call.numInputs; ++i) {
+    if (std::strcmp(call.inputs[i].name, "label") != 0)
+      continue;
+    const dist_rt_tensor_t &t = inputs[i];
+    int64_t bad = dist_rt::firstBadLabel(*desc.train, t);
+    if (bad < 0)
+      continue;
+    // The element's index, row-major.
+    std::string where;
+    int64_t rest = bad;
+    for (uint32_t d = t.rank; d-- > 0;) {
+      int64_t extent = std::max<int64_t>(t.dims[d], 1);
+      where.insert(0, (d ? ", " : "") + std::to_string(rest % extent));
+      rest /= extent;
+    }
+    return makeStatus(
+        DIST_RT_ERROR_INVALID_ARGUMENT,
+        "train input 'label': element [%s] is %" PRId64
+        ", not a class in [0, %" PRId64 ") nor the ignore index %" PRId64,
+        where.c_str(), static_cast<const int64_t *>(t.data)[bad],
+        desc.train->label_classes, desc.train->label_ignore_index);
+  }
+  return nullptr;
+}
+
 dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                            size_t numInputs, float lr, int64_t step,
                            float *out_loss) {
@@ -1155,6 +1186,8 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                         " differs from the %" PRId64 " of train input '%s'",
                         call.inputs[i].name, inputs[i].dims[0],
                         inputs[0].dims[0], call.inputs[0].name);
+  if (dist_rt_status_t status = checkLabels(desc, call, inputs))
+    return status;
   model.trainScalars[0] = lr;
   model.trainScalars[1] = static_cast<float>(step);
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
@@ -1251,6 +1284,22 @@ dist_rt_model_train_step(dist_rt_model_t model, const dist_rt_tensor_t *inputs,
   return dist_rt::guardStatus("dist_rt_model_train_step", [&] {
     return trainStep(*model, inputs, num_inputs, lr, step, out_loss);
   });
+}
+
+int64_t dist_rt::firstBadLabel(const dist_rt_train_desc_t &train,
+                               const dist_rt_tensor_t &labels) {
+  if (train.label_classes <= 0 || labels.dtype != DIST_RT_DTYPE_INT64)
+    return -1;
+  int64_t count = 1;
+  for (uint32_t d = 0; d < labels.rank; ++d)
+    count *= labels.dims[d];
+  const auto *values = static_cast<const int64_t *>(labels.data);
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t v = values[e];
+    if ((v < 0 || v >= train.label_classes) && v != train.label_ignore_index)
+      return e;
+  }
+  return -1;
 }
 
 dist_rt_param_shard_t dist_rt::paramShard(const dist_rt_model_desc_t &desc,

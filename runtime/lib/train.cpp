@@ -328,6 +328,24 @@ bool loadDataset(const dist_rt_train_desc_t &train, const TrainCommandLine &cl,
     }
     data.sampleBytes.push_back(
         samples ? static_cast<size_t>(array.nbytes / samples) : 0);
+    // Class labels out of range fail here, naming the sample, rather than
+    // at the step that first draws it.
+    if (std::strcmp(declared.name, "label") == 0) {
+      int64_t bad = dist_rt::firstBadLabel(train, tensor);
+      if (bad >= 0) {
+        int64_t perSample = 1;
+        for (uint32_t d = 1; d < tensor.rank; ++d)
+          perSample *= tensor.dims[d];
+        error = "train input 'label': " + file + ": sample " +
+                std::to_string(bad / std::max<int64_t>(perSample, 1)) +
+                " holds " +
+                std::to_string(static_cast<const int64_t *>(tensor.data)[bad]) +
+                ", not a class in [0, " + std::to_string(train.label_classes) +
+                ") nor the ignore index " +
+                std::to_string(train.label_ignore_index);
+        return false;
+      }
+    }
   }
   return true;
 }

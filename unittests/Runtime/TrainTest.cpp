@@ -438,6 +438,48 @@ TEST_F(TrainTest, StepRejectsBadInputsAndLeavesTheParametersAlone) {
   EXPECT_EQ(dist_rt_status_code(noModel.get()), DIST_RT_ERROR_INVALID_ARGUMENT);
 }
 
+/// Class labels (int64) of a cross_entropy step are checked before the step
+/// runs: each is a class in [0, label_classes) or the ignore index.
+TEST_F(TrainTest, StepRejectsLabelsThatAreNotClasses) {
+  static const dist_rt_tensor_desc_t classInputs[] = {
+      {"x", DIST_RT_DTYPE_FLOAT, 2, kRowsBy2},
+      {"label", DIST_RT_DTYPE_INT64, 1, kRows}};
+  dist_rt_train_desc_t train = trainDesc();
+  train.inputs = classInputs;
+  train.loss = "cross_entropy";
+  train.label_classes = 3;
+  train.label_ignore_index = -100;
+  dist_rt_model_desc_t desc = modelDesc(&train);
+  ModelPtr model = create(desc);
+  ASSERT_NE(model, nullptr);
+  auto stepStatus = [&](dist_rt_model_t m, std::vector<int64_t> labels) {
+    TwoSamples batch;
+    dist_rt_tensor_t inputs[] = {
+        batch.tensors[0],
+        {DIST_RT_DTYPE_INT64, 1, batch.labelDims, labels.data()}};
+    float loss = -1;
+    StatusPtr status(dist_rt_model_train_step(m, inputs, 2, 0.1f, 1, &loss));
+    return status ? std::string(dist_rt_status_message(status.get())) : "";
+  };
+  EXPECT_EQ(stepStatus(model.get(), {0, 3}),
+            "train input 'label': element [1] is 3, not a class in [0, 3) nor "
+            "the ignore index -100");
+  EXPECT_EQ(stepStatus(model.get(), {-1, 2}),
+            "train input 'label': element [0] is -1, not a class in [0, 3) "
+            "nor the ignore index -100");
+  EXPECT_EQ(trace.calls, 0);
+  EXPECT_EQ(param(model.get(), 1), kW);
+  // Classes and the ignore index pass the check (the stand-in step then
+  // runs on whatever it reads).
+  EXPECT_EQ(stepStatus(model.get(), {2, -100}), "");
+  EXPECT_EQ(trace.calls, 1);
+  // Without a class count nothing is checked.
+  train.label_classes = 0;
+  ModelPtr unchecked = create(desc);
+  ASSERT_NE(unchecked, nullptr);
+  EXPECT_EQ(stepStatus(unchecked.get(), {7, -5}), "");
+}
+
 TEST_F(TrainTest, InferenceOnlyModelsCannotTrainAndKeepTheMapping) {
   dist_rt_model_desc_t desc = modelDesc(nullptr);
   ModelPtr model = create(desc);

@@ -42,6 +42,10 @@ struct TrainSignature {
   /// DIST_RT_LR_* code.
   unsigned lrSchedule = 0;
   int64_t warmupSteps = 0;
+  /// Classes of a cross_entropy label (dist_rt_train_desc_t::label_classes;
+  /// 0: no check) and the label it ignores.
+  int64_t labelClasses = 0;
+  int64_t ignoreIndex = -100;
 };
 
 /// The model's interface: parameters (in the entry function's argument

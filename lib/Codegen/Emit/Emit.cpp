@@ -261,6 +261,10 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
                              : DIST_RT_LR_CONSTANT;
     if (auto a = cfg.getAs<IntegerAttr>("warmup_steps"))
       train.warmupSteps = a.getInt();
+    if (auto a = cfg.getAs<IntegerAttr>("label_classes"))
+      train.labelClasses = a.getInt();
+    if (auto a = cfg.getAs<IntegerAttr>("ignore_index"))
+      train.ignoreIndex = a.getInt();
   }
   sig.train = std::move(train);
   return sig;
@@ -506,7 +510,7 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
        << cString(t.loss) << ",\n  "
        << (o.onnxFileName.empty() ? std::string("NULL")
                                   : cString(o.onnxFileName))
-       << "};\n";
+       << ",\n  " << t.labelClasses << ", " << t.ignoreIndex << "};\n";
   }
   if (!sig.meshShape.empty()) {
     os << "static const int64_t mesh_shape[] = {";
@@ -680,6 +684,10 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
                                {"warmup_steps", t.warmupSteps},
                                {"trained_params", std::move(trained)},
                                {"optimizer_state", std::move(state)}};
+    if (t.labelClasses > 0) {
+      (*train.getAsObject())["label_classes"] = t.labelClasses;
+      (*train.getAsObject())["ignore_index"] = t.ignoreIndex;
+    }
   }
   return llvm::json::Object{
       {"name", o.name},

@@ -56,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 5
+#define DIST_RT_MODEL_ABI_VERSION 6
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -153,6 +153,13 @@ typedef struct dist_rt_train_desc_t {
   /// the binary holding the descriptor unless absolute, for `train
   /// --export-onnx`; NULL when the artifact has none.
   const char *onnx_file;
+  /// With the cross_entropy loss, the number of classes C (> 0): every
+  /// element of the int64 input "label" must be a class in [0, C) or
+  /// label_ignore_index, else a train step fails naming the element (as
+  /// PyTorch's cross_entropy does; the generated step would read outside
+  /// the logits). 0 when labels are not class indices.
+  int64_t label_classes;
+  int64_t label_ignore_index;
 } dist_rt_train_desc_t;
 
 /// Everything the runtime needs to know about a compiled model. Defined as

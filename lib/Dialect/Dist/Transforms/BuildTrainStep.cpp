@@ -60,6 +60,10 @@ struct BuildTrainStepPass
   /// The loss value (a scalar of the output's float type) built from the
   /// forward result `y`; adds the `label` argument when one is needed.
   FailureOr<Value> buildLoss(func::FuncOp step, GraphBuilder &g, Value y);
+  /// Classes of the cross_entropy loss's logits (their last dimension),
+  /// which the runtime checks labels against; 0 for other losses or a
+  /// dynamic class count.
+  int64_t labelClasses = 0;
   /// Replaces every BatchNormalization by its training form.
   LogicalResult expandBatchNorms(func::FuncOp step);
   /// Reverse sweep: the gradient of `loss` with respect to every active
@@ -134,6 +138,8 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
                             "[N, C] or [N, T, C], got ")
              << yt;
     SmallVector<int64_t> labelShape(yt.getShape().drop_back());
+    if (!ShapedType::isDynamic(yt.getShape().back()))
+      labelClasses = yt.getShape().back();
     Value label =
         addLabel(RankedTensorType::get(labelShape, IntegerType::get(ctx, 64)));
     // ONNX wants the classes on axis 1: [N, T, C] -> [N, C, T].
@@ -563,9 +569,15 @@ void BuildTrainStepPass::runOnOperation() {
                                FloatAttr::get(Float64Type::get(ctx), lr)),
                 NamedAttribute(StringAttr::get(ctx, "lr_schedule"),
                                StringAttr::get(ctx, sched)),
-                NamedAttribute(StringAttr::get(ctx, "warmup_steps"),
+                NamedAttribute(
+                    StringAttr::get(ctx, "warmup_steps"),
+                    IntegerAttr::get(IntegerType::get(ctx, 64), warmupSteps)),
+                NamedAttribute(
+                    StringAttr::get(ctx, "label_classes"),
+                    IntegerAttr::get(IntegerType::get(ctx, 64), labelClasses)),
+                NamedAttribute(StringAttr::get(ctx, "ignore_index"),
                                IntegerAttr::get(IntegerType::get(ctx, 64),
-                                                warmupSteps))}));
+                                                ignoreIndex))}));
 }
 
 } // namespace
