@@ -175,14 +175,20 @@ def HoistInvariantLoadsPass
 
 def DropParamResultsPass
     : Pass<"dist-drop-param-results", "::mlir::func::FuncOp"> {
-  let summary = "drop bufferized results that are the function's arguments";
+  let summary = "drop bufferized results that are updated parameters";
   let description = [{
     After one-shot bufferization a training step returns every parameter it
-    updated in place as the argument's own buffer. Those results carry no
+    updated in place as the argument's own buffer (results marked
+    `dist.param_update` by dist-lower-to-linalg). Those results carry no
     information, so this pass removes them from the function type and its
     return. Upstream's drop-equivalent-buffer-results skips public
-    functions, and the entry points are public.
+    functions, and the entry points are public. Any other result that is an
+    argument (an output that is an input or a parameter) is returned as a
+    fresh copy: the runtime owns and frees what an entry returns.
   }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
+  ];
 }
 
 def ContractionsToRuntimePass

@@ -664,12 +664,18 @@ LogicalResult paramsToArguments(ModuleOp module) {
         resultTypes.push_back(w.getType());
       func.setFunctionType(FunctionType::get(
           module.getContext(), func.getArgumentTypes(), resultTypes));
-      if (ArrayAttr resAttrs = func.getResAttrsAttr()) {
-        SmallVector<Attribute> all(resAttrs.begin(), resAttrs.end());
-        all.resize(resultTypes.size(),
-                   DictionaryAttr::get(module.getContext()));
-        func.setResAttrsAttr(ArrayAttr::get(module.getContext(), all));
-      }
+      // The written parameters are marked, so that dist-drop-param-results
+      // tells them from outputs that are arguments.
+      SmallVector<Attribute> all;
+      if (ArrayAttr resAttrs = func.getResAttrsAttr())
+        all.assign(resAttrs.begin(), resAttrs.end());
+      all.resize(resultTypes.size() - written.size(),
+                 DictionaryAttr::get(module.getContext()));
+      NamedAttrList update;
+      update.append("dist.param_update",
+                    UnitAttr::get(module.getContext()));
+      all.resize(resultTypes.size(), update.getDictionary(module.getContext()));
+      func.setResAttrsAttr(ArrayAttr::get(module.getContext(), all));
     }
     // Inputs are read-only too.
     for (unsigned i = params.size(); i < func.getNumArguments(); ++i)
