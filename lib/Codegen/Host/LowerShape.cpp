@@ -288,6 +288,15 @@ struct SplitLowering : OpConversionPattern<dist::SplitOp> {
           getTypeConverter()->convertType(r.getType()));
       if (rt.isDynamicDim(axis))
         return notSupported(op, "a split with a dynamic split size");
+      if (rt.getDimSize(axis) == 0) {
+        // An empty part (tensor.extract_slice rejects an offset at the end
+        // of the dimension, even for no elements).
+        SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+        sizes[axis] = rewriter.getIndexAttr(0);
+        results.push_back(tensor::EmptyOp::create(rewriter, loc, sizes,
+                                                  rt.getElementType()));
+        continue;
+      }
       SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
       offsets[axis] = rewriter.getIndexAttr(offset);
       SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);

@@ -1585,7 +1585,9 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
                              Twine(dim));
       sizes = *s;
     } else {
-      sizes.assign(n, kDynamic);
+      // Sizes known only at run time; but sizes are not negative, so an
+      // empty dimension splits into empty parts.
+      sizes.assign(n, dim == 0 ? 0 : kDynamic);
     }
   } else if (ShapedType::isDynamic(dim)) {
     sizes.assign(n, kDynamic);
