@@ -143,8 +143,10 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
     cal.stepOverheadS = *s;
   if (std::optional<double> g = root->getNumber("gemm_call_overhead"))
     cal.gemmCallOverheadS = *g;
+  if (std::optional<double> g = root->getNumber("gemm_call_floor"))
+    cal.gemmCallFloorS = *g;
   if (cal.kernelOverheadS < 0 || cal.stepOverheadS < 0 ||
-      cal.gemmCallOverheadS < 0) {
+      cal.gemmCallOverheadS < 0 || cal.gemmCallFloorS < 0) {
     error = "overheads must not be negative";
     return std::nullopt;
   }

@@ -760,8 +760,8 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
   if (!expectMap(value, "calibration") ||
       !checkKeys(value,
                  {"gemm", "memory_bandwidth", "kernel_overhead",
-                  "gemm_call_overhead", "fork_overhead", "step_overhead",
-                  "loop_bandwidth", "loop_bandwidth_threads"},
+                  "gemm_call_overhead", "gemm_call_floor", "fork_overhead",
+                  "step_overhead", "loop_bandwidth", "loop_bandwidth_threads"},
                  "calibration"))
     return false;
 
@@ -878,6 +878,10 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
   if (const YamlValue *overhead = value.lookup("gemm_call_overhead"))
     if (!readQuantity(*overhead, "gemm_call_overhead", UnitKind::Time,
                       /*allowZero=*/true, calibration.gemmCallOverheadS))
+      return false;
+  if (const YamlValue *floor = value.lookup("gemm_call_floor"))
+    if (!readQuantity(*floor, "gemm_call_floor", UnitKind::Time,
+                      /*allowZero=*/true, calibration.gemmCallFloorS))
       return false;
   return true;
 }
@@ -1223,6 +1227,10 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
     os << indent
        << "gemm_call_overhead: " << formatNumber(calibration.gemmCallOverheadS)
        << "\n";
+  if (calibration.gemmCallFloorS > 0)
+    os << indent
+       << "gemm_call_floor: " << formatNumber(calibration.gemmCallFloorS)
+       << "\n";
   if (!calibration.forkOverheadByThreads.empty()) {
     os << indent << "fork_overhead: ";
     emitThreadMap(calibration.forkOverheadByThreads, os);
@@ -1310,6 +1318,8 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
                             {"step_overhead", cal.stepOverheadS}};
   if (cal.gemmCallOverheadS > 0)
     result["gemm_call_overhead"] = cal.gemmCallOverheadS;
+  if (cal.gemmCallFloorS > 0)
+    result["gemm_call_floor"] = cal.gemmCallFloorS;
   if (!cal.gemm.empty())
     result["gemm"] = std::move(gemm);
   if (!cal.memoryBandwidthByThreads.empty())

@@ -551,7 +551,10 @@ constexpr int64_t kOverheadBatchProducts = 64;
 /// products (the DLRM-style model's interactions) ran at 94 ns per product
 /// where one alone took 118 ns. Medians over batches of kOverheadCalls
 /// calls; never negative.
-double measureGemmCallOverhead() {
+/// `floorS` receives gemm_call_floor: the time of that call alone, the
+/// least any product costs, from which the cost model extrapolates
+/// products smaller than its shape grid.
+double measureGemmCallOverhead(double &floorS) {
   dist_rt_set_num_threads(1);
   alignas(64) float a[kOverheadBatchProducts], b[kOverheadBatchProducts],
       c[kOverheadBatchProducts];
@@ -574,6 +577,7 @@ double measureGemmCallOverhead() {
   };
   perCall(kOverheadBatchProducts); // warm-up
   double single = perCall(1);
+  floorS = single;
   double batched = perCall(kOverheadBatchProducts);
   double perProduct = batched / double(kOverheadBatchProducts);
   return std::max(0.0, (single - perProduct) * double(kOverheadBatchProducts) /
@@ -776,8 +780,10 @@ int main(int argc, char **argv) {
 
   double kernelOverheadS = measureKernelOverhead();
   progress("kernel overhead: %.1f ns", kernelOverheadS * 1e9);
-  double gemmCallOverheadS = measureGemmCallOverhead();
-  progress("gemm call overhead: %.1f ns", gemmCallOverheadS * 1e9);
+  double gemmCallFloorS = 0;
+  double gemmCallOverheadS = measureGemmCallOverhead(gemmCallFloorS);
+  progress("gemm call: %.1f ns alone, %.1f ns of dispatch",
+           gemmCallFloorS * 1e9, gemmCallOverheadS * 1e9);
   double stepOverheadS = measureStepOverhead(threadsMax);
   progress("step overhead: %.1f ns", stepOverheadS * 1e9);
   // Forks at powers of two and at threadsMax.
@@ -824,6 +830,7 @@ int main(int argc, char **argv) {
             "\": " + jsonNumber(forkOverhead[i].second);
   json += "},\n  \"kernel_overhead\": " + jsonNumber(kernelOverheadS) +
           ",\n  \"gemm_call_overhead\": " + jsonNumber(gemmCallOverheadS) +
+          ",\n  \"gemm_call_floor\": " + jsonNumber(gemmCallFloorS) +
           ",\n  \"step_overhead\": " + jsonNumber(stepOverheadS) + "\n}\n";
 
   if (!options.jsonPath.empty())

@@ -56,6 +56,7 @@ nodes:
           memory_bandwidth: {1: 1.2e10, 2: 1.8e10}
           kernel_overhead: 2.0e-7
           gemm_call_overhead: 25ns
+          gemm_call_floor: 50ns
           step_overhead: 5us
 links:
   inter: {bandwidth: 25GB/s, latency: 5us}
@@ -84,6 +85,7 @@ const char *fullExampleJson = R"({
                     "memory_bandwidth": {"1": 1.2e10, "2": 1.8e10},
                     "kernel_overhead": 2.0e-7,
                     "gemm_call_overhead": "25ns",
+                    "gemm_call_floor": "50ns",
                     "step_overhead": "5us"}}]}
   ],
   "links": {"inter": {"bandwidth": "25GB/s", "latency": "5us"}}
@@ -134,6 +136,7 @@ void expectSameCalibration(const DeviceCalibration &a,
   EXPECT_EQ(a.memoryBandwidthByThreads, b.memoryBandwidthByThreads);
   EXPECT_EQ(a.kernelOverheadS, b.kernelOverheadS);
   EXPECT_EQ(a.gemmCallOverheadS, b.gemmCallOverheadS);
+  EXPECT_EQ(a.gemmCallFloorS, b.gemmCallFloorS);
   EXPECT_EQ(a.stepOverheadS, b.stepOverheadS);
   EXPECT_EQ(a.loopBandwidth, b.loopBandwidth);
   EXPECT_EQ(a.loopBandwidthByThreads, b.loopBandwidthByThreads);
@@ -277,6 +280,7 @@ TEST(Cluster, ParsesFullExample) {
   EXPECT_EQ(cal.memoryBandwidthByThreads.at(2), 1.8e10);
   EXPECT_EQ(cal.kernelOverheadS, 2.0e-7);
   EXPECT_DOUBLE_EQ(cal.gemmCallOverheadS, 25e-9);
+  EXPECT_DOUBLE_EQ(cal.gemmCallFloorS, 50e-9);
   EXPECT_EQ(cal.stepOverheadS, 5e-6);
 
   EXPECT_EQ(spec.interLink.bandwidthBytesPerS, 25e9);
@@ -439,6 +443,7 @@ TEST(Cluster, RoundTripsAwkwardValues) {
   calibration.gemm["f64"] = {};
   calibration.kernelOverheadS = 1.0 / 7.0 * 1e-6;
   calibration.gemmCallOverheadS = 1.0 / 3.0 * 1e-7;
+  calibration.gemmCallFloorS = 1.0 / 7.0 * 1e-7;
   calibration.loopBandwidth["reduction"] = {{262144.5, 4.1e9 / 3.0},
                                             {6.7e7, 3.8e9}};
   calibration.loopBandwidth["window"] = {{524288, 6.9e9}};

@@ -207,6 +207,36 @@ TEST(CostModel, GemmTimeInterpolatesTheShapeGrid) {
   EXPECT_LT(cm.gemmTimeS(plain, g, 1, 1, 1), 0);
 }
 
+// With a calibrated call floor, a product below the grid takes the floor
+// plus its FLOP share of what the edge product takes beyond it; the
+// products of one batched call share the dispatch overhead.
+TEST(CostModel, GemmTimeBelowTheGridStartsFromTheCallFloor) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = gridCpu(1e9);
+  dev.calibration->gemmCallFloorS = 50e-9;
+  GemmWork g;
+  g.m = 4; // of 16: the edge is 16x16x64 at 1 GFLOP/s
+  g.n = 16;
+  g.k = 64;
+  g.batchDim = 1;
+  double edgeS = 2.0 * 16 * 16 * 64 / 1e9;
+  EXPECT_REL(cm.gemmTimeS(dev, g, 1, 1, 1), 50e-9 + (edgeS - 50e-9) / 4);
+  // Two short dimensions: the share of both.
+  GemmWork tiny = g;
+  tiny.n = 2;
+  EXPECT_REL(cm.gemmTimeS(dev, tiny, 1, 1, 1), 50e-9 + (edgeS - 50e-9) / 32);
+  // On the grid the floor changes nothing.
+  GemmWork on = g;
+  on.m = 16;
+  EXPECT_REL(cm.gemmTimeS(dev, on, 1, 1, 1), edgeS);
+  // 8 products of one call, 10 ns of dispatch each beyond the first.
+  dev.calibration->gemmCallOverheadS = 10e-9;
+  GemmWork batch = tiny;
+  batch.batchDim = 0;
+  double one = 50e-9 + (edgeS - 50e-9) / 32;
+  EXPECT_REL(cm.gemmTimeS(dev, batch, 8, 1, 1), 8 * (one - 10e-9) + 10e-9);
+}
+
 TEST(CostModel, GemmTimeReadsAliasingStridesOffThePowerOfTwoGrid) {
   // nt products at one thread: powers of two 64 and 1024 for m, n and k at
   // 1 GFLOP/s, other sizes (48 and 1000) at 3 GFLOP/s.

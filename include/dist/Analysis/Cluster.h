@@ -108,6 +108,10 @@ struct DeviceCalibration {
   /// (dispatch), seconds: the shape grid times single products, so a batch
   /// of N products costs N grid products less N - 1 of this.
   double gemmCallOverheadS = 0;
+  /// Time of a lone 1x1x1 product call, seconds: a product smaller than the
+  /// shape grid costs this plus its share of the time above it at the
+  /// grid's edge (see gridFlops in CostModel.cpp). 0: not measured.
+  double gemmCallFloorS = 0;
   /// Fixed cost of one call of a model step (argument marshalling, buffer
   /// setup), seconds.
   double stepOverheadS = 0;
