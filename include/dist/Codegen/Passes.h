@@ -28,6 +28,11 @@ namespace mlir::dist {
 #define GEN_PASS_REGISTRATION
 #include "dist/Codegen/Passes.h.inc"
 
+/// Result attribute that dist-lower-to-linalg puts on the parameters a
+/// function writes (its trailing results) and dist-drop-param-results
+/// drops them by.
+inline constexpr llvm::StringLiteral kParamUpdateAttr = "dist.param_update";
+
 /// Options of the host code generation pipeline.
 struct HostCodegenOptions {
   /// Symbol of the packed entry point the runtime calls.

@@ -24,9 +24,6 @@ namespace mlir::dist {
 using namespace mlir;
 
 namespace {
-/// Result attribute of the parameters a step writes (dist-lower-to-linalg).
-constexpr llvm::StringLiteral kParamUpdate = "dist.param_update";
-
 struct DropParamResultsPass
     : public dist::impl::DropParamResultsPassBase<DropParamResultsPass> {
   void runOnOperation() override {
@@ -43,7 +40,7 @@ struct DropParamResultsPass
       auto arg = dyn_cast<BlockArgument>(v);
       if (!arg || arg.getOwner() != &body)
         continue;
-      if (func.getResultAttr(i, kParamUpdate)) {
+      if (func.getResultAttr(i, dist::kParamUpdateAttr)) {
         drop.set(i);
         continue;
       }

@@ -672,8 +672,7 @@ LogicalResult paramsToArguments(ModuleOp module) {
       all.resize(resultTypes.size() - written.size(),
                  DictionaryAttr::get(module.getContext()));
       NamedAttrList update;
-      update.append("dist.param_update",
-                    UnitAttr::get(module.getContext()));
+      update.append(dist::kParamUpdateAttr, UnitAttr::get(module.getContext()));
       all.resize(resultTypes.size(), update.getDictionary(module.getContext()));
       func.setResAttrsAttr(ArrayAttr::get(module.getContext(), all));
     }
