@@ -546,6 +546,12 @@ TEST(Cluster, NonPositiveValuesAreReported) {
             "c.yaml:7:17: memory must be positive");
   EXPECT_EQ(parseError(withDeviceField("price_per_hour", "-0.5")),
             "c.yaml:8:25: price_per_hour must not be negative");
+  EXPECT_EQ(
+      parseError(withDeviceField("calibration", "{gemm_call_floor: -5ns}")),
+      "c.yaml:8:40: gemm_call_floor must not be negative");
+  EXPECT_EQ(
+      parseError(withDeviceField("calibration", "{gemm_call_overhead: -1us}")),
+      "c.yaml:8:43: gemm_call_overhead must not be negative");
   EXPECT_EQ(parseError("nodes:\n"
                        "  - name: n\n"
                        "    count: 0\n"
