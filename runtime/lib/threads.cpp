@@ -80,8 +80,11 @@ struct Job {
   std::atomic<int64_t> nextChunk{1};
   /// Chunks finished.
   std::atomic<int64_t> doneChunks{0};
-  /// Workers currently inside the job. Guarded by ThreadPool::mutex.
-  int64_t workers = 0;
+  /// Workers currently inside the job. Incremented under ThreadPool::mutex
+  /// (while the job is published); decremented without it, so that the
+  /// caller can spin on it instead of sleeping until the last worker has
+  /// taken the lock.
+  std::atomic<int64_t> workers{0};
 
   /// Runs chunk `chunk`. Returns true if it was the last one to finish.
   bool runChunk(int64_t chunk) {
@@ -159,17 +162,21 @@ void ThreadPool::workerMain(uint64_t seenGeneration) {
       return;
     seenGeneration = generation.load(std::memory_order_relaxed);
     Job *job = current;
-    if (!job || job->workers >= job->maxWorkers)
+    if (!job || job->workers.load(std::memory_order_relaxed) >= job->maxWorkers)
       continue;
-    ++job->workers;
+    job->workers.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
 
-    bool finishedLast = job->runChunks();
+    job->runChunks();
 
-    lock.lock();
-    --job->workers;
-    if (finishedLast || job->workers == 0)
+    // The caller may return (and the job die) as soon as this reaches 0;
+    // only the pool is touched after it. The caller checks `workers` under
+    // the mutex before it sleeps, so taking the mutex here before notifying
+    // cannot lose the wake-up.
+    if (job->workers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      lock.lock();
       jobDrained.notify_all();
+    }
   }
 }
 
@@ -208,14 +215,25 @@ bool ThreadPool::run(Job &job) {
   job.runChunks();
   insideParallelRegion = false;
 
-  auto allDone = [&] {
-    return job.doneChunks.load(std::memory_order_acquire) == job.numChunks;
-  };
-  spinUntil(allDone);
-  std::unique_lock<std::mutex> lock(mutex);
   // No worker can join once `current` is cleared; wait for those inside.
-  current = nullptr;
-  jobDrained.wait(lock, [&] { return allDone() && job.workers == 0; });
+  // Spinning first matters: a worker leaves a moment after its last chunk,
+  // and a caller that then sleeps on the condition variable pays a futex
+  // wake-up per loop (perf showed mutex and futex calls around every loop).
+  // On the benchmark CNN at 2 threads, four interleaved pairs: medians
+  // 0.184-0.228 ms against 0.190-0.239 with the sleep, p90 0.20-0.29
+  // against 0.23-0.31.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    current = nullptr;
+  }
+  auto drained = [&] {
+    return job.doneChunks.load(std::memory_order_acquire) == job.numChunks &&
+           job.workers.load(std::memory_order_acquire) == 0;
+  };
+  if (!spinUntil(drained)) {
+    std::unique_lock<std::mutex> lock(mutex);
+    jobDrained.wait(lock, drained);
+  }
   return true;
 }
 

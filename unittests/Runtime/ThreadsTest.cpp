@@ -4,8 +4,9 @@
 // GoogleTest tests for dist_rt_set/get_num_threads and dist_rt_parallel_for:
 // every index is visited exactly once for many sizes and thread counts, the
 // chunks are contiguous and at most as many as threads, nested loops run
-// serially on the calling thread, and loops started concurrently from
-// several threads all complete.
+// serially on the calling thread, loops started concurrently from several
+// threads all complete, and short loops back to back each finish before
+// they return.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -196,6 +198,36 @@ TEST_F(ThreadsTest, ConcurrentCallersAllComplete) {
   for (std::thread &caller : callers)
     caller.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+/// Writes each index's square into a caller-owned array.
+void squares(void *ctx, int64_t begin, int64_t end) {
+  auto *out = static_cast<int64_t *>(ctx);
+  for (int64_t i = begin; i < end; ++i)
+    out[i] = i * i;
+}
+
+TEST_F(ThreadsTest, BackToBackShortLoopsFinishBeforeReturning) {
+  // Many tiny loops in a row, each on a fresh stack array: a loop must not
+  // return while a worker is still writing, whether the workers were
+  // spinning (loops back to back) or asleep (after a pause longer than
+  // their spin). More threads than cores makes late workers likely.
+  for (int32_t threads : {2, 5}) {
+    dist_rt_set_num_threads(threads);
+    int failures = 0;
+    for (int round = 0; round < 4000; ++round) {
+      if (round % 500 == 499)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      int64_t n = 1 + round % 13;
+      int64_t out[13];
+      std::fill(out, out + 13, int64_t{-1});
+      dist_rt_parallel_for(n, &squares, out);
+      for (int64_t i = 0; i < 13; ++i)
+        if (out[i] != (i < n ? i * i : -1))
+          ++failures;
+    }
+    EXPECT_EQ(failures, 0) << threads << " threads";
+  }
 }
 
 } // namespace
