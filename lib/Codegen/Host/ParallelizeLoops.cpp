@@ -20,6 +20,11 @@
 // loop with too little work (a static estimate, checked at run time when a trip
 // count is dynamic) runs inline on the caller's thread.
 //
+// An outlined body is named <function>_par<N>, followed by the name of the
+// ONNX node its loop came from when its location carries one
+// (`main_par3_layer1_bn1_BatchNormalization`), so that a profile of a
+// compiled model says which node each loop belongs to.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dist/Codegen/Passes.h"
@@ -35,6 +40,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include <cctype>
+#include <string>
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_PARALLELIZELOOPSPASS
 #include "dist/Codegen/Passes.h.inc"
@@ -43,6 +51,49 @@ namespace mlir::dist {
 using namespace mlir;
 
 namespace {
+
+/// Longest node name kept in an outlined body's symbol.
+constexpr size_t kMaxNameSuffix = 48;
+
+/// "_" and the first name in `loc` (the ONNX node's, from the importer's
+/// NameLoc; fused ops keep one of theirs), behind the phase of a training
+/// step's backward and update ops (their "dist.bwd" / "dist.update" tag
+/// wraps the node's location: "bwd_layer1_Relu"), with every character
+/// outside [A-Za-z0-9] turned into single underscores; empty when `loc` has
+/// no name or one without a letter.
+std::string nodeNameSuffix(Location loc) {
+  std::string phase, name;
+  loc->walk([&](Location l) {
+    auto named = dyn_cast<NameLoc>(l);
+    if (!named)
+      return WalkResult::advance();
+    StringRef n = named.getName().getValue();
+    if (n.consume_front("dist.")) {
+      if (phase.empty())
+        phase = n.str();
+      return WalkResult::advance();
+    }
+    name = n.str();
+    return WalkResult::interrupt();
+  });
+  if (!phase.empty())
+    name = phase + "_" + name;
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out.push_back(c);
+    else if (!out.empty() && out.back() != '_')
+      out.push_back('_');
+  }
+  while (!out.empty() && out.back() == '_')
+    out.pop_back();
+  // A node without a name is known by its index, which says nothing.
+  if (llvm::none_of(out, [](char c) { return std::isalpha(c); }))
+    return "";
+  if (out.size() > kMaxNameSuffix)
+    out.resize(kMaxNameSuffix);
+  return out.empty() ? out : "_" + out;
+}
 
 /// Outer parallel dimensions are linearised until there are at least this
 /// many iterations to split (enough to balance the threads).
@@ -324,11 +375,13 @@ struct ParallelizeLoopsPass
     auto structType = LLVM::LLVMStructType::getLiteral(ctx, fields);
 
     // The outlined body.
-    // <parent>_par<N>, skipping names already taken (the pass may run on
-    // a module it has seen before).
+    // <parent>_par<N>[_<node>], skipping names already taken (the pass may
+    // run on a module it has seen before).
+    std::string suffix = nodeNameSuffix(loc);
     std::string name;
     do {
-      name = (parent.getSymName() + "_par" + std::to_string(index++)).str();
+      name = (parent.getSymName() + "_par" + std::to_string(index++) + suffix)
+                 .str();
     } while (module.lookupSymbol(name));
     OpBuilder mb(parent);
     auto bodyType = mb.getFunctionType({ptrType, i64, i64}, {});

@@ -304,3 +304,50 @@ func.func @taken(%in: memref<64x1024xf32>, %out: memref<64x1024xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop whose location names an ONNX node gives its body that name
+// (characters outside [A-Za-z0-9] become single underscores); a training
+// step's phase tag wrapping the node's location comes first. A fused
+// location uses its first name. A node known only by its index adds
+// nothing.
+// CHECK-LABEL: func.func private @named_par0_layer1_bn1_BatchNormalization(
+// CHECK-LABEL: func.func private @named_par1_bwd_layer1_Relu_1(
+// CHECK-LABEL: func.func private @named_par2_fc_Gemm(
+// CHECK-LABEL: func.func private @named_par3(
+// CHECK-LABEL: func.func @named(
+// CHECK: constant @named_par0_layer1_bn1_BatchNormalization
+// CHECK: constant @named_par1_bwd_layer1_Relu_1
+// CHECK: constant @named_par2_fc_Gemm
+func.func @named(%in: memref<64x1024xf32>, %out: memref<64x1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<64x1024xf32>
+    %r = arith.negf %v : f32
+    memref.store %r, %out[%i, %j] : memref<64x1024xf32>
+    scf.reduce
+  } loc("/layer1/bn1/BatchNormalization"("model.onnx":6:0))
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<64x1024xf32>
+    %r = arith.negf %v : f32
+    memref.store %r, %out[%i, %j] : memref<64x1024xf32>
+    scf.reduce
+  } loc("dist.bwd"("/layer1/Relu_1"("model.onnx":7:0)))
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<64x1024xf32>
+    %r = arith.negf %v : f32
+    memref.store %r, %out[%i, %j] : memref<64x1024xf32>
+    scf.reduce
+  } loc(fused["model.onnx":9:0, "/fc/Gemm"("model.onnx":9:0), "/fc/Add"("model.onnx":10:0)])
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<64x1024xf32>
+    %r = arith.negf %v : f32
+    memref.store %r, %out[%i, %j] : memref<64x1024xf32>
+    scf.reduce
+  } loc("12"("model.onnx":12:0))
+  return
+}
