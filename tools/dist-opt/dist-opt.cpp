@@ -939,6 +939,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   }
   dist::ONNXImportOptions opts;
   opts.maxInlineElements = maxInline;
+  opts.floatScalarsAsParams = train.has_value();
   for (const std::string &s : inputShapes) {
     std::string err = dist::parseInputShapeOption(s, opts);
     if (!err.empty()) {

@@ -449,7 +449,8 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
   int64_t numel = type->getNumElements();
   bool isFloat = isa<FloatType>(type->getElementType());
   bool inlineIt =
-      numel <= opts.maxInlineElements && (mayInline || !isFloat || numel <= 1);
+      numel <= opts.maxInlineElements &&
+      (mayInline || !isFloat || (numel <= 1 && !opts.floatScalarsAsParams));
   if (inlineIt) {
     FailureOr<DenseElementsAttr> attr = tensorAttr(t, loc, what);
     if (failed(attr))

@@ -37,6 +37,10 @@ struct ONNXImportOptions {
   /// of becoming `dist.constant`; floating-point initializers with more than
   /// one element always do.
   int64_t maxInlineElements = 4096;
+  /// Floating-point initializers of one element become parameters too (a
+  /// training import: the bias of a Linear layer with one output, a learnt
+  /// scale, must be trainable, not a constant).
+  bool floatScalarsAsParams = false;
   /// When set, receives the model as parsed (binary protobuf, also for the
   /// text format) after a successful import: training artifacts keep it to
   /// export the trained model.

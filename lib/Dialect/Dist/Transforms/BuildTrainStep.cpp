@@ -120,12 +120,22 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
   }
   if (loss == "bce") {
     // torch.nn.BCELoss: -(t log p + (1 - t) log(1 - p)), logs clamped at
-    // -100, mean over all elements.
+    // -100, mean over all elements. A saturated sigmoid gives p = 0 or
+    // 1 - p = 0: there log takes the -100 through `where`, and the log of
+    // max(p, smallest normal) that `where` drops is finite, so its gradient
+    // is 0 (as PyTorch's) instead of 0 * (1 / 0) = NaN.
     Value label = addLabel(yt);
     Value floor = g.scalarLike(y, -100);
     Value one = g.scalarLike(y, 1);
-    Value lp = g.one<MaxOp>({g.one<LogOp>({y}), floor});
-    Value lq = g.one<MaxOp>({g.one<LogOp>({g.sub(one, y)}), floor});
+    Type elem = yt.getElementType();
+    double tiny = elem.isF16() ? 6.103515625e-05 : 1.1754943508222875e-38;
+    auto clampedLog = [&](Value p) {
+      Value safe = g.one<MaxOp>({p, g.scalarLike(p, tiny)});
+      Value lg = g.one<MaxOp>({g.one<LogOp>({safe}), floor});
+      return g.where(g.greaterZero(p), lg, floor);
+    };
+    Value lp = clampedLog(y);
+    Value lq = clampedLog(g.sub(one, y));
     Value l = g.neg(g.add(g.mul(label, lp), g.mul(g.sub(one, label), lq)));
     if (yt.getRank() == 0)
       return l;
