@@ -18,9 +18,12 @@
 
 #include "dist_rt/model.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
@@ -43,6 +46,32 @@ namespace dist_rt {
 /// Collective over the axis; runs after the collectives already started.
 dist_rt_status_t meshGatherBytes(int64_t axis, const void *src, void *dst,
                                  int64_t bytes);
+
+//===----------------------------------------------------------------------===//
+// Errors met by generated code during a run (threads.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The first error that generated code reported (dist_rt_index_error)
+/// while a run was going on.
+struct RunErrors {
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  std::string message;
+};
+
+/// Makes `errors` the destination of dist_rt_index_error on the calling
+/// thread, and on the pool's workers while they run its loops, for the
+/// lifetime of the guard.
+class RunErrorScope {
+public:
+  explicit RunErrorScope(RunErrors &errors);
+  ~RunErrorScope();
+  RunErrorScope(const RunErrorScope &) = delete;
+  RunErrorScope &operator=(const RunErrorScope &) = delete;
+
+private:
+  RunErrors *previous;
+};
 
 //===----------------------------------------------------------------------===//
 // Class labels of a cross_entropy training step (model.cpp)

@@ -945,6 +945,15 @@ uint64_t rowBytes(uint32_t dtype, uint32_t rank, const int64_t *dims) {
   return bytes;
 }
 
+/// The status of a run whose generated code reported an error (an index
+/// out of range): the data given to the model is invalid.
+dist_rt_status_t generatedCodeError(const dist_rt_model_desc_t &desc,
+                                    dist_rt::RunErrors &errors) {
+  std::lock_guard<std::mutex> lock(errors.mutex);
+  return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "model '%s': %s", desc.name,
+                    errors.message.c_str());
+}
+
 /// Runs the inference entry on rows [lo, hi) of `inputs` and copies the
 /// rows of every output into model.assembled at row lo, allocating the
 /// whole outputs ([batch, ...]) on the first slice.
@@ -972,9 +981,17 @@ dist_rt_status_t runSlice(dist_rt_model &model, const dist_rt_tensor_t *inputs,
           bindInputs(model, call, sliced.data(), sliced.size()))
     return status;
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
-  desc.entry(call.args.data());
+  dist_rt::RunErrors errors;
+  {
+    dist_rt::RunErrorScope scope(errors);
+    desc.entry(call.args.data());
+  }
   if (dist_rt_status_t status = collectOutputs(model, sliced.data()))
     return status;
+  if (errors.failed) {
+    model.pending.release();
+    return generatedCodeError(desc, errors);
+  }
 
   dist_rt_model::Outputs &pending = model.pending;
   dist_rt_model::Outputs &whole = model.assembled;
@@ -1125,9 +1142,17 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
     return status;
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
-  model.desc->entry(call.args.data());
+  dist_rt::RunErrors errors;
+  {
+    dist_rt::RunErrorScope scope(errors);
+    model.desc->entry(call.args.data());
+  }
   if (dist_rt_status_t status = collectOutputs(model, inputs))
     return status;
+  if (errors.failed) {
+    model.pending.release();
+    return generatedCodeError(*model.desc, errors);
+  }
   // The previous outputs may have been this run's inputs, so they are only
   // released now.
   std::swap(model.current, model.pending);
@@ -1191,9 +1216,17 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   model.trainScalars[0] = lr;
   model.trainScalars[1] = static_cast<float>(step);
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
-  desc.train->entry(call.args.data());
+  dist_rt::RunErrors errors;
+  {
+    dist_rt::RunErrorScope scope(errors);
+    desc.train->entry(call.args.data());
+  }
   if (dist_rt_status_t status = receiveOutputs(model, call, inputs))
     return status;
+  if (errors.failed) {
+    freeBlocks(model.returnedBlocks, {});
+    return generatedCodeError(desc, errors);
+  }
   const ReturnedOutput &loss = model.returned[0];
   float value;
   std::memcpy(&value, loss.aligned + loss.offset * int64_t{sizeof(float)},

@@ -17,8 +17,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -67,11 +70,17 @@ bool spinUntil(Predicate done) {
 /// loop; nested loops then run serially.
 thread_local bool insideParallelRegion = false;
 
+/// Where dist_rt_index_error reports on this thread (see RunErrorScope);
+/// workers take their job's caller's.
+thread_local dist_rt::RunErrors *currentRunErrors = nullptr;
+
 /// One parallel loop. Lives on the caller's stack; the caller does not
 /// return before every worker that joined it has left.
 struct Job {
   dist_rt_parallel_fn_t fn;
   void *ctx;
+  /// The caller's RunErrors (null outside a run).
+  dist_rt::RunErrors *errors;
   int64_t n;
   int64_t numChunks;
   /// Workers that may join (numChunks - 1; the caller is the other one).
@@ -167,7 +176,9 @@ void ThreadPool::workerMain(uint64_t seenGeneration) {
     job->workers.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
 
+    currentRunErrors = job->errors;
     job->runChunks();
+    currentRunErrors = nullptr;
 
     // The caller may return (and the job die) as soon as this reaches 0;
     // only the pool is touched after it. The caller checks `workers` under
@@ -270,9 +281,47 @@ extern "C" void dist_rt_parallel_for(int64_t n, dist_rt_parallel_fn_t fn,
   Job job;
   job.fn = fn;
   job.ctx = ctx;
+  job.errors = currentRunErrors;
   job.n = n;
   job.numChunks = numChunks;
   job.maxWorkers = numChunks - 1;
   if (!threadPool().run(job))
     fn(ctx, 0, n);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors met by generated code
+//===----------------------------------------------------------------------===//
+
+dist_rt::RunErrorScope::RunErrorScope(RunErrors &errors)
+    : previous(currentRunErrors) {
+  currentRunErrors = &errors;
+}
+
+dist_rt::RunErrorScope::~RunErrorScope() { currentRunErrors = previous; }
+
+extern "C" void dist_rt_index_error(int64_t index, int64_t size, int64_t node) {
+  const char *name =
+      reinterpret_cast<const char *>(static_cast<intptr_t>(node));
+  char where[256];
+  dist_rt::escapeForMessage(name ? name : "?", name ? std::strlen(name) : 1,
+                            where, sizeof(where));
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "node '%s': index %" PRId64
+                " is out of range for an axis of %" PRId64 " (valid: %" PRId64
+                " to %" PRId64 ")",
+                where, index, size, -size, size - 1);
+  dist_rt::RunErrors *errors = currentRunErrors;
+  if (!errors) {
+    std::fprintf(stderr, "error: %s\n", text);
+    return;
+  }
+  if (errors->failed.load(std::memory_order_acquire))
+    return;
+  std::lock_guard<std::mutex> lock(errors->mutex);
+  if (errors->failed.load(std::memory_order_relaxed))
+    return;
+  errors->message = text;
+  errors->failed.store(true, std::memory_order_release);
 }

@@ -5,12 +5,15 @@
 // every index is visited exactly once for many sizes and thread counts, the
 // chunks are contiguous and at most as many as threads, nested loops run
 // serially on the calling thread, loops started concurrently from several
-// threads all complete, and short loops back to back each finish before
-// they return.
+// threads all complete, short loops back to back each finish before they
+// return, and an index error that generated code reports from any thread of
+// a loop reaches the run that started it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dist_rt/kernels.h"
+
+#include "internal.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -227,6 +231,41 @@ TEST_F(ThreadsTest, BackToBackShortLoopsFinishBeforeReturning) {
           ++failures;
     }
     EXPECT_EQ(failures, 0) << threads << " threads";
+  }
+}
+
+/// Reports index `i` as out of range for index 3 (any thread).
+void reportThird(void *ctx, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i)
+    if (i == 3)
+      dist_rt_index_error(i + 100, 7, reinterpret_cast<intptr_t>(ctx));
+}
+
+TEST_F(ThreadsTest, IndexErrorsReachTheRunFromEveryThread) {
+  static const char kNode[] = "/emb/Gather";
+  for (int32_t threads : {1, 4}) {
+    dist_rt_set_num_threads(threads);
+    dist_rt::RunErrors errors;
+    {
+      dist_rt::RunErrorScope scope(errors);
+      // Index 3 is in the last of 4 chunks: a worker's, when there are
+      // workers.
+      dist_rt_parallel_for(
+          4, &reportThird,
+          const_cast<char *>(static_cast<const char *>(kNode)));
+      // Only the first error is kept.
+      dist_rt_index_error(-9, 2, reinterpret_cast<intptr_t>(kNode));
+    }
+    EXPECT_TRUE(errors.failed.load()) << threads << " threads";
+    EXPECT_EQ(errors.message,
+              "node '/emb/Gather': index 103 is out of range for an axis of 7 "
+              "(valid: -7 to 6)");
+    // After the scope, a loop's errors no longer go to it (they are
+    // printed to stderr).
+    static const char kOther[] = "/other";
+    dist_rt_parallel_for(4, &reportThird,
+                         const_cast<char *>(static_cast<const char *>(kOther)));
+    EXPECT_NE(errors.message.find("/emb/Gather"), std::string::npos);
   }
 }
 

@@ -33,7 +33,7 @@ def LowerToLinalgPass : Pass<"dist-lower-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::bufferization::BufferizationDialect",
-    "::mlir::func::FuncDialect"
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"
   ];
   let options = [
     Option<"convKernel", "conv", "std::string", "\"auto\"",

@@ -54,6 +54,9 @@ inline constexpr llvm::StringLiteral kConv2dWeightGradF32 =
 /// Parallel loop over the runtime's thread pool (dist_rt/kernels.h):
 /// parallel_for(n, void (*fn)(void *ctx, int64_t begin, int64_t end), ctx).
 inline constexpr llvm::StringLiteral kParallelFor = "dist_rt_parallel_for";
+/// void dist_rt_index_error(int64 index, int64 size, int64 node_name_ptr)
+/// (dist_rt/kernels.h): an index input out of range.
+inline constexpr llvm::StringLiteral kIndexError = "dist_rt_index_error";
 
 /// Mesh collectives (dist_rt/kernels.h): start(ptr, count, dtype, reduce,
 /// axis_mask) -> handle and wait(handle), all as i64.

@@ -12,6 +12,11 @@
 
 #include "Lowering.h"
 
+#include "dist/Codegen/RuntimeABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
@@ -69,10 +74,131 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, Value n) {
   return arith::MaxSIOp::create(b, loc, r, cIdx(b, loc, 0));
 }
 
-/// Wrapped and clamped index value of an integer index scalar.
-Value indexInto(OpBuilder &b, Location loc, Value idx, Value n) {
+/// How generated code reports an index input outside [-n, n): a call to
+/// the runtime's dist_rt_index_error with the value, the axis extent and the
+/// ONNX node's name (a constant string global, one per name), after which
+/// the run fails with a message naming both (ONNX calls such an index an
+/// error; onnxruntime and PyTorch refuse it). Built once per op, before
+/// its loops.
+class IndexCheck {
+public:
+  explicit IndexCheck(Operation *op) {
+    auto module = op->getParentOfType<ModuleOp>();
+    Location loc = op->getLoc();
+    MLIRContext *ctx = op->getContext();
+    Type i64 = IntegerType::get(ctx, 64);
+    callee = module.lookupSymbol<func::FuncOp>(runtime_abi::kIndexError);
+    OpBuilder mb(module.getBodyRegion());
+    mb.setInsertionPointToStart(module.getBody());
+    if (!callee) {
+      callee = func::FuncOp::create(mb, loc, runtime_abi::kIndexError,
+                                    mb.getFunctionType({i64, i64, i64}, {}));
+      callee.setPrivate();
+    }
+    std::string text = nodeName(loc).str();
+    text.push_back('\0');
+    // One global per distinct name.
+    unsigned count = 0;
+    for (auto g : module.getOps<LLVM::GlobalOp>()) {
+      if (!g.getSymName().starts_with(kGlobalPrefix))
+        continue;
+      ++count;
+      if (auto value = dyn_cast_or_null<StringAttr>(g.getValueOrNull());
+          value && value.getValue() == text) {
+        global = g;
+        return;
+      }
+    }
+    std::string sym;
+    do {
+      sym = (kGlobalPrefix + Twine(count++)).str();
+    } while (module.lookupSymbol(sym));
+    auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
+                                         static_cast<unsigned>(text.size()));
+    global = LLVM::GlobalOp::create(mb, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Internal, sym,
+                                    mb.getStringAttr(text));
+  }
+
+  /// Calls the runtime when the wrapped index `w` (of the original value
+  /// `i`) is outside [0, n).
+  void emit(OpBuilder &b, Location loc, Value i, Value w, Value n) const {
+    Value bad = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, w, n);
+    scf::IfOp::create(b, loc, bad, [&](OpBuilder &tb, Location tl) {
+      Type i64 = tb.getI64Type();
+      Value addr = LLVM::AddressOfOp::create(tb, tl, global);
+      Value where = LLVM::PtrToIntOp::create(tb, tl, i64, addr);
+      Value value = arith::IndexCastOp::create(tb, tl, i64, i);
+      Value size = arith::IndexCastOp::create(tb, tl, i64, n);
+      func::CallOp::create(tb, tl, callee, ValueRange{value, size, where});
+      scf::YieldOp::create(tb, tl);
+    });
+  }
+
+  /// Checks every element of the integer tensor `indices` against the
+  /// axis extent `n` in a serial loop nest of its own, before the op's
+  /// loops: those stay free of calls (a call in a gather's copy loop kept
+  /// LLVM from vectorising it: the DLRM-style model's inference went from
+  /// 0.029 to 0.055 ms), and the indices are usually far fewer than the
+  /// elements gathered. Constant indices all in range need no loop.
+  void emitLoop(OpBuilder &b, Location loc, Value indices, Value n) const {
+    DenseIntElementsAttr constant;
+    if (matchPattern(indices, m_Constant(&constant))) {
+      if (std::optional<int64_t> size = getConstantIntValue(n)) {
+        bool inRange = llvm::all_of(constant, [&](const APInt &v) {
+          int64_t i = v.getSExtValue();
+          return i >= -*size && i < *size;
+        });
+        if (inRange)
+          return;
+      }
+    }
+    auto type = cast<RankedTensorType>(indices.getType());
+    SmallVector<Value> lbs(type.getRank(), cIdx(b, loc, 0));
+    SmallVector<Value> steps(type.getRank(), cIdx(b, loc, 1));
+    SmallVector<Value> ubs;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      ubs.push_back(dimValue(b, loc, indices, d));
+    scf::buildLoopNest(b, loc, lbs, ubs, steps,
+                       [&](OpBuilder &nb, Location l, ValueRange ivs) {
+                         Value idx =
+                             tensor::ExtractOp::create(nb, l, indices, ivs);
+                         Value i = toIndex(nb, l, idx);
+                         emit(nb, l, i, wrapNegative(nb, l, i, n), n);
+                       });
+  }
+
+private:
+  static constexpr llvm::StringLiteral kGlobalPrefix = "__dist_node_name_";
+
+  /// The ONNX node's name in `loc` (behind a training phase tag), or "?".
+  static StringRef nodeName(Location loc) {
+    StringRef name = "?";
+    loc->walk([&](Location l) {
+      auto named = dyn_cast<NameLoc>(l);
+      if (!named || named.getName().getValue().starts_with("dist."))
+        return WalkResult::advance();
+      name = named.getName().getValue();
+      return WalkResult::interrupt();
+    });
+    return name;
+  }
+
+  func::FuncOp callee;
+  LLVM::GlobalOp global;
+};
+
+/// Wrapped and clamped index value of an integer index scalar (clamped so
+/// that nothing outside the tensor is touched); an index outside [-n, n) is
+/// reported through `check` when one is given (else the op checked its
+/// indices with IndexCheck::emitLoop).
+Value indexInto(OpBuilder &b, Location loc, Value idx, Value n,
+                const IndexCheck *check = nullptr) {
   Value i = toIndex(b, loc, idx);
-  return clampIndex(b, loc, wrapNegative(b, loc, i, n), n);
+  Value w = wrapNegative(b, loc, i, n);
+  if (check)
+    check->emit(b, loc, i, w, n);
+  return clampIndex(b, loc, w, n);
 }
 
 /// Non-negative remainder of `j` by `n` (index values).
@@ -202,6 +328,7 @@ struct GatherLowering : OpConversionPattern<dist::GatherOp> {
       exprs.push_back(getAffineDimExpr(axis + j, ctx));
     AffineMap idxMap = AffineMap::get(outRank, 0, exprs, ctx);
 
+    IndexCheck(op).emitLoop(rewriter, loc, indices, axisSize);
     Value res = parallelGeneric(
         rewriter, loc, resultType, sizes, ValueRange{indices}, {idxMap},
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
@@ -239,6 +366,7 @@ struct GatherElementsLowering : OpConversionPattern<dist::GatherElementsOp> {
       return notSupported(op, "gather_elements with an out-of-range axis");
     int64_t axis = *axisOpt;
     Value axisSize = dimValue(rewriter, loc, data, axis);
+    IndexCheck(op).emitLoop(rewriter, loc, indices, axisSize);
     Value res = parallelGeneric(
         rewriter, loc, resultType, sizesOf(rewriter, loc, indices),
         ValueRange{indices}, {rewriter.getMultiDimIdentityMap(r)},
@@ -284,6 +412,7 @@ struct ScatterElementsLowering
     bool isF = isFloatElem(orig), isU = isUnsignedElem(orig);
 
     Value axisSize = dimValue(rewriter, loc, data, axis);
+    IndexCheck check(op);
     SmallVector<Value> lbs(r, cIdx(rewriter, loc, 0));
     SmallVector<Value> steps(r, cIdx(rewriter, loc, 1));
     SmallVector<Value> ubs;
@@ -297,7 +426,7 @@ struct ScatterElementsLowering
           Value idx = tensor::ExtractOp::create(b, l, indices, ivs);
           Value u = tensor::ExtractOp::create(b, l, updates, ivs);
           SmallVector<Value> target(ivs.begin(), ivs.end());
-          target[axis] = indexInto(b, l, idx, axisSize);
+          target[axis] = indexInto(b, l, idx, axisSize, &check);
           if (red != "none") {
             Value old = tensor::ExtractOp::create(b, l, acc, target);
             if (red == "add") {

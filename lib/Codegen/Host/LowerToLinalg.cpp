@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -749,6 +750,8 @@ struct LowerToLinalgPass
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, bufferization::BufferizationDialect,
                            shard::ShardDialect>();
+    // The node names of index checks (LowerIndexing.cpp).
+    target.addLegalOp<LLVM::GlobalOp, LLVM::AddressOfOp, LLVM::PtrToIntOp>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return converter.isSignatureLegal(f.getFunctionType()) &&
              converter.isLegal(&f.getBody());

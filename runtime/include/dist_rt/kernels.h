@@ -179,6 +179,17 @@ DIST_RT_API void dist_rt_set_num_threads(int32_t n);
 /// dist_rt_set_num_threads is called it is the number of hardware threads.
 DIST_RT_API int32_t dist_rt_get_num_threads(void);
 
+/// Called by generated code when an index input of Gather, GatherElements
+/// or ScatterElements lies outside [-size, size): `index` is the value,
+/// `size` the extent of the indexed axis, `node` the address of the ONNX
+/// node's NUL-terminated name (an int64 like every pointer the generated
+/// code passes). The run that is going on (dist_rt_model_run,
+/// dist_rt_model_train_step), on any of its threads, then fails with a
+/// message naming the node and the first such index; the generated code
+/// goes on with a clamped index so that nothing outside the tensor is read
+/// or written. Called outside a run, it prints the message to stderr.
+DIST_RT_API void dist_rt_index_error(int64_t index, int64_t size, int64_t node);
+
 /// Body of a parallel loop: processes the indices [begin, end).
 typedef void (*dist_rt_parallel_fn_t)(void *ctx, int64_t begin, int64_t end);
 
