@@ -421,6 +421,12 @@ case("AveragePool_pad_exclude", lambda g: unary(
 case("AveragePool_pad_include", lambda g: unary(
     "AveragePool", g.normal(1, 2, 5, 5), kernel_shape=[3, 3],
     strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1))
+case("AveragePool_ceil_include", lambda g: unary(
+    "AveragePool", g.normal(1, 2, 5, 5), kernel_shape=[2, 2],
+    strides=[2, 2], ceil_mode=1, count_include_pad=1))
+case("AveragePool_ceil_pad_exclude", lambda g: unary(
+    "AveragePool", g.normal(1, 2, 6, 7), kernel_shape=[3, 2],
+    strides=[2, 3], pads=[1, 0, 1, 1], ceil_mode=1, count_include_pad=0))
 case("GlobalAveragePool", lambda g: unary("GlobalAveragePool",
                                           g.normal(2, 3, 4, 4)))
 

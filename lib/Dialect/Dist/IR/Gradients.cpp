@@ -502,31 +502,47 @@ GradResult averagePoolGrad(GraphBuilder &g, AveragePoolOp op, Value dy) {
                            dilations, op.getPads());
   if (failed(pads))
     return failure();
-  // Per-window divisor: the kernel size, or the number of non-padding
-  // elements (an average pool of ones with padding counted, times the
-  // kernel size).
-  int64_t ksize = 1;
-  for (int64_t k : kernel)
-    ksize *= k;
-  Value scaled;
-  if (op.getCountIncludePad()) {
-    scaled = g.mulC(dy, 1.0 / ksize);
-  } else {
-    auto onesT = xt;
-    Value ones = ConstantOp::create(
-        g.b, g.loc, onesT,
-        cast<ElementsAttr>(DenseElementsAttr::get(
-            onesT, FloatAttr::get(onesT.getElementType(), 1.0))));
-    SmallVector<NamedAttribute> attrs;
-    for (NamedAttribute a : op->getAttrs())
-      if (a.getName() != "count_include_pad" && a.getName() != "auto_pad" &&
-          a.getName() != "pads")
-        attrs.push_back(a);
-    attrs.push_back(g.i64("count_include_pad", 1));
-    attrs.push_back(g.i64s("pads", *pads));
-    Value frac = g.one<AveragePoolOp>({ones}, attrs);
-    scaled = g.div(dy, g.mulC(frac, static_cast<double>(ksize)));
+  // dy over each window's divisor, as the forward pass divides (see
+  // AveragePoolLowering): a product of per-dimension counts of the window's
+  // taps inside the input (inside input and explicit pads with
+  // count_include_pad); taps that only ceil_mode adds past the end never
+  // count. Constant: [1, 1, out...], broadcast over batch and channels.
+  SmallVector<int64_t> outDims(yt.getShape().drop_front(2));
+  SmallVector<SmallVector<int64_t>> counts(n);
+  bool includePad = op.getCountIncludePad() != 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t in = xt.getDimSize(2 + i), pb = (*pads)[i], pe = (*pads)[i + n];
+    int64_t lo = includePad ? -pb : 0, hi = includePad ? in + pe : in;
+    for (int64_t o = 0; o < outDims[i]; ++o) {
+      int64_t c = 0;
+      for (int64_t k = 0; k < kernel[i]; ++k) {
+        int64_t p = o * strides[i] + k * dilations[i] - pb;
+        if (p >= lo && p < hi)
+          ++c;
+      }
+      counts[i].push_back(std::max<int64_t>(c, 1));
+    }
   }
+  SmallVector<int64_t> divShape{1, 1};
+  divShape.append(outDims);
+  auto divType = RankedTensorType::get(divShape, xt.getElementType());
+  SmallVector<Attribute> divisors;
+  SmallVector<int64_t> pos(n, 0);
+  for (int64_t e = 0, total = divType.getNumElements(); e < total; ++e) {
+    int64_t rest = e;
+    for (int64_t i = n - 1; i >= 0; --i) {
+      pos[i] = rest % outDims[i];
+      rest /= outDims[i];
+    }
+    double d = 1;
+    for (int64_t i = 0; i < n; ++i)
+      d *= static_cast<double>(counts[i][pos[i]]);
+    divisors.push_back(FloatAttr::get(xt.getElementType(), d));
+  }
+  Value div = ConstantOp::create(
+      g.b, g.loc, divType,
+      cast<ElementsAttr>(DenseElementsAttr::get(divType, divisors)));
+  Value scaled = g.div(dy, div);
   // Spread every window's share back with a depthwise transposed
   // convolution by a kernel of ones.
   SmallVector<int64_t> wShape{ch, 1};
@@ -543,22 +559,18 @@ GradResult averagePoolGrad(GraphBuilder &g, AveragePoolOp op, Value dy) {
                       (*pads)[i + n];
     outPad[i] = xt.getDimSize(2 + i) - natural;
   }
+  // ceil_mode windows that run past the input's end: the transposed
+  // convolution spreads them over positions beyond it, which are cut.
   bool crop = llvm::any_of(outPad, [](int64_t p) { return p < 0; });
-  SmallVector<int64_t> tpads(*pads);
-  if (crop) {
-    // ceil_mode windows run past the input: emit the full result and cut.
-    for (int64_t i = 0; i < n; ++i)
-      if (outPad[i] < 0) {
-        tpads[n + i] += outPad[i];
-        outPad[i] = 0;
-      }
-    if (llvm::any_of(tpads, [](int64_t p) { return p < 0; }))
-      return unsupported(op, "this ceil_mode padding"), failure();
-  }
+  for (int64_t &p : outPad)
+    p = std::max<int64_t>(p, 0);
   Value dx = g.one<ConvTransposeOp>(
       {scaled, w}, {g.i64s("strides", strides), g.i64s("dilations", dilations),
-                    g.i64s("pads", tpads), g.i64("group", ch),
+                    g.i64s("pads", *pads), g.i64("group", ch),
                     g.i64s("output_padding", outPad)});
+  if (crop)
+    dx = g.slice(dx, SmallVector<int64_t>(n, 0), xt.getShape().drop_front(2),
+                 llvm::to_vector(llvm::seq<int64_t>(2, 2 + n)));
   return Grads{dx};
 }
 
