@@ -309,6 +309,10 @@ case("Slice", lambda g: op(
 case("Slice_negative_step", lambda g: op(
     "Slice", ["X", "ST", "EN", "AX", "SP"], {"X": g.normal(6, 8)},
     {"ST": i64(-1), "EN": i64(-100), "AX": i64(1), "SP": i64(-2)}))
+case("Slice_negative_two_axes", lambda g: op(
+    "Slice", ["X", "ST", "EN", "AX", "SP"], {"X": g.normal(7, 6)},
+    {"ST": i64(5, -2), "EN": i64(0, -9223372036854775807), "AX": i64(0, 1),
+     "SP": i64(-3, -1)}))
 case("Slice_no_axes", lambda g: op(
     "Slice", ["X", "ST", "EN"], {"X": g.normal(4, 5)},
     {"ST": i64(1, 1), "EN": i64(3, 4)}))

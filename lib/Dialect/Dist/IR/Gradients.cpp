@@ -25,6 +25,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -751,13 +752,31 @@ GradResult sliceGrad(GraphBuilder &g, SliceOp op, Value dy) {
     if (ShapedType::isDynamic(dim))
       return unsupported(op, "a dynamic sliced dimension"), failure();
     int64_t s = steps[i];
-    if (s <= 0)
-      return unsupported(op, "non-positive steps"), failure();
+    if (s == 0)
+      return unsupported(op, "a zero step"), failure();
     int64_t st = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
-    st = std::clamp<int64_t>(st, 0, dim);
+    // ONNX clamps a start to [0, dim] for positive steps, [0, dim - 1] for
+    // negative ones.
+    st = std::clamp<int64_t>(st, 0, s > 0 ? dim : dim - 1);
     int64_t cnt = g.typeOf(op.getOutput()).getDimSize(a);
     if (ShapedType::isDynamic(cnt))
       return unsupported(op, "a dynamic result dimension"), failure();
+    if (s < 0) {
+      // y[j] = x[st + j * s]: dy reversed along the axis is the gradient of
+      // the slice from the lowest element read, st + (cnt - 1) * s, with
+      // step -s.
+      if (cnt > 0) {
+        st += (cnt - 1) * s;
+        Operation *rev = g.make<SliceOp>(
+            {cur, g.vec({-1}), g.vec({std::numeric_limits<int64_t>::min()}),
+             g.vec({a}), g.vec({-1})},
+            {}, 1, {1, 1, 1, 1, 1});
+        if (!rev)
+          return failure();
+        cur = rev->getResult(0);
+      }
+      s = -s;
+    }
     int64_t span = cnt == 0 ? 0 : (cnt - 1) * s + 1;
     if (s > 1 && cnt > 0) {
       // [.., cnt, ..] -> [.., cnt, 1, ..] -> pad to s -> [.., cnt*s, ..]
