@@ -325,8 +325,10 @@ struct SliceLowering : OpConversionPattern<dist::SliceOp> {
     int64_t rank = inType.getRank();
     auto starts = constInts(op.getStarts());
     auto ends = constInts(op.getEnds());
-    if (!starts || !ends)
-      return notSupported(op, "a slice with run-time starts or ends");
+    int64_t count =
+        cast<RankedTensorType>(adaptor.getStarts().getType()).getDimSize(0);
+    if (ShapedType::isDynamic(count))
+      return notSupported(op, "a slice with a run-time number of starts");
     SmallVector<int64_t> axes, steps;
     if (op.getAxes()) {
       auto a = constInts(op.getAxes());
@@ -334,7 +336,7 @@ struct SliceLowering : OpConversionPattern<dist::SliceOp> {
         return notSupported(op, "a slice with run-time axes");
       axes = *a;
     } else {
-      for (size_t i = 0; i < starts->size(); ++i)
+      for (int64_t i = 0; i < count; ++i)
         axes.push_back(i);
     }
     if (op.getSteps()) {
@@ -343,23 +345,35 @@ struct SliceLowering : OpConversionPattern<dist::SliceOp> {
         return notSupported(op, "a slice with run-time steps");
       steps = *s;
     } else {
-      steps.assign(starts->size(), 1);
+      steps.assign(count, 1);
     }
+    if (static_cast<int64_t>(axes.size()) != count ||
+        static_cast<int64_t>(steps.size()) != count)
+      return notSupported(op, "a slice with mismatched starts, axes and steps");
+    for (int64_t &a : axes)
+      if (a < 0)
+        a += rank;
+    // Run-time starts or ends, or a sliced dimension of unknown size: the
+    // bounds are computed as the program runs.
+    bool runtime = !starts || !ends;
+    for (size_t i = 0; i < axes.size() && !runtime; ++i)
+      if (inType.isDynamicDim(axes[i]) &&
+          !((*starts)[i] == 0 && steps[i] == 1 &&
+            (*ends)[i] >= std::numeric_limits<int32_t>::max()))
+        runtime = true;
+    if (runtime)
+      return lowerAtRunTime(op, adaptor, axes, steps, resultType, rewriter);
     SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
     SmallVector<int64_t> stepOf(rank, 1), startOf(rank, 0);
     bool negative = false;
     for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+      int64_t axis = axes[i];
       int64_t step = steps[i];
       int64_t dim = inType.getDimSize(axis);
-      if (ShapedType::isDynamic(dim)) {
-        // Only the whole dimension is supported when its size is unknown.
-        if ((*starts)[i] == 0 && step == 1 &&
-            (*ends)[i] >= std::numeric_limits<int32_t>::max())
-          continue;
-        return notSupported(op, "a slice of a dynamic dimension");
-      }
+      // The whole of a dimension of unknown size (else lowerAtRunTime).
+      if (ShapedType::isDynamic(dim))
+        continue;
       int64_t start = (*starts)[i], end = (*ends)[i];
       if (start < 0)
         start += dim;
@@ -396,7 +410,7 @@ struct SliceLowering : OpConversionPattern<dist::SliceOp> {
     }
     // Negative steps: a generic reading input[start + i * step].
     if (resultType.getNumElements() == 0 || !inType.hasStaticShape())
-      return notSupported(op, "a negative-step slice of this shape");
+      return lowerAtRunTime(op, adaptor, axes, steps, resultType, rewriter);
     MLIRContext *ctx = rewriter.getContext();
     SmallVector<AffineExpr> exprs;
     for (int64_t i = 0; i < rank; ++i)
@@ -412,6 +426,128 @@ struct SliceLowering : OpConversionPattern<dist::SliceOp> {
           linalg::YieldOp::create(b, l, args[0]);
         });
     rewriter.replaceOp(op, g.getResult(0));
+    return success();
+  }
+
+private:
+  /// A slice whose bounds are only known as the program runs (run-time
+  /// starts or ends, a sliced dimension of unknown size), following ONNX:
+  /// negative starts and ends count from the end, then they are clamped to
+  /// [0, dim] (positive steps) or [0, dim - 1] and [-1, dim - 1] (negative
+  /// steps). The elements are taken with a strided extract_slice from the
+  /// lowest one read; axes with negative steps are then reversed by a
+  /// generic that reads element size - 1 - i.
+  LogicalResult lowerAtRunTime(dist::SliceOp op, OpAdaptor adaptor,
+                               ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
+                               RankedTensorType resultType,
+                               ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    int64_t rank = inType.getRank();
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(rewriter, loc, v);
+    };
+    // Element i of a 1-D integer tensor of bounds, as an index.
+    auto bound = [&](Value t, int64_t i) -> Value {
+      Value e = tensor::ExtractOp::create(rewriter, loc, t, ValueRange{idx(i)});
+      return arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                        e);
+    };
+    auto select = [&](Value c, Value a, Value b) -> Value {
+      return arith::SelectOp::create(rewriter, loc, c, a, b);
+    };
+    auto lt = [&](Value a, Value b) -> Value {
+      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, a,
+                                   b);
+    };
+    auto clamp = [&](Value v, Value lo, Value hi) -> Value {
+      Value r = arith::MaxSIOp::create(rewriter, loc, v, lo);
+      return arith::MinSIOp::create(rewriter, loc, r, hi);
+    };
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+    SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+    SmallVector<int64_t> reversed;
+    for (auto [i, axis] : llvm::enumerate(axes)) {
+      int64_t step = steps[i];
+      if (step == 0)
+        return notSupported(op, "a slice with a zero step");
+      Value dim = dimValue(rewriter, loc, input, axis);
+      Value zero = idx(0);
+      Value start = bound(adaptor.getStarts(), i);
+      Value end = bound(adaptor.getEnds(), i);
+      start = select(lt(start, zero),
+                     arith::AddIOp::create(rewriter, loc, start, dim), start);
+      end = select(lt(end, zero),
+                   arith::AddIOp::create(rewriter, loc, end, dim), end);
+      Value size, lowest;
+      Value absStep = idx(step > 0 ? step : -step);
+      if (step > 0) {
+        start = clamp(start, zero, dim);
+        end = clamp(end, zero, dim);
+        Value span = arith::SubIOp::create(rewriter, loc, end, start);
+        size = arith::CeilDivSIOp::create(
+            rewriter, loc, arith::MaxSIOp::create(rewriter, loc, span, zero),
+            absStep);
+        lowest = start;
+      } else {
+        Value last = arith::SubIOp::create(rewriter, loc, dim, idx(1));
+        start = clamp(start, zero, last);
+        end = clamp(end, idx(-1), last);
+        Value span = arith::SubIOp::create(rewriter, loc, start, end);
+        size = arith::CeilDivSIOp::create(
+            rewriter, loc, arith::MaxSIOp::create(rewriter, loc, span, zero),
+            absStep);
+        // start - (size - 1) * |step|, the lowest element read.
+        Value back = arith::MulIOp::create(
+            rewriter, loc,
+            arith::MaxSIOp::create(
+                rewriter, loc,
+                arith::SubIOp::create(rewriter, loc, size, idx(1)), zero),
+            absStep);
+        lowest = arith::SubIOp::create(rewriter, loc, start, back);
+        reversed.push_back(axis);
+      }
+      // An empty slice may start anywhere; 0 keeps extract_slice in bounds.
+      Value empty = arith::CmpIOp::create(rewriter, loc,
+                                          arith::CmpIPredicate::eq, size, zero);
+      offsets[axis] = select(empty, zero, lowest);
+      sizes[axis] = size;
+      strides[axis] = rewriter.getIndexAttr(step > 0 ? step : -step);
+    }
+    SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+    for (int64_t d = 0; d < rank; ++d)
+      if (!llvm::is_contained(axes, d))
+        shape[d] = inType.getDimSize(d);
+    auto sliceType = RankedTensorType::get(shape, inType.getElementType());
+    Value v = tensor::ExtractSliceOp::create(rewriter, loc, sliceType, input,
+                                             offsets, sizes, strides);
+    if (!reversed.empty()) {
+      SmallVector<OpFoldResult> outSizes = sizesOf(rewriter, loc, v);
+      Value init = emptyTensor(rewriter, loc, sliceType, outSizes);
+      auto g = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{sliceType}, ValueRange{}, ValueRange{init},
+          SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [&](OpBuilder &b, Location l, ValueRange) {
+            SmallVector<Value> at;
+            for (int64_t d = 0; d < rank; ++d) {
+              Value i = linalg::IndexOp::create(b, l, (uint64_t)d);
+              if (llvm::is_contained(reversed, d)) {
+                Value n = tensor::DimOp::create(b, l, v, d);
+                Value last = arith::SubIOp::create(
+                    b, l, n, arith::ConstantIndexOp::create(b, l, 1));
+                i = arith::SubIOp::create(b, l, last, i);
+              }
+              at.push_back(i);
+            }
+            Value e = tensor::ExtractOp::create(b, l, v, at);
+            linalg::YieldOp::create(b, l, e);
+          });
+      v = g.getResult(0);
+    }
+    rewriter.replaceOp(op, castTensor(rewriter, loc, v, resultType));
     return success();
   }
 };
