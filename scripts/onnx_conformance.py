@@ -168,7 +168,8 @@ def unsupported_reason(model):
             return "opset domain '%s'" % o.domain
     bad_ops = sorted({n.op_type for n in model.graph.node
                       if n.domain not in node_tests.DEFAULT_DOMAINS or
-                      n.op_type not in node_tests.SUPPORTED_OPS})
+                      n.op_type not in (node_tests.SUPPORTED_OPS |
+                                        node_tests.EXTRA_OPS)})
     if bad_ops:
         return "op%s %s not in the importer's op list" % (
             "s" if len(bad_ops) > 1 else "", ",".join(bad_ops))

@@ -365,8 +365,9 @@ std::string BatchAnalysis::visit(Operation *op) {
 
   return llvm::TypeSwitch<Operation *, std::string>(op)
       .Case<AbsOp, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
-            RoundOp, SignOp, SinOp, CosOp, TanhOp, SigmoidOp, ReluOp,
-            LeakyReluOp, EluOp, SeluOp, CeluOp, SoftplusOp, SoftsignOp,
+            RoundOp, SignOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp,
+            SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, TanhOp, SigmoidOp,
+            ReluOp, LeakyReluOp, EluOp, SeluOp, CeluOp, SoftplusOp, SoftsignOp,
             HardSigmoidOp, HardSwishOp, ErfOp, GeluOp, NotOp, IdentityOp,
             MeshCopyOp, CastOp>(
           [&](Operation *) { return unary(op->getOperand(0)); })

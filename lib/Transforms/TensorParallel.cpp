@@ -113,8 +113,9 @@ std::optional<SmallVector<int64_t>> constInts(Value v) {
 
 bool isElementwiseUnary(Operation *op) {
   return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, FloorOp, CeilOp,
-             RoundOp, SignOp, SinOp, CosOp, TanhOp, SigmoidOp, ReluOp,
-             LeakyReluOp, EluOp, SeluOp, CeluOp, SoftplusOp, SoftsignOp,
+             RoundOp, SignOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp,
+             SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, TanhOp, SigmoidOp,
+             ReluOp, LeakyReluOp, EluOp, SeluOp, CeluOp, SoftplusOp, SoftsignOp,
              HardSigmoidOp, HardSwishOp, ErfOp, GeluOp, NotOp, IdentityOp,
              CastOp>(op);
 }

@@ -143,6 +143,15 @@ UNARY_F(CeilOp, math::CeilOp::create(b, loc, x))
 UNARY_F(RoundOp, math::RoundEvenOp::create(b, loc, x))
 UNARY_F(SinOp, mathUnary<math::SinOp>(b, loc, x))
 UNARY_F(CosOp, mathUnary<math::CosOp>(b, loc, x))
+UNARY_F(TanOp, mathUnary<math::TanOp>(b, loc, x))
+UNARY_F(AsinOp, mathUnary<math::AsinOp>(b, loc, x))
+UNARY_F(AcosOp, mathUnary<math::AcosOp>(b, loc, x))
+UNARY_F(AtanOp, mathUnary<math::AtanOp>(b, loc, x))
+UNARY_F(SinhOp, mathUnary<math::SinhOp>(b, loc, x))
+UNARY_F(CoshOp, mathUnary<math::CoshOp>(b, loc, x))
+UNARY_F(AsinhOp, mathUnary<math::AsinhOp>(b, loc, x))
+UNARY_F(AcoshOp, mathUnary<math::AcoshOp>(b, loc, x))
+UNARY_F(AtanhOp, mathUnary<math::AtanhOp>(b, loc, x))
 UNARY_F(TanhOp, mathUnary<math::TanhOp>(b, loc, x))
 UNARY_F(SigmoidOp, sigmoid(b, loc, x))
 UNARY_F(ReciprocalOp, arith::DivFOp::create(b, loc, cst(b, loc, x, 1.0), x))
@@ -582,9 +591,12 @@ void codegen::populateElementwiseLowering(TypeConverter &tc,
         ElementwiseLowering<dist::FloorOp>, ElementwiseLowering<dist::CeilOp>,
         ElementwiseLowering<dist::RoundOp>, ElementwiseLowering<dist::SignOp>,
         ElementwiseLowering<dist::SinOp>, ElementwiseLowering<dist::CosOp>,
-        ElementwiseLowering<dist::TanhOp>,
-        ElementwiseLowering<dist::SigmoidOp>,
-        ElementwiseLowering<dist::ReluOp>,
+        ElementwiseLowering<dist::TanOp>, ElementwiseLowering<dist::AsinOp>,
+        ElementwiseLowering<dist::AcosOp>, ElementwiseLowering<dist::AtanOp>,
+        ElementwiseLowering<dist::SinhOp>, ElementwiseLowering<dist::CoshOp>,
+        ElementwiseLowering<dist::AsinhOp>, ElementwiseLowering<dist::AcoshOp>,
+        ElementwiseLowering<dist::AtanhOp>, ElementwiseLowering<dist::TanhOp>,
+        ElementwiseLowering<dist::SigmoidOp>, ElementwiseLowering<dist::ReluOp>,
         ElementwiseLowering<dist::LeakyReluOp>,
         ElementwiseLowering<dist::EluOp>, ElementwiseLowering<dist::SeluOp>,
         ElementwiseLowering<dist::CeluOp>,
@@ -594,20 +606,19 @@ void codegen::populateElementwiseLowering(TypeConverter &tc,
         ElementwiseLowering<dist::HardSwishOp>,
         ElementwiseLowering<dist::ErfOp>, ElementwiseLowering<dist::GeluOp>,
         ElementwiseLowering<dist::NotOp>, ElementwiseLowering<dist::CastOp>,
-        ElementwiseLowering<dist::CastLikeOp>,
-        ElementwiseLowering<dist::AddOp>, ElementwiseLowering<dist::SubOp>,
-        ElementwiseLowering<dist::MulOp>, ElementwiseLowering<dist::DivOp>,
-        ElementwiseLowering<dist::PowOp>, ElementwiseLowering<dist::ModOp>,
-        ElementwiseLowering<dist::EqualOp>, ElementwiseLowering<dist::LessOp>,
-        ElementwiseLowering<dist::GreaterOp>,
+        ElementwiseLowering<dist::CastLikeOp>, ElementwiseLowering<dist::AddOp>,
+        ElementwiseLowering<dist::SubOp>, ElementwiseLowering<dist::MulOp>,
+        ElementwiseLowering<dist::DivOp>, ElementwiseLowering<dist::PowOp>,
+        ElementwiseLowering<dist::ModOp>, ElementwiseLowering<dist::EqualOp>,
+        ElementwiseLowering<dist::LessOp>, ElementwiseLowering<dist::GreaterOp>,
         ElementwiseLowering<dist::LessOrEqualOp>,
         ElementwiseLowering<dist::GreaterOrEqualOp>,
         ElementwiseLowering<dist::AndOp>, ElementwiseLowering<dist::OrOp>,
         ElementwiseLowering<dist::XorOp>, ElementwiseLowering<dist::MaxOp>,
         ElementwiseLowering<dist::MinOp>, ElementwiseLowering<dist::SumOp>,
         ElementwiseLowering<dist::MeanOp>, ElementwiseLowering<dist::WhereOp>,
-        ElementwiseLowering<dist::PReluOp>, ForwardInputLowering<dist::IdentityOp>,
-        ForwardInputLowering<dist::MeshCopyOp>,
-        MeshCoordLowering, ClipLowering,
+        ElementwiseLowering<dist::PReluOp>,
+        ForwardInputLowering<dist::IdentityOp>,
+        ForwardInputLowering<dist::MeshCopyOp>, MeshCoordLowering, ClipLowering,
         DropoutLowering>(tc, ctx);
 }

@@ -82,7 +82,8 @@ FailureOr<int64_t> convMacsPerOutput(Operation *op, Value weight,
 int64_t elementCost(Operation *op) {
   return TypeSwitch<Operation *, int64_t>(op)
       .Case<ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, GeluOp, SoftplusOp, EluOp,
-            SeluOp, CeluOp, SinOp, CosOp, PowOp>([](auto) { return 12; })
+            SeluOp, CeluOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp,
+            CoshOp, AsinhOp, AcoshOp, AtanhOp, PowOp>([](auto) { return 12; })
       .Case<DivOp, SqrtOp, ReciprocalOp, SoftsignOp>([](auto) { return 4; })
       .Case<HardSigmoidOp, HardSwishOp, LeakyReluOp, ClipOp, PReluOp>(
           [](auto) { return 2; })

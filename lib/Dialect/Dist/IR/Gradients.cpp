@@ -67,6 +67,23 @@ FailureOr<Value> unaryGrad(GraphBuilder &g, Operation *op, Value x, Value y,
       .Case([&](ReciprocalOp) { return g.neg(g.mul(dy, g.mul(y, y))); })
       .Case([&](SinOp) { return g.mul(dy, g.one<CosOp>({x})); })
       .Case([&](CosOp) { return g.neg(g.mul(dy, g.one<SinOp>({x}))); })
+      .Case([&](TanOp) { return g.mul(dy, g.add(c(1), g.mul(y, y))); })
+      .Case([&](AsinOp) {
+        return g.div(dy, g.one<SqrtOp>({g.sub(c(1), g.mul(x, x))}));
+      })
+      .Case([&](AcosOp) {
+        return g.neg(g.div(dy, g.one<SqrtOp>({g.sub(c(1), g.mul(x, x))})));
+      })
+      .Case([&](AtanOp) { return g.div(dy, g.add(c(1), g.mul(x, x))); })
+      .Case([&](SinhOp) { return g.mul(dy, g.one<CoshOp>({x})); })
+      .Case([&](CoshOp) { return g.mul(dy, g.one<SinhOp>({x})); })
+      .Case([&](AsinhOp) {
+        return g.div(dy, g.one<SqrtOp>({g.add(g.mul(x, x), c(1))}));
+      })
+      .Case([&](AcoshOp) {
+        return g.div(dy, g.one<SqrtOp>({g.sub(g.mul(x, x), c(1))}));
+      })
+      .Case([&](AtanhOp) { return g.div(dy, g.sub(c(1), g.mul(x, x))); })
       .Case([&](TanhOp) { return g.mul(dy, g.sub(c(1), g.mul(y, y))); })
       .Case([&](SigmoidOp) { return g.mul(dy, g.mul(y, g.sub(c(1), y))); })
       .Case([&](ReluOp) { return g.maskIn(g.greaterZero(x), dy); })

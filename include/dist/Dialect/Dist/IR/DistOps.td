@@ -191,6 +191,15 @@ def Dist_RoundOp : Dist_UnaryOp<"round", Dist_FloatTensor, "Round (half to even)
 def Dist_SignOp : Dist_UnaryOp<"sign", Dist_NumericTensor, "Sign">;
 def Dist_SinOp : Dist_UnaryOp<"sin", Dist_FloatTensor, "Sin">;
 def Dist_CosOp : Dist_UnaryOp<"cos", Dist_FloatTensor, "Cos">;
+def Dist_TanOp : Dist_UnaryOp<"tan", Dist_FloatTensor, "Tan">;
+def Dist_AsinOp : Dist_UnaryOp<"asin", Dist_FloatTensor, "Asin">;
+def Dist_AcosOp : Dist_UnaryOp<"acos", Dist_FloatTensor, "Acos">;
+def Dist_AtanOp : Dist_UnaryOp<"atan", Dist_FloatTensor, "Atan">;
+def Dist_SinhOp : Dist_UnaryOp<"sinh", Dist_FloatTensor, "Sinh">;
+def Dist_CoshOp : Dist_UnaryOp<"cosh", Dist_FloatTensor, "Cosh">;
+def Dist_AsinhOp : Dist_UnaryOp<"asinh", Dist_FloatTensor, "Asinh">;
+def Dist_AcoshOp : Dist_UnaryOp<"acosh", Dist_FloatTensor, "Acosh">;
+def Dist_AtanhOp : Dist_UnaryOp<"atanh", Dist_FloatTensor, "Atanh">;
 def Dist_TanhOp : Dist_UnaryOp<"tanh", Dist_FloatTensor, "Tanh">;
 def Dist_SigmoidOp : Dist_UnaryOp<"sigmoid", Dist_FloatTensor, "Sigmoid">;
 def Dist_ReluOp : Dist_UnaryOp<"relu", Dist_SignedNumericTensor, "Relu">;
