@@ -62,7 +62,8 @@ SUPPORTED_OPS = frozenset("""
 # run in the conformance runner (scripts/onnx_conformance.py) but are not
 # part of the required selection above.
 EXTRA_OPS = frozenset("""
-    Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh
+    Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh IsNaN IsInf DepthToSpace
+    SpaceToDepth
 """.split())
 
 DEFAULT_DOMAINS = frozenset(["", "ai.onnx"])

@@ -231,6 +231,10 @@ case("Cosh", lambda g: unary("Cosh", g.normal(3, 4)))
 case("Asinh", lambda g: unary("Asinh", g.normal(3, 4)))
 case("Acosh", lambda g: unary("Acosh", g.uniform(1.2, 3, 3, 4)))
 case("Atanh", lambda g: unary("Atanh", g.uniform(-0.8, 0.8, 3, 4)))
+case("DepthToSpace_crd", lambda g: unary(
+    "DepthToSpace", g.normal(2, 8, 2, 3), blocksize=2, mode="CRD"))
+case("SpaceToDepth", lambda g: unary(
+    "SpaceToDepth", g.normal(1, 2, 4, 6), blocksize=2))
 case("Softplus", lambda g: unary("Softplus", g.normal(3, 4)))
 case("Identity", lambda g: unary("Identity", g.normal(3, 4)))
 # Without training_mode, Dropout is the identity (output 0 only).

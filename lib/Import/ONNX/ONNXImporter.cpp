@@ -879,6 +879,10 @@ const llvm::StringMap<int64_t> &opSinceVersions() {
       {"Sign", 9},
       {"Sin", 7},
       {"Cos", 7},
+      {"IsNaN", 9},
+      {"IsInf", 10},
+      {"DepthToSpace", 1},
+      {"SpaceToDepth", 1},
       {"Tan", 7},
       {"Asin", 7},
       {"Acos", 7},
@@ -1731,6 +1735,104 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
       if (auto v = intAttr(a))
         addI(a, *v);
     results = create("dist.top_k", loc, {input(0), k}, attrs, 2);
+  } else if (type == "IsNaN") {
+    // x != x, the one value unequal to itself (the emitted code keeps NaN
+    // semantics: no nnan flag).
+    if (failed(need(1)))
+      return failure();
+    auto same = create("dist.equal", loc, {input(0), input(0)}, {}, 1);
+    if (failed(same))
+      return failure();
+    results = create("dist.not", loc, {(*same)[0]}, {}, 1);
+  } else if (type == "IsInf") {
+    // x == +inf (detect_positive, default 1) or x == -inf (detect_negative,
+    // default 1).
+    if (failed(need(1)))
+      return failure();
+    bool pos = intAttr("detect_positive").value_or(1) != 0;
+    bool neg = intAttr("detect_negative").value_or(1) != 0;
+    if (attrError)
+      return failure();
+    SmallVector<Value> hits;
+    for (auto [want, sign] : {std::pair(pos, 1.0), std::pair(neg, -1.0)}) {
+      if (!want)
+        continue;
+      Value inf = constScalar(
+          elt0, sign * std::numeric_limits<double>::infinity(), loc);
+      auto eq = create("dist.equal", loc, {input(0), inf}, {}, 1);
+      if (failed(eq))
+        return failure();
+      hits.push_back((*eq)[0]);
+    }
+    if (hits.empty()) {
+      // Neither: all false, shaped like x.
+      auto eq = create("dist.equal", loc, {input(0), input(0)}, {}, 1);
+      if (failed(eq))
+        return failure();
+      auto t = create("dist.not", loc, {(*eq)[0]}, {}, 1);
+      if (failed(t))
+        return failure();
+      results = create("dist.and", loc, {(*eq)[0], (*t)[0]}, {}, 1);
+    } else if (hits.size() == 1) {
+      results = SmallVector<Value>{hits[0]};
+    } else {
+      results = create("dist.or", loc, hits, {}, 1);
+    }
+  } else if (type == "DepthToSpace" || type == "SpaceToDepth") {
+    // Reshape, transpose, reshape (ONNX's definitions); the batch may be
+    // dynamic (a 0 in a shape copies it), the other dims must be known.
+    if (failed(need(1)))
+      return failure();
+    auto t = dyn_cast<RankedTensorType>(input(0).getType());
+    std::optional<int64_t> bs = intAttr("blocksize");
+    std::string mode = stringAttr("mode").value_or("DCR");
+    if (attrError)
+      return failure();
+    if (!bs || *bs < 1)
+      return error(loc) << type << " needs a positive 'blocksize'";
+    if (!t || t.getRank() != 4 ||
+        llvm::any_of(t.getShape().drop_front(), ShapedType::isDynamic))
+      return error(loc) << type
+                        << " needs a 4-D input whose channels, height and "
+                           "width are known";
+    if (mode != "DCR" && mode != "CRD")
+      return error(loc) << "DepthToSpace mode '" << mode
+                        << "' is not DCR or CRD";
+    int64_t b = *bs, c = t.getDimSize(1), h = t.getDimSize(2),
+            w = t.getDimSize(3);
+    SmallVector<int64_t> split, perm, merged;
+    if (type == "DepthToSpace") {
+      if (c % (b * b) != 0)
+        return error(loc) << "DepthToSpace: " << c
+                          << " channels are not a multiple of blocksize^2 = "
+                          << b * b;
+      if (mode == "DCR") {
+        split = {0, b, b, c / (b * b), h, w};
+        perm = {0, 3, 4, 1, 5, 2};
+      } else {
+        split = {0, c / (b * b), b, b, h, w};
+        perm = {0, 1, 4, 2, 5, 3};
+      }
+      merged = {0, c / (b * b), h * b, w * b};
+    } else {
+      if (h % b != 0 || w % b != 0)
+        return error(loc) << "SpaceToDepth: height " << h << " and width " << w
+                          << " are not multiples of blocksize " << b;
+      split = {0, c, h / b, b, w / b, b};
+      perm = {0, 3, 5, 1, 2, 4};
+      merged = {0, c * b * b, h / b, w / b};
+    }
+    auto r1 =
+        create("dist.reshape", loc, {input(0), constI64(split, loc)}, {}, 1);
+    if (failed(r1))
+      return failure();
+    auto tr = create(
+        "dist.transpose", loc, {(*r1)[0]},
+        {builder.getNamedAttr("perm", builder.getDenseI64ArrayAttr(perm))}, 1);
+    if (failed(tr))
+      return failure();
+    results =
+        create("dist.reshape", loc, {(*tr)[0], constI64(merged, loc)}, {}, 1);
   } else if (auto it = directOps().find(type); it != directOps().end()) {
     if (present.empty())
       return error(loc) << type << " needs at least one input";
