@@ -14,6 +14,7 @@
 #include "Lowering.h"
 
 #include "dist/Codegen/RuntimeABI.h"
+#include "dist/Dialect/Dist/IR/Einsum.h"
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -162,6 +163,113 @@ struct MatMulLowering : OpConversionPattern<dist::MatMulOp> {
     Value zero = scalarConst(b, loc, resultType.getElementType(), 0);
     Value init = filledTensor(b, loc, resultType, sizes, zero);
     return buildContraction(b, loc, lhs, rhs, init, maps, iters, origElem);
+  }
+};
+
+/// Einsum as one generic: a loop per distinct subscript (the output's
+/// first, parallel; the others reductions), each operand read through its
+/// subscripts (a repeated one reads the diagonal; a size-1 dimension under
+/// '...' that broadcasts reads index 0). Two operands go through
+/// buildContraction, so that dist-contractions-to-runtime hands matrix-like
+/// ones to BLAS.
+struct EinsumLowering : OpConversionPattern<dist::EinsumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::EinsumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto resultType =
+        cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    SmallVector<Value> inputs(adaptor.getInputs());
+    SmallVector<int64_t> ranks;
+    for (Value v : inputs)
+      ranks.push_back(cast<RankedTensorType>(v.getType()).getRank());
+    EinsumSubscripts subs;
+    std::string why;
+    if (!parseEinsum(op.getEquation(), ranks, subs, why))
+      return notSupported(op, "equation: " + why);
+    std::string loops = subs.output;
+    for (const std::string &in : subs.inputs)
+      for (char c : in)
+        if (loops.find(c) == std::string::npos)
+          loops.push_back(c);
+    auto d = [&](char c) {
+      return getAffineDimExpr(static_cast<unsigned>(loops.find(c)), ctx);
+    };
+    // A subscript's size: a dimension of it that is not a broadcast 1.
+    auto sizeOf = [&](char c) -> std::pair<Value, int64_t> {
+      std::pair<Value, int64_t> found{Value(), -1};
+      for (auto [v, in] : llvm::zip(inputs, subs.inputs)) {
+        auto t = cast<RankedTensorType>(v.getType());
+        for (auto [i, x] : llvm::enumerate(in)) {
+          if (x != c)
+            continue;
+          if (t.getDimSize(i) != 1)
+            return {v, static_cast<int64_t>(i)};
+          if (!found.first)
+            found = {v, static_cast<int64_t>(i)};
+        }
+      }
+      return found;
+    };
+    auto knownSize = [&](char c) {
+      auto [v, i] = sizeOf(c);
+      return cast<RankedTensorType>(v.getType()).getDimSize(i);
+    };
+    SmallVector<AffineMap> maps;
+    for (auto [v, in] : llvm::zip(inputs, subs.inputs)) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<AffineExpr> e;
+      for (auto [i, c] : llvm::enumerate(in)) {
+        bool bcast = t.getDimSize(i) == 1 && knownSize(c) != 1;
+        e.push_back(bcast ? getAffineConstantExpr(0, ctx) : d(c));
+      }
+      maps.push_back(AffineMap::get(loops.size(), 0, e, ctx));
+    }
+    SmallVector<AffineExpr> oe;
+    for (char c : subs.output)
+      oe.push_back(d(c));
+    maps.push_back(AffineMap::get(loops.size(), 0, oe, ctx));
+    SmallVector<IT> iters;
+    for (size_t i = 0; i < loops.size(); ++i)
+      iters.push_back(i < subs.output.size() ? IT::parallel : IT::reduction);
+    SmallVector<OpFoldResult> sizes;
+    for (auto [i, c] : llvm::enumerate(subs.output)) {
+      if (!resultType.isDynamicDim(i)) {
+        sizes.push_back(rewriter.getIndexAttr(resultType.getDimSize(i)));
+        continue;
+      }
+      auto [v, at] = sizeOf(c);
+      sizes.push_back(tensor::getMixedSize(rewriter, loc, v, at));
+    }
+    Type origElem = elemTypeOf(op.getInputs()[0]);
+    Value zero = scalarConst(rewriter, loc, resultType.getElementType(), 0);
+    Value init = filledTensor(rewriter, loc, resultType, sizes, zero);
+    if (inputs.size() == 2) {
+      rewriter.replaceOp(op,
+                         buildContraction(rewriter, loc, inputs[0], inputs[1],
+                                          init, maps, iters, origElem));
+      return success();
+    }
+    bool isFloat = isa<FloatType>(origElem);
+    bool isBool = resultType.getElementType().isInteger(1);
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps,
+        iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value p = a[0];
+          for (Value x : a.drop_front().drop_back())
+            p = isFloat  ? Value(arith::MulFOp::create(nb, l, p, x))
+                : isBool ? Value(arith::AndIOp::create(nb, l, p, x))
+                         : Value(arith::MulIOp::create(nb, l, p, x));
+          Value acc = a.back();
+          Value r = isFloat  ? Value(arith::AddFOp::create(nb, l, acc, p))
+                    : isBool ? Value(arith::OrIOp::create(nb, l, acc, p))
+                             : Value(arith::AddIOp::create(nb, l, acc, p));
+          linalg::YieldOp::create(nb, l, r);
+        });
+    rewriter.replaceOp(op, g.getResult(0));
+    return success();
   }
 };
 
@@ -759,7 +867,7 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
 void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
                                             RewritePatternSet &p,
                                             bool directConv) {
-  p.add<MatMulLowering, GemmLowering, ConvTransposeLowering>(tc,
-                                                             p.getContext());
+  p.add<MatMulLowering, EinsumLowering, GemmLowering, ConvTransposeLowering>(
+      tc, p.getContext());
   p.add<ConvLowering, ConvWeightGradLowering>(tc, p.getContext(), directConv);
 }

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/Einsum.h"
 #include "dist/Dialect/Dist/IR/GraphBuilder.h"
 #include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
@@ -26,6 +27,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -501,6 +503,67 @@ GradResult maxPoolGrad(GraphBuilder &g, MaxPoolOp op, Value dy) {
       {zeros, flatIdx, flatDy},
       {g.i64("axis", 0), g.attr("reduction", g.b.getStringAttr("add"))});
   return Grads{g.reshapeLike(s, x)};
+}
+
+/// The gradient of operand k of an einsum is an einsum of dy (with the
+/// output's subscripts) and the other operands back to operand k's
+/// subscripts; a subscript only operand k has (summed away in the forward
+/// pass) comes from a tensor of ones shaped like it. Not for operands with a
+/// repeated subscript (a diagonal) or a broadcast size-1 dimension.
+GradResult einsumGrad(GraphBuilder &g, EinsumOp op, Value dy) {
+  SmallVector<Value> inputs(op.getInputs());
+  SmallVector<int64_t> ranks;
+  for (Value v : inputs)
+    ranks.push_back(g.typeOf(v).getRank());
+  EinsumSubscripts subs;
+  std::string why;
+  if (!parseEinsum(op.getEquation(), ranks, subs, why))
+    return unsupported(op, "this equation"), failure();
+  auto yt = g.typeOf(op.getOutput());
+  std::map<char, int64_t> sizes;
+  for (auto [c, d] : llvm::zip(subs.output, yt.getShape()))
+    sizes[c] = d;
+  for (auto [v, in] : llvm::zip(inputs, subs.inputs))
+    for (auto [c, d] : llvm::zip(in, g.typeOf(v).getShape()))
+      if (d != 1)
+        sizes[c] = d;
+  Grads out;
+  for (auto [k, x] : llvm::enumerate(inputs)) {
+    const std::string &sk = subs.inputs[k];
+    if (!isa<FloatType>(g.elemOf(x))) {
+      out.push_back(Value());
+      continue;
+    }
+    for (auto [c, d] : llvm::zip(sk, g.typeOf(x).getShape())) {
+      if (llvm::count(sk, c) > 1)
+        return unsupported(op, "a repeated subscript (a diagonal)"), failure();
+      if (d == 1 && sizes[c] != 1)
+        return unsupported(op, "a broadcast dimension"), failure();
+    }
+    EinsumSubscripts gs;
+    SmallVector<Value> operands{dy};
+    gs.inputs.push_back(subs.output);
+    for (auto [j, other] : llvm::enumerate(inputs)) {
+      if (j == k)
+        continue;
+      gs.inputs.push_back(subs.inputs[j]);
+      operands.push_back(other);
+    }
+    bool missing = llvm::any_of(sk, [&](char c) {
+      return llvm::none_of(gs.inputs, [&](const std::string &in) {
+        return in.find(c) != std::string::npos;
+      });
+    });
+    if (missing) {
+      gs.inputs.push_back(sk);
+      operands.push_back(g.add(g.zerosLike(x), g.scalarLike(x, 1)));
+    }
+    gs.output = sk;
+    out.push_back(g.one<EinsumOp>(
+        operands, {g.attr("equation", StringAttr::get(g.b.getContext(),
+                                                      formatEinsum(gs)))}));
+  }
+  return out;
 }
 
 GradResult averagePoolGrad(GraphBuilder &g, AveragePoolOp op, Value dy) {
@@ -1133,6 +1196,7 @@ mlir::dist::detail::buildDefaultGradient(Operation *op, OpBuilder &builder,
             return out;
           })
           .Case([&](MatMulOp m) { return matmulGrad(g, m, dy); })
+          .Case([&](EinsumOp e) { return einsumGrad(g, e, dy); })
           .Case([&](GemmOp m) { return gemmGrad(g, m, dy); })
           .Case([&](ConvOp c) { return convGrad(g, c, dy); })
           .Case([&](ConvTransposeOp c) { return convTransposeGrad(g, c, dy); })

@@ -10,12 +10,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/Einsum.h"
 #include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -769,6 +772,60 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     out.push_back(ap[ap.size() - 2]);
   if (!bVec)
     out.push_back(bp.back());
+  types.push_back(RankedTensorType::get(out, elt));
+  return success();
+}
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return fail(loc, "needs at least one operand");
+  Type elt = eltOf(adaptor.getInputs()[0]);
+  SmallVector<Dims> shapes;
+  SmallVector<int64_t> ranks;
+  for (Value v : adaptor.getInputs()) {
+    if (eltOf(v) != elt)
+      return fail(loc, "operands must have the same element type");
+    Shape s = shapeOf(v);
+    if (!s) {
+      types.push_back(UnrankedTensorType::get(elt));
+      return success();
+    }
+    shapes.push_back(*s);
+    ranks.push_back(static_cast<int64_t>(s->size()));
+  }
+  EinsumSubscripts subs;
+  std::string why;
+  if (!parseEinsum(adaptor.getEquation(), ranks, subs, why))
+    return fail(loc, why);
+  // A subscript's size: the non-1 size its dimensions agree on (1 only
+  // broadcasts under '...'), dynamic when none is known.
+  std::map<char, int64_t> size;
+  for (auto [in, shape] : llvm::zip(subs.inputs, shapes))
+    for (auto [c, d] : llvm::zip(in, shape)) {
+      auto [it, fresh] = size.insert({c, d});
+      if (fresh || d == it->second || d == kDynamic)
+        continue;
+      bool broadcastable = llvm::isDigit(c);
+      if (broadcastable && d == 1)
+        continue;
+      if (broadcastable && it->second == 1) {
+        it->second = d;
+        continue;
+      }
+      if (it->second == kDynamic) {
+        it->second = d;
+        continue;
+      }
+      return fail(loc, std::string("subscript '") + c + "' has sizes " +
+                           std::to_string(it->second) + " and " +
+                           std::to_string(d));
+    }
+  Dims out;
+  for (char c : subs.output)
+    out.push_back(size[c]);
   types.push_back(RankedTensorType::get(out, elt));
   return success();
 }

@@ -451,6 +451,23 @@ def Dist_MatMulOp : Dist_GraphOp<"matmul", [Pure, SameOperandsAndResultElementTy
   let results = (outs Dist_NumericTensor:$output);
 }
 
+def Dist_EinsumOp : Dist_GraphOp<"einsum", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Einstein summation";
+  let description = [{
+    ONNX `Einsum`: the product of the operands over every combination of
+    subscripts, summed over those not in the output (numpy's subscripts,
+    with `...` and the implicit output; a subscript repeated in one operand
+    takes its diagonal). Size-1 dimensions under `...` broadcast.
+
+    ```mlir
+    %y = dist.einsum %a, %b {equation = "bij,bjk->bik"}
+        : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dist_NumericTensor>:$inputs, StrAttr:$equation);
+  let results = (outs Dist_NumericTensor:$output);
+}
+
 def Dist_GemmOp : Dist_GraphOp<"gemm", [Pure]> {
   let summary = "general matrix multiply";
   let description = [{
