@@ -741,6 +741,52 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
 }
 
 /// Checks the inputs of a call and writes their descriptors.
+/// Fails when two dimensions that the model names alike (ONNX dim_param,
+/// dist_rt_tensor_desc_t::dim_names) have different sizes in `inputs`
+/// (already checked against their descriptors): the generated code takes
+/// them to be equal, and would read past the smaller input.
+dist_rt_status_t checkNamedDims(const dist_rt_model &model,
+                                const EntryCall &call,
+                                const dist_rt_tensor_t *inputs) {
+  for (uint32_t i = 0; i < call.numInputs; ++i) {
+    const char *const *names = call.inputs[i].dim_names;
+    if (!names)
+      continue;
+    for (uint32_t d = 0; d < call.inputs[i].rank; ++d) {
+      if (!names[d])
+        continue;
+      // The first dimension with this name decides.
+      bool found = false;
+      for (uint32_t j = 0; j <= i && !found; ++j) {
+        const char *const *other = call.inputs[j].dim_names;
+        if (!other)
+          continue;
+        uint32_t end = j == i ? d : call.inputs[j].rank;
+        for (uint32_t e = 0; e < end && !found; ++e) {
+          if (!other[e] || std::strcmp(other[e], names[d]) != 0)
+            continue;
+          found = true;
+          if (inputs[j].dims[e] == inputs[i].dims[d])
+            continue;
+          char name[128];
+          dist_rt::escapeForMessage(names[d], std::strlen(names[d]), name,
+                                    sizeof(name));
+          return makeStatus(
+              DIST_RT_ERROR_INVALID_ARGUMENT,
+              "%s '%s': dimension %" PRIu32 " ('%s') is %" PRId64
+              ", but %s '%s' has '%s' = %" PRId64 " in dimension %" PRIu32
+              " (the model names both '%s')",
+              call.inputKind, call.inputs[i].name, d, name, inputs[i].dims[d],
+              call.inputKind, call.inputs[j].name, name, inputs[j].dims[e], e,
+              name);
+        }
+      }
+    }
+  }
+  (void)model;
+  return nullptr;
+}
+
 dist_rt_status_t bindInputs(const dist_rt_model &model, EntryCall &call,
                             const dist_rt_tensor_t *inputs, size_t numInputs) {
   const char *modelName = model.desc->name;
@@ -786,7 +832,7 @@ dist_rt_status_t bindInputs(const dist_rt_model &model, EntryCall &call,
     writeDescriptor(call.argWords.data() + call.argOffsets[i], given.data,
                     given.rank, given.dims);
   }
-  return nullptr;
+  return checkNamedDims(model, call, inputs);
 }
 
 ReturnedOutput readOutput(const EntryCall &call, uint32_t index,
@@ -946,10 +992,16 @@ uint64_t rowBytes(uint32_t dtype, uint32_t rank, const int64_t *dims) {
 }
 
 /// The status of a run whose generated code reported an error (an index
-/// out of range): the data given to the model is invalid.
+/// out of range): the data given to the model is invalid. A training step
+/// (`step` > 0) is named, its batch being the culprit.
 dist_rt_status_t generatedCodeError(const dist_rt_model_desc_t &desc,
-                                    dist_rt::RunErrors &errors) {
+                                    dist_rt::RunErrors &errors,
+                                    int64_t step = 0) {
   std::lock_guard<std::mutex> lock(errors.mutex);
+  if (step > 0)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': step %" PRId64 ": %s", desc.name, step,
+                      errors.message.c_str());
   return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "model '%s': %s", desc.name,
                     errors.message.c_str());
 }
@@ -1225,7 +1277,7 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
     return status;
   if (errors.failed) {
     freeBlocks(model.returnedBlocks, {});
-    return generatedCodeError(desc, errors);
+    return generatedCodeError(desc, errors, step);
   }
   const ReturnedOutput &loss = model.returned[0];
   float value;

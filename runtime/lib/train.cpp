@@ -1220,14 +1220,7 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
     }
     if (!ok) {
       progress.finish();
-      if (status) {
-        // Name the step: a bad index in one batch's data (an out-of-range
-        // token) is only found by running it.
-        error = "step " + std::to_string(step + 1) + ": " +
-                dist_rt_status_message(status) + "; stopping without saving";
-        dist_rt_status_free(status);
-      }
-      return fail(error);
+      return status ? fail(status) : fail(error);
     }
   }
   progress.finish();

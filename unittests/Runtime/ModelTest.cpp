@@ -575,6 +575,61 @@ TEST_F(ModelTest, WrongInputShapeDtypeRankAndCount) {
   EXPECT_EQ(values(kept[0]), before);
 }
 
+/// Inputs a [N] and b [N, M] (dim_names "N" and "N", "M"); output c = a.
+bool pairCalled = false;
+void pairEntry(void **args) {
+  pairCalled = true;
+  auto *a = static_cast<MemrefDesc<1> *>(args[0]);
+  int64_t n = a->sizes[0];
+  auto *c = static_cast<float *>(
+      _mlir_memref_to_llvm_alloc(static_cast<size_t>(n > 0 ? n : 1) * 4));
+  for (int64_t i = 0; i < n; ++i)
+    c[i] = static_cast<const float *>(a->aligned)[a->offset + i];
+  OutputWriter out{static_cast<int64_t *>(args[2])};
+  out.put(c, c, 0, {n}, {1});
+}
+
+TEST_F(ModelTest, DimensionsNamedAlikeMustAgree) {
+  const int64_t dynamic1[] = {-1};
+  const int64_t dynamic2[] = {-1, -1};
+  const char *const aNames[] = {"N"};
+  const char *const bNames[] = {"N", "M"};
+  const dist_rt_tensor_desc_t inputsDesc[] = {
+      {"a", DIST_RT_DTYPE_FLOAT, 1, dynamic1, aNames},
+      {"b", DIST_RT_DTYPE_FLOAT, 2, dynamic2, bNames}};
+  const dist_rt_tensor_desc_t outputsDesc[] = {
+      {"c", DIST_RT_DTYPE_FLOAT, 1, dynamic1, nullptr}};
+  dist_rt_model_desc_t desc = {DIST_RT_MODEL_ABI_VERSION,
+                               "pair",
+                               nullptr,
+                               0,
+                               nullptr,
+                               2,
+                               inputsDesc,
+                               1,
+                               outputsDesc,
+                               &pairEntry};
+  dist_rt_model_t raw = nullptr;
+  ASSERT_EQ(dist_rt_model_create(&desc, nullptr, &raw), nullptr);
+  ModelPtr model(raw);
+  std::vector<float> data(12, 1.f);
+  int64_t a3[] = {3}, b3x4[] = {3, 4}, b2x6[] = {2, 6};
+  dist_rt_tensor_t good[] = {{DIST_RT_DTYPE_FLOAT, 1, a3, data.data()},
+                             {DIST_RT_DTYPE_FLOAT, 2, b3x4, data.data()}};
+  const dist_rt_tensor_t *outputs = nullptr;
+  pairCalled = false;
+  ASSERT_EQ(dist_rt_model_run(model.get(), good, 2, &outputs), nullptr);
+  EXPECT_TRUE(pairCalled);
+  // "M" appears once: any size. "N" differs: refused before the code runs.
+  dist_rt_tensor_t bad[] = {{DIST_RT_DTYPE_FLOAT, 1, a3, data.data()},
+                            {DIST_RT_DTYPE_FLOAT, 2, b2x6, data.data()}};
+  pairCalled = false;
+  EXPECT_EQ(runError(model.get(), bad, 2),
+            "input 'b': dimension 0 ('N') is 2, but input 'a' has 'N' = 3 in "
+            "dimension 0 (the model names both 'N')");
+  EXPECT_FALSE(pairCalled);
+}
+
 TEST_F(ModelTest, OutputOfTheWrongShapeIsAnInternalError) {
   const int64_t four[] = {4};
   const dist_rt_tensor_desc_t outputsDesc[] = {
@@ -687,7 +742,7 @@ TEST_F(ModelTest, BadDescriptorsAndOptions) {
   desc.abi_version = 1;
   EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
             "model 'affine' was compiled for runtime ABI version 1, this "
-            "runtime supports version 6");
+            "runtime supports version 7");
 
   // A split parameter whose axis the mesh does not have, or whose local
   // extent the blocks do not divide.

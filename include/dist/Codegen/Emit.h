@@ -26,6 +26,9 @@ struct TensorSignature {
   unsigned dtype = 0;
   /// Dimensions; -1 for a dimension known only at run time.
   std::vector<int64_t> dims;
+  /// ONNX names of the dimensions (dist.dim_names; "" for none), empty when
+  /// no dimension has one.
+  std::vector<std::string> dimNames;
   /// Parameters split by tensor parallelism (kParamShardAttr): mesh axis
   /// (-1: replicated), dimension and blocks; `dims` are the local ones.
   int64_t shardAxis = -1, shardDim = 0, shardBlocks = 1;

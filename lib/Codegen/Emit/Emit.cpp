@@ -200,6 +200,12 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
                         type.getInput(i));
       if (failed(s))
         return failure();
+      if (auto names = f.getArgAttrOfType<ArrayAttr>(
+              i, DistDialect::getDimNamesAttrName());
+          names && names.size() == s->dims.size())
+        for (Attribute n : names)
+          s->dimNames.push_back(isa<StringAttr>(n) ? cast<StringAttr>(n).str()
+                                                   : "");
       ins.push_back(*s);
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
@@ -482,13 +488,22 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
       for (int64_t d : ts[i].dims)
         os << d << ", ";
       os << "0};\n";
+      if (!ts[i].dimNames.empty()) {
+        os << "static const char *const " << kind << i << "_dim_names[] = {";
+        for (const std::string &n : ts[i].dimNames)
+          os << (n.empty() ? std::string("NULL") : cString(n)) << ", ";
+        os << "NULL};\n";
+      }
     }
     if (ts.empty())
       return;
     os << "static const dist_rt_tensor_desc_t " << kind << "s[] = {\n";
     for (size_t i = 0; i < ts.size(); ++i)
       os << "  {" << cString(ts[i].name) << ", " << ts[i].dtype << ", "
-         << ts[i].dims.size() << ", " << kind << i << "_dims},\n";
+         << ts[i].dims.size() << ", " << kind << i << "_dims, "
+         << (ts[i].dimNames.empty() ? std::string("NULL")
+                                    : (kind + Twine(i) + "_dim_names").str())
+         << "},\n";
     os << "};\n";
   };
   table("param", sig.params);
@@ -661,9 +676,19 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
       llvm::json::Array shape;
       for (int64_t d : t.dims)
         shape.push_back(d);
-      a.push_back(llvm::json::Object{{"name", t.name},
-                                     {"dtype", numpyName(t.dtype)},
-                                     {"shape", std::move(shape)}});
+      llvm::json::Object entry{{"name", t.name},
+                               {"dtype", numpyName(t.dtype)},
+                               {"shape", std::move(shape)}};
+      if (!t.dimNames.empty()) {
+        // The ONNX names of dynamic dimensions (null where none): equal
+        // names must get equal sizes.
+        llvm::json::Array names;
+        for (const std::string &n : t.dimNames)
+          names.push_back(n.empty() ? llvm::json::Value(nullptr)
+                                    : llvm::json::Value(n));
+        entry["dim_names"] = std::move(names);
+      }
+      a.push_back(std::move(entry));
     }
     return a;
   };

@@ -659,6 +659,9 @@ LogicalResult Importer::importGraph(ModuleOp module) {
   // inputs bound to constant values.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  // Per argument, the ONNX name of each dimension left dynamic ("" for
+  // none); empty when it has none.
+  SmallVector<SmallVector<std::string>> argDimNames;
   llvm::StringSet<> inputNames;
   for (const onnx::ValueInfoProto &vi : graph.input()) {
     inputNames.insert(vi.name());
@@ -711,6 +714,25 @@ LogicalResult Importer::importGraph(ModuleOp module) {
     }
     argTypes.push_back(*type);
     argNames.push_back(vi.name());
+    SmallVector<std::string> dimNames;
+    if (auto ranked = dyn_cast<RankedTensorType>(*type);
+        ranked && vi.type().has_tensor_type() &&
+        vi.type().tensor_type().has_shape() &&
+        vi.type().tensor_type().shape().dim_size() == ranked.getRank()) {
+      const auto &shape = vi.type().tensor_type().shape();
+      bool any = false;
+      for (int64_t d = 0; d < ranked.getRank(); ++d) {
+        const auto &dim = shape.dim(static_cast<int>(d));
+        std::string name = ranked.isDynamicDim(d) && dim.has_dim_param()
+                               ? dim.dim_param()
+                               : "";
+        any |= !name.empty();
+        dimNames.push_back(name);
+      }
+      if (!any)
+        dimNames.clear();
+    }
+    argDimNames.push_back(std::move(dimNames));
   }
   for (const auto &entry : opts.inputShapes)
     if (!inputNames.count(entry.getKey()))
@@ -728,6 +750,13 @@ LogicalResult Importer::importGraph(ModuleOp module) {
   for (auto [i, name] : llvm::enumerate(argNames)) {
     funcOp.setArgAttr(i, DistDialect::getValueNameAttrName(),
                       builder.getStringAttr(name));
+    if (!argDimNames[i].empty()) {
+      SmallVector<Attribute> dims;
+      for (const std::string &d : argDimNames[i])
+        dims.push_back(builder.getStringAttr(d));
+      funcOp.setArgAttr(i, DistDialect::getDimNamesAttrName(),
+                        builder.getArrayAttr(dims));
+    }
     values[name] = body->getArgument(i);
   }
   builder.setInsertionPointToStart(body);

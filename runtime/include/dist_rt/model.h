@@ -56,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 6
+#define DIST_RT_MODEL_ABI_VERSION 7
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -72,6 +72,11 @@ typedef struct dist_rt_tensor_desc_t {
   /// `rank` extents; DIST_RT_DYNAMIC_DIM (-1) for a dimension that is known
   /// only at run time. May be NULL when rank is 0.
   const int64_t *dims;
+  /// For inputs: `rank` names of the dynamic dimensions as the ONNX model
+  /// gives them (dim_param; NULL where it gives none), or NULL for no name
+  /// at all. Dimensions named alike, in one input or across inputs, must
+  /// have the same size in a call (the generated code relies on it).
+  const char *const *dim_names;
 } dist_rt_tensor_desc_t;
 
 /// How tensor parallelism split a parameter across the ranks of one mesh

@@ -39,6 +39,12 @@ def Dist_Dialect : Dialect {
     static constexpr llvm::StringLiteral getValueNameAttrName() {
       return llvm::StringLiteral("dist.name");
     }
+    /// Name of the argument attribute holding the ONNX names of an input's
+    /// dimensions (dim_param; "" where none): dimensions named alike must
+    /// have the same size at run time.
+    static constexpr llvm::StringLiteral getDimNamesAttrName() {
+      return llvm::StringLiteral("dist.dim_names");
+    }
     /// Name of the module attribute holding the cluster (`#dist.cluster`).
     static constexpr llvm::StringLiteral getClusterAttrName() {
       return llvm::StringLiteral("dist.cluster");
