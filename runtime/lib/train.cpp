@@ -150,10 +150,13 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --checkpoint-dir DIR   with --checkpoint-every K: after every K\n"
       "                         steps and after the last one, save every\n"
       "                         parameter and the optimizer state in\n"
-      "                         DIR/step-<n>; the two newest checkpoints are\n"
-      "                         kept\n"
+      "                         DIR/step-<n> (n zero-padded to 8 digits);\n"
+      "                         DIR/latest names the newest; the two newest\n"
+      "                         checkpoints are kept\n"
       "  --checkpoint-every K\n"
       "  --resume DIR           continue from the newest checkpoint in DIR\n"
+      "                         (a --checkpoint-dir), or from DIR itself when\n"
+      "                         it is one checkpoint (a step-<n> directory)\n"
       "  --params PATH          parameter file (default: next to the binary)\n"
       "  --quiet                no progress bar on a terminal: print a line\n"
       "                         every tenth of the run instead\n"
@@ -967,15 +970,24 @@ bool readLatest(const std::string &dir, std::string &name, std::string &error) {
   return true;
 }
 
-/// Finds the newest checkpoint of `dir` and reads its state.
+/// Finds the newest checkpoint of `dir` (named by its `latest` file), or
+/// takes `dir` itself when it is one checkpoint (holds a state file, e.g.
+/// DIR/step-00000020 copied elsewhere), and reads its state.
 bool readCheckpointState(const std::string &dir, std::string &checkpoint,
                          CheckpointState &state, std::string &error) {
-  std::string name;
-  if (!readLatest(dir, name, error)) {
-    error = "--resume " + dir + ": " + error;
-    return false;
+  struct stat st;
+  std::string latest = dir + "/" + kLatestFile;
+  if (::stat(latest.c_str(), &st) != 0 &&
+      ::stat((dir + "/" + kStateFile).c_str(), &st) == 0) {
+    checkpoint = dir;
+  } else {
+    std::string name;
+    if (!readLatest(dir, name, error)) {
+      error = "--resume " + dir + ": " + error;
+      return false;
+    }
+    checkpoint = dir + "/" + name;
   }
-  checkpoint = dir + "/" + name;
   std::string path = checkpoint + "/" + kStateFile;
   std::string text;
   if (!readTextFile(path, text, error))
