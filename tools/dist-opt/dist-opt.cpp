@@ -935,6 +935,21 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
         return 1;
       }
       train = t;
+      // Options that the chosen loss, optimizer or schedule never reads:
+      // said, not silently dropped.
+      auto unused = [&](cl::Option &o, bool used, const std::string &why) {
+        if (o.getNumOccurrences() && !used)
+          errs() << "warning: --" << o.ArgStr << " has no effect with " << why
+                 << "\n";
+      };
+      unused(warmupSteps, t.lrSchedule == "warmup-linear",
+             "--lr-schedule=" + t.lrSchedule);
+      unused(ignoreIndex, t.loss == "cross_entropy", "--loss=" + t.loss);
+      unused(momentum, t.optimizer == "momentum", "--optimizer=" + t.optimizer);
+      bool adam = t.optimizer == "adam" || t.optimizer == "adamw";
+      unused(beta1, adam, "--optimizer=" + t.optimizer);
+      unused(beta2, adam, "--optimizer=" + t.optimizer);
+      unused(eps, adam, "--optimizer=" + t.optimizer);
     }
   }
   dist::ONNXImportOptions opts;
