@@ -266,19 +266,7 @@ std::string scopeOf(Location loc) {
 }
 
 /// The raw innermost name (for update ops: the parameter's name).
-std::string nameOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    StringRef n = name.getName().getValue();
-    if (n == DistDialect::kPhaseBackward || n == DistDialect::kPhaseUpdate)
-      return nameOf(name.getChildLoc());
-    return n.str();
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (std::string s = nameOf(l); !s.empty())
-        return s;
-  return "";
-}
+std::string nameOf(Location loc) { return DistDialect::getNodeName(loc).str(); }
 
 /// Elements of the shortest run that `op` copies contiguously from one
 /// buffer to another (a row of a gather, one input's part of a row of a

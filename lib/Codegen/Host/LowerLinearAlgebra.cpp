@@ -24,29 +24,37 @@ namespace {
 
 using IT = utils::IteratorType;
 
-/// out += lhs * rhs over `maps`/`iters` (a contraction generic).
-Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                       Value init, ArrayRef<AffineMap> maps,
-                       ArrayRef<IT> iters, Type origElem) {
+/// out += product of `inputs` over `maps`/`iters` (a contraction generic;
+/// with two inputs, what dist-contractions-to-runtime hands to BLAS). Bool
+/// elements combine with and/or.
+Value buildContraction(OpBuilder &b, Location loc, ValueRange inputs,
+                       Value init, ArrayRef<AffineMap> maps, ArrayRef<IT> iters,
+                       Type origElem) {
   bool isFloat = isa<FloatType>(origElem);
   auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-      ValueRange{init}, maps, iters,
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value r;
-        if (isFloat) {
-          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
-          r = arith::AddFOp::create(nb, l, a[2], m);
-        } else if (a[0].getType().isInteger(1)) {
-          Value m = arith::AndIOp::create(nb, l, a[0], a[1]);
-          r = arith::OrIOp::create(nb, l, a[2], m);
-        } else {
-          Value m = arith::MulIOp::create(nb, l, a[0], a[1]);
-          r = arith::AddIOp::create(nb, l, a[2], m);
-        }
+        bool isBool = a[0].getType().isInteger(1);
+        Value p = a[0];
+        for (Value x : a.drop_front().drop_back())
+          p = isFloat  ? Value(arith::MulFOp::create(nb, l, p, x))
+              : isBool ? Value(arith::AndIOp::create(nb, l, p, x))
+                       : Value(arith::MulIOp::create(nb, l, p, x));
+        Value acc = a.back();
+        Value r = isFloat  ? Value(arith::AddFOp::create(nb, l, acc, p))
+                  : isBool ? Value(arith::OrIOp::create(nb, l, acc, p))
+                           : Value(arith::AddIOp::create(nb, l, acc, p));
         linalg::YieldOp::create(nb, l, r);
       });
   return g.getResult(0);
+}
+
+/// out += lhs * rhs.
+Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       Value init, ArrayRef<AffineMap> maps, ArrayRef<IT> iters,
+                       Type origElem) {
+  return buildContraction(b, loc, ValueRange{lhs, rhs}, init, maps, iters,
+                          origElem);
 }
 
 struct MatMulLowering : OpConversionPattern<dist::MatMulOp> {
@@ -169,9 +177,9 @@ struct MatMulLowering : OpConversionPattern<dist::MatMulOp> {
 /// Einsum as one generic: a loop per distinct subscript (the output's
 /// first, parallel; the others reductions), each operand read through its
 /// subscripts (a repeated one reads the diagonal; a size-1 dimension under
-/// '...' that broadcasts reads index 0). Two operands go through
-/// buildContraction, so that dist-contractions-to-runtime hands matrix-like
-/// ones to BLAS.
+/// '...' that broadcasts reads index 0), built by buildContraction, so
+/// that dist-contractions-to-runtime hands matrix-like two-operand ones to
+/// BLAS.
 struct EinsumLowering : OpConversionPattern<dist::EinsumOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -246,29 +254,8 @@ struct EinsumLowering : OpConversionPattern<dist::EinsumOp> {
     Type origElem = elemTypeOf(op.getInputs()[0]);
     Value zero = scalarConst(rewriter, loc, resultType.getElementType(), 0);
     Value init = filledTensor(rewriter, loc, resultType, sizes, zero);
-    if (inputs.size() == 2) {
-      rewriter.replaceOp(op,
-                         buildContraction(rewriter, loc, inputs[0], inputs[1],
-                                          init, maps, iters, origElem));
-      return success();
-    }
-    bool isFloat = isa<FloatType>(origElem);
-    bool isBool = resultType.getElementType().isInteger(1);
-    auto g = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps,
-        iters, [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value p = a[0];
-          for (Value x : a.drop_front().drop_back())
-            p = isFloat  ? Value(arith::MulFOp::create(nb, l, p, x))
-                : isBool ? Value(arith::AndIOp::create(nb, l, p, x))
-                         : Value(arith::MulIOp::create(nb, l, p, x));
-          Value acc = a.back();
-          Value r = isFloat  ? Value(arith::AddFOp::create(nb, l, acc, p))
-                    : isBool ? Value(arith::OrIOp::create(nb, l, acc, p))
-                             : Value(arith::AddIOp::create(nb, l, acc, p));
-          linalg::YieldOp::create(nb, l, r);
-        });
-    rewriter.replaceOp(op, g.getResult(0));
+    rewriter.replaceOp(op, buildContraction(rewriter, loc, inputs, init, maps,
+                                            iters, origElem));
     return success();
   }
 };

@@ -29,6 +29,7 @@
 
 #include "dist/Codegen/Passes.h"
 #include "dist/Codegen/RuntimeABI.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
 
 #include "LoopHints.h"
 
@@ -55,29 +56,16 @@ namespace {
 /// Longest node name kept in an outlined body's symbol.
 constexpr size_t kMaxNameSuffix = 48;
 
-/// "_" and the first name in `loc` (the ONNX node's, from the importer's
-/// NameLoc; fused ops keep one of theirs), behind the phase of a training
-/// step's backward and update ops (their "dist.bwd" / "dist.update" tag
-/// wraps the node's location: "bwd_layer1_Relu"), with every character
-/// outside [A-Za-z0-9] turned into single underscores; empty when `loc` has
-/// no name or one without a letter.
+/// "_" and the name of the ONNX node of `loc` (DistDialect::getNodeName),
+/// behind the phase of a training step's backward and update ops
+/// ("bwd_layer1_Relu"), with every character outside [A-Za-z0-9] turned
+/// into single underscores; empty when `loc` has no name or one without a
+/// letter.
 std::string nodeNameSuffix(Location loc) {
-  std::string phase, name;
-  loc->walk([&](Location l) {
-    auto named = dyn_cast<NameLoc>(l);
-    if (!named)
-      return WalkResult::advance();
-    StringRef n = named.getName().getValue();
-    if (n.consume_front("dist.")) {
-      if (phase.empty())
-        phase = n.str();
-      return WalkResult::advance();
-    }
-    name = n.str();
-    return WalkResult::interrupt();
-  });
+  std::string name = dist::DistDialect::getNodeName(loc).str();
+  StringRef phase = dist::DistDialect::getPhase(loc);
   if (!phase.empty())
-    name = phase + "_" + name;
+    name = phase.drop_front(phase.find('.') + 1).str() + "_" + name;
   std::string out;
   for (char c : name) {
     if (std::isalnum(static_cast<unsigned char>(c)))

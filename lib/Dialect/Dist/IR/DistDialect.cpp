@@ -125,6 +125,20 @@ StringRef DistDialect::getPhase(Location loc) {
   return "";
 }
 
+StringRef DistDialect::getNodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    StringRef n = name.getName().getValue();
+    if (n == kPhaseBackward || n == kPhaseUpdate)
+      return getNodeName(name.getChildLoc());
+    return n;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (StringRef n = getNodeName(l); !n.empty())
+        return n;
+  return "";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes <-> JSON
 //===----------------------------------------------------------------------===//

@@ -65,6 +65,10 @@ def Dist_Dialect : Dialect {
                                      llvm::StringRef phase);
     /// The phase tag of `loc` (looking through fused locations), or "".
     static llvm::StringRef getPhase(::mlir::Location loc);
+    /// The name `loc` gives its ONNX node (for an optimizer update, its
+    /// parameter's), behind a phase tag and looking through fused
+    /// locations in order; "" when it has none.
+    static llvm::StringRef getNodeName(::mlir::Location loc);
 
   private:
     void registerAttributes();
