@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -337,6 +338,13 @@ struct EntryCall {
   /// The pointer array passed to the entry function: parameters, inputs,
   /// scalars, then resultWords.
   std::vector<void *> args;
+  /// A dimension that must have the size of an earlier one the model names
+  /// alike (dist_rt_tensor_desc_t::dim_names): input, dim, earlier input,
+  /// earlier dim. Found once, when the call is laid out.
+  struct SameDim {
+    uint32_t input, dim, firstInput, firstDim;
+  };
+  std::vector<SameDim> sameDims;
 };
 
 } // namespace
@@ -597,6 +605,18 @@ void layOutCall(dist_rt_model &model, EntryCall &call, size_t numScalars) {
   for (size_t offset : call.argOffsets)
     call.args.push_back(call.argWords.data() + offset);
   call.args.push_back(call.resultWords.data());
+  // Each named dimension after the first of its name.
+  std::map<std::string, std::pair<uint32_t, uint32_t>> first;
+  for (uint32_t i = 0; i < call.numInputs; ++i) {
+    const char *const *names = call.inputs[i].dim_names;
+    for (uint32_t d = 0; names && d < call.inputs[i].rank; ++d) {
+      if (!names[d])
+        continue;
+      auto [it, fresh] = first.insert({names[d], {i, d}});
+      if (!fresh)
+        call.sameDims.push_back({i, d, it->second.first, it->second.second});
+    }
+  }
 }
 
 /// Fails when the job runs alone (one rank) and a parameter the run needs
@@ -740,53 +760,32 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
   return nullptr;
 }
 
-/// Checks the inputs of a call and writes their descriptors.
 /// Fails when two dimensions that the model names alike (ONNX dim_param,
 /// dist_rt_tensor_desc_t::dim_names) have different sizes in `inputs`
 /// (already checked against their descriptors): the generated code takes
 /// them to be equal, and would read past the smaller input.
-dist_rt_status_t checkNamedDims(const dist_rt_model &model,
-                                const EntryCall &call,
+dist_rt_status_t checkNamedDims(const EntryCall &call,
                                 const dist_rt_tensor_t *inputs) {
-  for (uint32_t i = 0; i < call.numInputs; ++i) {
-    const char *const *names = call.inputs[i].dim_names;
-    if (!names)
+  for (const EntryCall::SameDim &s : call.sameDims) {
+    int64_t size = inputs[s.input].dims[s.dim];
+    int64_t want = inputs[s.firstInput].dims[s.firstDim];
+    if (size == want)
       continue;
-    for (uint32_t d = 0; d < call.inputs[i].rank; ++d) {
-      if (!names[d])
-        continue;
-      // The first dimension with this name decides.
-      bool found = false;
-      for (uint32_t j = 0; j <= i && !found; ++j) {
-        const char *const *other = call.inputs[j].dim_names;
-        if (!other)
-          continue;
-        uint32_t end = j == i ? d : call.inputs[j].rank;
-        for (uint32_t e = 0; e < end && !found; ++e) {
-          if (!other[e] || std::strcmp(other[e], names[d]) != 0)
-            continue;
-          found = true;
-          if (inputs[j].dims[e] == inputs[i].dims[d])
-            continue;
-          char name[128];
-          dist_rt::escapeForMessage(names[d], std::strlen(names[d]), name,
-                                    sizeof(name));
-          return makeStatus(
-              DIST_RT_ERROR_INVALID_ARGUMENT,
-              "%s '%s': dimension %" PRIu32 " ('%s') is %" PRId64
-              ", but %s '%s' has '%s' = %" PRId64 " in dimension %" PRIu32
-              " (the model names both '%s')",
-              call.inputKind, call.inputs[i].name, d, name, inputs[i].dims[d],
-              call.inputKind, call.inputs[j].name, name, inputs[j].dims[e], e,
-              name);
-        }
-      }
-    }
+    const char *raw = call.inputs[s.input].dim_names[s.dim];
+    char name[128];
+    dist_rt::escapeForMessage(raw, std::strlen(raw), name, sizeof(name));
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "%s '%s': dimension %" PRIu32 " ('%s') is %" PRId64
+                      ", but %s '%s' has '%s' = %" PRId64
+                      " in dimension %" PRIu32 " (the model names both '%s')",
+                      call.inputKind, call.inputs[s.input].name, s.dim, name,
+                      size, call.inputKind, call.inputs[s.firstInput].name,
+                      name, want, s.firstDim, name);
   }
-  (void)model;
   return nullptr;
 }
 
+/// Checks the inputs of a call and writes their descriptors.
 dist_rt_status_t bindInputs(const dist_rt_model &model, EntryCall &call,
                             const dist_rt_tensor_t *inputs, size_t numInputs) {
   const char *modelName = model.desc->name;
@@ -832,7 +831,7 @@ dist_rt_status_t bindInputs(const dist_rt_model &model, EntryCall &call,
     writeDescriptor(call.argWords.data() + call.argOffsets[i], given.data,
                     given.rank, given.dims);
   }
-  return checkNamedDims(model, call, inputs);
+  return checkNamedDims(call, inputs);
 }
 
 ReturnedOutput readOutput(const EntryCall &call, uint32_t index,

@@ -301,6 +301,11 @@ dist_rt::RunErrorScope::RunErrorScope(RunErrors &errors)
 dist_rt::RunErrorScope::~RunErrorScope() { currentRunErrors = previous; }
 
 extern "C" void dist_rt_index_error(int64_t index, int64_t size, int64_t node) {
+  dist_rt::RunErrors *errors = currentRunErrors;
+  // Only the first error is kept: later ones (a tensor of bad indices
+  // reports each) return at once.
+  if (errors && errors->failed.load(std::memory_order_acquire))
+    return;
   const char *name =
       reinterpret_cast<const char *>(static_cast<intptr_t>(node));
   char where[256];
@@ -312,13 +317,10 @@ extern "C" void dist_rt_index_error(int64_t index, int64_t size, int64_t node) {
                 " is out of range for an axis of %" PRId64 " (valid: %" PRId64
                 " to %" PRId64 ")",
                 where, index, size, -size, size - 1);
-  dist_rt::RunErrors *errors = currentRunErrors;
   if (!errors) {
     std::fprintf(stderr, "error: %s\n", text);
     return;
   }
-  if (errors->failed.load(std::memory_order_acquire))
-    return;
   std::lock_guard<std::mutex> lock(errors->mutex);
   if (errors->failed.load(std::memory_order_relaxed))
     return;
