@@ -1767,6 +1767,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
       if (auto v = intAttr(a))
         addI(a, *v);
     results = create("dist.top_k", loc, {input(0), k}, attrs, 2);
+  } else if (type == "Einsum" && !attrMap.count("equation")) {
+    return error(loc) << "Einsum needs attribute 'equation'";
   } else if (type == "IsNaN") {
     // x != x, the one value unequal to itself (the emitted code keeps NaN
     // semantics: no nnan flag).

@@ -782,6 +782,9 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &types) {
   if (adaptor.getInputs().empty())
     return fail(loc, "needs at least one operand");
+  // Type inference runs before the verifier sees the required attribute.
+  if (!adaptor.getEquationAttr())
+    return fail(loc, "needs an 'equation' attribute");
   Type elt = eltOf(adaptor.getInputs()[0]);
   SmallVector<Dims> shapes;
   SmallVector<int64_t> ranks;
