@@ -8,6 +8,8 @@
 //    "shapes":[["nn"|"nt"|"tn", m, n, k, flops], ...]}, ...], ...},
 //    "memory_bandwidth":{"1":bytes_per_s, ...}, "kernel_overhead":s,
 //    "fork_overhead":{"2":s, ...},
+//    "loop_bandwidth":{"in_place":[[footprint, bytes_per_s], ...]},
+//    "loop_bandwidth_threads":{"2":{"in_place":[...]}, ...},
 //    "step_overhead":s}
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +27,33 @@ using namespace mlir::dist;
 namespace {
 bool positive(std::optional<double> v) {
   return v && std::isfinite(*v) && *v > 0;
+}
+
+/// Reads a {class: [[footprint, bytes/s], ...]} table into `table`.
+bool parseLoopTable(
+    const llvm::json::Object &object, const std::string &where,
+    std::map<std::string, std::vector<std::pair<double, double>>> &table,
+    std::string &error) {
+  for (const auto &[kind, list] : object) {
+    const llvm::json::Array *points = list.getAsArray();
+    if (!points) {
+      error = where + "." + kind.str() + ": expected an array";
+      return false;
+    }
+    auto &out = table[kind.str()];
+    for (const llvm::json::Value &p : *points) {
+      const llvm::json::Array *pair = p.getAsArray();
+      if (!pair || pair->size() != 2 || !positive((*pair)[0].getAsNumber()) ||
+          !positive((*pair)[1].getAsNumber())) {
+        error = where + "." + kind.str() +
+                ": expected [footprint, bytes_per_s] pairs of positive numbers";
+        return false;
+      }
+      out.emplace_back(*(*pair)[0].getAsNumber(), *(*pair)[1].getAsNumber());
+    }
+    std::sort(out.begin(), out.end());
+  }
+  return true;
 }
 } // namespace
 
@@ -135,6 +164,25 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
         return std::nullopt;
       }
       cal.forkOverheadByThreads[threads] = *value.getAsNumber();
+    }
+  }
+  if (const llvm::json::Object *loops = root->getObject("loop_bandwidth"))
+    if (!parseLoopTable(*loops, "loop_bandwidth", cal.loopBandwidth, error))
+      return std::nullopt;
+  if (const llvm::json::Object *byThreads =
+          root->getObject("loop_bandwidth_threads")) {
+    for (const auto &[key, value] : *byThreads) {
+      int64_t threads = 0;
+      const llvm::json::Object *table = value.getAsObject();
+      std::string where = "loop_bandwidth_threads." + key.str();
+      if (!llvm::to_integer(key.str(), threads, 10) || threads < 2 || !table) {
+        error = where + ": expected a table keyed by a thread count of at "
+                        "least 2";
+        return std::nullopt;
+      }
+      if (!parseLoopTable(*table, where, cal.loopBandwidthByThreads[threads],
+                          error))
+        return std::nullopt;
     }
   }
   if (std::optional<double> k = root->getNumber("kernel_overhead"))

@@ -710,7 +710,8 @@ bool ClusterParser::parseLoopTable(
     const YamlValue &value, const std::string &field,
     std::map<std::string, std::vector<std::pair<double, double>>> &table) {
   if (!expectMap(value, field) ||
-      !checkKeys(value, {"elementwise", "reduction", "movement", "window"},
+      !checkKeys(value,
+                 {"elementwise", "reduction", "movement", "window", "in_place"},
                  field))
     return false;
   for (const YamlValue &perClass : value.children) {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dist/Analysis/Cluster.h"
+#include "dist/Analysis/Calibration.h"
 
 #include <gtest/gtest.h>
 
@@ -696,6 +697,16 @@ TEST(Cluster, LoopTablesPerThreadCount) {
   // Sorted by footprint.
   std::vector<std::pair<double, double>> want = {{1024, 2e9}, {4096, 3e9}};
   EXPECT_EQ(cal.loopBandwidthByThreads.at(4).at("elementwise"), want);
+  // The in-place update's table (dist-calibrate's) sits beside the classes.
+  ClusterSpec inPlace = parseOk(
+      head + "          loop_bandwidth:\n"
+             "            in_place: [[64MiB, 60GB/s], [4MiB, 200GB/s]]\n",
+      "c.yaml");
+  std::vector<std::pair<double, double>> wantInPlace = {{4 << 20, 200e9},
+                                                        {64 << 20, 60e9}};
+  EXPECT_EQ(
+      inPlace.nodes[0].devices[0].calibration->loopBandwidth.at("in_place"),
+      wantInPlace);
   EXPECT_EQ(parseError(head + "          loop_bandwidth_threads:\n"
                               "            1:\n"
                               "              elementwise: [[4KiB, 1GB/s]]\n"),
@@ -776,4 +787,29 @@ TEST(Cluster, GemmShapeGridAndForkOverhead) {
       "c.yaml:13:34: n must be positive");
   EXPECT_EQ(parseError(head + "          fork_overhead: {1: 1us}\n"),
             "c.yaml:9:27: expected a thread count >= 2, got '1'");
+}
+
+TEST(Cluster, CalibrationJsonCarriesLoopTables) {
+  const std::string head = "{\"gemm\": {}, ";
+  std::string error;
+  std::optional<DeviceCalibration> cal = parseCalibrationJson(
+      head + "\"loop_bandwidth\": {\"in_place\": [[67108864, 6e10], "
+             "[262144, 2e11]]}, \"loop_bandwidth_threads\": {\"2\": "
+             "{\"in_place\": [[262144, 3e11]]}}}",
+      error);
+  ASSERT_TRUE(cal) << error;
+  std::vector<std::pair<double, double>> one = {{262144, 2e11},
+                                                {67108864, 6e10}};
+  EXPECT_EQ(cal->loopBandwidth.at("in_place"), one);
+  std::vector<std::pair<double, double>> two = {{262144, 3e11}};
+  EXPECT_EQ(cal->loopBandwidthByThreads.at(2).at("in_place"), two);
+  EXPECT_FALSE(parseCalibrationJson(
+      head + "\"loop_bandwidth\": {\"in_place\": [[0, 6e10]]}}", error));
+  EXPECT_EQ(error, "loop_bandwidth.in_place: expected [footprint, "
+                   "bytes_per_s] pairs of positive numbers");
+  EXPECT_FALSE(parseCalibrationJson(
+      head + "\"loop_bandwidth_threads\": {\"1\": {\"in_place\": []}}}",
+      error));
+  EXPECT_EQ(error, "loop_bandwidth_threads.1: expected a table keyed by a "
+                   "thread count of at least 2");
 }

@@ -101,6 +101,30 @@ TEST(CostModel, InPlaceLoopsSkipTheProbesWriteAllocate) {
   EXPECT_DOUBLE_EQ(cm.phaseTimeS(layer, w, sheet, 1, 1, 1), sheetFresh);
 }
 
+TEST(CostModel, InPlaceLoopsUseTheirOwnTableWhenMeasured) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = calibratedCpu();
+  dev.calibration->loopBandwidth["in_place"] = {{1e5, 30e9}, {1e7, 12e9}};
+  dev.calibration->loopBandwidthByThreads[2]["in_place"] = {{1e7, 20e9}};
+  LayerCost layer;
+  PhaseWork w = elementwiseWork(1e7);
+  w.inPlace = true;
+  // The measured in-place rate at the footprint, with no share taken off;
+  // whatever class the update's kernels were counted under.
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 1), 1e7 / 12e9 + 1e-9, 1e-12);
+  PhaseWork r = w;
+  std::swap(r.classBytes[0], r.classBytes[1]);
+  std::swap(r.classLogFootprintWeighted[0], r.classLogFootprintWeighted[1]);
+  EXPECT_NEAR(cm.phaseTimeS(layer, r, dev, 1, 1, 1), 1e7 / 12e9 + 1e-9, 1e-12);
+  // Two threads read the threaded table.
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 2), 1e7 / 20e9 + 1e-9, 1e-12);
+  // Kernels that write fresh outputs never read it.
+  w.inPlace = false;
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 1), 1e7 / 4e9 + 1e-9, 1e-12);
+  EXPECT_DOUBLE_EQ(cm.tableBytesPerS(dev, "in_place", 1e5, 1), 30e9);
+  EXPECT_DOUBLE_EQ(cm.tableBytesPerS(dev, "window", 1e5, 1), 0);
+}
+
 } // namespace
 
 namespace {

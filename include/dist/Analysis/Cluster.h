@@ -122,6 +122,9 @@ struct DeviceCalibration {
   /// ("elementwise", "reduction", "movement", "window"; see
   /// CostModel.h KernelClass): (footprint bytes, bytes/s) pairs sorted by
   /// footprint, measured at one thread on small models dist-opt compiles.
+  /// "in_place" is the optimizer update's fused loop, which rewrites its
+  /// arrays where it read them (dist-calibrate's AdamW-shaped loop; its
+  /// footprint is that of all four arrays).
   std::map<std::string, std::vector<std::pair<double, double>>> loopBandwidth;
   /// The same tables measured with more threads (keys >= 2): generated
   /// loops with enough work run on the runtime's thread pool.

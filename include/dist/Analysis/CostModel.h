@@ -209,6 +209,11 @@ public:
   /// streaming bandwidth of one thread.
   double loopBytesPerS(const DeviceSpec &dev, KernelClass c, double footprint,
                        int64_t threads = 1) const;
+  /// The calibrated loop table `key` ("elementwise", ..., "in_place") at
+  /// `footprint` and `threads` as loopBytesPerS reads it, or 0 when the
+  /// device has no such table.
+  double tableBytesPerS(const DeviceSpec &dev, const char *key,
+                        double footprint, int64_t threads = 1) const;
 
 private:
   std::string dtype;
