@@ -63,7 +63,7 @@ SUPPORTED_OPS = frozenset("""
 # part of the required selection above.
 EXTRA_OPS = frozenset("""
     Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh IsNaN IsInf DepthToSpace
-    SpaceToDepth Einsum
+    SpaceToDepth Einsum Resize Upsample
 """.split())
 
 DEFAULT_DOMAINS = frozenset(["", "ai.onnx"])

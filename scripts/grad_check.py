@@ -367,6 +367,17 @@ case("Tile", lambda g: op("Tile", ["X", "R"], {"X": g.normal(2, 3)},
 case("Pad", lambda g: op("Pad", ["X", "P", "V"], {"X": g.normal(2, 3)},
                          {"P": i64(1, 0, 2, 1), "V": f64(0.5).reshape(())},
                          mode="constant"))
+case("Resize_linear", lambda g: op(
+    "Resize", ["X", "", "S"], {"X": g.normal(1, 2, 3, 4)},
+    {"S": f64(1, 1, 2, 0.5).astype(np.float32)}, mode="linear"))
+case("Resize_cubic_align_corners", lambda g: op(
+    "Resize", ["X", "", "", "Z"], {"X": g.normal(1, 1, 4, 3)},
+    {"Z": i64(1, 1, 3, 5)}, mode="cubic",
+    coordinate_transformation_mode="align_corners"))
+case("Resize_nearest", lambda g: op(
+    "Resize", ["X", "", "S"], {"X": g.normal(2, 3, 2)},
+    {"S": f64(1, 2, 1.5).astype(np.float32)}, mode="nearest",
+    coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
 case("CumSum", lambda g: op("CumSum", ["X", "AX"], {"X": g.normal(3, 4)},
                             {"AX": i64(1).reshape(())}))
 case("CumSum_exclusive_reverse", lambda g: op(

@@ -212,6 +212,35 @@ private:
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &t,
                                           Location loc, StringRef what);
   FailureOr<Value> lookup(StringRef name, Location loc);
+  /// The values of node input `name` when it is a constant (an initializer
+  /// or a Constant node's output), as doubles; failure (with an error
+  /// naming `what`) otherwise.
+  FailureOr<SmallVector<double>> constantInput(StringRef name, Location loc,
+                                               StringRef what);
+  /// Resize (opset 10+) and Upsample as gathers along each resized axis.
+  struct ResizeSpec {
+    std::string mode, coordinates, nearestMode, aspectPolicy;
+    int64_t antialias = 0;
+    std::optional<SmallVector<int64_t>> axes;
+    std::optional<SmallVector<double>> scalesAttr;
+    double cubicA = -0.75;
+    double extrapolation = 0;
+    bool excludeOutside = false;
+  };
+  FailureOr<Value> importResize(const onnx::NodeProto &node, Location loc,
+                                Value x, const ResizeSpec &spec);
+  /// One element of a 1-D integer tensor evaluated at import time: a
+  /// known value, or dimension `dim` of `of` (unknown until run time).
+  struct ShapeEntry {
+    std::optional<int64_t> value;
+    Value of;
+    int64_t dim = -1;
+  };
+  /// Evaluates the 1-D integer tensor `name` through constants, Shape,
+  /// Slice, Concat, Gather, Cast, Squeeze, Unsqueeze and Identity nodes;
+  /// nullopt when it depends on anything else. Emits no diagnostics.
+  std::optional<SmallVector<ShapeEntry>> evalShapeVector(StringRef name,
+                                                         int depth);
 
   // Op construction.
   Value constI64(ArrayRef<int64_t> values, Location loc, bool scalar = false);
@@ -504,6 +533,493 @@ FailureOr<Value> Importer::lookup(StringRef name, Location loc) {
   return error(loc) << "input '" << name
                     << "' is not produced by any node, graph input or "
                        "initializer";
+}
+
+FailureOr<SmallVector<double>>
+Importer::constantInput(StringRef name, Location loc, StringRef what) {
+  DenseElementsAttr attr;
+  if (auto init = initializers.find(name); init != initializers.end()) {
+    FailureOr<DenseElementsAttr> a = tensorAttr(*init->second, loc, what);
+    if (failed(a))
+      return failure();
+    attr = *a;
+  } else if (auto it = values.find(name); it != values.end()) {
+    if (auto c = it->second.getDefiningOp<ConstantOp>())
+      attr = dyn_cast<DenseElementsAttr>(c.getValue());
+  } else {
+    return error(loc) << "input '" << name
+                      << "' is not produced by any node, graph input or "
+                         "initializer";
+  }
+  if (!attr)
+    return error(loc) << what
+                      << " must be a constant (an initializer or a "
+                         "Constant node), not computed at run time";
+  SmallVector<double> out;
+  if (isa<FloatType>(attr.getElementType())) {
+    for (const APFloat &f : attr.getValues<APFloat>())
+      out.push_back(f.convertToDouble());
+  } else if (attr.getElementType().isInteger()) {
+    for (const APInt &i : attr.getValues<APInt>())
+      out.push_back(static_cast<double>(i.getSExtValue()));
+  } else {
+    return error(loc) << what << " must hold numbers";
+  }
+  return out;
+}
+
+std::optional<SmallVector<Importer::ShapeEntry>>
+Importer::evalShapeVector(StringRef name, int depth) {
+  if (name.empty() || depth > 32)
+    return std::nullopt;
+  // Constants.
+  DenseElementsAttr attr;
+  if (auto init = initializers.find(name); init != initializers.end()) {
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    FailureOr<DenseElementsAttr> a =
+        tensorAttr(*init->second, fileLoc, "initializer");
+    if (failed(a))
+      return std::nullopt;
+    attr = *a;
+  } else if (auto it = values.find(name); it != values.end()) {
+    if (auto c = it->second.getDefiningOp<ConstantOp>())
+      attr = dyn_cast<DenseElementsAttr>(c.getValue());
+  }
+  if (attr) {
+    if (!attr.getElementType().isInteger() ||
+        cast<ShapedType>(attr.getType()).getRank() > 1)
+      return std::nullopt;
+    SmallVector<ShapeEntry> out;
+    for (const APInt &i : attr.getValues<APInt>())
+      out.push_back({i.getSExtValue(), Value(), -1});
+    return out;
+  }
+  // The node that defines it.
+  const onnx::NodeProto *def = nullptr;
+  for (const onnx::NodeProto &n : model.graph().node())
+    if (llvm::is_contained(n.output(), name.str()))
+      def = &n;
+  if (!def || def->input_size() == 0)
+    return std::nullopt;
+  StringRef op = def->op_type();
+  auto constInts = [&](int i) -> std::optional<SmallVector<int64_t>> {
+    if (i >= def->input_size() || def->input(i).empty())
+      return SmallVector<int64_t>{};
+    auto v = evalShapeVector(def->input(i), depth + 1);
+    if (!v)
+      return std::nullopt;
+    SmallVector<int64_t> out;
+    for (const ShapeEntry &e : *v) {
+      if (!e.value)
+        return std::nullopt;
+      out.push_back(*e.value);
+    }
+    return out;
+  };
+  auto intAttrOf = [&](StringRef attrName) -> std::optional<int64_t> {
+    for (const onnx::AttributeProto &a : def->attribute())
+      if (a.name() == attrName)
+        return a.i();
+    return std::nullopt;
+  };
+  if (op == "Shape") {
+    auto it = values.find(def->input(0));
+    if (it == values.end())
+      return std::nullopt;
+    auto t = dyn_cast<RankedTensorType>(it->second.getType());
+    if (!t)
+      return std::nullopt;
+    int64_t rank = t.getRank();
+    int64_t start = intAttrOf("start").value_or(0);
+    int64_t end = intAttrOf("end").value_or(rank);
+    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+    SmallVector<ShapeEntry> out;
+    for (int64_t d = start; d < end; ++d) {
+      if (ShapedType::isDynamic(t.getDimSize(d)))
+        out.push_back({std::nullopt, it->second, d});
+      else
+        out.push_back({t.getDimSize(d), Value(), -1});
+    }
+    return out;
+  }
+  if (op == "Identity" || op == "Cast" || op == "Squeeze" || op == "Unsqueeze")
+    return evalShapeVector(def->input(0), depth + 1);
+  if (op == "Concat") {
+    SmallVector<ShapeEntry> out;
+    for (const std::string &in : def->input()) {
+      auto v = evalShapeVector(in, depth + 1);
+      if (!v)
+        return std::nullopt;
+      out.append(v->begin(), v->end());
+    }
+    return out;
+  }
+  auto data = evalShapeVector(def->input(0), depth + 1);
+  if (!data)
+    return std::nullopt;
+  auto n = static_cast<int64_t>(data->size());
+  if (op == "Gather") {
+    auto idx = constInts(1);
+    if (!idx || intAttrOf("axis").value_or(0) != 0)
+      return std::nullopt;
+    SmallVector<ShapeEntry> out;
+    for (int64_t i : *idx) {
+      if (i < -n || i >= n)
+        return std::nullopt;
+      out.push_back((*data)[i < 0 ? i + n : i]);
+    }
+    return out;
+  }
+  if (op == "Slice") {
+    auto starts = constInts(1), ends = constInts(2), axes = constInts(3),
+         steps = constInts(4);
+    if (!starts || !ends || !axes || !steps || starts->size() != 1 ||
+        ends->size() != 1 ||
+        (axes->size() == 1 && (*axes)[0] != 0 && (*axes)[0] != -1) ||
+        axes->size() > 1 || steps->size() > 1)
+      return std::nullopt;
+    int64_t step = steps->empty() ? 1 : (*steps)[0];
+    if (step == 0)
+      return std::nullopt;
+    // ONNX's (numpy's) clamping of the bounds.
+    auto bound = [&](int64_t v, bool isEnd) {
+      if (v < 0)
+        v += n;
+      if (step > 0)
+        return std::clamp<int64_t>(v, 0, n);
+      return std::clamp<int64_t>(v, isEnd ? -1 : 0, n - 1);
+    };
+    int64_t b = bound((*starts)[0], false), e = bound((*ends)[0], true);
+    SmallVector<ShapeEntry> out;
+    for (int64_t i = b; step > 0 ? i < e : i > e; i += step)
+      out.push_back((*data)[i]);
+    return out;
+  }
+  return std::nullopt;
+}
+
+FailureOr<Value> Importer::importResize(const onnx::NodeProto &node,
+                                        Location loc, Value x,
+                                        const ResizeSpec &spec) {
+  StringRef type = node.op_type();
+  auto t = dyn_cast<RankedTensorType>(x.getType());
+  if (!t)
+    return error(loc) << type << " needs a ranked input";
+  int64_t rank = t.getRank();
+  if (spec.mode != "nearest" && spec.mode != "linear" &&
+      spec.mode != "bilinear" && spec.mode != "cubic")
+    return error(loc) << type << " mode '" << spec.mode
+                      << "' is not one of nearest, linear, cubic";
+  // Linear and cubic interpolate; nearest picks.
+  bool linear = spec.mode != "nearest";
+  static const char *const kCoordinates[] = {
+      "half_pixel",        "pytorch_half_pixel",   "align_corners",
+      "asymmetric",        "half_pixel_symmetric", "tf_half_pixel_for_nn",
+      "tf_crop_and_resize"};
+  if (!llvm::is_contained(kCoordinates, spec.coordinates))
+    return error(loc) << type << " coordinate_transformation_mode '"
+                      << spec.coordinates << "' is not supported";
+  static const char *const kNearest[] = {"round_prefer_floor",
+                                         "round_prefer_ceil", "floor", "ceil"};
+  if (!linear && !llvm::is_contained(kNearest, spec.nearestMode))
+    return error(loc) << type << " nearest_mode '" << spec.nearestMode
+                      << "' is not one of round_prefer_floor, "
+                         "round_prefer_ceil, floor, ceil";
+  if (spec.aspectPolicy != "stretch")
+    return error(loc) << type << " keep_aspect_ratio_policy '"
+                      << spec.aspectPolicy
+                      << "' is not supported (only stretch is)";
+  if (linear && !isa<FloatType>(t.getElementType()))
+    return error(loc) << type << " in " << spec.mode
+                      << " mode needs a float input";
+
+  // The resized axes (opset 18's `axes`, else all).
+  SmallVector<int64_t> axes;
+  if (spec.axes) {
+    for (int64_t a : *spec.axes) {
+      if (a < -rank || a >= rank)
+        return error(loc) << type << " axis " << a << " is out of range for a "
+                          << rank << "-D input";
+      a = a < 0 ? a + rank : a;
+      if (llvm::is_contained(axes, a))
+        return error(loc) << type << " axis " << a << " is repeated";
+      axes.push_back(a);
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  }
+  // Scales or sizes: constants, one per resized axis.
+  auto inputName = [&](int i) -> std::string {
+    return i < node.input_size() ? node.input(i) : std::string();
+  };
+  bool legacyInputs = type == "Upsample" || opset < 11;
+  std::string scalesName = inputName(legacyInputs ? 1 : 2);
+  std::string sizesName = legacyInputs ? std::string() : inputName(3);
+  SmallVector<double> scales, sizes, roi;
+  if (spec.coordinates == "tf_crop_and_resize") {
+    std::string roiName = legacyInputs ? std::string() : inputName(1);
+    if (roiName.empty())
+      return error(loc) << type << " with tf_crop_and_resize needs 'roi'";
+    FailureOr<SmallVector<double>> v =
+        constantInput(roiName, loc, type.str() + " 'roi'");
+    if (failed(v))
+      return failure();
+    roi = *v;
+    if (roi.size() != 2 * axes.size())
+      return error(loc) << type << " 'roi' has " << roi.size() << " values for "
+                        << axes.size() << " axes (expected starts then ends)";
+  }
+  if (spec.scalesAttr) {
+    scales = *spec.scalesAttr;
+  } else if (!scalesName.empty()) {
+    FailureOr<SmallVector<double>> v =
+        constantInput(scalesName, loc, type.str() + " 'scales'");
+    if (failed(v))
+      return failure();
+    scales = *v;
+  }
+  // Axes whose size `sizes` takes from the input itself (PyTorch exports
+  // interpolate(size=...) as Concat(Slice(Shape(x)), sizes)).
+  SmallVector<bool> keepAxis;
+  if (!sizesName.empty()) {
+    std::optional<SmallVector<ShapeEntry>> v = evalShapeVector(sizesName, 0);
+    if (!v)
+      return error(loc) << type
+                        << " 'sizes' must be a constant, or built from "
+                           "constants and the input's own shape";
+    for (const ShapeEntry &e : *v) {
+      keepAxis.push_back(!e.value && e.of == x &&
+                         e.dim == axes[keepAxis.size() % axes.size()]);
+      if (!e.value && !keepAxis.back())
+        return error(loc) << type << " 'sizes' takes dimension " << e.dim
+                          << " of another tensor, unknown at compile time";
+      sizes.push_back(e.value ? static_cast<double>(*e.value) : 0);
+    }
+  }
+  // An empty scales tensor next to sizes counts as absent.
+  if (!sizes.empty() && !scales.empty())
+    return error(loc) << type << " takes 'scales' or 'sizes', not both";
+  if (sizes.empty() && scales.empty())
+    return error(loc) << type << " needs 'scales' or 'sizes'";
+  size_t given = sizes.empty() ? scales.size() : sizes.size();
+  if (given != axes.size())
+    return error(loc) << type << " has " << given << " "
+                      << (sizes.empty() ? "scales" : "sizes") << " for "
+                      << axes.size() << " axes";
+  // Antialiasing only changes linear (and cubic) downsampling.
+  if (linear && spec.antialias != 0) {
+    for (size_t i = 0; i < given; ++i)
+      if (sizes.empty() ? scales[i] < 1
+                        : sizes[i] < t.getDimSize(axes[i]) ||
+                              ShapedType::isDynamic(t.getDimSize(axes[i])))
+        return error(loc) << type
+                          << " with antialias is not supported when "
+                             "downsampling";
+  }
+
+  Value out = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i];
+    int64_t inSize = t.getDimSize(axis);
+    double scale;
+    int64_t outSize;
+    if (sizes.empty()) {
+      scale = scales[i];
+      if (!(scale > 0) || !std::isfinite(scale))
+        return error(loc) << type << " scale " << scale << " for axis " << axis
+                          << " is not positive";
+      if (scale == 1 && roi.empty())
+        continue;
+      if (ShapedType::isDynamic(inSize))
+        return error(loc) << type << " resizes axis " << axis
+                          << ", whose size is not known at compile time";
+      outSize = static_cast<int64_t>(std::floor(inSize * scale));
+    } else {
+      if (keepAxis[i])
+        continue;
+      if (sizes[i] < 1 || sizes[i] != std::floor(sizes[i]))
+        return error(loc) << type << " size " << sizes[i] << " for axis "
+                          << axis << " is not a positive integer";
+      outSize = static_cast<int64_t>(sizes[i]);
+      if (ShapedType::isDynamic(inSize))
+        return error(loc) << type << " resizes axis " << axis
+                          << ", whose size is not known at compile time";
+      if (outSize == inSize && roi.empty())
+        continue;
+      scale = static_cast<double>(outSize) / inSize;
+    }
+    if (outSize < 1)
+      return error(loc) << type << " gives axis " << axis << " of size "
+                        << inSize << " an output size of " << outSize;
+    // Where output index o samples the input (ONNX's reference
+    // implementation, whose "output width" is scale * input size).
+    double width = scale * inSize;
+    auto source = [&](int64_t o) -> double {
+      double d = static_cast<double>(o);
+      const std::string &m = spec.coordinates;
+      if (m == "asymmetric")
+        return d / scale;
+      if (m == "align_corners")
+        return width == 1 ? 0 : d * (inSize - 1) / (width - 1);
+      if (m == "pytorch_half_pixel")
+        return width == 1 ? -0.5 : (d + 0.5) / scale - 0.5;
+      if (m == "tf_half_pixel_for_nn")
+        return (d + 0.5) / scale;
+      if (m == "tf_crop_and_resize") {
+        double start = roi[i], end = roi[i + axes.size()];
+        return outSize > 1
+                   ? start * (inSize - 1) +
+                         d * (end - start) * (inSize - 1) / (outSize - 1)
+                   : 0.5 * (start + end) * (inSize - 1);
+      }
+      if (m == "half_pixel_symmetric") {
+        double adjustment = outSize / width;
+        double offset = inSize / 2.0 * (1 - adjustment);
+        return offset + (d + 0.5) / scale - 0.5;
+      }
+      return (d + 0.5) / scale - 0.5; // half_pixel
+    };
+    auto clampIndex = [&](int64_t v) {
+      return std::clamp<int64_t>(v, 0, inSize - 1);
+    };
+    // Taps per output: 1 (nearest), 2 (linear) or 4 (cubic) input indices
+    // (clamped: the reference pads the edges) and their weights.
+    int taps = spec.mode == "cubic" ? 4 : linear ? 2 : 1;
+    std::vector<SmallVector<int64_t>> index(taps,
+                                            SmallVector<int64_t>(outSize));
+    std::vector<SmallVector<double>> weight(taps, SmallVector<double>(outSize));
+    for (int64_t o = 0; o < outSize; ++o) {
+      double src = source(o);
+      double base = std::floor(src);
+      double r = src - base;
+      auto b = static_cast<int64_t>(base);
+      if (taps == 1) {
+        bool up;
+        if (r == 0)
+          up = false;
+        else if (spec.nearestMode == "round_prefer_floor")
+          up = r > 0.5;
+        else if (spec.nearestMode == "round_prefer_ceil")
+          up = r >= 0.5;
+        else
+          up = spec.nearestMode == "ceil";
+        index[0][o] = clampIndex(up ? b + 1 : b);
+        weight[0][o] = 1;
+        continue;
+      }
+      SmallVector<double, 4> w;
+      SmallVector<int64_t, 4> at;
+      if (taps == 2) {
+        w = {1 - r, r};
+        at = {b, b + 1};
+      } else {
+        double a = spec.cubicA, s1 = r + 1, s2 = 1 - r, s3 = 2 - r;
+        w = {((a * s1 - 5 * a) * s1 + 8 * a) * s1 - 4 * a,
+             ((a + 2) * r - (a + 3)) * r * r + 1,
+             ((a + 2) * s2 - (a + 3)) * s2 * s2 + 1,
+             ((a * s3 - 5 * a) * s3 + 8 * a) * s3 - 4 * a};
+        at = {b - 1, b, b + 1, b + 2};
+      }
+      if (spec.excludeOutside) {
+        double total = 0;
+        for (int k = 0; k < taps; ++k) {
+          if (at[k] < 0 || at[k] >= inSize)
+            w[k] = 0;
+          total += w[k];
+        }
+        for (int k = 0; k < taps && total != 0; ++k)
+          w[k] /= total;
+      }
+      for (int k = 0; k < taps; ++k) {
+        index[k][o] = clampIndex(at[k]);
+        weight[k][o] = w[k];
+      }
+    }
+    auto axisAttr =
+        builder.getNamedAttr("axis", builder.getI64IntegerAttr(axis));
+    Value sum;
+    for (int k = 0; k < taps; ++k) {
+      auto g = create("dist.gather", loc, {out, constI64(index[k], loc)},
+                      {axisAttr}, 1);
+      if (failed(g))
+        return failure();
+      if (taps == 1) {
+        sum = (*g)[0];
+        break;
+      }
+      // The tap's weights along `axis`.
+      SmallVector<int64_t> wShape(rank, 1);
+      wShape[axis] = outSize;
+      auto wType = RankedTensorType::get(wShape, t.getElementType());
+      auto ft = cast<FloatType>(t.getElementType());
+      SmallVector<APFloat> values;
+      for (double v : weight[k]) {
+        bool lost;
+        APFloat f(v);
+        f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        values.push_back(f);
+      }
+      Value wk = ConstantOp::create(builder, loc, wType,
+                                    DenseElementsAttr::get(wType, values));
+      auto term = create("dist.mul", loc, {(*g)[0], wk}, {}, 1);
+      if (failed(term))
+        return failure();
+      if (!sum) {
+        sum = (*term)[0];
+        continue;
+      }
+      auto added = create("dist.add", loc, {sum, (*term)[0]}, {}, 1);
+      if (failed(added))
+        return failure();
+      sum = (*added)[0];
+    }
+    out = sum;
+    // tf_crop_and_resize: samples outside the input take
+    // extrapolation_value.
+    SmallVector<double> outside;
+    for (int64_t o = 0; o < outSize && !roi.empty(); ++o) {
+      double src = source(o);
+      outside.push_back(src < 0 || src > inSize - 1 ? 1 : 0);
+    }
+    if (llvm::is_contained(outside, 1.0)) {
+      if (!isa<FloatType>(t.getElementType()))
+        return error(loc) << type << " extrapolation needs a float input";
+      SmallVector<int64_t> mShape(rank, 1);
+      mShape[axis] = outSize;
+      auto mType = RankedTensorType::get(mShape, t.getElementType());
+      auto ft = cast<FloatType>(t.getElementType());
+      SmallVector<APFloat> keep, fill;
+      for (double v : outside) {
+        bool lost;
+        APFloat k(1 - v), f(v * spec.extrapolation);
+        k.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        keep.push_back(k);
+        fill.push_back(f);
+      }
+      Value keepC = ConstantOp::create(builder, loc, mType,
+                                       DenseElementsAttr::get(mType, keep));
+      Value fillC = ConstantOp::create(builder, loc, mType,
+                                       DenseElementsAttr::get(mType, fill));
+      auto kept = create("dist.mul", loc, {out, keepC}, {}, 1);
+      if (failed(kept))
+        return failure();
+      auto filled = create("dist.add", loc, {(*kept)[0], fillC}, {}, 1);
+      if (failed(filled))
+        return failure();
+      out = (*filled)[0];
+    }
+  }
+  // A resize that changes nothing still defines a new value.
+  if (out == x) {
+    auto id = create("dist.identity", loc, {x}, {}, 1);
+    if (failed(id))
+      return failure();
+    out = (*id)[0];
+  }
+  return out;
 }
 
 Value Importer::constI64(ArrayRef<int64_t> data, Location loc, bool scalar) {
@@ -912,6 +1428,8 @@ const llvm::StringMap<int64_t> &opSinceVersions() {
       {"Einsum", 12},
       {"IsInf", 10},
       {"DepthToSpace", 1},
+      {"Resize", 10},
+      {"Upsample", 7},
       {"SpaceToDepth", 1},
       {"Tan", 7},
       {"Asin", 7},
@@ -1293,8 +1811,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
 
   // Inputs ("" marks an absent optional input).
   SmallVector<Value> in;
+  // Resize's and Upsample's roi, scales and sizes are read as constants
+  // below, never materialised (a float initializer would become a
+  // parameter).
+  bool resizeLike = type == "Resize" || type == "Upsample";
   for (const std::string &name : node.input()) {
-    if (name.empty()) {
+    if (name.empty() || (resizeLike && !in.empty())) {
       in.push_back(Value());
       continue;
     }
@@ -1867,6 +2389,37 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
       return failure();
     results =
         create("dist.reshape", loc, {(*tr)[0], constI64(merged, loc)}, {}, 1);
+  } else if (resizeLike) {
+    if (failed(need(1)))
+      return failure();
+    ResizeSpec spec;
+    // Upsample and Resize-10 map output index o to o / scale and take the
+    // floor for nearest (Upsample's definition).
+    bool legacy = type == "Upsample" || opset < 11;
+    spec.mode = stringAttr("mode").value_or("nearest");
+    spec.coordinates = legacy ? "asymmetric"
+                              : stringAttr("coordinate_transformation_mode")
+                                    .value_or("half_pixel");
+    spec.nearestMode =
+        legacy ? "floor"
+               : stringAttr("nearest_mode").value_or("round_prefer_floor");
+    spec.antialias = intAttr("antialias").value_or(0);
+    spec.cubicA = floatAttr("cubic_coeff_a").value_or(-0.75f);
+    spec.extrapolation = floatAttr("extrapolation_value").value_or(0.0f);
+    spec.excludeOutside = intAttr("exclude_outside").value_or(0) != 0;
+    spec.axes = intsAttr("axes");
+    spec.aspectPolicy =
+        stringAttr("keep_aspect_ratio_policy").value_or("stretch");
+    if (type == "Upsample" && opset < 9)
+      if (auto *a = getAttr("scales", onnx::AttributeProto::FLOATS))
+        spec.scalesAttr =
+            SmallVector<double>(a->floats().begin(), a->floats().end());
+    if (attrError)
+      return failure();
+    FailureOr<Value> r = importResize(node, loc, input(0), spec);
+    if (failed(r))
+      return failure();
+    results = SmallVector<Value>{*r};
   } else if (auto it = directOps().find(type); it != directOps().end()) {
     if (present.empty())
       return error(loc) << type << " needs at least one input";
