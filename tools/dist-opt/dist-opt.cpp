@@ -789,6 +789,15 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
     compile = out.ends_with("/") || sys::fs::is_directory(out) ||
               (!sys::fs::exists(out) && !sys::path::has_extension(out));
   }
+  // Printing the imported IR over an existing file that is not MLIR would
+  // destroy it (a mistyped output directory, say).
+  if (!compile && outputFile != "-" && sys::fs::is_regular_file(outputFile) &&
+      sys::path::extension(outputFile) != ".mlir") {
+    errs() << "error: -o " << outputFile
+           << ": exists and is not a directory (pass a directory to compile "
+              "the model, or a .mlir file for the imported IR)\n";
+    return 1;
+  }
   if (compile && outputFile == "-") {
     errs() << "error: --emit=" << emit << " needs -o DIR\n";
     return 1;
