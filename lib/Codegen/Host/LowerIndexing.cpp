@@ -254,10 +254,22 @@ bool isUnsignedElem(Type t) { return isUnsignedInt(t) || t.isInteger(1); }
 /// type `orig`.
 Value strictlyBeyond(OpBuilder &b, Location loc, Type orig, Value x, Value y,
                      bool greater) {
-  if (isFloatElem(orig))
-    return arith::CmpFOp::create(
+  if (isFloatElem(orig)) {
+    // NaN orders above every number, as in PyTorch's topk and NumPy's sort
+    // (and this file's ArgMax): larger means x > y or x alone is NaN,
+    // smaller means x < y or y alone is NaN.
+    Value cmp = arith::CmpFOp::create(
         b, loc, greater ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
         x, y);
+    Value xNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    Value yNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, y, y);
+    Value one = greater ? xNaN : yNaN, other = greater ? yNaN : xNaN;
+    Value otherNumber = arith::XOrIOp::create(
+        b, loc, other,
+        arith::ConstantOp::create(b, loc, b.getBoolAttr(true)).getResult());
+    return arith::OrIOp::create(
+        b, loc, cmp, arith::AndIOp::create(b, loc, one, otherNumber));
+  }
   bool u = isUnsignedElem(orig);
   arith::CmpIPredicate p =
       greater ? (u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt)
