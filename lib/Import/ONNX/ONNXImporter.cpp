@@ -750,6 +750,8 @@ FailureOr<Value> Importer::importResize(const onnx::NodeProto &node,
     for (int64_t a = 0; a < rank; ++a)
       axes.push_back(a);
   }
+  if (axes.empty())
+    return error(loc) << type << " needs an input of rank 1 or more";
   // Scales or sizes: constants, one per resized axis.
   auto inputName = [&](int i) -> std::string {
     return i < node.input_size() ? node.input(i) : std::string();
