@@ -556,7 +556,8 @@ void inPlaceInitChunk(void *ctx, int64_t begin, int64_t end) {
 
 /// Throughput (bytes/s, counting the 7 streams of 4 bytes per element: 4
 /// read, 3 written in place) of the in-place update at each footprint (all
-/// four arrays together) and thread count 1..threadsMax: the cost model's
+/// four arrays together) and thread counts 1, powers of two and threadsMax
+/// (those the loop probes use): the cost model's
 /// rate for optimizer updates. The fresh-output loop probes that dist-opt
 /// times are no stand-in: past the caches, a write to a fresh buffer reads
 /// it first, and in-place streams also prefetch better (measured on the
@@ -568,8 +569,9 @@ bool measureInPlace(
     std::vector<std::pair<int32_t, std::vector<std::pair<double, double>>>>
         &out) {
   out.clear();
-  for (int32_t threads = 1; threads <= threadsMax; ++threads)
+  for (int32_t threads = 1; threads < threadsMax; threads *= 2)
     out.push_back({threads, {}});
+  out.push_back({threadsMax, {}});
   for (size_t footprint : footprints) {
     size_t arrayBytes = std::max<size_t>(footprint / 4, 4096);
     RuntimeBuffer p(arrayBytes), g(arrayBytes), m(arrayBytes), v(arrayBytes);

@@ -217,6 +217,10 @@ private:
   /// naming `what`) otherwise.
   FailureOr<SmallVector<double>> constantInput(StringRef name, Location loc,
                                                StringRef what);
+  /// The value of initializer or Constant-node output `name`, or null (an
+  /// unreadable initializer also reports why, as `what`, at `loc`).
+  DenseElementsAttr constantAttrOf(StringRef name, Location loc,
+                                   StringRef what);
   /// Resize (opset 10+) and Upsample as gathers along each resized axis.
   struct ResizeSpec {
     std::string mode, coordinates, nearestMode, aspectPolicy;
@@ -535,22 +539,27 @@ FailureOr<Value> Importer::lookup(StringRef name, Location loc) {
                        "initializer";
 }
 
-FailureOr<SmallVector<double>>
-Importer::constantInput(StringRef name, Location loc, StringRef what) {
-  DenseElementsAttr attr;
+DenseElementsAttr Importer::constantAttrOf(StringRef name, Location loc,
+                                           StringRef what) {
   if (auto init = initializers.find(name); init != initializers.end()) {
     FailureOr<DenseElementsAttr> a = tensorAttr(*init->second, loc, what);
-    if (failed(a))
-      return failure();
-    attr = *a;
-  } else if (auto it = values.find(name); it != values.end()) {
+    return succeeded(a) ? *a : DenseElementsAttr();
+  }
+  if (auto it = values.find(name); it != values.end())
     if (auto c = it->second.getDefiningOp<ConstantOp>())
-      attr = dyn_cast<DenseElementsAttr>(c.getValue());
-  } else {
+      return dyn_cast<DenseElementsAttr>(c.getValue());
+  return {};
+}
+
+FailureOr<SmallVector<double>>
+Importer::constantInput(StringRef name, Location loc, StringRef what) {
+  if (!initializers.count(name) && !values.count(name))
     return error(loc) << "input '" << name
                       << "' is not produced by any node, graph input or "
                          "initializer";
-  }
+  DenseElementsAttr attr = constantAttrOf(name, loc, what);
+  if (!attr && initializers.count(name))
+    return failure(); // tensorAttr said why.
   if (!attr)
     return error(loc) << what
                       << " must be a constant (an initializer or a "
@@ -574,16 +583,9 @@ Importer::evalShapeVector(StringRef name, int depth) {
     return std::nullopt;
   // Constants.
   DenseElementsAttr attr;
-  if (auto init = initializers.find(name); init != initializers.end()) {
+  {
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
-    FailureOr<DenseElementsAttr> a =
-        tensorAttr(*init->second, fileLoc, "initializer");
-    if (failed(a))
-      return std::nullopt;
-    attr = *a;
-  } else if (auto it = values.find(name); it != values.end()) {
-    if (auto c = it->second.getDefiningOp<ConstantOp>())
-      attr = dyn_cast<DenseElementsAttr>(c.getValue());
+    attr = constantAttrOf(name, fileLoc, "initializer");
   }
   if (attr) {
     if (!attr.getElementType().isInteger() ||
@@ -791,9 +793,12 @@ FailureOr<Value> Importer::importResize(const onnx::NodeProto &node,
       return error(loc) << type
                         << " 'sizes' must be a constant, or built from "
                            "constants and the input's own shape";
+    if (v->size() != axes.size())
+      return error(loc) << type << " has " << v->size() << " sizes for "
+                        << axes.size() << " axes";
     for (const ShapeEntry &e : *v) {
       keepAxis.push_back(!e.value && e.of == x &&
-                         e.dim == axes[keepAxis.size() % axes.size()]);
+                         e.dim == axes[keepAxis.size()]);
       if (!e.value && !keepAxis.back())
         return error(loc) << type << " 'sizes' takes dimension " << e.dim
                           << " of another tensor, unknown at compile time";
