@@ -160,14 +160,23 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
         perm.push_back(i);
       scores = g.transpose(y, perm);
     }
+    // The mean over the labels that are not ignored, as PyTorch's, except
+    // that a batch where every label is ignored (padding at a sequence's
+    // tail) has loss 0 and no gradient, where PyTorch's 0/0 would be NaN and
+    // stop the run: the sum divided by max(count, 1).
     Operation *ce = g.make<SoftmaxCrossEntropyLossOp>(
         {scores, label},
         {g.i64("ignore_index", ignoreIndex),
-         g.attr("reduction", StringAttr::get(ctx, "mean"))},
+         g.attr("reduction", StringAttr::get(ctx, "sum"))},
         2);
     if (!ce)
       return failure();
-    return ce->getResult(0);
+    Value kept = g.one<NotOp>({g.one<EqualOp>(
+        {label, g.scalarLike(label, static_cast<double>(ignoreIndex))})});
+    Value count =
+        g.reduceSum(g.castTo(kept, yt.getElementType()), all(label), false);
+    count = g.one<MaxOp>({count, g.scalarLike(count, 1)});
+    return g.div(ce->getResult(0), count);
   }
   return step.emitError("unknown loss '") << loss << "'";
 }
