@@ -251,6 +251,14 @@ GradResult gemmGrad(GraphBuilder &g, GemmOp op, Value dy) {
   return out;
 }
 
+/// Whether every dimension of `t` but the first (the batch, which a model
+/// exported with a dynamic batch leaves unknown) is static: the gradients of
+/// convolutions and pooling read channel and spatial sizes only.
+bool staticBeyondBatch(RankedTensorType t) {
+  return t.getRank() > 0 &&
+         llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
+}
+
 /// Explicit begin/end pads of a conv-like op with static spatial dims.
 FailureOr<SmallVector<int64_t>>
 explicitPads(Operation *op, StringRef autoPad, ArrayRef<int64_t> inDims,
@@ -319,14 +327,17 @@ Value convWeightGrad(GraphBuilder &g, Value x, Value dy,
   return g.transpose(w, swap01);
 }
 
-/// `x` ([N, C, S...], static) with s - 1 zeros between neighbours along
-/// each spatial axis: [N, C, (S - 1) * s + 1 ...].
+/// `x` ([N, C, S...], static beyond the batch) with s - 1 zeros between
+/// neighbours along each spatial axis: [N, C, (S - 1) * s + 1 ...].
 Value dilateSpatial(GraphBuilder &g, Value x, ArrayRef<int64_t> strides) {
   for (size_t i = 0; i < strides.size(); ++i) {
     int64_t s = strides[i];
     if (s == 1)
       continue;
     auto shape = llvm::to_vector(g.typeOf(x).getShape());
+    // Reshape's 0 keeps a dynamic batch as it is.
+    if (ShapedType::isDynamic(shape[0]))
+      shape[0] = 0;
     int64_t a = 2 + i, r = shape.size();
     SmallVector<int64_t> withUnit(shape);
     withUnit.insert(withUnit.begin() + a + 1, 1);
@@ -354,7 +365,7 @@ Value transposedConvAsConv(GraphBuilder &g, Value dy, Value w,
                            ArrayRef<int64_t> outPad, int64_t group) {
   auto wt = g.typeOf(w);
   int64_t n = wt.getRank() - 2;
-  if (group != 1 || !wt.hasStaticShape() || !g.typeOf(dy).hasStaticShape())
+  if (group != 1 || !wt.hasStaticShape() || !staticBeyondBatch(g.typeOf(dy)))
     return Value();
   SmallVector<int64_t> cpads(2 * n);
   for (int64_t i = 0; i < n; ++i) {
@@ -384,8 +395,8 @@ Value transposedConvAsConv(GraphBuilder &g, Value dy, Value w,
 GradResult convGrad(GraphBuilder &g, ConvOp op, Value dy) {
   Value x = op.getInput(), w = op.getWeight();
   auto xt = g.typeOf(x), wt = g.typeOf(w), yt = g.typeOf(op.getOutput());
-  if (!xt.hasStaticShape() || !wt.hasStaticShape())
-    return unsupported(op, "dynamic input or weight shapes"), failure();
+  if (!staticBeyondBatch(xt) || !wt.hasStaticShape())
+    return unsupported(op, "dynamic channel or spatial sizes"), failure();
   int64_t n = xt.getRank() - 2;
   auto inDims = xt.getShape().drop_front(2);
   auto kernel = wt.getShape().drop_front(2);
@@ -569,8 +580,8 @@ GradResult einsumGrad(GraphBuilder &g, EinsumOp op, Value dy) {
 GradResult averagePoolGrad(GraphBuilder &g, AveragePoolOp op, Value dy) {
   Value x = op.getInput();
   auto xt = g.typeOf(x), yt = g.typeOf(op.getOutput());
-  if (!xt.hasStaticShape())
-    return unsupported(op, "dynamic shapes"), failure();
+  if (!staticBeyondBatch(xt))
+    return unsupported(op, "dynamic channel or spatial sizes"), failure();
   int64_t n = xt.getRank() - 2, ch = xt.getDimSize(1);
   auto kernel = op.getKernelShape();
   SmallVector<int64_t> strides(n, 1), dilations(n, 1);
