@@ -78,8 +78,31 @@ std::string mlir::dist::parseInputValueOption(StringRef text,
 
 bool mlir::dist::looksLikeONNXFile(StringRef path) {
   StringRef ext = llvm::sys::path::extension(path);
-  return ext == ".onnx" || ext == ".onnxtxt" || ext == ".onnxtext" ||
-         ext == ".pb";
+  if (ext == ".onnx" || ext == ".onnxtxt" || ext == ".onnxtext" || ext == ".pb")
+    return true;
+  if (ext == ".mlir")
+    return false;
+  // Another name (`model.bin`, `model`): by content. A serialized protobuf
+  // is binary (ModelProto starts with the ir_version tag 0x08) and ONNX
+  // text starts with its `<...>` header; MLIR is text that never does.
+  // (A slice past the end would read as NULs: ask for no more than is
+  // there.)
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(path, size) || size == 0)
+    return false;
+  auto read = llvm::MemoryBuffer::getFileSlice(
+      path, std::min<uint64_t>(size, 512), 0, /*IsVolatile=*/false);
+  if (!read)
+    return false;
+  StringRef head = (*read)->getBuffer();
+  StringRef text = head.ltrim();
+  if (text.starts_with("<"))
+    return true;
+  return llvm::any_of(head, [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' &&
+           c != '\v';
+  });
 }
 
 //===----------------------------------------------------------------------===//
