@@ -715,6 +715,12 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       "clip-grad-norm",
       cl::desc("Clip the global gradient norm to this value (0: off)"),
       cl::init(0), cl::cat(trainCategory));
+  cl::list<std::string> freeze(
+      "freeze",
+      cl::desc("Initializers to keep as they are (no gradient, no update): "
+               "names or glob patterns, comma-separated or repeated, e.g. "
+               "--freeze='pe,encoder.*'"),
+      cl::value_desc("names"), cl::CommaSeparated, cl::cat(trainCategory));
   cl::OptionCategory planCategory("dist-opt planning options");
   cl::opt<std::string> meshOpt(
       "mesh",
@@ -909,10 +915,13 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
   }
   std::optional<dist::BuildTrainStepPassOptions> train;
   {
-    cl::Option *trainOnly[] = {
-        &loss,       &lossOutput,  &ignoreIndex, &optimizer, &lr,
-        &momentum,   &beta1,       &beta2,       &eps,       &weightDecay,
-        &lrSchedule, &warmupSteps, &clipGradNorm};
+    cl::Option *trainOnly[] = {&loss,         &lossOutput,
+                               &ignoreIndex,  &optimizer,
+                               &lr,           &momentum,
+                               &beta1,        &beta2,
+                               &eps,          &weightDecay,
+                               &lrSchedule,   &warmupSteps,
+                               &clipGradNorm, std::addressof(freeze)};
     for (cl::Option *o : trainOnly)
       if (o->getNumOccurrences() && !trainFlag) {
         errs() << "error: --" << o->ArgStr << " needs --train\n";
@@ -937,6 +946,7 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       t.eps = eps;
       t.weightDecay = weightDecay;
       t.clipGradNorm = clipGradNorm;
+      t.freeze.assign(freeze.begin(), freeze.end());
       std::string option;
       std::string why = dist::checkTrainStepOptions(t, option);
       if (!why.empty()) {

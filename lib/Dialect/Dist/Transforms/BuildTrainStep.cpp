@@ -22,6 +22,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <cmath>
 
@@ -74,6 +76,11 @@ struct BuildTrainStepPass
   /// `grad`; `lr` and `t` are scalars of the parameter's element type.
   void update(ModuleOp module, GraphBuilder &g, ParamOp param, Value value,
               Value grad, Value lr, Value t);
+  /// Names of the parameters `freeze` names or matches.
+  llvm::StringSet<> frozen;
+  /// Fills `frozen` from the `freeze` option; fails on a name or pattern
+  /// that matches no parameter.
+  LogicalResult resolveFrozen(ModuleOp module);
   /// Declares a zero-initialised optimizer-state parameter next to `param`.
   ParamOp addState(ModuleOp module, ParamOp param, StringRef suffix);
 
@@ -237,14 +244,16 @@ LogicalResult
 BuildTrainStepPass::differentiate(func::FuncOp step, Value loss,
                                   llvm::DenseMap<Value, Value> &grads) {
   Block &body = step.getBody().front();
-  // Active values: floating-point values that depend on a parameter.
+  // Active values: floating-point values that depend on a parameter that
+  // is not frozen.
   llvm::DenseSet<Value> active;
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator()) {
     forward.push_back(&op);
     bool fromParam = false;
     if (auto get = dyn_cast<GetParamOp>(op))
-      fromParam = isa<FloatType>(getElementTypeOrSelf(get.getType()));
+      fromParam = isa<FloatType>(getElementTypeOrSelf(get.getType())) &&
+                  !frozen.contains(get.getName());
     for (Value v : op.getOperands())
       fromParam |= active.contains(v);
     if (!fromParam)
@@ -254,8 +263,12 @@ BuildTrainStepPass::differentiate(func::FuncOp step, Value loss,
         active.insert(r);
   }
   if (!active.contains(loss))
-    return step.emitError("the loss does not depend on any floating-point "
-                          "parameter: nothing to train");
+    return step.emitError(frozen.empty()
+                              ? "the loss does not depend on any "
+                                "floating-point parameter: nothing to train"
+                              : "the loss depends on no floating-point "
+                                "parameter that --freeze leaves trainable: "
+                                "nothing to train");
   OpBuilder b(body.getTerminator());
   GraphBuilder g(b, step);
   grads[loss] = g.scalarLike(loss, 1.0);
@@ -290,6 +303,39 @@ BuildTrainStepPass::differentiate(func::FuncOp step, Value loss,
     }
   }
   return failure(g.hadError);
+}
+
+LogicalResult BuildTrainStepPass::resolveFrozen(ModuleOp module) {
+  for (const std::string &name : freeze) {
+    bool matched = false;
+    bool isGlob = StringRef(name).find_first_of("*?[") != StringRef::npos;
+    if (!isGlob) {
+      auto p = module.lookupSymbol<ParamOp>(name);
+      matched = p && !p.getState();
+      if (matched)
+        frozen.insert(name);
+    } else {
+      auto glob = llvm::GlobPattern::create(name);
+      if (!glob) {
+        module.emitError("--freeze '")
+            << name << "': " << llvm::toString(glob.takeError());
+        return failure();
+      }
+      for (auto p : module.getOps<ParamOp>())
+        if (!p.getState() && glob->match(p.getSymName())) {
+          frozen.insert(p.getSymName());
+          matched = true;
+        }
+    }
+    if (!matched) {
+      module.emitError("--freeze '")
+          << name << "': no initializer "
+          << (isGlob ? "matches the pattern" : "has that name")
+          << " among the model's initializers";
+      return failure();
+    }
+  }
+  return success();
 }
 
 ParamOp BuildTrainStepPass::addState(ModuleOp module, ParamOp param,
@@ -370,6 +416,9 @@ void BuildTrainStepPass::runOnOperation() {
     module.emitError("dist-build-train-step option ") << option << ": " << why;
     return signalPassFailure();
   }
+
+  if (failed(resolveFrozen(module)))
+    return signalPassFailure();
 
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>()) {

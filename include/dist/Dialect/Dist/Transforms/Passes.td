@@ -48,7 +48,9 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
       following torch.optim's SGD, SGD with momentum, Adam and AdamW;
     - takes the learning rate and the 1-based step number as two trailing
       f32 scalar arguments and returns the loss as an f32 scalar.
-    Parameters that receive a gradient are marked `trainable`. The original
+    Parameters that receive a gradient are marked `trainable`; those named by
+    `freeze` (PyTorch's buffers, layers a user fine-tunes around) are
+    constants to the gradient and stay frozen. The original
     entry function is kept for inference. The pass fails, naming the op, when
     an op on the path from a parameter to the loss has no gradient rule.
   }];
@@ -76,6 +78,9 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
            "weight decay (negative: the optimizer's PyTorch default, 0.01 for adamw, else 0)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0",
            "clip the global gradient norm to this value (0: off)">,
+    ListOption<"freeze", "freeze", "std::string",
+               "initializers (names or glob patterns) kept as they are: no "
+               "gradient, no update">,
   ];
 }
 
