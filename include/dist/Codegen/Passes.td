@@ -110,7 +110,10 @@ def HoistParallelDimsPass
     over C. The innermost dimension never moves (it is the contiguous one
     that LLVM vectorises). On buffers, the trailing reduction dimensions
     that every operand lays out contiguously then merge into one loop
-    (H and W of those statistics), so the innermost reduction is long.
+    (H and W of those statistics), so the innermost reduction is long; so
+    do the trailing dimensions of an elementwise `linalg.generic` whose
+    innermost loop is shorter than a vector of f32 (the update of a
+    [F, C, 3, 3] convolution weight), so that LLVM vectorises it.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -62,6 +62,11 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   // the runtime's thread pool: those of reductions go first.
   pm.addNestedPass<func::FuncOp>(createStridedCopiesToLoopsPass());
   pm.addNestedPass<func::FuncOp>(createHoistParallelDimsPass());
+  // Merged loops view each buffer through a collapse_shape per operand: an
+  // in-place update reads and writes one buffer through two of them, which
+  // LLVM's vectoriser takes for two buffers that may overlap (its run-time
+  // check fails and the scalar loop runs) until CSE makes them one.
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createRegisterAccumulatorsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
