@@ -57,6 +57,9 @@ inline constexpr llvm::StringLiteral kParallelFor = "dist_rt_parallel_for";
 /// void dist_rt_index_error(int64 index, int64 size, int64 node_name_ptr)
 /// (dist_rt/kernels.h): an index input out of range.
 inline constexpr llvm::StringLiteral kIndexError = "dist_rt_index_error";
+/// void dist_rt_shape_error(int64 a, int64 b, int64 axis, int64 node_name_ptr)
+/// (dist_rt/kernels.h): operand sizes unknown at compile time that differ.
+inline constexpr llvm::StringLiteral kShapeError = "dist_rt_shape_error";
 
 /// Mesh collectives (dist_rt/kernels.h): start(ptr, count, dtype, reduce,
 /// axis_mask) -> handle and wait(handle), all as i64.

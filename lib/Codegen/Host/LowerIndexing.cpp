@@ -82,42 +82,12 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, Value n) {
 /// its loops.
 class IndexCheck {
 public:
-  explicit IndexCheck(Operation *op) {
-    auto module = op->getParentOfType<ModuleOp>();
-    Location loc = op->getLoc();
-    MLIRContext *ctx = op->getContext();
-    Type i64 = IntegerType::get(ctx, 64);
-    callee = module.lookupSymbol<func::FuncOp>(runtime_abi::kIndexError);
-    OpBuilder mb(module.getBodyRegion());
-    mb.setInsertionPointToStart(module.getBody());
-    if (!callee) {
-      callee = func::FuncOp::create(mb, loc, runtime_abi::kIndexError,
-                                    mb.getFunctionType({i64, i64, i64}, {}));
-      callee.setPrivate();
-    }
-    std::string text = nodeName(loc).str();
-    text.push_back('\0');
-    // One global per distinct name.
-    unsigned count = 0;
-    for (auto g : module.getOps<LLVM::GlobalOp>()) {
-      if (!g.getSymName().starts_with(kGlobalPrefix))
-        continue;
-      ++count;
-      if (auto value = dyn_cast_or_null<StringAttr>(g.getValueOrNull());
-          value && value.getValue() == text) {
-        global = g;
-        return;
-      }
-    }
-    std::string sym;
-    do {
-      sym = (kGlobalPrefix + Twine(count++)).str();
-    } while (module.lookupSymbol(sym));
-    auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
-                                         static_cast<unsigned>(text.size()));
-    global = LLVM::GlobalOp::create(mb, loc, type, /*isConstant=*/true,
-                                    LLVM::Linkage::Internal, sym,
-                                    mb.getStringAttr(text));
+  explicit IndexCheck(Operation *op)
+      : module(op->getParentOfType<ModuleOp>()), opLoc(op->getLoc()) {
+    Type i64 = IntegerType::get(op->getContext(), 64);
+    callee =
+        runtimeCallee(module, runtime_abi::kIndexError,
+                      FunctionType::get(op->getContext(), {i64, i64, i64}, {}));
   }
 
   /// Calls the runtime when the wrapped index `w` (of the original value
@@ -126,8 +96,7 @@ public:
     Value bad = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, w, n);
     scf::IfOp::create(b, loc, bad, [&](OpBuilder &tb, Location tl) {
       Type i64 = tb.getI64Type();
-      Value addr = LLVM::AddressOfOp::create(tb, tl, global);
-      Value where = LLVM::PtrToIntOp::create(tb, tl, i64, addr);
+      Value where = nodeNameAddress(tb, opLoc, module);
       Value value = arith::IndexCastOp::create(tb, tl, i64, i);
       Value size = arith::IndexCastOp::create(tb, tl, i64, n);
       func::CallOp::create(tb, tl, callee, ValueRange{value, size, where});
@@ -171,16 +140,9 @@ public:
   }
 
 private:
-  static constexpr llvm::StringLiteral kGlobalPrefix = "__dist_node_name_";
-
-  /// The ONNX node's name in `loc` (behind a training phase tag), or "?".
-  static StringRef nodeName(Location loc) {
-    StringRef name = dist::DistDialect::getNodeName(loc);
-    return name.empty() ? "?" : name;
-  }
-
+  ModuleOp module;
+  Location opLoc; ///< names the node
   func::FuncOp callee;
-  LLVM::GlobalOp global;
 };
 
 /// Wrapped and clamped index value of an integer index scalar (clamped so

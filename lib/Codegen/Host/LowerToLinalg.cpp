@@ -8,6 +8,8 @@
 
 #include "Lowering.h"
 
+#include "dist/Codegen/RuntimeABI.h"
+
 #include "llvm/TargetParser/Host.h"
 
 #include "dist/Codegen/Passes.h"
@@ -409,21 +411,99 @@ SmallVector<OpFoldResult> codegen::broadcastSizes(OpBuilder &b, Location loc,
       sizes.push_back(b.getIndexAttr(d));
       continue;
     }
-    // Take the size from an operand whose aligned dim is not a static 1.
-    OpFoldResult size;
+    // The sizes of the operands whose aligned dim is not a static 1.
+    SmallVector<OpFoldResult> candidates;
+    llvm::SmallPtrSet<void *, 4> seen;
     for (Value v : operands) {
       auto t = cast<RankedTensorType>(v.getType());
       int64_t j = i - (rank - t.getRank());
-      if (j < 0 || t.getDimSize(j) == 1)
+      if (j < 0 || t.getDimSize(j) == 1 ||
+          !seen.insert(v.getAsOpaquePointer()).second)
         continue;
-      size = tensor::getMixedSize(b, loc, v, j);
-      break;
+      candidates.push_back(tensor::getMixedSize(b, loc, v, j));
     }
-    if (!size)
-      size = b.getIndexAttr(1);
+    if (candidates.empty()) {
+      sizes.push_back(b.getIndexAttr(1));
+      continue;
+    }
+    OpFoldResult size = candidates.front();
+    Value first = ofrToValue(b, loc, size);
+    for (OpFoldResult other : ArrayRef(candidates).drop_front()) {
+      Value o = ofrToValue(b, loc, other);
+      if (o == first)
+        continue;
+      // Two sizes unknown at compile time: the same at run time (numpy's
+      // broadcasting of a size that turns out 1 is not supported here).
+      // The loops run to the smaller, and a difference fails the run.
+      ModuleOp module =
+          b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+      Value differ =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, first, o);
+      scf::IfOp::create(b, loc, differ, [&](OpBuilder &tb, Location tl) {
+        Type i64 = tb.getI64Type();
+        func::FuncOp callee =
+            runtimeCallee(module, runtime_abi::kShapeError,
+                          tb.getFunctionType({i64, i64, i64, i64}, {}));
+        Value axis = arith::ConstantIntOp::create(tb, tl, i64, i);
+        func::CallOp::create(
+            tb, tl, callee,
+            ValueRange{arith::IndexCastOp::create(tb, tl, i64, first),
+                       arith::IndexCastOp::create(tb, tl, i64, o), axis,
+                       nodeNameAddress(tb, tl, module)});
+        scf::YieldOp::create(tb, tl);
+      });
+      first = arith::MinSIOp::create(b, loc, first, o);
+      size = first;
+    }
     sizes.push_back(size);
   }
   return sizes;
+}
+
+Value codegen::nodeNameAddress(OpBuilder &b, Location loc, ModuleOp module) {
+  static constexpr llvm::StringLiteral kGlobalPrefix = "__dist_node_name_";
+  StringRef name = dist::DistDialect::getNodeName(loc);
+  std::string text = name.empty() ? "?" : name.str();
+  text.push_back('\0');
+  MLIRContext *ctx = module.getContext();
+  LLVM::GlobalOp global;
+  unsigned count = 0;
+  for (auto g : module.getOps<LLVM::GlobalOp>()) {
+    if (!g.getSymName().starts_with(kGlobalPrefix))
+      continue;
+    ++count;
+    if (auto value = dyn_cast_or_null<StringAttr>(g.getValueOrNull());
+        value && value.getValue() == text) {
+      global = g;
+      break;
+    }
+  }
+  if (!global) {
+    std::string sym;
+    do {
+      sym = (kGlobalPrefix + Twine(count++)).str();
+    } while (module.lookupSymbol(sym));
+    OpBuilder mb(module.getBodyRegion());
+    mb.setInsertionPointToStart(module.getBody());
+    auto type = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
+                                         static_cast<unsigned>(text.size()));
+    global = LLVM::GlobalOp::create(mb, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Internal, sym,
+                                    mb.getStringAttr(text));
+  }
+  Value addr = LLVM::AddressOfOp::create(b, loc, global);
+  return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), addr);
+}
+
+func::FuncOp codegen::runtimeCallee(ModuleOp module, StringRef name,
+                                    FunctionType type) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
+    return f;
+  OpBuilder mb(module.getBodyRegion());
+  mb.setInsertionPointToStart(module.getBody());
+  auto f = func::FuncOp::create(mb, module.getLoc(), name, type);
+  f.setPrivate();
+  return f;
 }
 
 AffineMap codegen::broadcastMap(MLIRContext *ctx, RankedTensorType operandType,

@@ -13,6 +13,7 @@
 #include "dist/Dialect/Dist/IR/ShapeUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -101,10 +102,22 @@ Value padSpatial(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> begin,
                  ArrayRef<int64_t> end, Value pad);
 
 /// Output sizes of a broadcasting (numpy rules) elementwise op producing
-/// `resultType` from `operands`.
+/// `resultType` from `operands`. Where operands have sizes unknown at
+/// compile time on the same axis, the size is their minimum (nothing is read
+/// outside an operand) and code reporting any difference through the
+/// runtime's dist_rt_shape_error (the run then fails naming the node) is
+/// built at `b`'s insertion point.
 SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
                                          RankedTensorType resultType,
                                          ValueRange operands);
+
+/// The address (an i64) of a constant NUL-terminated global holding the
+/// ONNX node name of `loc` ("?" when none), one global per distinct name in
+/// `module`, for the runtime's error reports.
+Value nodeNameAddress(OpBuilder &b, Location loc, ModuleOp module);
+/// The private declaration of runtime function `name` in `module`, added
+/// with `type` when missing.
+func::FuncOp runtimeCallee(ModuleOp module, StringRef name, FunctionType type);
 /// Indexing map reading an operand of type `operandType` in a loop nest over
 /// `resultType` with numpy broadcasting (size-1 dims read index 0).
 AffineMap broadcastMap(MLIRContext *ctx, RankedTensorType operandType,

@@ -190,6 +190,16 @@ DIST_RT_API int32_t dist_rt_get_num_threads(void);
 /// or written. Called outside a run, it prints the message to stderr.
 DIST_RT_API void dist_rt_index_error(int64_t index, int64_t size, int64_t node);
 
+/// Called by generated code when two operands of a broadcasting op have
+/// different sizes `a` and `b` on output axis `axis` where neither size was
+/// known at compile time (the code only broadcasts sizes known to be 1):
+/// the run that is going on fails with a message naming the node (`node`
+/// as for dist_rt_index_error); the generated code goes on over the smaller
+/// size, so nothing outside an operand is read. Called outside a run, it
+/// prints the message to stderr.
+DIST_RT_API void dist_rt_shape_error(int64_t a, int64_t b, int64_t axis,
+                                     int64_t node);
+
 /// Body of a parallel loop: processes the indices [begin, end).
 typedef void (*dist_rt_parallel_fn_t)(void *ctx, int64_t begin, int64_t end);
 
