@@ -301,51 +301,47 @@ dist_rt::RunErrorScope::RunErrorScope(RunErrors &errors)
 dist_rt::RunErrorScope::~RunErrorScope() { currentRunErrors = previous; }
 
 namespace {
-/// The escaped node name behind generated code's `node` pointer.
-void nodeNameOf(int64_t node, char *where, size_t size) {
-  const char *name =
-      reinterpret_cast<const char *>(static_cast<intptr_t>(node));
-  dist_rt::escapeForMessage(name ? name : "?", name ? std::strlen(name) : 1,
-                            where, size);
-}
-
 /// Fails the run going on with `text` (the first error wins), or prints it
 /// outside a run.
 void reportRunError(const char *text);
+
+/// Reports the error `format` (printf, its first argument the node's name)
+/// of the ONNX node whose NUL-terminated name generated code passes as the
+/// address `node`. Only a run's first error is kept: later ones (a tensor of
+/// bad indices reports each) return at once.
+template <typename... Args>
+void reportNodeError(int64_t node, const char *format, Args... args) {
+  dist_rt::RunErrors *errors = currentRunErrors;
+  if (errors && errors->failed.load(std::memory_order_acquire))
+    return;
+  const char *name =
+      reinterpret_cast<const char *>(static_cast<intptr_t>(node));
+  char where[256];
+  dist_rt::escapeForMessage(name ? name : "?", name ? std::strlen(name) : 1,
+                            where, sizeof(where));
+  char text[512];
+  std::snprintf(text, sizeof(text), format, where, args...);
+  reportRunError(text);
+}
 } // namespace
 
 extern "C" void dist_rt_index_error(int64_t index, int64_t size, int64_t node) {
-  dist_rt::RunErrors *errors = currentRunErrors;
-  // Only the first error is kept: later ones (a tensor of bad indices
-  // reports each) return at once.
-  if (errors && errors->failed.load(std::memory_order_acquire))
-    return;
-  char where[256];
-  nodeNameOf(node, where, sizeof(where));
-  char text[512];
-  std::snprintf(text, sizeof(text),
-                "node '%s': index %" PRId64
-                " is out of range for an axis of %" PRId64 " (valid: %" PRId64
-                " to %" PRId64 ")",
-                where, index, size, -size, size - 1);
-  reportRunError(text);
+  reportNodeError(node,
+                  "node '%s': index %" PRId64
+                  " is out of range for an axis of %" PRId64 " (valid: %" PRId64
+                  " to %" PRId64 ")",
+                  index, size, -size, size - 1);
 }
 
 extern "C" void dist_rt_shape_error(int64_t a, int64_t b, int64_t axis,
                                     int64_t node) {
-  dist_rt::RunErrors *errors = currentRunErrors;
-  if (errors && errors->failed.load(std::memory_order_acquire))
-    return;
-  char where[256];
-  nodeNameOf(node, where, sizeof(where));
-  char text[512];
-  std::snprintf(text, sizeof(text),
-                "node '%s': its operands have sizes %" PRId64 " and %" PRId64
-                " on output axis %" PRId64
-                " (sizes unknown at compile time must be equal; to broadcast "
-                "a size 1, give the input's shape with --input-shape)",
-                where, a, b, axis);
-  reportRunError(text);
+  reportNodeError(node,
+                  "node '%s': its operands have sizes %" PRId64 " and %" PRId64
+                  " on output axis %" PRId64
+                  " (sizes unknown at compile time must be equal; to "
+                  "broadcast a size 1, give the input's shape with "
+                  "--input-shape)",
+                  a, b, axis);
 }
 
 namespace {
