@@ -427,6 +427,10 @@ SmallVector<OpFoldResult> codegen::broadcastSizes(OpBuilder &b, Location loc,
       continue;
     }
     OpFoldResult size = candidates.front();
+    if (candidates.size() == 1) {
+      sizes.push_back(size);
+      continue;
+    }
     Value first = ofrToValue(b, loc, size);
     for (OpFoldResult other : ArrayRef(candidates).drop_front()) {
       Value o = ofrToValue(b, loc, other);

@@ -329,9 +329,9 @@ LogicalResult BuildTrainStepPass::resolveFrozen(ModuleOp module) {
     }
     if (!matched) {
       module.emitError("--freeze '")
-          << name << "': no initializer "
-          << (isGlob ? "matches the pattern" : "has that name")
-          << " among the model's initializers";
+          << name << "': "
+          << (isGlob ? "no initializer's name matches the pattern"
+                     : "the model has no initializer of that name");
       return failure();
     }
   }
