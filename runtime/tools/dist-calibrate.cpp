@@ -10,7 +10,8 @@
 // small ones with beta = 0 through faster kernels) and for a grid of f32
 // shapes in three operand layouts, streaming memory bandwidth per thread
 // count (a STREAM triad run by dist_rt_parallel_for), the throughput of an
-// in-place optimizer update per footprint and thread count, the fixed
+// in-place optimizer update per footprint and thread count (these two in
+// passes spread over the run, keeping the fastest), the fixed
 // cost of calling a small fused kernel, of one GEMM call beyond its
 // products, and of one parallel step. Prints one JSON object on stdout, or
 // writes it atomically to OUT; Cluster.h describes the fields
@@ -50,8 +51,8 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 constexpr const char *kUsage =
-    "usage: dist-calibrate [--threads-max N] [--quick] [--quiet] "
-    "[--json OUT]\n"
+    "usage: dist-calibrate [--threads-max N] [--quick] [--bandwidth-passes N] "
+    "[--quiet] [--json OUT]\n"
     "\n"
     "Measures GEMM throughput, memory bandwidth and call overheads through\n"
     "the dist-opt runtime and prints them as one JSON object.\n"
@@ -59,16 +60,22 @@ constexpr const char *kUsage =
     "  --threads-max N  measure thread counts 1..N (default: hardware "
     "threads)\n"
     "  --quick          fewer sizes and shorter runs (a few seconds)\n"
+    "  --bandwidth-passes N\n"
+    "                   measure memory bandwidth N times, spread over the\n"
+    "                   run, keeping the fastest (default 3, 1 with --quick)\n"
     "  --quiet          no progress lines on stderr\n"
     "  --json OUT       write the JSON object to OUT instead of stdout\n";
 
 /// Largest accepted --threads-max (the runtime's own limit).
 constexpr int32_t kMaxThreads = 4096;
+/// Largest accepted --bandwidth-passes.
+constexpr int32_t kMaxBandwidthPasses = 16;
 
 /// The parsed command line.
 struct Options {
   int32_t threadsMax = 0; ///< 0: hardware threads
   bool quick = false;
+  int32_t bandwidthPasses = 0; ///< 0: the settings' default
   bool quiet = false;
   std::string jsonPath; ///< "" for stdout
 };
@@ -98,6 +105,13 @@ struct Settings {
   /// long each of its measurements runs at least.
   std::vector<size_t> inPlaceFootprints;
   double inPlaceMinTimeS;
+  /// Passes over the triad and the in-place update, spread over the whole
+  /// calibration (first, between the GEMM measurements, last); each point
+  /// keeps its fastest pass. This machine's memory bandwidth drops for
+  /// seconds to minutes at a time (measured here in three calibrations:
+  /// the in-place update at 64 MiB ran at 73, 78 and 33 GB/s), and one pass
+  /// inside such a spell priced every bandwidth-bound kernel twice too slow.
+  int bandwidthPasses;
 };
 
 constexpr int kMinGemmReps = 3;
@@ -122,7 +136,8 @@ Settings settingsFor(bool quick) {
             0.004,
             1,
             {size_t(256) << 10, size_t(4) << 20, size_t(64) << 20},
-            0.005};
+            0.005,
+            1};
   return {{32, 64, 128, 256, 512, 1024},
           0.15,
           size_t(32) << 20,
@@ -137,7 +152,8 @@ Settings settingsFor(bool quick) {
           2,
           {size_t(256) << 10, size_t(4) << 20, size_t(16) << 20,
            size_t(64) << 20, size_t(256) << 20},
-          0.02};
+          0.02,
+          3};
 }
 
 int32_t hardwareThreads() {
@@ -152,13 +168,13 @@ void reportError(const std::string &message) {
   std::fprintf(stderr, "dist-calibrate: error: %s\n", message.c_str());
 }
 
-/// Parses a thread count in [1, kMaxThreads].
-bool parseThreads(const std::string &text, int32_t &out) {
+/// Parses a positive integer of at most `max` into `out`.
+bool parseCount(const std::string &text, int32_t max, int32_t &out) {
   if (text.empty() || text.size() > 9 ||
       text.find_first_not_of("0123456789") != std::string::npos)
     return false;
   long value = std::strtol(text.c_str(), nullptr, 10);
-  if (value < 1 || value > kMaxThreads)
+  if (value < 1 || value > max)
     return false;
   out = int32_t(value);
   return true;
@@ -178,7 +194,8 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       value = arg.substr(eq + 1);
       hasInlineValue = true;
     }
-    bool takesValue = name == "--threads-max" || name == "--json";
+    bool takesValue = name == "--threads-max" || name == "--json" ||
+                      name == "--bandwidth-passes";
     if (!takesValue && hasInlineValue) {
       if (name == "--quick" || name == "--quiet" || name == "--help") {
         reportError("option '" + name + "' takes no value");
@@ -195,10 +212,17 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       value = argv[++i];
     }
     if (name == "--threads-max") {
-      if (!parseThreads(value, options.threadsMax)) {
+      if (!parseCount(value, kMaxThreads, options.threadsMax)) {
         reportError("invalid --threads-max '" + value +
                     "' (expected an integer from 1 to " +
                     std::to_string(kMaxThreads) + ")");
+        return false;
+      }
+    } else if (name == "--bandwidth-passes") {
+      if (!parseCount(value, kMaxBandwidthPasses, options.bandwidthPasses)) {
+        reportError("invalid --bandwidth-passes '" + value +
+                    "' (expected an integer from 1 to " +
+                    std::to_string(kMaxBandwidthPasses) + ")");
         return false;
       }
     } else if (name == "--json") {
@@ -481,10 +505,13 @@ void triadInitChunk(void *ctx, int64_t begin, int64_t end) {
 
 /// Best-of-kTriadRuns triad bandwidth (bytes/s) per thread count,
 /// counting 3 * array bytes per run (STREAM's convention: the
-/// write-allocate read of `a` is not counted). Returns false when out of
-/// memory.
+/// write-allocate read of `a` is not counted). A pass after the first
+/// (`out` not empty) keeps the faster figure of each thread count and
+/// widens `spread` (slowest and fastest pass of each). Returns false when
+/// out of memory.
 bool measureBandwidth(size_t arrayBytes, int32_t threadsMax,
-                      std::vector<std::pair<int32_t, double>> &out) {
+                      std::vector<std::pair<int32_t, double>> &out,
+                      std::vector<std::pair<double, double>> &spread) {
   RuntimeBuffer a(arrayBytes), b(arrayBytes), c(arrayBytes);
   if (!a || !b || !c)
     return false;
@@ -506,7 +533,15 @@ bool measureBandwidth(size_t arrayBytes, int32_t threadsMax,
     double bytesPerS = 3.0 * double(n) * sizeof(float) / bestS;
     progress("memory bandwidth threads %d: %.1f GB/s", threads,
              bytesPerS * 1e-9);
-    out.emplace_back(threads, bytesPerS);
+    auto i = size_t(threads - 1);
+    if (i == out.size()) {
+      out.emplace_back(threads, bytesPerS);
+      spread.emplace_back(bytesPerS, bytesPerS);
+    } else {
+      out[i].second = std::max(out[i].second, bytesPerS);
+      spread[i].first = std::min(spread[i].first, bytesPerS);
+      spread[i].second = std::max(spread[i].second, bytesPerS);
+    }
   }
   return true;
 }
@@ -562,17 +597,21 @@ void inPlaceInitChunk(void *ctx, int64_t begin, int64_t end) {
 /// times are no stand-in: past the caches, a write to a fresh buffer reads
 /// it first, and in-place streams also prefetch better (measured on the
 /// 2-core EPYC at 89 MB: 68 GB/s in place, 51 GB/s of moved bytes for the
-/// elementwise probe). Best of a few passes, each at least `minTimeS`.
-/// Returns false when out of memory.
+/// elementwise probe). Best of a few runs, each at least `minTimeS`. A pass
+/// after the first (`out` not empty) keeps the faster figure of each
+/// point. Returns false when out of memory.
 bool measureInPlace(
     const std::vector<size_t> &footprints, int32_t threadsMax, double minTimeS,
     std::vector<std::pair<int32_t, std::vector<std::pair<double, double>>>>
         &out) {
-  out.clear();
-  for (int32_t threads = 1; threads < threadsMax; threads *= 2)
-    out.push_back({threads, {}});
-  out.push_back({threadsMax, {}});
-  for (size_t footprint : footprints) {
+  bool firstPass = out.empty();
+  if (firstPass) {
+    for (int32_t threads = 1; threads < threadsMax; threads *= 2)
+      out.push_back({threads, {}});
+    out.push_back({threadsMax, {}});
+  }
+  for (size_t f = 0; f < footprints.size(); ++f) {
+    size_t footprint = footprints[f];
     size_t arrayBytes = std::max<size_t>(footprint / 4, 4096);
     RuntimeBuffer p(arrayBytes), g(arrayBytes), m(arrayBytes), v(arrayBytes);
     if (!p || !g || !m || !v)
@@ -595,7 +634,10 @@ bool measureInPlace(
         bestS = std::min(bestS, s);
         spentS += s;
       }
-      points.emplace_back(4.0 * double(arrayBytes), bytes / bestS);
+      if (firstPass)
+        points.emplace_back(4.0 * double(arrayBytes), bytes / bestS);
+      else
+        points[f].second = std::max(points[f].second, bytes / bestS);
       progress("in-place update %zu KiB threads %d: %.1f GB/s",
                4 * arrayBytes / 1024, threads, bytes / bestS * 1e-9);
     }
@@ -875,6 +917,8 @@ int main(int argc, char **argv) {
   int32_t cores = hardwareThreads();
   int32_t threadsMax = options.threadsMax ? options.threadsMax : cores;
   Settings settings = settingsFor(options.quick);
+  if (options.bandwidthPasses)
+    settings.bandwidthPasses = options.bandwidthPasses;
 
   AtomicOutput output;
   if (!options.jsonPath.empty() && !output.open(options.jsonPath))
@@ -902,24 +946,51 @@ int main(int argc, char **argv) {
   }
 
   std::vector<std::pair<int32_t, double>> bandwidth;
+  std::vector<std::pair<double, double>> bandwidthSpread;
   std::vector<GemmSeries> gemmF32, gemmF64;
   std::vector<std::pair<int32_t, std::vector<ShapePoint>>> shapesF32;
   std::vector<std::pair<int32_t, std::vector<std::pair<double, double>>>>
       inPlace;
-  if (!measureBandwidth(settings.triadArrayBytes, threadsMax, bandwidth) ||
-      !measureInPlace(settings.inPlaceFootprints, threadsMax,
-                      settings.inPlaceMinTimeS, inPlace) ||
-      !measureGemmType<float>("f32", dist_rt_gemm_set_f32, settings.gemmSizes,
-                              threadsMax, settings.gemmMinTimeS, gemmF32) ||
-      !measureGemmType<double>("f64", dist_rt_gemm_set_f64, settings.gemmSizes,
-                               threadsMax, settings.gemmMinTimeS, gemmF64) ||
-      !measureGemmShapes<float>("f32", dist_rt_gemm_set_f32, settings.shapeDims,
-                                settings.unalignedShapeDims, threadsMax,
-                                settings.shapeMinTimeS, settings.shapePasses,
-                                shapesF32)) {
+  int passes = std::max(1, settings.bandwidthPasses), pass = 0;
+  auto bandwidthPass = [&] {
+    ++pass;
+    if (passes > 1)
+      progress("memory bandwidth, pass %d of %d", pass, passes);
+    return measureBandwidth(settings.triadArrayBytes, threadsMax, bandwidth,
+                            bandwidthSpread) &&
+           measureInPlace(settings.inPlaceFootprints, threadsMax,
+                          settings.inPlaceMinTimeS, inPlace);
+  };
+  // The bandwidth passes come first, between the GEMM size series and the
+  // shape grids, and last, so that they span the whole calibration.
+  bool measured =
+      bandwidthPass() &&
+      measureGemmType<float>("f32", dist_rt_gemm_set_f32, settings.gemmSizes,
+                             threadsMax, settings.gemmMinTimeS, gemmF32) &&
+      measureGemmType<double>("f64", dist_rt_gemm_set_f64, settings.gemmSizes,
+                              threadsMax, settings.gemmMinTimeS, gemmF64);
+  while (measured && passes - pass > 1)
+    measured = bandwidthPass();
+  measured = measured &&
+             measureGemmShapes<float>(
+                 "f32", dist_rt_gemm_set_f32, settings.shapeDims,
+                 settings.unalignedShapeDims, threadsMax,
+                 settings.shapeMinTimeS, settings.shapePasses, shapesF32) &&
+             (passes == 1 || bandwidthPass());
+  if (!measured) {
     reportError("out of memory");
     return 1;
   }
+  // A spread this wide means the figures depend on when they were taken.
+  for (size_t i = 0; i < bandwidthSpread.size(); ++i)
+    if (bandwidthSpread[i].second > 1.25 * bandwidthSpread[i].first)
+      std::fprintf(stderr,
+                   "dist-calibrate: warning: memory bandwidth at %d "
+                   "thread%s varied from %.1f to %.1f GB/s between passes "
+                   "(the machine is busy); the fastest pass is kept\n",
+                   bandwidth[i].first, bandwidth[i].first == 1 ? "" : "s",
+                   bandwidthSpread[i].first * 1e-9,
+                   bandwidthSpread[i].second * 1e-9);
   dist_rt_alloc_trim();
 
   std::string json =

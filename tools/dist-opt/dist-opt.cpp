@@ -1163,7 +1163,12 @@ std::optional<double> probeBytes(StringRef modelPath, int64_t n,
 
 /// Measures the throughput of generated loops per kernel class at a few
 /// working-set sizes and thread counts (1, powers of two, `threadsMax`) by
-/// compiling and timing the probes.
+/// compiling and timing the probes. Without `quick` every point is timed
+/// in two passes over all probes, and keeps its faster one: this machine's
+/// memory bandwidth drops for seconds at a time (the elementwise probe at
+/// 64 MiB and one thread ran at 36 and 14 GB/s in two calibrations), and
+/// a point timed inside such a spell priced its kernels for a slower
+/// machine.
 bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
                     bool quick, bool quiet, DialectRegistry &registry) {
   SmallString<128> dir;
@@ -1184,6 +1189,19 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
     threadCounts.push_back(t);
   if (threadsMax > 1)
     threadCounts.push_back(threadsMax);
+  const int passes = quick ? 1 : 2;
+
+  // One timed point: a probe at one batch, at every thread count.
+  struct Point {
+    const LoopProbe *probe;
+    std::string exe;
+    int64_t batch;
+    double bytes;
+    int64_t kernels;
+    /// Fastest bytes/s so far per entry of threadCounts.
+    std::vector<double> bytesPerS;
+  };
+  std::vector<Point> points;
   for (const LoopProbe &probe : kLoopProbes) {
     SmallString<256> model(dir), out(dir);
     sys::path::append(model, std::string(probe.kernelClass) + ".onnxtext");
@@ -1204,10 +1222,11 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
              << "' failed to compile\n";
       return false;
     }
+    SmallString<256> exe(out);
+    sys::path::append(exe, probe.kernelClass);
     int64_t rowElems = 1;
     for (int64_t d : probe.rowShape)
       rowElems *= d;
-    std::map<int64_t, std::vector<std::pair<double, double>>> points;
     for (double target : footprints) {
       // Input plus output of a row, roughly.
       int64_t n =
@@ -1219,34 +1238,41 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
                << "' has no cost at batch " << n << "\n";
         return false;
       }
-      SmallString<256> input(dir), stdoutFile(dir);
-      sys::path::append(input, "x.npy");
-      sys::path::append(stdoutFile, "bench.txt");
-      std::vector<int64_t> shape = {n};
-      shape.insert(shape.end(), probe.rowShape.begin(), probe.rowShape.end());
+      points.push_back({&probe, exe.str().str(), n, *bytes, kernels,
+                        std::vector<double>(threadCounts.size(), 0.0)});
+    }
+  }
+
+  SmallString<256> input(dir), stdoutFile(dir);
+  sys::path::append(input, "x.npy");
+  sys::path::append(stdoutFile, "bench.txt");
+  std::string inputArg = "x=" + input.str().str();
+  // Outputs go to the temporary directory, never the caller's one.
+  std::string outputArg = dir.str().str();
+  for (int pass = 1; pass <= passes; ++pass) {
+    for (Point &point : points) {
+      const char *kernelClass = point.probe->kernelClass;
+      std::vector<int64_t> shape = {point.batch};
+      shape.insert(shape.end(), point.probe->rowShape.begin(),
+                   point.probe->rowShape.end());
       if (!writeNpy(input, shape)) {
         errs() << "error: cannot write " << input << "\n";
         return false;
       }
       int64_t iterations = std::clamp<int64_t>(
-          static_cast<int64_t>(0.15 / (*bytes / 1e10)), 5, 5000);
-      SmallString<256> exe(out);
-      sys::path::append(exe, probe.kernelClass);
-      std::string inputArg = "x=" + input.str().str();
+          static_cast<int64_t>(0.15 / (point.bytes / 1e10)), 5, 5000);
       std::string iterArg = std::to_string(iterations);
-      // Outputs go to the temporary directory, never the caller's one.
-      std::string outputArg = dir.str().str();
-      for (int64_t threads : threadCounts) {
-        std::string threadsArg = std::to_string(threads);
-        SmallVector<StringRef> args = {exe,         "--input",      inputArg,
+      for (size_t t = 0; t < threadCounts.size(); ++t) {
+        std::string threadsArg = std::to_string(threadCounts[t]);
+        SmallVector<StringRef> args = {point.exe,   "--input",      inputArg,
                                        "--threads", threadsArg,     "--bench",
                                        iterArg,     "--output-dir", outputArg};
         std::optional<StringRef> redirects[] = {
             std::nullopt, StringRef(stdoutFile), std::nullopt};
         std::string execError;
-        if (sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 0, 0,
+        if (sys::ExecuteAndWait(point.exe, args, std::nullopt, redirects, 0, 0,
                                 &execError) != 0) {
-          errs() << "error: calibration probe '" << probe.kernelClass
+          errs() << "error: calibration probe '" << kernelClass
                  << "' failed to run" << (execError.empty() ? "" : ": ")
                  << execError << "\n";
           return false;
@@ -1262,28 +1288,40 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
                 .getAsDouble(ms);
         }
         if (!(ms > 0)) {
-          errs() << "error: calibration probe '" << probe.kernelClass
+          errs() << "error: calibration probe '" << kernelClass
                  << "' printed no latency\n";
           return false;
         }
-        // The run's fixed cost is not loop time; a point's footprint is what
-        // one kernel of the probe touches, as the cost model looks it up.
+        // The run's fixed cost is not loop time.
         double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
-        double bytesPerS = *bytes / seconds;
-        points[threads].emplace_back(*bytes / kernels, bytesPerS);
+        double bytesPerS = point.bytes / seconds;
+        point.bytesPerS[t] = std::max(point.bytesPerS[t], bytesPerS);
         if (!quiet)
-          errs() << "calibrate: loops " << probe.kernelClass << " "
-                 << format("%.0f", *bytes / 1024) << " KiB, " << threads
-                 << (threads == 1 ? " thread: " : " threads: ")
-                 << format("%.1f", bytesPerS / 1e9) << " GB/s\n";
+          errs() << "calibrate: loops " << kernelClass << " "
+                 << format("%.0f", point.bytes / 1024) << " KiB, "
+                 << threadCounts[t]
+                 << (threadCounts[t] == 1 ? " thread" : " threads")
+                 << (passes > 1 ? " (pass " + std::to_string(pass) + " of " +
+                                      std::to_string(passes) + ")"
+                                : std::string())
+                 << ": " << format("%.1f", bytesPerS / 1e9) << " GB/s\n";
       }
     }
-    for (auto &[threads, list] : points) {
+  }
+
+  // A point's footprint is what one kernel of the probe touches, as the
+  // cost model looks it up.
+  for (const LoopProbe &probe : kLoopProbes) {
+    for (size_t t = 0; t < threadCounts.size(); ++t) {
+      std::vector<std::pair<double, double>> list;
+      for (const Point &point : points)
+        if (point.probe == &probe)
+          list.emplace_back(point.bytes / point.kernels, point.bytesPerS[t]);
       std::sort(list.begin(), list.end());
-      if (threads == 1)
+      if (threadCounts[t] == 1)
         cal.loopBandwidth[probe.kernelClass] = std::move(list);
       else
-        cal.loopBandwidthByThreads[threads][probe.kernelClass] =
+        cal.loopBandwidthByThreads[threadCounts[t]][probe.kernelClass] =
             std::move(list);
     }
   }
