@@ -12,8 +12,9 @@
 # `--bench N`, median latency; training: `train --log`, median step time
 # after warm-up; the median of --repeats such runs, taken round-robin over
 # the rows so that a slow spell of the machine spreads over all of them)
-# and prints predicted, measured (with the fastest and slowest run) and the
-# relative error.
+# and prints the machine's speed around each round (a sentinel
+# measurement), then predicted, measured (with the fastest and slowest run)
+# and the relative error.
 # The target is an error within 15% for every row.
 #
 #   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
@@ -173,11 +174,55 @@ def main():
                 pending.append((name, mode, threads, pred, run))
 
     # Round-robin over the rows, --repeats times: a row's runs spread over
-    # the whole measurement, so a slow spell of this shared machine (its
-    # memory bandwidth halved for minutes at times) does not land on the
-    # runs of a few rows only.
+    # the whole measurement, so a slow spell of this shared machine does not
+    # land on the runs of a few rows only; the measured figure is the
+    # median. A slow spell can still cover whole rounds (the machine's
+    # memory bandwidth halved, or its second core taken, for minutes at a
+    # time), which measures another machine than the one calibrated: a
+    # sentinel (dist-calibrate --quick: GEMM, triad and in-place update
+    # rates) runs before and after each round, and the machine's speed in
+    # each is printed against the fastest any sentinel saw, so that such a
+    # run shows for what it is.
+    tool = os.path.join(os.path.dirname(a.dist_opt), "dist-calibrate")
+    threads_max = max(a.threads)
+    fastest = {}
+
+    def sentinel():
+        path = os.path.join(a.work, "sentinel.json")
+        r = subprocess.run([tool, "--quick", "--quiet", "--threads-max",
+                            str(threads_max), "--json", path],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("sentinel failed: " + r.stderr.strip())
+            return None
+        with open(path) as f:
+            cal = json.load(f)
+        fig = {}
+        for series in cal["gemm"]["f32"]:
+            if series["threads"] in a.threads:
+                fig["gemm%d" % series["threads"]] = dict(
+                    series["flops_by_size"])[256]
+        for t in a.threads:
+            fig["triad%d" % t] = cal["memory_bandwidth"][str(t)]
+            table = (cal["loop_bandwidth"] if t == 1 else
+                     cal["loop_bandwidth_threads"].get(str(t), {}))
+            if "in_place" in table:
+                fig["in_place%d" % t] = table["in_place"][-1][1]
+        for k, v in fig.items():
+            fastest[k] = max(fastest.get(k, 0.0), v)
+        return fig
+
+    def speed(fig):
+        """Geometric mean of fig's figures over the fastest ones."""
+        return math.exp(sum(math.log(v / fastest[k]) for k, v in fig.items())
+                        / len(fig))
+
     runs = [[] for _ in pending]
     failed = set()
+    sentinels = [sentinel()]
+    if sentinels[0] is None:
+        return 1
+
     for _ in range(max(1, a.repeats)):
         for i, (name, mode, threads, pred, run) in enumerate(pending):
             if i in failed:
@@ -189,6 +234,15 @@ def main():
                 ok = False
                 continue
             runs[i].append(meas)
+        fig = sentinel()
+        if fig is None:
+            return 1
+        sentinels.append(fig)
+    print("\nmachine speed before / after each round (sentinel: geometric "
+          "mean of its rates over the fastest seen):")
+    for r in range(len(sentinels) - 1):
+        print("  round %d: %.2f / %.2f" % (r + 1, speed(sentinels[r]),
+                                           speed(sentinels[r + 1])))
     for i, (name, mode, threads, pred, _) in enumerate(pending):
         if i in failed:
             continue

@@ -11,7 +11,7 @@
 // shapes in three operand layouts, streaming memory bandwidth per thread
 // count (a STREAM triad run by dist_rt_parallel_for), the throughput of an
 // in-place optimizer update per footprint and thread count (these two in
-// passes spread over the run, keeping the fastest), the fixed
+// passes spread over the run, keeping the median), the fixed
 // cost of calling a small fused kernel, of one GEMM call beyond its
 // products, and of one parallel step. Prints one JSON object on stdout, or
 // writes it atomically to OUT; Cluster.h describes the fields
@@ -62,7 +62,7 @@ constexpr const char *kUsage =
     "  --quick          fewer sizes and shorter runs (a few seconds)\n"
     "  --bandwidth-passes N\n"
     "                   measure memory bandwidth N times, spread over the\n"
-    "                   run, keeping the fastest (default 3, 1 with --quick)\n"
+    "                   run, keeping the median (default 3, 1 with --quick)\n"
     "  --quiet          no progress lines on stderr\n"
     "  --json OUT       write the JSON object to OUT instead of stdout\n";
 
@@ -107,10 +107,13 @@ struct Settings {
   double inPlaceMinTimeS;
   /// Passes over the triad and the in-place update, spread over the whole
   /// calibration (first, between the GEMM measurements, last); each point
-  /// keeps its fastest pass. This machine's memory bandwidth drops for
+  /// keeps its median pass. This machine's memory bandwidth drops for
   /// seconds to minutes at a time (measured here in three calibrations:
   /// the in-place update at 64 MiB ran at 73, 78 and 33 GB/s), and one pass
-  /// inside such a spell priced every bandwidth-bound kernel twice too slow.
+  /// inside such a spell priced every bandwidth-bound kernel twice too
+  /// slow. The fastest pass would not do either: it priced the DLRM's
+  /// training step, whose AdamW table updates run at the in-place rate,
+  /// 10-17% fast in the machine's usual state.
   int bandwidthPasses;
 };
 
@@ -503,15 +506,19 @@ void triadInitChunk(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
+/// One point's figures, one per bandwidth pass.
+struct PassFigures {
+  double key; ///< the thread count (triad) or footprint (in-place update)
+  std::vector<double> values;
+};
+
 /// Best-of-kTriadRuns triad bandwidth (bytes/s) per thread count,
 /// counting 3 * array bytes per run (STREAM's convention: the
-/// write-allocate read of `a` is not counted). A pass after the first
-/// (`out` not empty) keeps the faster figure of each thread count and
-/// widens `spread` (slowest and fastest pass of each). Returns false when
-/// out of memory.
+/// write-allocate read of `a` is not counted), added to `out` (one entry
+/// per thread count, one value per pass). Returns false when out of
+/// memory.
 bool measureBandwidth(size_t arrayBytes, int32_t threadsMax,
-                      std::vector<std::pair<int32_t, double>> &out,
-                      std::vector<std::pair<double, double>> &spread) {
+                      std::vector<PassFigures> &out) {
   RuntimeBuffer a(arrayBytes), b(arrayBytes), c(arrayBytes);
   if (!a || !b || !c)
     return false;
@@ -533,15 +540,9 @@ bool measureBandwidth(size_t arrayBytes, int32_t threadsMax,
     double bytesPerS = 3.0 * double(n) * sizeof(float) / bestS;
     progress("memory bandwidth threads %d: %.1f GB/s", threads,
              bytesPerS * 1e-9);
-    auto i = size_t(threads - 1);
-    if (i == out.size()) {
-      out.emplace_back(threads, bytesPerS);
-      spread.emplace_back(bytesPerS, bytesPerS);
-    } else {
-      out[i].second = std::max(out[i].second, bytesPerS);
-      spread[i].first = std::min(spread[i].first, bytesPerS);
-      spread[i].second = std::max(spread[i].second, bytesPerS);
-    }
+    if (out.size() < size_t(threads))
+      out.push_back({double(threads), {}});
+    out[threads - 1].values.push_back(bytesPerS);
   }
   return true;
 }
@@ -597,15 +598,13 @@ void inPlaceInitChunk(void *ctx, int64_t begin, int64_t end) {
 /// times are no stand-in: past the caches, a write to a fresh buffer reads
 /// it first, and in-place streams also prefetch better (measured on the
 /// 2-core EPYC at 89 MB: 68 GB/s in place, 51 GB/s of moved bytes for the
-/// elementwise probe). Best of a few runs, each at least `minTimeS`. A pass
-/// after the first (`out` not empty) keeps the faster figure of each
-/// point. Returns false when out of memory.
+/// elementwise probe). Best of a few runs, each at least `minTimeS`, added
+/// to `out` (per thread count, one entry per footprint, one value per
+/// pass). Returns false when out of memory.
 bool measureInPlace(
     const std::vector<size_t> &footprints, int32_t threadsMax, double minTimeS,
-    std::vector<std::pair<int32_t, std::vector<std::pair<double, double>>>>
-        &out) {
-  bool firstPass = out.empty();
-  if (firstPass) {
+    std::vector<std::pair<int32_t, std::vector<PassFigures>>> &out) {
+  if (out.empty()) {
     for (int32_t threads = 1; threads < threadsMax; threads *= 2)
       out.push_back({threads, {}});
     out.push_back({threadsMax, {}});
@@ -634,10 +633,9 @@ bool measureInPlace(
         bestS = std::min(bestS, s);
         spentS += s;
       }
-      if (firstPass)
-        points.emplace_back(4.0 * double(arrayBytes), bytes / bestS);
-      else
-        points[f].second = std::max(points[f].second, bytes / bestS);
+      if (points.size() == f)
+        points.push_back({4.0 * double(arrayBytes), {}});
+      points[f].values.push_back(bytes / bestS);
       progress("in-place update %zu KiB threads %d: %.1f GB/s",
                4 * arrayBytes / 1024, threads, bytes / bestS * 1e-9);
     }
@@ -945,21 +943,19 @@ int main(int argc, char **argv) {
              forkOverhead.back().second * 1e6);
   }
 
-  std::vector<std::pair<int32_t, double>> bandwidth;
-  std::vector<std::pair<double, double>> bandwidthSpread;
+  std::vector<PassFigures> bandwidthPasses;
   std::vector<GemmSeries> gemmF32, gemmF64;
   std::vector<std::pair<int32_t, std::vector<ShapePoint>>> shapesF32;
-  std::vector<std::pair<int32_t, std::vector<std::pair<double, double>>>>
-      inPlace;
+  std::vector<std::pair<int32_t, std::vector<PassFigures>>> inPlacePasses;
   int passes = std::max(1, settings.bandwidthPasses), pass = 0;
   auto bandwidthPass = [&] {
     ++pass;
     if (passes > 1)
       progress("memory bandwidth, pass %d of %d", pass, passes);
-    return measureBandwidth(settings.triadArrayBytes, threadsMax, bandwidth,
-                            bandwidthSpread) &&
+    return measureBandwidth(settings.triadArrayBytes, threadsMax,
+                            bandwidthPasses) &&
            measureInPlace(settings.inPlaceFootprints, threadsMax,
-                          settings.inPlaceMinTimeS, inPlace);
+                          settings.inPlaceMinTimeS, inPlacePasses);
   };
   // The bandwidth passes come first, between the GEMM size series and the
   // shape grids, and last, so that they span the whole calibration.
@@ -982,15 +978,27 @@ int main(int argc, char **argv) {
     return 1;
   }
   // A spread this wide means the figures depend on when they were taken.
-  for (size_t i = 0; i < bandwidthSpread.size(); ++i)
-    if (bandwidthSpread[i].second > 1.25 * bandwidthSpread[i].first)
+  std::vector<std::pair<int32_t, double>> bandwidth;
+  for (const PassFigures &point : bandwidthPasses) {
+    auto [slowest, fastest] =
+        std::minmax_element(point.values.begin(), point.values.end());
+    auto threads = int32_t(point.key);
+    if (*fastest > 1.25 * *slowest)
       std::fprintf(stderr,
                    "dist-calibrate: warning: memory bandwidth at %d "
                    "thread%s varied from %.1f to %.1f GB/s between passes "
-                   "(the machine is busy); the fastest pass is kept\n",
-                   bandwidth[i].first, bandwidth[i].first == 1 ? "" : "s",
-                   bandwidthSpread[i].first * 1e-9,
-                   bandwidthSpread[i].second * 1e-9);
+                   "(the machine is busy); the median pass is kept\n",
+                   threads, threads == 1 ? "" : "s", *slowest * 1e-9,
+                   *fastest * 1e-9);
+    bandwidth.emplace_back(threads, median(point.values));
+  }
+  std::vector<std::pair<int32_t, std::vector<std::pair<double, double>>>>
+      inPlace;
+  for (const auto &[threads, points] : inPlacePasses) {
+    inPlace.push_back({threads, {}});
+    for (const PassFigures &point : points)
+      inPlace.back().second.emplace_back(point.key, median(point.values));
+  }
   dist_rt_alloc_trim();
 
   std::string json =

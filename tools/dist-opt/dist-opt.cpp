@@ -1164,7 +1164,7 @@ std::optional<double> probeBytes(StringRef modelPath, int64_t n,
 /// Measures the throughput of generated loops per kernel class at a few
 /// working-set sizes and thread counts (1, powers of two, `threadsMax`) by
 /// compiling and timing the probes. Without `quick` every point is timed
-/// in two passes over all probes, and keeps its faster one: this machine's
+/// in three passes over all probes, and keeps its median: this machine's
 /// memory bandwidth drops for seconds at a time (the elementwise probe at
 /// 64 MiB and one thread ran at 36 and 14 GB/s in two calibrations), and
 /// a point timed inside such a spell priced its kernels for a slower
@@ -1189,7 +1189,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
     threadCounts.push_back(t);
   if (threadsMax > 1)
     threadCounts.push_back(threadsMax);
-  const int passes = quick ? 1 : 2;
+  const int passes = quick ? 1 : 3;
 
   // One timed point: a probe at one batch, at every thread count.
   struct Point {
@@ -1198,8 +1198,8 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
     int64_t batch;
     double bytes;
     int64_t kernels;
-    /// Fastest bytes/s so far per entry of threadCounts.
-    std::vector<double> bytesPerS;
+    /// Bytes/s of each pass per entry of threadCounts.
+    std::vector<std::vector<double>> bytesPerS;
   };
   std::vector<Point> points;
   for (const LoopProbe &probe : kLoopProbes) {
@@ -1239,7 +1239,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
         return false;
       }
       points.push_back({&probe, exe.str().str(), n, *bytes, kernels,
-                        std::vector<double>(threadCounts.size(), 0.0)});
+                        std::vector<std::vector<double>>(threadCounts.size())});
     }
   }
 
@@ -1295,7 +1295,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
         // The run's fixed cost is not loop time.
         double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
         double bytesPerS = point.bytes / seconds;
-        point.bytesPerS[t] = std::max(point.bytesPerS[t], bytesPerS);
+        point.bytesPerS[t].push_back(bytesPerS);
         if (!quiet)
           errs() << "calibrate: loops " << kernelClass << " "
                  << format("%.0f", point.bytes / 1024) << " KiB, "
@@ -1314,9 +1314,14 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
   for (const LoopProbe &probe : kLoopProbes) {
     for (size_t t = 0; t < threadCounts.size(); ++t) {
       std::vector<std::pair<double, double>> list;
-      for (const Point &point : points)
-        if (point.probe == &probe)
-          list.emplace_back(point.bytes / point.kernels, point.bytesPerS[t]);
+      for (Point &point : points) {
+        if (point.probe != &probe)
+          continue;
+        std::vector<double> &passRates = point.bytesPerS[t];
+        auto middle = passRates.begin() + passRates.size() / 2;
+        std::nth_element(passRates.begin(), middle, passRates.end());
+        list.emplace_back(point.bytes / point.kernels, *middle);
+      }
       std::sort(list.begin(), list.end());
       if (threadCounts[t] == 1)
         cal.loopBandwidth[probe.kernelClass] = std::move(list);
