@@ -988,6 +988,13 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
       return 1;
     }
   }
+  // An empty --name (an unset shell variable, say) is refused rather than
+  // quietly replaced by the file's stem.
+  if (compile && modelName.getNumOccurrences() && modelName.empty()) {
+    errs() << "error: --name is empty (give a C identifier, or leave the "
+              "option out to use the model file's stem)\n";
+    return 1;
+  }
   if (compile)
     return compileMain(inputFile, outputFile,
                        emit.empty() ? std::string("exe") : emit.getValue(),
