@@ -762,7 +762,8 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
       !checkKeys(value,
                  {"gemm", "memory_bandwidth", "kernel_overhead",
                   "gemm_call_overhead", "gemm_call_floor", "fork_overhead",
-                  "step_overhead", "loop_bandwidth", "loop_bandwidth_threads"},
+                  "step_overhead", "loop_bandwidth", "loop_bandwidth_threads",
+                  "loop_flops"},
                  "calibration"))
     return false;
 
@@ -864,6 +865,10 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
     }
   }
 
+  if (const YamlValue *flops = value.lookup("loop_flops"))
+    if (!parseThreadMap(*flops, "loop_flops", 1, UnitKind::Flops,
+                        /*allowZero=*/false, calibration.loopFlopsByThreads))
+      return false;
   if (const YamlValue *fork = value.lookup("fork_overhead"))
     if (!parseThreadMap(*fork, "fork_overhead", 2, UnitKind::Time,
                         /*allowZero=*/true, calibration.forkOverheadByThreads))
@@ -1219,6 +1224,10 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
       emitLoopTable(table, std::string(indent) + "    ");
     }
   }
+  if (!calibration.loopFlopsByThreads.empty()) {
+    os << indent << "loop_flops: ";
+    emitThreadMap(calibration.loopFlopsByThreads, os);
+  }
   os << indent
      << "kernel_overhead: " << formatNumber(calibration.kernelOverheadS)
      << "\n";
@@ -1350,6 +1359,12 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
     for (const auto &[threads, table] : cal.loopBandwidthByThreads)
       byThreads[std::to_string(threads)] = loopTable(table);
     result["loop_bandwidth_threads"] = std::move(byThreads);
+  }
+  if (!cal.loopFlopsByThreads.empty()) {
+    llvm::json::Object flops;
+    for (const auto &[threads, flopsPerS] : cal.loopFlopsByThreads)
+      flops[std::to_string(threads)] = flopsPerS;
+    result["loop_flops"] = std::move(flops);
   }
   return result;
 }

@@ -55,8 +55,9 @@ constexpr const char *kInPlaceTable = "in_place";
 constexpr double kUncalibratedGemmEfficiency = 0.6;
 /// Share of the data-sheet bandwidth reached by streaming kernels.
 constexpr double kUncalibratedBandwidthEfficiency = 0.7;
-/// Share of the one-core vector peak reached by generated elementwise code
-/// on arithmetic (polynomial approximations of exp/tanh/erf, divisions).
+/// Share of the vector peak reached by generated elementwise code on
+/// arithmetic (polynomial approximations of exp/tanh/erf, divisions) when
+/// the calibration has no loop_flops.
 constexpr double kElementwiseComputeEfficiency = 0.5;
 /// Per-kernel fixed cost when uncalibrated: loop setup on CPU, a launch on
 /// GPU.
@@ -363,6 +364,31 @@ double AnalyticCostModel::bandwidthBytesPerS(const DeviceSpec &dev,
   return peak;
 }
 
+double AnalyticCostModel::loopFlopsPerS(const DeviceSpec &dev,
+                                        int64_t threads) const {
+  int64_t t = effectiveThreads(dev, threads);
+  if (dev.kind == DevKind::CPU && dev.calibration &&
+      !dev.calibration->loopFlopsByThreads.empty()) {
+    // The largest measured thread count up to t, else the smallest scaled
+    // down (arithmetic scales with the cores).
+    const auto &rates = dev.calibration->loopFlopsByThreads;
+    auto it = rates.upper_bound(t);
+    if (it != rates.begin())
+      return std::prev(it)->second;
+    return it->second * static_cast<double>(t) / it->first;
+  }
+  return plainLoopFlopsPerS(dev, threads);
+}
+
+double AnalyticCostModel::plainLoopFlopsPerS(const DeviceSpec &dev,
+                                             int64_t threads) const {
+  double peak = dev.peakFlopsFor(dtype);
+  if (dev.kind == DevKind::CPU)
+    peak *= static_cast<double>(effectiveThreads(dev, threads)) /
+            std::max<int64_t>(1, dev.cores);
+  return peak * kElementwiseComputeEfficiency;
+}
+
 double AnalyticCostModel::loopBytesPerS(const DeviceSpec &dev, KernelClass c,
                                         double footprint,
                                         int64_t threads) const {
@@ -446,10 +472,6 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
   }
   // Generated loops: on the runtime's pool on CPU; memory or arithmetic
   // bound, whichever is slower.
-  double vectorPeak = dev.peakFlopsFor(dtype);
-  if (cpu)
-    vectorPeak *= static_cast<double>(effectiveThreads(dev, threads)) /
-                  std::max<int64_t>(1, dev.cores);
   // Convolutions through im2col where the device has no direct kernel
   // (see PhaseWork::im2colOnly).
   const LoopWork none;
@@ -505,8 +527,16 @@ double AnalyticCostModel::phaseTimeS(const LayerCost &layer,
   }
   memoryS += std::max(0.0, phase.bytes + im2col.bytes - classified - filled) *
              samples / split / bandwidthBytesPerS(dev, threads);
-  time += std::max(memoryS, phase.otherFlops * samples / split /
-                                (vectorPeak * kElementwiseComputeEfficiency));
+  // Transcendental functions at the calibrated arithmetic rate, other
+  // arithmetic (an optimizer update's multiplies, divisions and square
+  // roots) at half the vector peak: the MLP's AdamW update ran at its
+  // bytes' pace, where pricing its FLOPs at the GELU probe's rate made the
+  // training step 20% slow.
+  double plainFlops = std::max(0.0, phase.otherFlops - phase.mathFlops);
+  double computeS = (plainFlops / plainLoopFlopsPerS(dev, threads) +
+                     phase.mathFlops / loopFlopsPerS(dev, threads)) *
+                    samples / split;
+  time += std::max(memoryS, computeS);
   if (cpu)
     time += (phase.parallelKernels + im2col.parallelKernels) *
             forkOverheadS(dev, threads);

@@ -860,6 +860,8 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       countKernel(work.im2colOnly, bytes, static_cast<double>(*flops));
     } else {
       work.otherFlops += static_cast<double>(*flops) * scale;
+      if (detail::isTranscendental(&op))
+        work.mathFlops += static_cast<double>(*flops) * scale;
       bool fused = false;
       int64_t traffic = 0;
       // A scatter into a constant (the gradient of a gather: rows added

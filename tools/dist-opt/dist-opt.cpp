@@ -1066,11 +1066,15 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
 }
 /// A micro-model whose generated loops stand for one kernel class, with a
 /// dynamic batch N; `rowShape` is the shape of one batch row of input x.
+/// The "arithmetic" probe measures FLOP/s instead of bytes/s
+/// (DeviceCalibration::loopFlopsByThreads).
 struct LoopProbe {
   const char *kernelClass;
   const char *onnxText;
   std::vector<int64_t> rowShape;
 };
+
+constexpr const char *kArithmeticProbe = "arithmetic";
 
 const LoopProbe kLoopProbes[] = {
     {"elementwise",
@@ -1097,6 +1101,18 @@ const LoopProbe kLoopProbes[] = {
      "g (float[N,16,16,16] x) => (float[N,16,16,16] y) {\n"
      "  y = MaxPool <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x)\n}\n",
      {16, 16, 16}},
+    // GELU as transformers export it: arithmetic-bound while its tensor
+    // stays in cache (measured on the GPT-style LM, whose GELU over 256 x
+    // 1024 floats ran at 0.34 ns an element at one thread, where the
+    // elementwise probe's bandwidth prices it at 0.06 and half the vector
+    // peak at 0.15).
+    {kArithmeticProbe,
+     "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+     "g (float[N,1024] x) => (float[N,1024] y) <float h = {0.5}, "
+     "float r = {0.70710678}, float one = {1.0}> {\n"
+     "  t = Mul(x, r)\n  e = Erf(t)\n  u = Add(e, one)\n  v = Mul(x, u)\n"
+     "  y = Mul(v, h)\n}\n",
+     {1024}},
 };
 
 /// Writes an f32 .npy of `shape` with values in [0, 1).
@@ -1131,10 +1147,11 @@ bool writeNpy(StringRef path, ArrayRef<int64_t> shape) {
   return !os.has_error();
 }
 
-/// Bytes the cost model counts for one run of the probe at batch `n`.
+/// Bytes the cost model counts for one run of the probe at batch `n`; its
+/// FLOPs in transcendental functions go to `flopsOut`.
 std::optional<double> probeBytes(StringRef modelPath, int64_t n,
-                                 DialectRegistry &registry,
-                                 int64_t *kernelsOut) {
+                                 DialectRegistry &registry, int64_t *kernelsOut,
+                                 double *flopsOut) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   ScopedDiagnosticHandler quiet(&context,
@@ -1157,14 +1174,17 @@ std::optional<double> probeBytes(StringRef modelPath, int64_t n,
   FailureOr<dist::FunctionCosts> costs = dist::collectLayerCosts(func);
   if (failed(costs))
     return std::nullopt;
-  double bytes = 0;
+  double bytes = 0, flops = 0;
   int64_t kernels = 0;
   for (const dist::LayerCost &l : costs->layers) {
     bytes += l.fwd.bytes;
+    flops += l.fwd.mathFlops;
     kernels += l.fwd.kernels;
   }
   if (kernelsOut)
     *kernelsOut = std::max<int64_t>(1, kernels);
+  if (flopsOut)
+    *flopsOut = flops * n;
   return bytes * n;
 }
 
@@ -1204,8 +1224,10 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
     std::string exe;
     int64_t batch;
     double bytes;
+    double flops;
     int64_t kernels;
-    /// Bytes/s of each pass per entry of threadCounts.
+    /// Bytes/s (the arithmetic probe: FLOP/s) of each pass per entry of
+    /// threadCounts.
     std::vector<std::vector<double>> bytesPerS;
   };
   std::vector<Point> points;
@@ -1239,13 +1261,16 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
       int64_t n =
           std::max<int64_t>(1, static_cast<int64_t>(target / (8.0 * rowElems)));
       int64_t kernels = 1;
-      std::optional<double> bytes = probeBytes(model, n, registry, &kernels);
-      if (!bytes) {
+      double flops = 0;
+      std::optional<double> bytes =
+          probeBytes(model, n, registry, &kernels, &flops);
+      if (!bytes ||
+          (probe.kernelClass == StringRef(kArithmeticProbe) && !(flops > 0))) {
         errs() << "error: calibration probe '" << probe.kernelClass
                << "' has no cost at batch " << n << "\n";
         return false;
       }
-      points.push_back({&probe, exe.str().str(), n, *bytes, kernels,
+      points.push_back({&probe, exe.str().str(), n, *bytes, flops, kernels,
                         std::vector<std::vector<double>>(threadCounts.size())});
     }
   }
@@ -1301,8 +1326,9 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
         }
         // The run's fixed cost is not loop time.
         double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
-        double bytesPerS = point.bytes / seconds;
-        point.bytesPerS[t].push_back(bytesPerS);
+        bool arithmetic = kernelClass == StringRef(kArithmeticProbe);
+        double rate = (arithmetic ? point.flops : point.bytes) / seconds;
+        point.bytesPerS[t].push_back(rate);
         if (!quiet)
           errs() << "calibrate: loops " << kernelClass << " "
                  << format("%.0f", point.bytes / 1024) << " KiB, "
@@ -1311,7 +1337,8 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
                  << (passes > 1 ? " (pass " + std::to_string(pass) + " of " +
                                       std::to_string(passes) + ")"
                                 : std::string())
-                 << ": " << format("%.1f", bytesPerS / 1e9) << " GB/s\n";
+                 << ": " << format("%.1f", rate / 1e9)
+                 << (arithmetic ? " GFLOP/s\n" : " GB/s\n");
       }
     }
   }
@@ -1330,6 +1357,15 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
         list.emplace_back(point.bytes / point.kernels, *middle);
       }
       std::sort(list.begin(), list.end());
+      if (probe.kernelClass == StringRef(kArithmeticProbe)) {
+        // The fastest working set is the arithmetic-bound one (the largest
+        // is memory-bound, the smallest overhead-bound).
+        double best = 0;
+        for (const auto &[footprint, flopsPerS] : list)
+          best = std::max(best, flopsPerS);
+        cal.loopFlopsByThreads[threadCounts[t]] = best;
+        continue;
+      }
       if (threadCounts[t] == 1)
         cal.loopBandwidth[probe.kernelClass] = std::move(list);
       else

@@ -740,7 +740,8 @@ TEST(Cluster, GemmShapeGridAndForkOverhead) {
       head + gemm +
           "                shapes: [[nt, 8, 64, 64, 2G], [nt, 8, 64, 8, 1G],"
           " [nt, 64, 64, 8, 3G], [nt, 64, 64, 64, 4G]]\n"
-          "          fork_overhead: {2: 1.5us, 4: 3us}\n",
+          "          fork_overhead: {2: 1.5us, 4: 3us}\n"
+          "          loop_flops: {1: 50GFLOP/s, 2: 9e10}\n",
       "c.yaml");
   const DeviceCalibration &cal = *spec.nodes[0].devices[0].calibration;
   const std::vector<GemmShapePoint> &shapes = cal.gemm.at("f32")[0].shapes;
@@ -752,6 +753,12 @@ TEST(Cluster, GemmShapeGridAndForkOverhead) {
   EXPECT_EQ(shapes[0].flops, 2e9);
   std::map<int64_t, double> fork = {{2, 1.5e-6}, {4, 3e-6}};
   EXPECT_EQ(cal.forkOverheadByThreads, fork);
+  std::map<int64_t, double> loopFlops = {{1, 5e10}, {2, 9e10}};
+  EXPECT_EQ(cal.loopFlopsByThreads, loopFlops);
+  // Written back as read.
+  ClusterSpec again = parseOk(clusterToYaml(spec), "again.yaml");
+  EXPECT_EQ(again.nodes[0].devices[0].calibration->loopFlopsByThreads,
+            loopFlops);
 
   // Written and read back: the same figures.
   ClusterSpec back = parseOk(clusterToYaml(spec), "written.yaml");
@@ -787,6 +794,10 @@ TEST(Cluster, GemmShapeGridAndForkOverhead) {
       "c.yaml:13:34: n must be positive");
   EXPECT_EQ(parseError(head + "          fork_overhead: {1: 1us}\n"),
             "c.yaml:9:27: expected a thread count >= 2, got '1'");
+  EXPECT_EQ(parseError(head + "          loop_flops: {0: 1GFLOP/s}\n"),
+            "c.yaml:9:24: expected a thread count >= 1, got '0'");
+  EXPECT_EQ(parseError(head + "          loop_flops: {1: -1GFLOP/s}\n"),
+            "c.yaml:9:27: loop_flops must be positive");
 }
 
 TEST(Cluster, CalibrationJsonCarriesLoopTables) {

@@ -80,6 +80,39 @@ TEST(CostModel, LoopTimeUsesTheThreadedTable) {
   EXPECT_NEAR(two, 1e5 / 16e9 + 1e-9, 1e-15);
 }
 
+TEST(CostModel, LoopArithmeticUsesTheCalibratedFlops) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = calibratedCpu();
+  // Uncalibrated: half the vector peak of the threads' share of the cores.
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 1), 1e11 / 4 * 0.5);
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 2), 1e11 / 2 * 0.5);
+  dev.calibration->loopFlopsByThreads = {{1, 5e9}, {2, 9e9}};
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 1), 5e9);
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 2), 9e9);
+  // The largest measured count below; 0 means all cores.
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 3), 9e9);
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 0), 9e9);
+  // Only larger counts measured: scaled down.
+  dev.calibration->loopFlopsByThreads = {{2, 8e9}};
+  EXPECT_DOUBLE_EQ(cm.loopFlopsPerS(dev, 1), 4e9);
+
+  // A kernel is priced at its bytes or its arithmetic, whichever is slower;
+  // transcendental functions' FLOPs at loop_flops, others at half the
+  // vector peak.
+  dev.calibration->loopFlopsByThreads = {{1, 5e9}, {2, 9e9}};
+  LayerCost layer;
+  PhaseWork w = elementwiseWork(1e5);
+  w.otherFlops = w.mathFlops = 1e3; // 0.2 us of arithmetic < 10 us of bytes
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 1), 1e5 / 10e9 + 1e-9, 1e-15);
+  w.otherFlops = w.mathFlops = 1e5; // 20 us of arithmetic > 10 us of bytes
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 1), 1e5 / 5e9 + 1e-9, 1e-15);
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 2), 1e5 / 9e9 + 1e-9, 1e-15);
+  // 1e6 plain FLOPs at 12.5 GFLOP/s (80 us) beside the 20 us.
+  w.otherFlops = 1.1e6;
+  EXPECT_NEAR(cm.phaseTimeS(layer, w, dev, 1, 1, 1),
+              1e6 / 12.5e9 + 1e5 / 5e9 + 1e-9, 1e-15);
+}
+
 TEST(CostModel, InPlaceLoopsSkipTheProbesWriteAllocate) {
   AnalyticCostModel cm;
   DeviceSpec dev = calibratedCpu();

@@ -131,6 +131,12 @@ struct DeviceCalibration {
   std::map<int64_t,
            std::map<std::string, std::vector<std::pair<double, double>>>>
       loopBandwidthByThreads;
+  /// Rate of transcendental functions in generated loops per thread count,
+  /// in the cost model's FLOPs (Costs.cpp's elementCost: erf counts 12):
+  /// the erf FLOPs of a GELU (erf, adds and multiplies) over its time, on
+  /// the fastest of the probe's working sets. Without it the cost model
+  /// takes half the vector peak, as for other arithmetic.
+  std::map<int64_t, double> loopFlopsByThreads;
 };
 
 /// One kind of device in a node (`count` identical devices).

@@ -57,6 +57,9 @@ struct LoopWork {
 struct PhaseWork {
   double gemmFlops = 0;  ///< FLOPs in matrix products and convolutions
   double otherFlops = 0; ///< FLOPs in everything else
+  /// Of otherFlops, those of transcendental functions (exp, erf, tanh...;
+  /// detail::isTranscendental), priced at the calibrated loop_flops.
+  double mathFlops = 0;
   double bytes = 0;      ///< memory traffic of the non-GEMM kernels
   /// Sum over the layer's matrix products of flops * log(size) where size
   /// is the geometric mean of M, N, K at batch 1 (so that the cost model
@@ -214,6 +217,14 @@ public:
   /// device has no such table.
   double tableBytesPerS(const DeviceSpec &dev, const char *key,
                         double footprint, int64_t threads = 1) const;
+  /// Rate of transcendental functions' FLOPs (Costs.cpp's units) in
+  /// generated loops with `threads` threads: the calibration's loop_flops
+  /// of the largest measured thread count not above `threads`, else
+  /// plainLoopFlopsPerS.
+  double loopFlopsPerS(const DeviceSpec &dev, int64_t threads = 1) const;
+  /// Rate of other arithmetic in generated loops: half the vector peak of
+  /// `threads` cores.
+  double plainLoopFlopsPerS(const DeviceSpec &dev, int64_t threads = 1) const;
 
 private:
   std::string dtype;

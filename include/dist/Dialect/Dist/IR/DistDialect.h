@@ -27,6 +27,10 @@ namespace mlir::dist {
 namespace detail {
 /// Default cost: one operation per result element.
 FailureOr<int64_t> defaultFlopCount(Operation *op);
+/// Whether `op` is a transcendental function (exp, erf, tanh, ...), whose
+/// FLOPs in defaultFlopCount stand for a polynomial approximation's
+/// arithmetic time rather than plain multiplies and adds.
+bool isTranscendental(Operation *op);
 /// Default traffic: bytes of every operand and result.
 FailureOr<int64_t> defaultBytesAccessed(Operation *op);
 /// Matrix-product shape {batch, m, n, k} of contraction ops (matmul, gemm,
