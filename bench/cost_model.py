@@ -2,19 +2,21 @@
 #===- bench/cost_model.py - Predicted against measured step time ----------===#
 # SPDX-License-Identifier: Apache-2.0
 #
-# Checks the cost model on this machine: calibrates it (`dist-opt calibrate`),
-# then for every model of the CPU benchmark (bench/export_bench_models.py:
-# MLP at batch 64, GPT-style LM at batch 4 x 64 tokens, residual CNN at
-# batch 8, DLRM at batch 128), for inference and for training (AdamW), and
-# for each thread count, compiles the model with the calibrated cluster
-# (`--cluster local.yaml --plan-threads T`), reads the predicted
-# single-process step time from plan.json, runs the executable (inference:
-# `--bench N`, median latency; training: `train --log`, median step time
-# after warm-up; the median of --repeats such runs, taken round-robin over
-# the rows so that a slow spell of the machine spreads over all of them)
-# and prints the machine's speed around each round (a sentinel
-# measurement), then predicted, measured (with the fastest and slowest run)
-# and the relative error.
+# Checks the cost model on this machine: for every model of the CPU
+# benchmark (bench/export_bench_models.py: MLP at batch 64, GPT-style LM at
+# batch 4 x 64 tokens, residual CNN at batch 8, DLRM at batch 128), for
+# inference and for training (AdamW), and for each thread count, compiles
+# the model once, then runs --repeats rounds. Each round calibrates the
+# machine (`dist-opt calibrate`), reads each row's predicted
+# single-process step time from plan.json (`--emit=plan --cluster
+# local-N.yaml --plan-threads T`) and runs each row's executable once
+# (inference: `--bench N`, median latency; training: `train --log`, median
+# step time after warm-up). A row's error is the median over the rounds of
+# (predicted - measured) / measured, each round's prediction paired with
+# the measurement that follows it; predicted and measured are printed as
+# their medians over the rounds, with each round's error. The machine's
+# speed before and after each round's runs (a sentinel measurement) is
+# printed too. With --cluster FILE, every round predicts from FILE.
 # The target is an error within 15% for every row.
 #
 #   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
@@ -63,9 +65,16 @@ def export_inference(name, work):
     return path, batch, files
 
 
-def compile_model(dist_opt, path, out_dir, name, cluster, threads, train):
-    cmd = [dist_opt, path, "-o", out_dir, "--name", name,
-           "--cluster", cluster, "--plan-threads", str(threads)]
+def compile_model(dist_opt, path, out_dir, name, threads, train, emit=None,
+                  cluster=None):
+    """Compiles (or with emit="plan", only plans) the model; returns
+    (predicted step time in ms from plan.json, error text)."""
+    cmd = [dist_opt, path, "-o", out_dir, "--name", name, "--plan-threads",
+           str(threads)]
+    if cluster:
+        cmd += ["--cluster", cluster]
+    if emit:
+        cmd += ["--emit=" + emit]
     if train:
         cmd += ["--train", "--loss=" + cpu_training.LOSS[name],
                 "--optimizer=adamw", "--lr=1e-3"]
@@ -107,6 +116,16 @@ def measure_training(exe, batch, files, label, threads, steps, work):
                             for s in rows[warmup:]])), ""
 
 
+def calibrate(dist_opt, path):
+    """Runs `dist-opt calibrate -o path`; returns (seconds, error text)."""
+    t0 = time.perf_counter()
+    r = subprocess.run([dist_opt, "calibrate", "-o", path, "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return time.perf_counter() - t0, ""
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="cost model: predicted against measured step time")
@@ -121,28 +140,25 @@ def main():
                     "state: a model with large embedding tables pages its "
                     "rows in over many runs")
     ap.add_argument("--repeats", type=int, default=3,
-                    help="runs per row; the measured figure is their median "
-                    "(this machine is shared: one run can be 20%% off)")
+                    help="rounds: each calibrates the machine, predicts "
+                    "every row from that calibration and runs every row "
+                    "once; a row's error is the median of its rounds' "
+                    "errors (this machine is shared: its speed moves by "
+                    "15-35%% for minutes at a time)")
     ap.add_argument("--work", default="/tmp/dist-cost-bench")
-    ap.add_argument("--cluster", help="use this cluster file instead of "
-                    "calibrating")
+    ap.add_argument("--cluster", help="use this cluster file in every round "
+                    "instead of calibrating before each")
     ap.add_argument("--dist-opt", default=os.path.join(REPO_ROOT, "build",
                                                        "bin", "dist-opt"))
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    cluster = a.cluster
-    if not cluster:
-        cluster = os.path.join(a.work, "local.yaml")
-        t0 = time.perf_counter()
-        r = subprocess.run([a.dist_opt, "calibrate", "-o", cluster, "--quiet"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("calibrate failed: " + r.stderr.strip())
-            return 1
-        print("calibrated in %.1f s: %s" % (time.perf_counter() - t0, cluster))
+    if a.cluster and not os.path.isfile(a.cluster):
+        print("cost_model.py: --cluster %s: no such file" % a.cluster)
+        return 1
 
+    # Executables are compiled once: codegen does not read the cluster file
+    # (only the plan does), so one binary serves every round's prediction.
     ok = True
-    rows = []
     pending = []
     for name in a.model:
         ipath, ibatch, ifiles = export_inference(name, a.work)
@@ -151,38 +167,38 @@ def main():
         for threads in a.threads:
             for mode in ("inference", "training"):
                 train = mode == "training"
+                path = tpath if train else ipath
                 out_dir = os.path.join(a.work, "%s-%s-%d" % (name, mode,
                                                              threads)) + "/"
-                pred, err = compile_model(a.dist_opt, tpath if train else ipath,
-                                          out_dir, name, cluster, threads,
-                                          train)
+                pred, err = compile_model(a.dist_opt, path, out_dir, name,
+                                          threads, train, cluster=a.cluster)
                 if pred is None:
                     print("%s %s: compile failed: %s" % (name, mode, err))
                     ok = False
                     continue
                 exe = out_dir + name
-                iterations = int(min(max(a.iterations,
-                                         a.min_seconds / (pred * 1e-3)),
-                                     20000 if not train else 2000))
                 if train:
-                    run = (lambda exe=exe, threads=threads, it=iterations,
-                           tb=tbatch, tf=tfiles, lb=label: measure_training(
+                    run = (lambda it, exe=exe, threads=threads, tb=tbatch,
+                           tf=tfiles, lb=label: measure_training(
                                exe, tb, tf, lb, threads, it, a.work))
                 else:
-                    run = (lambda exe=exe, threads=threads, it=iterations,
-                           f=ifiles: measure_inference(exe, f, threads, it))
-                pending.append((name, mode, threads, pred, run))
+                    run = (lambda it, exe=exe, threads=threads, f=ifiles:
+                           measure_inference(exe, f, threads, it))
+                pending.append(dict(name=name, mode=mode, threads=threads,
+                                    path=path, train=train, run=run,
+                                    preds=[], meas=[]))
 
-    # Round-robin over the rows, --repeats times: a row's runs spread over
-    # the whole measurement, so a slow spell of this shared machine does not
-    # land on the runs of a few rows only; the measured figure is the
-    # median. A slow spell can still cover whole rounds (the machine's
-    # memory bandwidth halved, or its second core taken, for minutes at a
-    # time), which measures another machine than the one calibrated: a
-    # sentinel (dist-calibrate --quick: GEMM, triad and in-place update
-    # rates) runs before and after each round, and the machine's speed in
-    # each is printed against the fastest any sentinel saw, so that such a
-    # run shows for what it is.
+    # Each round calibrates the machine, predicts every row from that
+    # calibration and then runs every row once (round-robin over the rows).
+    # This machine's memory bandwidth and second core come and go for
+    # minutes at a time (15-35% of its speed): a calibration taken minutes
+    # before a measurement describes another machine, so each round's
+    # prediction is paired with the measurement that follows it, and a
+    # row's error is the median of its rounds' errors. With --cluster, every
+    # round uses that one file. A sentinel (dist-calibrate --quick: GEMM,
+    # triad and in-place update rates) runs before and after each round's
+    # runs, and the machine's speed in each is printed against the fastest
+    # any sentinel saw, so that a round the machine changed in shows.
     tool = os.path.join(os.path.dirname(a.dist_opt), "dist-calibrate")
     threads_max = max(a.threads)
     fastest = {}
@@ -222,43 +238,79 @@ def main():
         return math.exp(sum(math.log(v / fastest[k]) for k, v in fig.items())
                         / len(fig))
 
-    runs = [[] for _ in pending]
     failed = set()
-    sentinels = [sentinel()]
-    for _ in range(max(1, a.repeats)):
-        for i, (name, mode, threads, pred, run) in enumerate(pending):
+    sentinels = []
+    rounds = max(1, a.repeats)
+    for rnd in range(rounds):
+        cluster = a.cluster
+        if not cluster:
+            cluster = os.path.join(a.work, "local-%d.yaml" % (rnd + 1))
+            secs, err = calibrate(a.dist_opt, cluster)
+            if secs is None:
+                print("round %d: calibrate failed: %s" % (rnd + 1, err))
+                return 1
+            print("round %d: calibrated in %.1f s: %s" % (rnd + 1, secs,
+                                                          cluster))
+        for i, row in enumerate(pending):
             if i in failed:
                 continue
-            meas, err = run()
-            if meas is None:
-                print("%s %s: run failed: %s" % (name, mode, err))
+            plan_dir = os.path.join(a.work, "plan-%s-%s-%d-r%d" % (
+                row["name"], row["mode"], row["threads"], rnd + 1)) + "/"
+            pred, err = compile_model(a.dist_opt, row["path"], plan_dir,
+                                      row["name"], row["threads"],
+                                      row["train"], emit="plan",
+                                      cluster=cluster)
+            if pred is None:
+                print("%s %s: plan failed: %s" % (row["name"], row["mode"],
+                                                  err))
                 failed.add(i)
                 ok = False
                 continue
-            runs[i].append(meas)
-        if None not in sentinels:
-            sentinels.append(sentinel())
-    if None not in sentinels:
-        print("\nmachine speed before / after each round (sentinel: "
+            row["preds"].append(pred)
+        before = sentinel() if None not in sentinels else None
+        for i, row in enumerate(pending):
+            if i in failed:
+                continue
+            # Each run lasts about --min-seconds at the first prediction.
+            pred = row["preds"][0]
+            iterations = int(min(max(a.iterations,
+                                     a.min_seconds / (pred * 1e-3)),
+                                 2000 if row["train"] else 20000))
+            meas, err = row["run"](iterations)
+            if meas is None:
+                print("%s %s: run failed: %s" % (row["name"], row["mode"],
+                                                 err))
+                failed.add(i)
+                ok = False
+                continue
+            row["meas"].append(meas)
+        after = sentinel() if before is not None else None
+        sentinels.append((before, after))
+    if all(b is not None and f is not None for b, f in sentinels):
+        print("\nmachine speed before / after each round's runs (sentinel: "
               "geometric mean of its rates over the fastest seen):")
-        for r in range(len(sentinels) - 1):
-            print("  round %d: %.2f / %.2f" % (r + 1, speed(sentinels[r]),
-                                               speed(sentinels[r + 1])))
-    for i, (name, mode, threads, pred, _) in enumerate(pending):
+        for r, (b, f) in enumerate(sentinels):
+            print("  round %d: %.2f / %.2f" % (r + 1, speed(b), speed(f)))
+
+    rows = []
+    for i, row in enumerate(pending):
         if i in failed:
             continue
-        meas = float(np.median(runs[i]))
-        rows.append((name, mode, threads, pred, meas, (pred - meas) / meas,
-                     min(runs[i]), max(runs[i])))
+        errors = [(p - m) / m for p, m in zip(row["preds"], row["meas"])]
+        rows.append((row["name"], row["mode"], row["threads"],
+                     float(np.median(row["preds"])),
+                     float(np.median(row["meas"])),
+                     float(np.median(errors)), errors))
 
     print("\n%-8s %-10s %7s %13s %12s %8s  %s" % (
         "model", "mode", "threads", "predicted ms", "measured ms", "error",
-        "runs min-max ms"))
+        "each round's error"))
     within = 0
-    for name, mode, threads, pred, meas, e, lo, hi in rows:
+    for name, mode, threads, pred, meas, e, errors in rows:
         within += abs(e) <= TARGET
-        print("%-8s %-10s %7d %13.3f %12.3f %+7.1f%%  %.3f-%.3f" % (
-            name, mode, threads, pred, meas, 100 * e, lo, hi))
+        print("%-8s %-10s %7d %13.3f %12.3f %+7.1f%%  %s" % (
+            name, mode, threads, pred, meas, 100 * e,
+            " ".join("%+.1f%%" % (100 * x) for x in errors)))
     if rows:
         worst = max(abs(r[5]) for r in rows)
         print("\n%d of %d within %.0f%%; worst %.1f%%; mean |error| %.1f%%" % (
