@@ -239,7 +239,15 @@ def main():
                         / len(fig))
 
     failed = set()
+
+    def fail(i, what, err):
+        """Drops row i from the rest of the measurement."""
+        row = pending[i]
+        print("%s %s: %s failed: %s" % (row["name"], row["mode"], what, err))
+        failed.add(i)
+
     sentinels = []
+    sentinel_ok = True
     rounds = max(1, a.repeats)
     for rnd in range(rounds):
         cluster = a.cluster
@@ -261,13 +269,10 @@ def main():
                                       row["train"], emit="plan",
                                       cluster=cluster)
             if pred is None:
-                print("%s %s: plan failed: %s" % (row["name"], row["mode"],
-                                                  err))
-                failed.add(i)
-                ok = False
+                fail(i, "plan", err)
                 continue
             row["preds"].append(pred)
-        before = sentinel() if None not in sentinels else None
+        before = sentinel() if sentinel_ok else None
         for i, row in enumerate(pending):
             if i in failed:
                 continue
@@ -278,15 +283,14 @@ def main():
                                  2000 if row["train"] else 20000))
             meas, err = row["run"](iterations)
             if meas is None:
-                print("%s %s: run failed: %s" % (row["name"], row["mode"],
-                                                 err))
-                failed.add(i)
-                ok = False
+                fail(i, "run", err)
                 continue
             row["meas"].append(meas)
         after = sentinel() if before is not None else None
+        sentinel_ok = after is not None
         sentinels.append((before, after))
-    if all(b is not None and f is not None for b, f in sentinels):
+    ok = ok and not failed
+    if sentinel_ok:
         print("\nmachine speed before / after each round's runs (sentinel: "
               "geometric mean of its rates over the fastest seen):")
         for r, (b, f) in enumerate(sentinels):
