@@ -55,9 +55,9 @@ constexpr const char *kInPlaceTable = "in_place";
 constexpr double kUncalibratedGemmEfficiency = 0.6;
 /// Share of the data-sheet bandwidth reached by streaming kernels.
 constexpr double kUncalibratedBandwidthEfficiency = 0.7;
-/// Share of the vector peak reached by generated elementwise code on
-/// arithmetic (polynomial approximations of exp/tanh/erf, divisions) when
-/// the calibration has no loop_flops.
+/// Share of the vector peak reached by generated elementwise code on plain
+/// arithmetic (multiplies, adds, divisions), and on transcendental
+/// functions when the calibration has no loop_flops.
 constexpr double kElementwiseComputeEfficiency = 0.5;
 /// Per-kernel fixed cost when uncalibrated: loop setup on CPU, a launch on
 /// GPU.
