@@ -1066,15 +1066,14 @@ int importMain(int argc, char **argv, DialectRegistry &registry) {
 }
 /// A micro-model whose generated loops stand for one kernel class, with a
 /// dynamic batch N; `rowShape` is the shape of one batch row of input x.
-/// The "arithmetic" probe measures FLOP/s instead of bytes/s
-/// (DeviceCalibration::loopFlopsByThreads).
 struct LoopProbe {
   const char *kernelClass;
   const char *onnxText;
   std::vector<int64_t> rowShape;
+  /// Measures the FLOP/s of transcendental functions instead of bytes/s
+  /// (DeviceCalibration::loopFlopsByThreads).
+  bool arithmetic = false;
 };
-
-constexpr const char *kArithmeticProbe = "arithmetic";
 
 const LoopProbe kLoopProbes[] = {
     {"elementwise",
@@ -1106,13 +1105,14 @@ const LoopProbe kLoopProbes[] = {
     // 1024 floats ran at 0.34 ns an element at one thread, where the
     // elementwise probe's bandwidth prices it at 0.06 and half the vector
     // peak at 0.15).
-    {kArithmeticProbe,
+    {"arithmetic",
      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
      "g (float[N,1024] x) => (float[N,1024] y) <float h = {0.5}, "
      "float r = {0.70710678}, float one = {1.0}> {\n"
      "  t = Mul(x, r)\n  e = Erf(t)\n  u = Add(e, one)\n  v = Mul(x, u)\n"
      "  y = Mul(v, h)\n}\n",
-     {1024}},
+     {1024},
+     /*arithmetic=*/true},
 };
 
 /// Writes an f32 .npy of `shape` with values in [0, 1).
@@ -1264,8 +1264,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
       double flops = 0;
       std::optional<double> bytes =
           probeBytes(model, n, registry, &kernels, &flops);
-      if (!bytes ||
-          (probe.kernelClass == StringRef(kArithmeticProbe) && !(flops > 0))) {
+      if (!bytes || (probe.arithmetic && !(flops > 0))) {
         errs() << "error: calibration probe '" << probe.kernelClass
                << "' has no cost at batch " << n << "\n";
         return false;
@@ -1326,7 +1325,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
         }
         // The run's fixed cost is not loop time.
         double seconds = std::max(ms * 1e-3 - cal.stepOverheadS, 1e-9);
-        bool arithmetic = kernelClass == StringRef(kArithmeticProbe);
+        bool arithmetic = point.probe->arithmetic;
         double rate = (arithmetic ? point.flops : point.bytes) / seconds;
         point.bytesPerS[t].push_back(rate);
         if (!quiet)
@@ -1357,7 +1356,7 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
         list.emplace_back(point.bytes / point.kernels, *middle);
       }
       std::sort(list.begin(), list.end());
-      if (probe.kernelClass == StringRef(kArithmeticProbe)) {
+      if (probe.arithmetic) {
         // The fastest working set is the arithmetic-bound one (the largest
         // is memory-bound, the smallest overhead-bound).
         double best = 0;
