@@ -6,21 +6,22 @@
 # benchmark (bench/export_bench_models.py: MLP at batch 64, GPT-style LM at
 # batch 4 x 64 tokens, residual CNN at batch 8, DLRM at batch 128), for
 # inference and for training (AdamW), and for each thread count, compiles
-# the model once, then runs --repeats rounds. Each round calibrates the
-# machine (`dist-opt calibrate`), reads each row's predicted
+# the model once, then runs --repeats rounds, each between two calibrations
+# of the machine (`dist-opt calibrate`; one before the first round and one
+# after each). From each calibration it reads each row's predicted
 # single-process step time from plan.json (`--emit=plan --cluster
-# local-N.yaml --plan-threads T`) and runs each row's executable once
-# (inference: `--bench N`, median latency; training: `train --log`, median
-# step time after warm-up). A row's error is the median over the rounds of
-# (predicted - measured) / measured, each round's prediction paired with
-# the measurement that follows it; predicted and measured are printed as
-# their medians over the rounds, with each round's error. The machine's
-# speed before and after each round's runs (a sentinel measurement) is
-# printed too. With --cluster FILE, every round predicts from FILE.
+# local-N.yaml --plan-threads T`); each round runs each row's executable
+# once (inference: `--bench N`, median latency; training: `train --log`,
+# median step time after warm-up). A round's prediction is the geometric
+# mean of its two calibrations' predictions, and a row's error is the
+# median over the rounds of (predicted - measured) / measured; predicted
+# and measured are printed as their medians over the rounds, with each
+# round's error. The machine's speed in each calibration is printed too.
+# With --cluster FILE, every round predicts from FILE.
 # The target is an error within 15% for every row.
 #
 #   /usr/bin/python3 bench/cost_model.py [--threads 1 2] [--model ...]
-#       [--iterations 50] [--min-seconds 0.5] [--repeats 3]
+#       [--iterations 50] [--min-seconds 0.5] [--repeats 5]
 #       [--work /tmp/dist-cost-bench]
 #
 # Exits with 0 when every row ran (whatever the error), 1 otherwise.
@@ -139,12 +140,12 @@ def main():
                     "steps are short), so that the median is the steady "
                     "state: a model with large embedding tables pages its "
                     "rows in over many runs")
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="rounds: each calibrates the machine, predicts "
-                    "every row from that calibration and runs every row "
-                    "once; a row's error is the median of its rounds' "
-                    "errors (this machine is shared: its speed moves by "
-                    "15-35%% for minutes at a time)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="rounds: each runs every row once between two "
+                    "calibrations and predicts it from both; a row's error "
+                    "is the median of its rounds' errors (this machine is "
+                    "shared: its speed moves by 15-35%% for minutes at a "
+                    "time)")
     ap.add_argument("--work", default="/tmp/dist-cost-bench")
     ap.add_argument("--cluster", help="use this cluster file in every round "
                     "instead of calibrating before each")
@@ -188,45 +189,40 @@ def main():
                                     path=path, train=train, run=run,
                                     preds=[], meas=[]))
 
-    # Each round calibrates the machine, predicts every row from that
-    # calibration and then runs every row once (round-robin over the rows).
-    # This machine's memory bandwidth and second core come and go for
-    # minutes at a time (15-35% of its speed): a calibration taken minutes
-    # before a measurement describes another machine, so each round's
-    # prediction is paired with the measurement that follows it, and a
-    # row's error is the median of its rounds' errors. With --cluster, every
-    # round uses that one file. A sentinel (dist-calibrate --quick: GEMM,
-    # triad and in-place update rates) runs before and after each round's
-    # runs, and the machine's speed in each is printed against the fastest
-    # any sentinel saw, so that a round the machine changed in shows.
-    tool = os.path.join(os.path.dirname(a.dist_opt), "dist-calibrate")
-    threads_max = max(a.threads)
+    # The runs of each round are bracketed by two calibrations (the one
+    # before the first round, then one after each round), and the round's
+    # prediction of a row is the geometric mean of the two calibrations'
+    # predictions. This machine's memory bandwidth and second core come and
+    # go for minutes at a time (15-35% of its speed): a calibration taken
+    # minutes before a measurement describes another machine, so each
+    # round's prediction is paired with the runs between its calibrations,
+    # and a row's error is the median of its rounds' errors. With --cluster,
+    # every round uses that one file. The machine's speed in each
+    # calibration (GEMM, triad and in-place update rates at each thread
+    # count) is printed against the fastest any calibration saw, so that a
+    # round the machine changed in shows.
     fastest = {}
 
-    def sentinel():
-        path = os.path.join(a.work, "sentinel.json")
-        try:
-            r = subprocess.run([tool, "--quick", "--quiet", "--threads-max",
-                                str(threads_max), "--json", path],
-                               capture_output=True, text=True)
-            why = r.stderr.strip() if r.returncode != 0 else None
-        except OSError as e:
-            why = str(e)
-        if why is not None:
-            # Only the speed report is lost; the rows are still measured.
-            print("sentinel failed (no machine speed report): " + why)
-            return None
+    def speed_figures(path):
+        """The rates the speed report compares, read from a cluster file
+        `dist-opt calibrate` wrote; {} when it has none of them."""
+        import yaml
         with open(path) as f:
-            cal = json.load(f)
+            doc = yaml.safe_load(f)
         fig = {}
-        for series in cal["gemm"]["f32"]:
+        try:
+            cal = doc["nodes"][0]["devices"][0]["calibration"]
+        except (KeyError, IndexError, TypeError):
+            return fig
+        for series in cal.get("gemm", {}).get("f32", []):
             if series["threads"] in a.threads:
                 fig["gemm%d" % series["threads"]] = dict(
-                    series["flops_by_size"])[256]
+                    (int(s), v) for s, v in series["flops_by_size"])[256]
         for t in a.threads:
-            fig["triad%d" % t] = cal["memory_bandwidth"][str(t)]
-            table = (cal["loop_bandwidth"] if t == 1 else
-                     cal["loop_bandwidth_threads"].get(str(t), {}))
+            if t in cal.get("memory_bandwidth", {}):
+                fig["triad%d" % t] = cal["memory_bandwidth"][t]
+            table = (cal.get("loop_bandwidth", {}) if t == 1 else
+                     cal.get("loop_bandwidth_threads", {}).get(t, {}))
             if "in_place" in table:
                 fig["in_place%d" % t] = table["in_place"][-1][1]
         for k, v in fig.items():
@@ -235,6 +231,8 @@ def main():
 
     def speed(fig):
         """Geometric mean of fig's figures over the fastest ones."""
+        if not fig:
+            return float("nan")
         return math.exp(sum(math.log(v / fastest[k]) for k, v in fig.items())
                         / len(fig))
 
@@ -246,24 +244,13 @@ def main():
         print("%s %s: %s failed: %s" % (row["name"], row["mode"], what, err))
         failed.add(i)
 
-    sentinels = []
-    sentinel_ok = True
-    rounds = max(1, a.repeats)
-    for rnd in range(rounds):
-        cluster = a.cluster
-        if not cluster:
-            cluster = os.path.join(a.work, "local-%d.yaml" % (rnd + 1))
-            secs, err = calibrate(a.dist_opt, cluster)
-            if secs is None:
-                print("round %d: calibrate failed: %s" % (rnd + 1, err))
-                return 1
-            print("round %d: calibrated in %.1f s: %s" % (rnd + 1, secs,
-                                                          cluster))
+    def predict(cal_index, cluster):
+        """Appends each live row's prediction from `cluster`."""
         for i, row in enumerate(pending):
             if i in failed:
                 continue
-            plan_dir = os.path.join(a.work, "plan-%s-%s-%d-r%d" % (
-                row["name"], row["mode"], row["threads"], rnd + 1)) + "/"
+            plan_dir = os.path.join(a.work, "plan-%s-%s-%d-c%d" % (
+                row["name"], row["mode"], row["threads"], cal_index)) + "/"
             pred, err = compile_model(a.dist_opt, row["path"], plan_dir,
                                       row["name"], row["threads"],
                                       row["train"], emit="plan",
@@ -271,13 +258,34 @@ def main():
             if pred is None:
                 fail(i, "plan", err)
                 continue
-            row["preds"].append(pred)
-        before = sentinel() if sentinel_ok else None
+            row["cal_preds"].append(pred)
+
+    def calibration(cal_index):
+        """Calibrates (unless --cluster) and predicts every row from it;
+        returns the speed figures of the calibration, None on failure."""
+        cluster = a.cluster
+        if not cluster:
+            cluster = os.path.join(a.work, "local-%d.yaml" % cal_index)
+            secs, err = calibrate(a.dist_opt, cluster)
+            if secs is None:
+                print("calibration %d: failed: %s" % (cal_index, err))
+                return None
+            print("calibration %d: %.1f s: %s" % (cal_index, secs, cluster))
+        predict(cal_index, cluster)
+        return speed_figures(cluster) if not a.cluster else {}
+
+    for row in pending:
+        row["cal_preds"] = []
+    rounds = max(1, a.repeats)
+    speeds = [calibration(0)]
+    if speeds[0] is None:
+        return 1
+    for rnd in range(rounds):
         for i, row in enumerate(pending):
             if i in failed:
                 continue
             # Each run lasts about --min-seconds at the first prediction.
-            pred = row["preds"][0]
+            pred = row["cal_preds"][0]
             iterations = int(min(max(a.iterations,
                                      a.min_seconds / (pred * 1e-3)),
                                  2000 if row["train"] else 20000))
@@ -286,15 +294,24 @@ def main():
                 fail(i, "run", err)
                 continue
             row["meas"].append(meas)
-        after = sentinel() if before is not None else None
-        sentinel_ok = after is not None
-        sentinels.append((before, after))
+        fig = calibration(rnd + 1)
+        if fig is None:
+            # The rounds bracketed so far are still reported.
+            ok = False
+            for row in pending:
+                del row["meas"][len(row["cal_preds"]) - 1:]
+            break
+        speeds.append(fig)
+    for row in pending:
+        cp = row["cal_preds"]
+        row["preds"] = [math.sqrt(cp[r] * cp[r + 1])
+                        for r in range(len(cp) - 1)]
+    if not a.cluster and len(speeds) > 1:
+        print("\nmachine speed in each calibration (geometric mean of its "
+              "GEMM, triad and in-place rates over the fastest seen): " +
+              " ".join("%.2f" % speed(f) for f in speeds))
+
     ok = ok and not failed
-    if sentinel_ok:
-        print("\nmachine speed before / after each round's runs (sentinel: "
-              "geometric mean of its rates over the fastest seen):")
-        for r, (b, f) in enumerate(sentinels):
-            print("  round %d: %.2f / %.2f" % (r + 1, speed(b), speed(f)))
 
     rows = []
     for i, row in enumerate(pending):
