@@ -64,6 +64,7 @@
 
 #include "internal.h"
 
+#include "dist_rt/conv_plan.h"
 #include "dist_rt/kernels.h"
 
 #include <algorithm>
@@ -641,17 +642,6 @@ ChunkFn chanFn(int64_t sw) {
                    : chanChunk<P, 0>;
 }
 
-/// Number of filter-vectorised 16 x 16 tiles the call needs (P columns by
-/// 16 / P rows each), or -1 when they do not apply (outputs narrower than
-/// 4 columns or shorter than 16 / P rows).
-int64_t chanTileCount(const Geometry &g, int &p) {
-  p = g.ow >= 16 ? 16 : g.ow >= 8 ? 8 : g.ow >= 4 ? 4 : 0;
-  if (!p || g.oh < 16 / p)
-    return -1;
-  return g.n * ((g.f + 15) / 16) * ((g.oh + 16 / p - 1) / (16 / p)) *
-         ((g.ow + p - 1) / p);
-}
-
 void convChannels(const Geometry &g, const float *in, const float *wt,
                   const float *bias, float *out, int p) {
   thread_local std::vector<float> packed;
@@ -675,57 +665,26 @@ void convChannels(const Geometry &g, const float *in, const float *wt,
   dist_rt_parallel_for(g.n * pl.blocks * pl.rowTiles * pl.colTiles, fn, &pl);
 }
 
-/// The position-vectorised tile shape for `positions` output positions:
-/// sets `fb` and `v`, returns the estimated cost (see below).
-int64_t positionTile(const Geometry &g, int64_t positions, int &fb, int &v) {
-  // The fewest estimated cycles over filter blocks of 4 or 8 and 1 to
-  // 24 / FB vectors, counting per tap and tile the larger of the FB * V
-  // multiply-adds and twice the V loads and FB broadcasts (half a cycle
-  // each). Measured on the benchmark CNN's layers: wide tiles win even when
-  // they waste a vector of positions.
-  int64_t vectors = (positions + 15) / 16;
-  int64_t best = -1;
-  for (int b : {8, 4}) {
-    int64_t blocks = (g.f + b - 1) / b;
-    for (int w = 1; w <= 24 / b; ++w) {
-      int64_t cost = g.n * blocks * ((vectors + w - 1) / w) *
-                     std::max<int64_t>(b * w, 2 * (b + w));
-      if (best < 0 || cost < best || (cost == best && b * w > fb * v)) {
-        best = cost;
-        fb = b;
-        v = w;
-      }
-    }
-  }
-  return best;
-}
-
 void convAvx512(const Geometry &g, const float *in, const float *wt,
                 const float *bias, float *out) {
   bool unit = g.sh == 1 && g.sw == 1;
-  Plan pl;
-  pl.hq = unit ? g.h : (g.h + g.sh - 1) / g.sh;
-  pl.wq = unit ? g.inH : (g.w + g.sw - 1) / g.sw;
-  // Positions p = oh * wq + ow up to the last kept one.
-  pl.positions = (g.oh - 1) * pl.wq + g.ow;
-  int64_t positionCost = positionTile(g, pl.positions, pl.fb, pl.v);
-  // The filter-vectorised tiles waste no lanes on the columns between
-  // output rows (2 of 18 for a padded 16x16 image, 2 of 10 for 8x8) nor
-  // copy strided inputs into phase planes, but waste lanes when the filters
-  // are not a multiple of 16: the cheaper of the two by the same estimate
-  // (16 x 16 tiles: 16 multiply-adds per 1 load and 16 broadcasts), the
-  // phase copy counted as a tenth more.
-  int p = 0;
-  int64_t chanTiles = chanTileCount(g, p);
-  if (!unit)
-    positionCost += positionCost / 10;
+  // The kernel by an estimate of each one's cycles (dist_rt/conv_plan.h,
+  // which the compiler's cost model counts the same way).
   auto forced = static_cast<dist_rt::ConvKernel>(
       forcedKernel.load(std::memory_order_relaxed));
-  bool filters = chanTiles > 0 && chanTiles * 16 <= positionCost;
-  if (forced == dist_rt::ConvKernel::Positions)
-    filters = false;
-  else if (forced == dist_rt::ConvKernel::Filters)
-    filters = chanTiles > 0;
+  dist_rt::conv_plan::ForwardPlan fp = dist_rt::conv_plan::forwardPlan(
+      g.n, g.c, g.h, g.w, g.f, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, g.inH,
+      forced == dist_rt::ConvKernel::Filters     ? 1
+      : forced == dist_rt::ConvKernel::Positions ? 2
+                                                 : 0);
+  Plan pl;
+  pl.hq = fp.phaseRows;
+  pl.wq = fp.pitch;
+  pl.positions = fp.positions;
+  pl.fb = fp.fb;
+  pl.v = fp.v;
+  bool filters = fp.filters;
+  int p = fp.p;
   if (filters) {
     convChannels(g, in, wt, bias, out, p);
     return;
