@@ -8,6 +8,8 @@
 //    "shapes":[["nn"|"nt"|"tn", m, n, k, flops], ...]}, ...], ...},
 //    "memory_bandwidth":{"1":bytes_per_s, ...}, "kernel_overhead":s,
 //    "fork_overhead":{"2":s, ...},
+//    "direct_conv_tap":{"1":s, ...}, "direct_conv_narrow_tap":{...},
+//    "direct_conv_tile":{...} (on AVX-512 only),
 //    "loop_bandwidth":{"in_place":[[footprint, bytes_per_s], ...]},
 //    "loop_bandwidth_threads":{"2":{"in_place":[...]}, ...},
 //    "step_overhead":s}
@@ -150,6 +152,23 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
         return std::nullopt;
       }
       cal.memoryBandwidthByThreads[threads] = *value.getAsNumber();
+    }
+  }
+  for (const CalibrationThreadMap &m : kDirectConvMaps) {
+    const llvm::json::Object *map = root->getObject(m.key);
+    if (!map)
+      continue;
+    for (const auto &[key, value] : *map) {
+      int64_t threads = 0;
+      std::optional<double> v = value.getAsNumber();
+      if (!llvm::to_integer(key.str(), threads, 10) || threads < 1 || !v ||
+          !std::isfinite(*v) || *v < 0 || (*v == 0 && !m.allowZero)) {
+        error = std::string(m.key) + "." + key.str() + ": expected seconds (" +
+                (m.allowZero ? "not negative" : "positive") +
+                ") keyed by a thread count";
+        return std::nullopt;
+      }
+      (cal.*m.field)[threads] = *v;
     }
   }
   if (const llvm::json::Object *fork = root->getObject("fork_overhead")) {

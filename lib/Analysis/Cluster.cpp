@@ -763,7 +763,8 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
                  {"gemm", "memory_bandwidth", "kernel_overhead",
                   "gemm_call_overhead", "gemm_call_floor", "fork_overhead",
                   "step_overhead", "loop_bandwidth", "loop_bandwidth_threads",
-                  "loop_flops"},
+                  "loop_flops", kDirectConvMaps[0].key, kDirectConvMaps[1].key,
+                  kDirectConvMaps[2].key},
                  "calibration"))
     return false;
 
@@ -869,6 +870,11 @@ bool ClusterParser::parseCalibration(const YamlValue &value,
     if (!parseThreadMap(*flops, "loop_flops", 1, UnitKind::Flops,
                         /*allowZero=*/false, calibration.loopFlopsByThreads))
       return false;
+  for (const CalibrationThreadMap &m : kDirectConvMaps)
+    if (const YamlValue *map = value.lookup(m.key))
+      if (!parseThreadMap(*map, m.key, 1, UnitKind::Time, m.allowZero,
+                          calibration.*m.field))
+        return false;
   if (const YamlValue *fork = value.lookup("fork_overhead"))
     if (!parseThreadMap(*fork, "fork_overhead", 2, UnitKind::Time,
                         /*allowZero=*/true, calibration.forkOverheadByThreads))
@@ -1228,6 +1234,12 @@ static void calibrationToYaml(const DeviceCalibration &calibration,
     os << indent << "loop_flops: ";
     emitThreadMap(calibration.loopFlopsByThreads, os);
   }
+  for (const CalibrationThreadMap &m : kDirectConvMaps) {
+    if ((calibration.*m.field).empty())
+      continue;
+    os << indent << m.key << ": ";
+    emitThreadMap(calibration.*m.field, os);
+  }
   os << indent
      << "kernel_overhead: " << formatNumber(calibration.kernelOverheadS)
      << "\n";
@@ -1365,6 +1377,14 @@ static llvm::json::Value calibrationToJson(const DeviceCalibration &cal) {
     for (const auto &[threads, flopsPerS] : cal.loopFlopsByThreads)
       flops[std::to_string(threads)] = flopsPerS;
     result["loop_flops"] = std::move(flops);
+  }
+  for (const CalibrationThreadMap &m : kDirectConvMaps) {
+    if ((cal.*m.field).empty())
+      continue;
+    llvm::json::Object map;
+    for (const auto &[threads, seconds] : cal.*m.field)
+      map[std::to_string(threads)] = seconds;
+    result[m.key] = std::move(map);
   }
   return result;
 }

@@ -11,7 +11,8 @@
 // shapes in three operand layouts, streaming memory bandwidth per thread
 // count (a STREAM triad run by dist_rt_parallel_for), the throughput of an
 // in-place optimizer update per footprint and thread count (these two in
-// passes spread over the run, keeping the median), the fixed
+// passes spread over the run, keeping the median), the rates of the direct
+// convolution kernels per thread count (on AVX-512), the fixed
 // cost of calling a small fused kernel, of one GEMM call beyond its
 // products, and of one parallel step. Prints one JSON object on stdout, or
 // writes it atomically to OUT; Cluster.h describes the fields
@@ -24,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dist_rt/conv_plan.h"
 #include "dist_rt/kernels.h"
 
 #include <algorithm>
@@ -105,6 +107,8 @@ struct Settings {
   /// long each of its measurements runs at least.
   std::vector<size_t> inPlaceFootprints;
   double inPlaceMinTimeS;
+  /// How long each direct convolution measurement runs at least.
+  double convMinTimeS;
   /// Passes over the triad and the in-place update, spread over the whole
   /// calibration (first, between the GEMM measurements, last); each point
   /// keeps its median pass. This machine's memory bandwidth drops for
@@ -140,6 +144,7 @@ Settings settingsFor(bool quick) {
             1,
             {size_t(256) << 10, size_t(4) << 20, size_t(64) << 20},
             0.005,
+            0.01,
             1};
   return {{32, 64, 128, 256, 512, 1024},
           0.15,
@@ -156,6 +161,7 @@ Settings settingsFor(bool quick) {
           {size_t(256) << 10, size_t(4) << 20, size_t(16) << 20,
            size_t(64) << 20, size_t(256) << 20},
           0.02,
+          0.05,
           3};
 }
 
@@ -778,6 +784,133 @@ double measureForkOverhead(int32_t threads) {
 }
 
 //===----------------------------------------------------------------------===//
+// Direct convolution
+//===----------------------------------------------------------------------===//
+
+/// Rates of the direct forward convolution at one thread count, in the
+/// units of dist_rt/conv_plan.h, as one thread's share of the work:
+/// seconds per 16 x 16 tile-tap of tiles one row of 16 positions wide
+/// (`tap`) and of narrower ones (`narrowTap`: two rows of 8 or four of 4,
+/// and the position-vectorised kernel's), and per tile beyond its taps
+/// (`tile`: the transpose and stores).
+struct ConvRates {
+  int32_t threads;
+  double tap, narrowTap, tile;
+};
+
+/// Median seconds per call of `call`, in reps of about kGemmRepTargetS,
+/// for at least `minTimeS` and kMinGemmReps reps.
+template <typename Fn>
+double secondsPerCall(Fn &&call, double minTimeS) {
+  call(); // warm-up (packs the filters, sizes the scratch buffers)
+  auto probeStart = Clock::now();
+  call();
+  double probeS = std::max(secondsSince(probeStart), 1e-9);
+  int64_t callsPerRep = std::clamp<int64_t>(
+      int64_t(std::ceil(kGemmRepTargetS / probeS)), 1, int64_t(1) << 20);
+  std::vector<double> perCall;
+  auto start = Clock::now();
+  while (perCall.size() < size_t(kMinGemmReps) ||
+         secondsSince(start) < minTimeS) {
+    auto repStart = Clock::now();
+    for (int64_t i = 0; i < callsPerRep; ++i)
+      call();
+    perCall.push_back(secondsSince(repStart) / double(callsPerRep));
+  }
+  return median(std::move(perCall));
+}
+
+/// Times dist_rt_conv2d_f32 at each thread count on three calls of 8
+/// images into 32 filters of 3 x 3 (the benchmark CNN's sizes): 4 and 32
+/// channels of 18 x 18 (padded; 256 tiles of 16 x 1 positions each, 36 and
+/// 288 taps), whose line gives the time per tap and per tile, then 32
+/// channels of 10 x 10 (64 tiles of 8 x 2 positions), whose time less its
+/// tiles' gives the narrow tiles' time per tap. Measured on this project's
+/// EPYC at one thread: 2.6 ns per tap of the wide tiles, 2.85 of the
+/// narrow ones, 19 ns per tile; the benchmark CNN's five convolutions then
+/// came within 4% (the GEMM shape grid had priced them 12% fast). Returns
+/// false when out of memory; leaves `rates` empty without AVX-512 (the
+/// compiler then lowers convolutions through im2col and GEMM). Thread
+/// counts from 1 to `threadsMax`, 1 first.
+bool measureDirectConv(int32_t threadsMax, double minTimeS,
+                       std::vector<ConvRates> &rates) {
+  if (!__builtin_cpu_supports("avx512f"))
+    return true;
+  struct Probe {
+    int64_t c, h, oh;
+  };
+  constexpr Probe probes[3] = {{4, 18, 16}, {32, 18, 16}, {32, 10, 8}};
+  constexpr int64_t n = 8, f = 32, kh = 3, kw = 3, maxC = 32, maxH = 18;
+  RuntimeBuffer in(size_t(n * maxC * maxH * maxH) * sizeof(float));
+  RuntimeBuffer weight(size_t(f * maxC * kh * kw) * sizeof(float));
+  RuntimeBuffer bias(size_t(f) * sizeof(float));
+  RuntimeBuffer out(size_t(n * f * 16 * 16) * sizeof(float));
+  if (!in || !weight || !bias || !out)
+    return false;
+  fillPseudoRandom(in.as<float>(), size_t(n * maxC * maxH * maxH), 11);
+  fillPseudoRandom(weight.as<float>(), size_t(f * maxC * kh * kw), 12);
+  fillPseudoRandom(bias.as<float>(), size_t(f), 13);
+  auto ptr = [](const RuntimeBuffer &b) {
+    return int64_t(intptr_t(b.as<float>()));
+  };
+  for (int32_t t = 1; t <= threadsMax; ++t) {
+    dist_rt_set_num_threads(t);
+    // Per probe: one thread's share (the call's time over the imbalance of
+    // its tiles, times the threads) per tile, and taps per tile.
+    double perTile[3], taps[3];
+    for (int i = 0; i < 3; ++i) {
+      const Probe &p = probes[i];
+      auto plan = dist_rt::conv_plan::forwardPlan(n, p.c, p.h, p.h, f, kh, kw,
+                                                  1, 1, p.oh, p.oh, p.h);
+      double s = secondsPerCall(
+          [&] {
+            dist_rt_conv2d_f32(n, p.c, p.h, p.h, f, kh, kw, 1, 1, 1, 1, p.oh,
+                               p.oh, ptr(in), p.c * p.h * p.h, p.h * p.h, p.h,
+                               ptr(weight), ptr(bias), ptr(out),
+                               f * p.oh * p.oh, p.oh * p.oh, p.oh, 0);
+            clobberMemory();
+          },
+          minTimeS);
+      perTile[i] = s * t / dist_rt::conv_plan::imbalance(plan.items, t) /
+                   double(plan.items);
+      taps[i] = plan.tileTaps / double(plan.items);
+    }
+    ConvRates r{t, 0, 0, 0};
+    if (rates.empty()) {
+      r.tap = (perTile[1] - perTile[0]) / (taps[1] - taps[0]);
+      r.tile = perTile[0] - r.tap * taps[0];
+      if (r.tap <= 0 || r.tile < 0) {
+        // Noise: all of the larger call's time on its taps.
+        r.tap = perTile[1] / taps[1];
+        r.tile = 0;
+      }
+      r.narrowTap = std::max(perTile[2] - r.tile, 0.5 * perTile[2]) / taps[2];
+    } else {
+      // More threads: one thread's rates scaled by the median of the
+      // probes' slowdowns. Fitting the line again at two threads on this
+      // machine gave per-tile times from 26 to 308 ns in three runs (its
+      // second core comes and goes); the median slowdown is steadier.
+      const ConvRates &one = rates.front();
+      std::vector<double> slowdown;
+      for (int i = 0; i < 3; ++i)
+        slowdown.push_back(
+            perTile[i] /
+            ((i == 2 ? one.narrowTap : one.tap) * taps[i] + one.tile));
+      double k = median(slowdown);
+      r.tap = one.tap * k;
+      r.narrowTap = one.narrowTap * k;
+      r.tile = one.tile * k;
+    }
+    rates.push_back(r);
+    progress("direct convolution, %d thread%s: %.2f ns per tap (%.2f on "
+             "narrow tiles), %.1f ns per tile",
+             t, t == 1 ? "" : "s", r.tap * 1e9, r.narrowTap * 1e9,
+             r.tile * 1e9);
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 // Output
 //===----------------------------------------------------------------------===//
 
@@ -973,6 +1106,9 @@ int main(int argc, char **argv) {
                  settings.unalignedShapeDims, threadsMax,
                  settings.shapeMinTimeS, settings.shapePasses, shapesF32) &&
              (passes == 1 || bandwidthPass());
+  std::vector<ConvRates> convRates;
+  measured = measured &&
+             measureDirectConv(threadsMax, settings.convMinTimeS, convRates);
   if (!measured) {
     reportError("out of memory");
     return 1;
@@ -1036,7 +1172,22 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < forkOverhead.size(); ++i)
     json += (i ? ", \"" : "\"") + std::to_string(forkOverhead[i].first) +
             "\": " + jsonNumber(forkOverhead[i].second);
-  json += "},\n  \"kernel_overhead\": " + jsonNumber(kernelOverheadS) +
+  json += "}";
+  // Three thread maps (absent without AVX-512).
+  const std::pair<const char *, double ConvRates::*> convFields[] = {
+      {"direct_conv_tap", &ConvRates::tap},
+      {"direct_conv_narrow_tap", &ConvRates::narrowTap},
+      {"direct_conv_tile", &ConvRates::tile}};
+  for (const auto &[key, field] : convFields) {
+    if (convRates.empty())
+      break;
+    json += ",\n  \"" + std::string(key) + "\": {";
+    for (size_t i = 0; i < convRates.size(); ++i)
+      json += (i ? ", \"" : "\"") + std::to_string(convRates[i].threads) +
+              "\": " + jsonNumber(convRates[i].*field);
+    json += "}";
+  }
+  json += ",\n  \"kernel_overhead\": " + jsonNumber(kernelOverheadS) +
           ",\n  \"gemm_call_overhead\": " + jsonNumber(gemmCallOverheadS) +
           ",\n  \"gemm_call_floor\": " + jsonNumber(gemmCallFloorS) +
           ",\n  \"step_overhead\": " + jsonNumber(stepOverheadS) + "\n}\n";

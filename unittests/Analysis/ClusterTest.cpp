@@ -800,6 +800,57 @@ TEST(Cluster, GemmShapeGridAndForkOverhead) {
             "c.yaml:9:27: loop_flops must be positive");
 }
 
+TEST(Cluster, DirectConvolutionRates) {
+  const std::string head = calibrationHead();
+  ClusterSpec spec =
+      parseOk(head + "          direct_conv_tap: {1: 2.6ns, 2: "
+                     "2.9e-9}\n"
+                     "          direct_conv_narrow_tap: {1: 2.8ns}\n"
+                     "          direct_conv_tile: {1: 0, 2: 20ns}\n",
+              "c.yaml");
+  const DeviceCalibration &cal = *spec.nodes[0].devices[0].calibration;
+  std::map<int64_t, double> tap = {{1, 2.6e-9}, {2, 2.9e-9}};
+  std::map<int64_t, double> narrow = {{1, 2.8e-9}};
+  std::map<int64_t, double> tile = {{1, 0}, {2, 2e-8}};
+  EXPECT_EQ(cal.directConvTapByThreads, tap);
+  EXPECT_EQ(cal.directConvNarrowTapByThreads, narrow);
+  EXPECT_EQ(cal.directConvTileByThreads, tile);
+  // Written back as read, in YAML and in JSON.
+  ClusterSpec back = parseOk(clusterToYaml(spec), "back.yaml");
+  const DeviceCalibration &cal2 = *back.nodes[0].devices[0].calibration;
+  EXPECT_EQ(cal2.directConvTapByThreads, tap);
+  EXPECT_EQ(cal2.directConvNarrowTapByThreads, narrow);
+  EXPECT_EQ(cal2.directConvTileByThreads, tile);
+  std::string error;
+  std::optional<ClusterSpec> json = clusterFromJson(clusterToJson(spec), error);
+  ASSERT_TRUE(json) << error;
+  const DeviceCalibration &cal3 = *json->nodes[0].devices[0].calibration;
+  EXPECT_EQ(cal3.directConvTapByThreads, tap);
+  EXPECT_EQ(cal3.directConvNarrowTapByThreads, narrow);
+  EXPECT_EQ(cal3.directConvTileByThreads, tile);
+  // A time per tap must be positive; a time per tile may be 0.
+  EXPECT_EQ(parseError(head + "          direct_conv_tap: {1: 0}\n"),
+            "c.yaml:9:32: direct_conv_tap must be positive");
+  EXPECT_EQ(parseError(head + "          direct_conv_tile: {1: -1ns}\n"),
+            "c.yaml:9:33: direct_conv_tile must not be negative");
+  EXPECT_EQ(parseError(head + "          direct_conv_tap: {0: 1ns}\n"),
+            "c.yaml:9:29: expected a thread count >= 1, got '0'");
+
+  // As dist-calibrate writes them.
+  std::optional<DeviceCalibration> fromTool = parseCalibrationJson(
+      "{\"gemm\": {}, \"direct_conv_tap\": {\"1\": 2.6e-9}, "
+      "\"direct_conv_narrow_tap\": {\"1\": 2.8e-9}, "
+      "\"direct_conv_tile\": {\"1\": 0}}",
+      error);
+  ASSERT_TRUE(fromTool) << error;
+  EXPECT_EQ(fromTool->directConvTapByThreads.at(1), 2.6e-9);
+  EXPECT_EQ(fromTool->directConvTileByThreads.at(1), 0);
+  EXPECT_FALSE(parseCalibrationJson(
+      "{\"gemm\": {}, \"direct_conv_narrow_tap\": {\"1\": 0}}", error));
+  EXPECT_EQ(error, "direct_conv_narrow_tap.1: expected seconds (positive) "
+                   "keyed by a thread count");
+}
+
 TEST(Cluster, CalibrationJsonCarriesLoopTables) {
   const std::string head = "{\"gemm\": {}, ";
   std::string error;

@@ -137,7 +137,30 @@ struct DeviceCalibration {
   /// the fastest of the probe's working sets. Without it the cost model
   /// takes half the vector peak, as for other arithmetic.
   std::map<int64_t, double> loopFlopsByThreads;
+  /// The runtime's direct convolution (AVX-512; dist_rt/conv_plan.h) per
+  /// thread count, as one thread's share of the work: seconds per 16 x 16
+  /// tile-tap of tiles one row of 16 positions wide, of narrower tiles (and
+  /// of the position-vectorised kernel), and per tile beyond its taps.
+  /// Without them the cost model prices such a convolution as a product on
+  /// the GEMM shape grid.
+  std::map<int64_t, double> directConvTapByThreads;
+  std::map<int64_t, double> directConvNarrowTapByThreads;
+  std::map<int64_t, double> directConvTileByThreads;
 };
+
+/// The thread maps of DeviceCalibration that the YAML, JSON and
+/// dist-calibrate forms all spell the same way, with their keys and
+/// whether 0 is a valid value.
+struct CalibrationThreadMap {
+  const char *key;
+  std::map<int64_t, double> DeviceCalibration::*field;
+  bool allowZero;
+};
+inline constexpr CalibrationThreadMap kDirectConvMaps[] = {
+    {"direct_conv_tap", &DeviceCalibration::directConvTapByThreads, false},
+    {"direct_conv_narrow_tap", &DeviceCalibration::directConvNarrowTapByThreads,
+     false},
+    {"direct_conv_tile", &DeviceCalibration::directConvTileByThreads, true}};
 
 /// One kind of device in a node (`count` identical devices).
 struct DeviceSpec {
