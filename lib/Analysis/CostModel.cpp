@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dist/Analysis/CostModel.h"
+#include "dist_rt/conv_plan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -303,6 +304,27 @@ double AnalyticCostModel::gemmTimeS(const DeviceSpec &dev, const GemmWork &g,
   if (dev.kind != DevKind::CPU)
     return -1;
   int64_t t = effectiveThreads(dev, threads);
+  if (g.directTileTaps > 0 && dev.isa == "avx512" && dev.calibration) {
+    // The direct convolution at its calibrated rates (one thread's share of
+    // the work at t threads: the largest measured count up to t, else the
+    // smallest), its tiles spread over the threads as dist_rt_parallel_for
+    // spreads them.
+    auto at = [&](const std::map<int64_t, double> &m) {
+      auto it = m.upper_bound(t);
+      return it != m.begin() ? std::prev(it)->second : it->second;
+    };
+    const DeviceCalibration &cal = *dev.calibration;
+    const auto &taps = g.directNarrow ? cal.directConvNarrowTapByThreads
+                                      : cal.directConvTapByThreads;
+    if (!taps.empty() && !cal.directConvTileByThreads.empty()) {
+      double scale = samples / std::max(split, 1.0);
+      double items = std::max(1.0, std::round(g.directItems * scale));
+      return dist_rt::conv_plan::imbalance(static_cast<int64_t>(items), t) *
+             (g.directTileTaps * scale * at(taps) +
+              items * at(cal.directConvTileByThreads)) /
+             static_cast<double>(t);
+    }
+  }
   const GemmCalibration *grid = shapeGrid(dev, dtype, t);
   if (!grid)
     return -1;

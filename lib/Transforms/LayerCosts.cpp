@@ -15,6 +15,7 @@
 #include "dist/Codegen/RuntimeABI.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
+#include "dist_rt/conv_plan.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -435,6 +436,34 @@ bool mayRunDirect(ConvWeightGradOp grad, bool im2colConvs) {
                                       grad.getStrides(), grad.getPads(), false);
 }
 
+/// Fills `product`'s direct-kernel work (tile-taps and tiles times
+/// `scale`, see GemmWork) for a convolution mayRunDirect accepted, as the
+/// runtime counts it (dist_rt/conv_plan.h): the input padded as codegen
+/// pads it, its row pitch the padded width.
+void describeDirect(ConvOp conv, double scale, GemmWork &product) {
+  auto in = cast<ShapedType>(conv.getInput().getType());
+  auto w = cast<ShapedType>(conv.getWeight().getType());
+  auto out = cast<ShapedType>(conv.getResult().getType());
+  int64_t kh = w.getDimSize(2), kw = w.getDimSize(3);
+  int64_t h = in.getDimSize(2), wd = in.getDimSize(3);
+  if (auto pads = conv.getPads(); pads && pads->size() == 4) {
+    h += (*pads)[0] + (*pads)[2];
+    wd += (*pads)[1] + (*pads)[3];
+  } else if (conv.getAutoPad().starts_with("SAME")) {
+    h += kh - 1;
+    wd += kw - 1;
+  }
+  auto strides = conv.getStrides();
+  int64_t sh = strides && strides->size() == 2 ? (*strides)[0] : 1;
+  int64_t sw = strides && strides->size() == 2 ? (*strides)[1] : 1;
+  dist_rt::conv_plan::ForwardPlan plan = dist_rt::conv_plan::forwardPlan(
+      in.getDimSize(0), in.getDimSize(1), h, wd, w.getDimSize(0), kh, kw, sh,
+      sw, out.getDimSize(2), out.getDimSize(3), wd);
+  product.directTileTaps = plan.tileTaps * scale;
+  product.directItems = static_cast<double>(plan.items) * scale;
+  product.directNarrow = !plan.filters || plan.p < 16;
+}
+
 /// Whether `op` is a ReLU that the direct convolution producing its
 /// operand applies itself (dist-contractions-to-runtime fuses a ReLU that
 /// is the convolution's next use), when nothing fuses into the ReLU.
@@ -799,6 +828,8 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
         // im2col's (see PhaseWork::im2colOnly).
         bool direct = conv ? mayRunDirect(conv, im2colConvs)
                            : mayRunDirect(weightGrad, im2colConvs);
+        if (conv && direct)
+          describeDirect(conv, scale, work.gemms.back());
         double inBytes =
             static_cast<double>(bytesOf(op.getOperand(0).getType()));
         double col =

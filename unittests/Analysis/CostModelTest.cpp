@@ -113,6 +113,41 @@ TEST(CostModel, LoopArithmeticUsesTheCalibratedFlops) {
               1e6 / 12.5e9 + 1e5 / 5e9 + 1e-9, 1e-15);
 }
 
+TEST(CostModel, DirectConvolutionAtTheCalibratedRates) {
+  AnalyticCostModel cm;
+  DeviceSpec dev = calibratedCpu();
+  dev.isa = "avx512";
+  // The benchmark CNN's second convolution per image: 16 tiles of 144 taps.
+  GemmWork g;
+  g.m = 256;
+  g.n = 16;
+  g.k = 144;
+  g.batchDim = 1;
+  g.directTileTaps = 16 * 144;
+  g.directItems = 16;
+  // Without direct_conv rates: a product on the grid (none here).
+  EXPECT_LT(cm.gemmTimeS(dev, g, 8, 1, 1), 0);
+  dev.calibration->directConvTapByThreads = {{1, 2.5e-9}, {2, 3e-9}};
+  dev.calibration->directConvNarrowTapByThreads = {{1, 3e-9}};
+  dev.calibration->directConvTileByThreads = {{1, 2e-8}, {2, 2.4e-8}};
+  // 8 images: 128 tiles of 144 taps.
+  EXPECT_NEAR(cm.gemmTimeS(dev, g, 8, 1, 1), 128 * (144 * 2.5e-9 + 2e-8),
+              1e-15);
+  // Two threads share the tiles at two threads' rates.
+  EXPECT_NEAR(cm.gemmTimeS(dev, g, 8, 1, 2), 64 * (144 * 3e-9 + 2.4e-8), 1e-15);
+  // 3 tiles on 2 threads: the longest share is 2 tiles.
+  EXPECT_NEAR(cm.gemmTimeS(dev, g, 3.0 / 16, 1, 2), 2 * (144 * 3e-9 + 2.4e-8),
+              1e-15);
+  // Narrow tiles at their own rate; each map at a count above its measured
+  // ones takes its largest measured (narrow taps: 1, tiles: 2).
+  g.directNarrow = true;
+  EXPECT_NEAR(cm.gemmTimeS(dev, g, 8, 1, 4), 32 * (144 * 3e-9 + 2.4e-8),
+              1e-15);
+  // Only on a device whose codegen runs the direct kernel.
+  dev.isa = "avx2";
+  EXPECT_LT(cm.gemmTimeS(dev, g, 8, 1, 1), 0);
+}
+
 TEST(CostModel, InPlaceLoopsSkipTheProbesWriteAllocate) {
   AnalyticCostModel cm;
   DeviceSpec dev = calibratedCpu();

@@ -41,6 +41,13 @@ struct GemmWork {
   /// The `count` products are summed into one output (a convolution's
   /// weight gradient): they run one after another, each on every thread.
   bool summed = false;
+  /// A convolution that runs as the runtime's direct kernel on AVX-512
+  /// (dist_rt/conv_plan.h), per sample: its 16 x 16 tile-taps and its tiles
+  /// (0 for any other product), and whether its tiles are narrower than one
+  /// row of 16 positions. Priced at the calibrated direct_conv rates where
+  /// the device has them, else as the product above.
+  double directTileTaps = 0, directItems = 0;
+  bool directNarrow = false;
 };
 
 /// Generated-loop work of part of a phase (see PhaseWork's fields of the
