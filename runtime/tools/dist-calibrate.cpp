@@ -342,6 +342,28 @@ void runGemm(GemmFn gemm, int64_t m, int64_t n, int64_t k, int layout,
        /*c_sb=*/0, /*c_sm=*/n, /*c_sn=*/1, /*b_sb=*/0);
 }
 
+/// Median seconds per call of `call`, in reps of about kGemmRepTargetS,
+/// for at least `minTimeS` and kMinGemmReps reps.
+template <typename Fn>
+double secondsPerCall(Fn &&call, double minTimeS) {
+  call(); // warm-up (a convolution packs its filters and sizes its scratch)
+  auto probeStart = Clock::now();
+  call();
+  double probeS = std::max(secondsSince(probeStart), 1e-9);
+  int64_t callsPerRep = std::clamp<int64_t>(
+      int64_t(std::ceil(kGemmRepTargetS / probeS)), 1, int64_t(1) << 20);
+  std::vector<double> perCall;
+  auto start = Clock::now();
+  while (perCall.size() < size_t(kMinGemmReps) ||
+         secondsSince(start) < minTimeS) {
+    auto repStart = Clock::now();
+    for (int64_t i = 0; i < callsPerRep; ++i)
+      call();
+    perCall.push_back(secondsSince(repStart) / double(callsPerRep));
+  }
+  return median(std::move(perCall));
+}
+
 /// Median FLOP/s of m x n x k products in `layout` at the current thread
 /// count.
 template <typename T>
@@ -350,29 +372,9 @@ double measureGemm(GemmFn gemm, int64_t m, int64_t n, int64_t k, int layout,
   // C starts finite (the set variants never read it; a GEMM that adds
   // would grow it linearly, never overflowing here).
   std::fill(c, c + m * n, T(0));
-  runGemm(gemm, m, n, k, layout, a, b, c); // warm-up
-
-  // Group calls into reps of about kGemmRepTargetS so that small sizes are
-  // not at the mercy of the timer.
-  auto probeStart = Clock::now();
-  runGemm(gemm, m, n, k, layout, a, b, c);
-  double probeS = std::max(secondsSince(probeStart), 1e-9);
-  int64_t callsPerRep = std::clamp<int64_t>(
-      int64_t(std::ceil(kGemmRepTargetS / probeS)), 1, int64_t(1) << 20);
-
-  double flopsPerRep =
-      2.0 * double(m) * double(n) * double(k) * double(callsPerRep);
-  std::vector<double> repFlops;
-  auto start = Clock::now();
-  while (repFlops.size() < size_t(kMinGemmReps) ||
-         secondsSince(start) < minTimeS) {
-    auto repStart = Clock::now();
-    for (int64_t call = 0; call < callsPerRep; ++call)
-      runGemm(gemm, m, n, k, layout, a, b, c);
-    double repS = std::max(secondsSince(repStart), 1e-9);
-    repFlops.push_back(flopsPerRep / repS);
-  }
-  return median(std::move(repFlops));
+  double seconds = secondsPerCall(
+      [&] { runGemm(gemm, m, n, k, layout, a, b, c); }, minTimeS);
+  return 2.0 * double(m) * double(n) * double(k) / seconds;
 }
 
 /// Deterministic values in [-1, 1).
@@ -797,28 +799,6 @@ struct ConvRates {
   int32_t threads;
   double tap, narrowTap, tile;
 };
-
-/// Median seconds per call of `call`, in reps of about kGemmRepTargetS,
-/// for at least `minTimeS` and kMinGemmReps reps.
-template <typename Fn>
-double secondsPerCall(Fn &&call, double minTimeS) {
-  call(); // warm-up (packs the filters, sizes the scratch buffers)
-  auto probeStart = Clock::now();
-  call();
-  double probeS = std::max(secondsSince(probeStart), 1e-9);
-  int64_t callsPerRep = std::clamp<int64_t>(
-      int64_t(std::ceil(kGemmRepTargetS / probeS)), 1, int64_t(1) << 20);
-  std::vector<double> perCall;
-  auto start = Clock::now();
-  while (perCall.size() < size_t(kMinGemmReps) ||
-         secondsSince(start) < minTimeS) {
-    auto repStart = Clock::now();
-    for (int64_t i = 0; i < callsPerRep; ++i)
-      call();
-    perCall.push_back(secondsSince(repStart) / double(callsPerRep));
-  }
-  return median(std::move(perCall));
-}
 
 /// Times dist_rt_conv2d_f32 at each thread count on three calls of 8
 /// images into 32 filters of 3 x 3 (the benchmark CNN's sizes): 4 and 32
