@@ -187,7 +187,7 @@ def main():
                            measure_inference(exe, f, threads, it))
                 pending.append(dict(name=name, mode=mode, threads=threads,
                                     path=path, train=train, run=run,
-                                    preds=[], meas=[]))
+                                    cal_preds=[], preds=[], meas=[]))
 
     # The runs of each round are bracketed by two calibrations (the one
     # before the first round, then one after each round), and the round's
@@ -215,9 +215,9 @@ def main():
         except (KeyError, IndexError, TypeError):
             return fig
         for series in cal.get("gemm", {}).get("f32", []):
-            if series["threads"] in a.threads:
-                fig["gemm%d" % series["threads"]] = dict(
-                    (int(s), v) for s, v in series["flops_by_size"])[256]
+            sizes = dict((int(s), v) for s, v in series["flops_by_size"])
+            if series["threads"] in a.threads and 256 in sizes:
+                fig["gemm%d" % series["threads"]] = sizes[256]
         for t in a.threads:
             if t in cal.get("memory_bandwidth", {}):
                 fig["triad%d" % t] = cal["memory_bandwidth"][t]
@@ -274,8 +274,6 @@ def main():
         predict(cal_index, cluster)
         return speed_figures(cluster) if not a.cluster else {}
 
-    for row in pending:
-        row["cal_preds"] = []
     rounds = max(1, a.repeats)
     speeds = [calibration(0)]
     if speeds[0] is None:

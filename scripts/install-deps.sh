@@ -29,6 +29,8 @@ PKGS=(
   chromium
   # Peak-memory measurement in bench/cpu_training.py (GNU time).
   time
+  # bench/cost_model.py reads the cluster files `dist-opt calibrate` writes.
+  python3-yaml
   # libFuzzer runtime for the importer fuzz target.
   libclang-rt-22-dev
 )

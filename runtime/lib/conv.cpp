@@ -683,10 +683,8 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
   pl.positions = fp.positions;
   pl.fb = fp.fb;
   pl.v = fp.v;
-  bool filters = fp.filters;
-  int p = fp.p;
-  if (filters) {
-    convChannels(g, in, wt, bias, out, p);
+  if (fp.filters) {
+    convChannels(g, in, wt, bias, out, fp.p);
     return;
   }
 
