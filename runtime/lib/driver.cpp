@@ -5,7 +5,8 @@
 // subcommands share (see driver.h): one-line errors, option parsing,
 // NAME=FILE bindings, tensor files, and the file-system operations that
 // keep results and checkpoints whole across crashes (temporary files
-// flushed and renamed into place).
+// flushed and renamed into place), and finding the newest checkpoint of a
+// checkpoint directory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "internal.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +95,14 @@ bool parseInteger(const std::string &text, int64_t min, int64_t max,
     return false;
   out = value;
   return true;
+}
+
+std::string defaultParamsText(const dist_rt_model_desc_t &desc) {
+  if (!desc.param_file)
+    return "none: the model has no parameters";
+  if (desc.param_file[0] == '/')
+    return desc.param_file;
+  return std::string(desc.param_file) + " next to the binary";
 }
 
 bool parseThreads(const std::string &value, int32_t &out, std::string &error) {
@@ -375,6 +385,28 @@ bool readWholeFile(const std::string &path, size_t maxBytes, std::string &text,
   }
   if (text.size() > maxBytes) {
     error = "'" + path + "' is too large";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoint directories
+//===----------------------------------------------------------------------===//
+
+bool isCheckpointName(const std::string &name) {
+  return name.size() > 5 && name.compare(0, 5, "step-") == 0 &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+bool readLatest(const std::string &dir, std::string &name, std::string &error) {
+  std::string path = dir + "/" + kLatestFile;
+  if (!readTextFile(path, name, error))
+    return false;
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
+    name.pop_back();
+  if (!isCheckpointName(name)) {
+    error = path + " does not name a checkpoint (step-<n>)";
     return false;
   }
   return true;

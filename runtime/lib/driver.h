@@ -4,9 +4,10 @@
 // Declarations shared by the two subcommands of dist_rt_main: inference
 // (main.cpp) and `train` (train.cpp). They cover error reporting, option
 // parsing, binding NAME=FILE arguments to declared tensors, reading and
-// writing .npy files for declared tensors, and files and directories that
-// must never be seen half-written. Internal to the runtime library; nothing
-// here calls exit().
+// writing .npy files for declared tensors, files and directories that must
+// never be seen half-written, and the layout of checkpoint directories
+// (which model_params.cpp reads too, for a --params directory). Internal to
+// the runtime library; nothing here calls exit().
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,10 @@ std::string errnoMessage(const std::string &what, int errnum);
 /// Parses a decimal integer in [min, max]; the whole text must be used.
 bool parseInteger(const std::string &text, int64_t min, int64_t max,
                   int64_t &out);
+
+/// The default of --params in the help texts: the parameter file next to
+/// the binary ("m.params next to the binary").
+std::string defaultParamsText(const dist_rt_model_desc_t &desc);
 
 /// Parses the value of --threads (an integer in [0, 65536]).
 bool parseThreads(const std::string &value, int32_t &out, std::string &error);
@@ -159,6 +164,26 @@ bool readTextFile(const std::string &path, std::string &text,
 /// Reads the whole file `path` (any bytes), failing beyond `maxBytes`.
 bool readWholeFile(const std::string &path, size_t maxBytes, std::string &text,
                    std::string &error);
+
+//===----------------------------------------------------------------------===//
+// Checkpoint directories
+//===----------------------------------------------------------------------===//
+
+/// The file of a checkpoint directory naming its newest checkpoint.
+constexpr const char *kLatestFile = "latest";
+/// The file of a checkpoint holding its step and run settings.
+constexpr const char *kStateFile = "state.json";
+
+/// True for the name of one checkpoint in a checkpoint directory:
+/// step-<completed steps>.
+bool isCheckpointName(const std::string &name);
+
+/// Reads the name of the newest checkpoint in `dir` from its `latest` file.
+bool readLatest(const std::string &dir, std::string &name, std::string &error);
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
 
 /// The whole values of a model's parameters. Parameters that tensor
 /// parallelism split are gathered from every rank by `gather`, which is

@@ -58,16 +58,18 @@ void printUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "becomes '_').\n"
       "\n"
       "options:\n"
-      "  --input NAME=FILE  read input NAME from FILE (once per input)\n"
-      "  --output-dir DIR   where to write the outputs (default: ., created\n"
-      "                     if missing)\n"
-      "  --threads N        number of threads (default 0: all cores)\n"
-      "  --bench N          after the first run, time N runs (after %d\n"
-      "                     warm-up runs) and print\n"
-      "                     latency_ms_median=<x> latency_ms_p90=<y>\n"
-      "  --params PATH      parameter file (default: next to the binary)\n"
-      "  --help             print this text\n",
-      program, desc.name, kWarmupRuns);
+      "  --input NAME=FILE  read input NAME from FILE (required, once per "
+      "input)\n"
+      "  --output-dir DIR   write the outputs to DIR, created if missing "
+      "(default: .)\n"
+      "  --threads N        number of threads (default: 0, one per core)\n"
+      "  --bench N          also time N runs, after %d warm-up runs, and "
+      "print their median and p90 latency (default: one untimed run)\n"
+      "  --params PATH      parameter file, or directory written by train "
+      "--save-params or --checkpoint-dir (its newest checkpoint) or one of its "
+      "checkpoints (default: %s)\n"
+      "  --help             print this text and exit\n",
+      program, desc.name, kWarmupRuns, defaultParamsText(desc).c_str());
   if (desc.train)
     std::printf("\nThe model can also be trained: see %s train --help.\n",
                 program);

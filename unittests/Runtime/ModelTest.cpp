@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace dist_rt_test;
@@ -735,6 +736,66 @@ TEST_F(ModelTest, ParamShapeDtypeAndPresenceAreChecked) {
   options.param_path = corrupt.c_str();
   std::string message = createError(desc, &options, DIST_RT_ERROR_FORMAT);
   EXPECT_TRUE(contains(message, corrupt));
+}
+
+/// A directory of .npy files, as `train --save-params` writes, stands for
+/// the parameter file (see dist_rt_model_options_t::param_path).
+TEST_F(ModelTest, ParamDirectoryOfNpyFiles) {
+  std::string paramDir = dir.file("saved");
+  ASSERT_EQ(::mkdir(paramDir.c_str(), 0777), 0);
+  std::vector<float> bias = {1.f, 2.f, 3.f, 4.f};
+  int64_t four[] = {4};
+  StatusPtr status(dist_rt_npy_write((paramDir + "/bias.npy").c_str(),
+                                     DIST_RT_DTYPE_FLOAT, 1, four,
+                                     bias.data()));
+  ASSERT_EQ(status, nullptr);
+  dist_rt_model_desc_t desc = affineDesc();
+  ModelPtr model = create(desc, paramDir);
+  ASSERT_NE(model, nullptr);
+  dist_rt_tensor_t param;
+  ASSERT_EQ(dist_rt_model_param(model.get(), 0, &param), nullptr);
+  EXPECT_EQ(std::vector<float>(static_cast<const float *>(param.data),
+                               static_cast<const float *>(param.data) + 4),
+            bias);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(param.data) % 64, 0u);
+  std::vector<float> x = {1, 1, 1, 1};
+  int64_t xDims[] = {1, 4};
+  dist_rt_tensor_t input = {DIST_RT_DTYPE_FLOAT, 2, xDims, x.data()};
+  const dist_rt_tensor_t *outputs = nullptr;
+  ASSERT_EQ(dist_rt_model_run(model.get(), &input, 1, &outputs), nullptr);
+  const auto *y = static_cast<const float *>(outputs[0].data);
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{2, 3, 4, 5}));
+  const auto *biasOut = static_cast<const float *>(outputs[5].data);
+  EXPECT_EQ(std::vector<float>(biasOut, biasOut + 4), bias);
+  model.reset();
+
+  // bfloat16 is saved as its uint16 bit patterns (.npy has no bfloat16);
+  // another dtype is an error.
+  const dist_rt_tensor_desc_t bf16Params[] = {
+      {"bias", DIST_RT_DTYPE_BFLOAT16, 1, kVec4}};
+  desc.params = bf16Params;
+  std::vector<uint16_t> bits = {0x3f80, 0x4000, 0xc040, 0x0000};
+  status.reset(dist_rt_npy_write((paramDir + "/bias.npy").c_str(),
+                                 DIST_RT_DTYPE_UINT16, 1, four, bits.data()));
+  ASSERT_EQ(status, nullptr);
+  model = create(desc, paramDir);
+  ASSERT_NE(model, nullptr);
+  ASSERT_EQ(dist_rt_model_param(model.get(), 0, &param), nullptr);
+  EXPECT_EQ(param.dtype, static_cast<uint32_t>(DIST_RT_DTYPE_BFLOAT16));
+  EXPECT_EQ(
+      std::vector<uint16_t>(static_cast<const uint16_t *>(param.data),
+                            static_cast<const uint16_t *>(param.data) + 4),
+      bits);
+  model.reset();
+  status.reset(dist_rt_npy_write((paramDir + "/bias.npy").c_str(),
+                                 DIST_RT_DTYPE_FLOAT, 1, four, bias.data()));
+  ASSERT_EQ(status, nullptr);
+  dist_rt_model_options_t options;
+  dist_rt_model_options_initialize(&options);
+  options.param_path = paramDir.c_str();
+  EXPECT_EQ(createError(desc, &options, DIST_RT_ERROR_FORMAT),
+            "parameter 'bias' in " + paramDir +
+                "/bias.npy has dtype float32, the model expects bfloat16");
 }
 
 TEST_F(ModelTest, BadDescriptorsAndOptions) {

@@ -32,6 +32,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 using namespace dist_rt_test;
 
 namespace {
@@ -1080,6 +1083,216 @@ TEST_F(TrainMainTest, ResumeErrors) {
       ckpt + "/latest does not name a checkpoint"));
 }
 
+//===----------------------------------------------------------------------===//
+// Serving trained parameters: --params DIR
+//===----------------------------------------------------------------------===//
+
+/// A fixture with a finished run: 6 steps saved with --save-params and
+/// checkpointed every 3 steps.
+class ParamDirTest : public TrainMainTest {
+protected:
+  void SetUp() override {
+    TrainMainTest::SetUp();
+    saved = dir.file("saved");
+    ckpt = dir.file("ckpt");
+    dist_rt_model_desc_t desc = modelDesc(&trainStep);
+    MainResult result =
+        train({"--batch-size", "4", "--steps", "6", "--save-params", saved,
+               "--checkpoint-dir", ckpt, "--checkpoint-every", "3"},
+              desc);
+    ASSERT_EQ(result.exitCode, 0) << result.err;
+  }
+
+  /// Creates a model with parameters from `path`.
+  ModelPtr createFrom(const dist_rt_model_desc_t &desc,
+                      const std::string &path) {
+    std::string original = paramPath;
+    paramPath = path;
+    ModelPtr model = create(desc);
+    paramPath = original;
+    return model;
+  }
+
+  /// Creates a model with parameters from `path` expecting failure;
+  /// returns the message, which must be one line.
+  std::string createErrorFrom(const dist_rt_model_desc_t &desc,
+                              const std::string &path) {
+    std::string original = paramPath;
+    paramPath = path;
+    std::string message = createError(desc);
+    paramPath = original;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    return message;
+  }
+
+  /// y for the first two samples of the data under the parameters of
+  /// `model`.
+  std::vector<float> infer(dist_rt_model_t model) {
+    std::vector<float> x = {0.f, -0.4f, 1.f / kIdScale, 1.f};
+    int64_t xDims[] = {2, 2};
+    dist_rt_tensor_t input = {DIST_RT_DTYPE_FLOAT, 2, xDims, x.data()};
+    const dist_rt_tensor_t *outputs = nullptr;
+    StatusPtr status(dist_rt_model_run(model, &input, 1, &outputs));
+    EXPECT_EQ(status, nullptr) << dist_rt_status_message(status.get());
+    return status ? std::vector<float>() : floats(outputs[0]);
+  }
+
+  dist_rt_train_desc_t trainStep = trainDesc();
+  std::string saved;
+  std::string ckpt;
+};
+
+TEST_F(ParamDirTest, ModelsReadSavedParamsAndCheckpoints) {
+  dist_rt_model_desc_t inference = modelDesc(nullptr);
+  ModelPtr untrained = create(inference);
+  ASSERT_NE(untrained, nullptr);
+  std::vector<float> before = infer(untrained.get());
+
+  // --save-params DIR, a --checkpoint-dir (its newest checkpoint, step 6)
+  // and that checkpoint's own directory hold the same parameters.
+  std::vector<float> trainedW = readFloats(saved + "/w.npy");
+  ASSERT_NE(trainedW, kW);
+  for (const std::string &path :
+       {saved, ckpt, ckpt + "/step-00000006", ckpt + "/"}) {
+    SCOPED_TRACE(path);
+    ModelPtr model = createFrom(inference, path);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(param(model.get(), 0), readFloats(saved + "/scale.npy"));
+    EXPECT_EQ(param(model.get(), 1), trainedW);
+    EXPECT_EQ(param(model.get(), 2), readFloats(saved + "/b.npy"));
+    std::vector<float> after = infer(model.get());
+    EXPECT_NE(after, before);
+    float w0 = trainedW[0], w1 = trainedW[1];
+    float b = readFloats(saved + "/b.npy")[0];
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_FLOAT_EQ(after[0], -0.4f * w1 + b);
+    EXPECT_FLOAT_EQ(after[1], w0 / kIdScale + w1 + b);
+  }
+  // The older checkpoint holds other values.
+  ModelPtr older = createFrom(inference, ckpt + "/step-00000003");
+  ASSERT_NE(older, nullptr);
+  EXPECT_NE(param(older.get(), 1), trainedW);
+
+  // A model with a training step takes the parameters too, and leaves the
+  // checkpoint's optimizer state alone: it starts at zero, as with a
+  // parameter file.
+  dist_rt_model_desc_t training = modelDesc(&trainStep);
+  ModelPtr model = createFrom(training, ckpt);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(param(model.get(), 1), trainedW);
+  EXPECT_NE(readFloats(ckpt + "/step-00000006/w_mom.npy"),
+            (std::vector<float>{0.f, 0.f}));
+  EXPECT_EQ(param(model.get(), 3), (std::vector<float>{0.f, 0.f}));
+  EXPECT_EQ(param(model.get(), 4), (std::vector<float>{0.f}));
+  EXPECT_EQ(infer(model.get()), infer(createFrom(inference, saved).get()));
+}
+
+TEST_F(ParamDirTest, InferenceCommandTakesTheDirectories) {
+  dist_rt_model_desc_t desc = modelDesc(nullptr);
+  auto run = [&](const std::string &params, const std::string &out) {
+    MainResult result = runMain(
+        {"--input", "x=" + xPath, "--params", params, "--output-dir", out},
+        desc);
+    EXPECT_EQ(result.exitCode, 0) << result.err;
+    EXPECT_EQ(result.err, "");
+    return readBytes(out + "/y.npy");
+  };
+  std::vector<uint8_t> fromFile = run(paramPath, dir.file("y_file"));
+  std::vector<uint8_t> fromSaved = run(saved, dir.file("y_saved"));
+  ASSERT_FALSE(fromSaved.empty());
+  EXPECT_NE(fromSaved, fromFile);
+  EXPECT_EQ(run(ckpt, dir.file("y_ckpt")), fromSaved);
+  EXPECT_EQ(run(ckpt + "/step-00000006", dir.file("y_step")), fromSaved);
+
+  // `train` starts from a directory as well.
+  dist_rt_model_desc_t training = modelDesc(&trainStep);
+  std::string log = dir.file("log");
+  MainResult result =
+      runMain({"train", "--data", "x=" + xPath, "--data", "label=" + labelPath,
+               "--params", saved, "--batch-size", "4", "--steps", "1", "--log",
+               log, "--quiet"},
+              training);
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(readLog(log).size(), 1u);
+}
+
+TEST_F(ParamDirTest, MissingOrMismatchedParametersAreOneLineErrors) {
+  dist_rt_model_desc_t desc = modelDesc(nullptr);
+  auto copyOfSaved = [&](const std::string &name) {
+    std::string copy = dir.file(name);
+    EXPECT_EQ(::mkdir(copy.c_str(), 0777), 0);
+    for (const char *file : {"scale.npy", "w.npy", "b.npy"})
+      EXPECT_TRUE(writeBytes(copy + "/" + file, readBytes(saved + "/" + file)));
+    return copy;
+  };
+  // Each error also comes out of the command as one line, exit code 1.
+  auto commandFails = [&](const std::string &params,
+                          const std::string &expected) {
+    MainResult result = runMain({"--input", "x=" + xPath, "--params", params,
+                                 "--output-dir", dir.file("never")},
+                                desc);
+    EXPECT_EQ(result.out, "");
+    return failedWith(result, expected);
+  };
+
+  std::string noW = copyOfSaved("no_w");
+  ASSERT_EQ(::unlink((noW + "/w.npy").c_str()), 0);
+  std::string message = "parameter 'w' is missing from " + noW +
+                        ": no file w.npy (model " + "'linreg')";
+  EXPECT_EQ(createErrorFrom(desc, noW), message);
+  EXPECT_TRUE(commandFails(noW, message));
+
+  std::string wrongShape = copyOfSaved("wrong_shape");
+  int64_t three[] = {3};
+  std::vector<float> values = {1, 2, 3};
+  StatusPtr status(dist_rt_npy_write((wrongShape + "/w.npy").c_str(),
+                                     DIST_RT_DTYPE_FLOAT, 1, three,
+                                     values.data()));
+  ASSERT_EQ(status, nullptr);
+  message = "parameter 'w' in " + wrongShape +
+            "/w.npy has shape [3], the model expects [2]";
+  EXPECT_EQ(createErrorFrom(desc, wrongShape), message);
+  EXPECT_TRUE(commandFails(wrongShape, message));
+
+  std::string wrongDtype = copyOfSaved("wrong_dtype");
+  int64_t one[] = {1};
+  double bias = 0.5;
+  status.reset(dist_rt_npy_write((wrongDtype + "/b.npy").c_str(),
+                                 DIST_RT_DTYPE_DOUBLE, 1, one, &bias));
+  ASSERT_EQ(status, nullptr);
+  EXPECT_EQ(createErrorFrom(desc, wrongDtype),
+            "parameter 'b' in " + wrongDtype +
+                "/b.npy has dtype float64, the model expects float32");
+
+  std::string corrupt = copyOfSaved("corrupt");
+  ASSERT_TRUE(writeBytes(corrupt + "/scale.npy", {'n', 'o', 'p', 'e'}));
+  EXPECT_TRUE(contains(createErrorFrom(desc, corrupt),
+                       "model 'linreg': parameter 'scale': " + corrupt +
+                           "/scale.npy: "));
+
+  // A directory that holds no parameters at all.
+  std::string empty = dir.file("empty");
+  ASSERT_EQ(::mkdir(empty.c_str(), 0777), 0);
+  EXPECT_TRUE(commandFails(empty, "parameter 'scale' is missing from " + empty +
+                                      ": no file scale.npy"));
+
+  // A checkpoint directory whose `latest` is damaged or names a checkpoint
+  // that is gone.
+  ASSERT_TRUE(writeBytes(ckpt + "/latest", {'n', 'o', 'p', 'e', '\n'}));
+  message = "model 'linreg': " + ckpt +
+            "/latest does not name a checkpoint (step-<n>)";
+  EXPECT_EQ(createErrorFrom(desc, ckpt), message);
+  EXPECT_TRUE(commandFails(ckpt, message));
+  std::string gone = "step-00000009\n";
+  ASSERT_TRUE(writeBytes(ckpt + "/latest",
+                         std::vector<uint8_t>(gone.begin(), gone.end())));
+  EXPECT_EQ(createErrorFrom(desc, ckpt),
+            "model 'linreg': " + ckpt +
+                "/latest names the checkpoint step-00000009, but " + ckpt +
+                "/step-00000009 is not a directory");
+  EXPECT_EQ(trace.calls, 6);
+}
+
 TEST_F(TrainMainTest, InferenceOnlyModelsCannotTrain) {
   dist_rt_model_desc_t desc = modelDesc(nullptr);
   MainResult result = train({"--batch-size", "4", "--steps", "2"}, desc);
@@ -1101,10 +1314,20 @@ TEST_F(TrainMainTest, HelpDescribesTheTrainingStep) {
   EXPECT_TRUE(contains(result.out, "opt/b_mom: float32 [1], optimizer state"));
   EXPECT_TRUE(contains(result.out, "scale: float32 [], frozen"));
 
-  // The inference help points at the train subcommand.
+  EXPECT_TRUE(contains(result.out, "--shuffle              visit samples in "
+                                   "a new random order each epoch (default: "
+                                   "file order)\n"));
+  EXPECT_TRUE(contains(result.out, "or a directory as for inference (default: "
+                                   "linreg.params next to the binary)\n"));
+
+  // The inference help points at the train subcommand, and says which
+  // directories of `train` --params takes.
   result = runMain({"--help"}, desc);
   EXPECT_EQ(result.exitCode, 0);
   EXPECT_TRUE(contains(result.out, "see linreg train --help"));
+  EXPECT_TRUE(contains(result.out, "--params PATH      parameter file, or "
+                                   "directory written by train --save-params "
+                                   "or --checkpoint-dir"));
 }
 
 } // namespace

@@ -249,8 +249,16 @@ typedef struct dist_rt_tensor_t {
 /// dist_rt_model_options_initialize so that fields added later get their
 /// defaults.
 typedef struct dist_rt_model_options_t {
-  /// Path of the parameter file. NULL (the default) means
-  /// <directory of the binary holding the descriptor>/<desc->param_file>.
+  /// Path of the parameter file, or of a directory that a compiled model's
+  /// `train` command wrote: a --save-params directory, one checkpoint
+  /// (DIR/step-<n>), or a --checkpoint-dir, whose newest checkpoint (the
+  /// one its `latest` file names) is used. In a directory each parameter is
+  /// read from <name>.npy ('/' in the name becomes '_'; bfloat16 as uint16
+  /// bit patterns) and must have the dtype and shape the model declares;
+  /// other files there (optimizer state, state.json) are not read, so the
+  /// optimizer state starts at zero as with a parameter file. NULL (the
+  /// default) means <directory of the binary holding the
+  /// descriptor>/<desc->param_file>.
   const char *param_path;
   /// Number of threads for the whole process (dist_rt_set_num_threads);
   /// 0 (the default) means one per hardware thread. Must not be negative.
@@ -262,15 +270,16 @@ DIST_RT_API void
 dist_rt_model_options_initialize(dist_rt_model_options_t *options);
 
 /// Loads the model described by `desc`: checks the descriptor and its ABI
-/// version, maps the parameter file (see dist_rt_model_options_t) and checks
-/// that every declared parameter is present with the declared dtype and
-/// shape, and sets the process-wide thread count. With a training step
+/// version, maps the parameter file (or reads the parameter directory, see
+/// dist_rt_model_options_t) and checks that every declared parameter is
+/// present with the declared dtype and shape, and sets the process-wide
+/// thread count. With a training step
 /// (desc->train) it also checks that descriptor, copies the frozen and
 /// trained parameters into private 64-byte-aligned buffers, gives the
 /// optimizer state (which the file does not hold) zero-filled ones, and
 /// unmaps the file; inference then reads those buffers too, so it sees the
 /// trained values. Without one the parameters are used in place, without a
-/// copy. `options` may be NULL for the defaults. `desc` must stay valid until
+/// copy (those of a parameter directory are copied into read-only buffers). `options` may be NULL for the defaults. `desc` must stay valid until
 /// the model is destroyed. On success stores the model in `*out_model`; on
 /// failure stores NULL there and returns a one-line status naming the model,
 /// file or parameter.
@@ -320,8 +329,9 @@ DIST_RT_API dist_rt_status_t dist_rt_model_train_step(
 /// live buffer, which a train step updates, valid until the model is
 /// destroyed. The data may be written to (to restore a checkpoint) only for
 /// a model with a training step and never during a run; for a model without
-/// one it points into the read-only mapping of the parameter file. Fails
-/// for an index out of range.
+/// one it points into the read-only mapping of the parameter file (or into
+/// the read-only copies of a parameter directory's files). Fails for an
+/// index out of range.
 DIST_RT_API dist_rt_status_t dist_rt_model_param(dist_rt_model_t model,
                                                  size_t index,
                                                  dist_rt_tensor_t *out);
@@ -344,7 +354,10 @@ DIST_RT_API double dist_rt_lr_at(const dist_rt_train_desc_t *train,
 /// output to <output-dir>/<output name>.npy ('/' in names becomes '_'; the
 /// directory is created if missing). With --bench N it then does 3 warm-up
 /// runs and N timed runs and prints one line
-/// "latency_ms_median=<x> latency_ms_p90=<y>" to stdout.
+/// "latency_ms_median=<x> latency_ms_p90=<y>" to stdout. --params PATH names
+/// the parameter file or directory (dist_rt_model_options_t::param_path):
+/// a model serves with the parameters `train` saved (--save-params) or
+/// checkpointed (--checkpoint-dir, or one of its checkpoints).
 ///
 ///   <exe> train --data NAME=FILE.npy [--data ...] [--batch-size B]
 ///         (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]

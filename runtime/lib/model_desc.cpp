@@ -1,0 +1,262 @@
+//===- model_desc.cpp - Checks of compiled-model descriptors ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Checks a compiled model's descriptor (dist_rt_model_desc_t) before
+// dist_rt_model_create looks at anything else: the ABI version, every
+// declared parameter, input and output, the mesh and the parameter splits,
+// the split of the inference batch over the dp axis, and the training step
+// (parameter roles, learning-rate schedule, train inputs and the loss).
+// Also refuses to run, in a process alone, a model whose parameters are
+// split over ranks that do not exist.
+//
+//===----------------------------------------------------------------------===//
+
+#include "model_internal.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace dist_rt {
+namespace model_impl {
+
+namespace {
+
+/// Largest rank a descriptor may declare; keeps descriptor sizes sane.
+constexpr uint32_t kMaxRank = 1024;
+
+/// Checks one declared tensor of the descriptor.
+dist_rt_status_t checkTensorDesc(const dist_rt_model_desc_t &desc,
+                                 const char *kind, uint32_t index,
+                                 const dist_rt_tensor_desc_t &tensor) {
+  const char *model = desc.name;
+  if (!tensor.name)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': %s %" PRIu32 " has no name", model, kind,
+                      index);
+  if (dist_rt_dtype_size(tensor.dtype) == 0)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': %s '%s' has unknown dtype %" PRIu32, model,
+                      kind, tensor.name, tensor.dtype);
+  if (tensor.rank > kMaxRank)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': %s '%s' has rank %" PRIu32
+                      " (at most %" PRIu32 " is supported)",
+                      model, kind, tensor.name, tensor.rank, kMaxRank);
+  if (tensor.rank != 0 && !tensor.dims)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': %s '%s' has rank %" PRIu32 " but no dims",
+                      model, kind, tensor.name, tensor.rank);
+  for (uint32_t d = 0; d < tensor.rank; ++d)
+    if (tensor.dims[d] < DIST_RT_DYNAMIC_DIM)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': %s '%s' has an invalid dim %" PRId64,
+                        model, kind, tensor.name, tensor.dims[d]);
+  return nullptr;
+}
+
+/// Checks `count` declared tensors of one kind ("input", ...).
+dist_rt_status_t checkTensorGroup(const dist_rt_model_desc_t &desc,
+                                  const char *kind, uint32_t count,
+                                  const dist_rt_tensor_desc_t *tensors) {
+  if (count != 0 && !tensors)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': %" PRIu32 " %ss are declared but the "
+                      "array is NULL",
+                      desc.name, count, kind);
+  for (uint32_t i = 0; i < count; ++i)
+    if (dist_rt_status_t status = checkTensorDesc(desc, kind, i, tensors[i]))
+      return status;
+  return nullptr;
+}
+
+/// Checks the training step of the descriptor (parameters and inputs are
+/// checked already).
+dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
+  const dist_rt_train_desc_t &train = *desc.train;
+  const char *model = desc.name;
+  if (!train.entry)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the training step has no entry function",
+                      model);
+  if (desc.num_params != 0 && !train.param_roles)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the training step has no parameter roles",
+                      model);
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    const dist_rt_tensor_desc_t &param = desc.params[i];
+    uint8_t role = train.param_roles[i];
+    if (role > DIST_RT_PARAM_STATE)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': parameter '%s' has an invalid role %u",
+                        model, param.name, unsigned{role});
+    // Optimizer state is not in the parameter file, so nothing else could
+    // tell its shape.
+    for (uint32_t d = 0; role == DIST_RT_PARAM_STATE && d < param.rank; ++d)
+      if (param.dims[d] == DIST_RT_DYNAMIC_DIM)
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                          "model '%s': optimizer state '%s' has a dynamic "
+                          "shape %s",
+                          model, param.name,
+                          formatShape(param.rank, param.dims).c_str());
+  }
+  if (train.lr_schedule > DIST_RT_LR_WARMUP_LINEAR)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': unknown learning-rate schedule %" PRIu32,
+                      model, train.lr_schedule);
+  if (train.warmup_steps < 0 || !std::isfinite(train.lr))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': invalid learning rate %g or warm-up "
+                      "steps %" PRId64,
+                      model, train.lr, train.warmup_steps);
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "train input", train.num_inputs, train.inputs))
+    return status;
+  if (dist_rt_status_t status = checkTensorGroup(
+          desc, "train output", train.num_outputs, train.outputs))
+    return status;
+  for (uint32_t i = 0; i < train.num_inputs; ++i)
+    if (train.inputs[i].rank == 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': train input '%s' has no batch "
+                        "dimension (rank 0)",
+                        model, train.inputs[i].name);
+  if (train.num_outputs == 0 || train.outputs[0].dtype != DIST_RT_DTYPE_FLOAT ||
+      train.outputs[0].rank != 0)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the first output of the training step "
+                      "must be the loss, a float32 scalar",
+                      model);
+  return nullptr;
+}
+
+} // namespace
+
+/// The index of the mesh axis named "dp", or -1.
+int64_t dpAxisOf(const dist_rt_model_desc_t &desc) {
+  for (uint32_t a = 0;
+       desc.mesh_shape && desc.mesh_axis_names && a < desc.num_mesh_axes; ++a)
+    if (desc.mesh_axis_names[a] &&
+        std::strcmp(desc.mesh_axis_names[a], "dp") == 0)
+      return a;
+  return -1;
+}
+
+/// Checks the descriptor before anything else looks at it.
+dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
+  if (desc.abi_version != DIST_RT_MODEL_ABI_VERSION)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' was compiled for runtime ABI version %" PRIu32
+                      ", this runtime supports version %d",
+                      desc.name ? desc.name : "?", desc.abi_version,
+                      DIST_RT_MODEL_ABI_VERSION);
+  if (!desc.name)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_create: the descriptor has no name");
+  if (!desc.entry)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the descriptor has no entry function",
+                      desc.name);
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "parameter", desc.num_params, desc.params))
+    return status;
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "input", desc.num_inputs, desc.inputs))
+    return status;
+  if (dist_rt_status_t status =
+          checkTensorGroup(desc, "output", desc.num_outputs, desc.outputs))
+    return status;
+  if (desc.num_mesh_axes && !desc.mesh_shape)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the descriptor has %" PRIu32
+                      " mesh axes but no mesh shape",
+                      desc.name, desc.num_mesh_axes);
+  for (uint32_t i = 0; desc.param_shards && i < desc.num_params; ++i) {
+    const dist_rt_param_shard_t &s = desc.param_shards[i];
+    const dist_rt_tensor_desc_t &p = desc.params[i];
+    if (s.axis < 0)
+      continue;
+    if (static_cast<uint32_t>(s.axis) >= desc.num_mesh_axes || s.dim < 0 ||
+        static_cast<uint32_t>(s.dim) >= p.rank || s.blocks < 1 ||
+        p.dims[s.dim] < 0 || p.dims[s.dim] % s.blocks != 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': parameter '%s' has an invalid split "
+                        "(axis %d, dimension %d, %d blocks)",
+                        desc.name, p.name, s.axis, s.dim, s.blocks);
+  }
+  if (desc.infer_batch_split > 1)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': infer_batch_split must be 0 or 1, got "
+                      "%" PRIu32,
+                      desc.name, desc.infer_batch_split);
+  if (desc.infer_batch_split) {
+    if (dpAxisOf(desc) < 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s' splits its inference batch over a "
+                        "data-parallel axis, but its mesh has no 'dp' axis",
+                        desc.name);
+    int64_t dp = desc.mesh_shape[dpAxisOf(desc)];
+    if (desc.num_inputs == 0)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s' splits its inference batch but has no "
+                        "inputs",
+                        desc.name);
+    for (uint32_t g = 0; g < 2; ++g) {
+      uint32_t count = g ? desc.num_outputs : desc.num_inputs;
+      const dist_rt_tensor_desc_t *group = g ? desc.outputs : desc.inputs;
+      for (uint32_t i = 0; i < count; ++i)
+        if (group[i].rank == 0 || (group[i].dims[0] != DIST_RT_DYNAMIC_DIM &&
+                                   group[i].dims[0] % dp != 0))
+          return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                            "model '%s': %s '%s' has no batch dimension that "
+                            "splits over dp=%lld",
+                            desc.name, g ? "output" : "input", group[i].name,
+                            static_cast<long long>(dp));
+    }
+  }
+  return desc.train ? checkTrainDesc(desc) : nullptr;
+}
+
+/// Fails when the job runs alone (one rank) and a parameter the run needs
+/// is split over a mesh axis of more than one rank: its other parts live
+/// on ranks that do not exist. Inference needs every parameter but the
+/// optimizer state; training needs all of them.
+dist_rt_status_t checkSplitsRunAlone(const dist_rt_model_desc_t &desc,
+                                     bool training) {
+  if (dist_rt_mesh_world_size() != 1)
+    return nullptr;
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    dist_rt_param_shard_t s = dist_rt::paramShard(desc, i);
+    if (s.axis < 0 || desc.mesh_shape[s.axis] == 1 ||
+        (!training && paramRole(desc, i) == DIST_RT_PARAM_STATE))
+      continue;
+    int64_t ranks = 1;
+    std::string mesh;
+    for (uint32_t a = 0; a < desc.num_mesh_axes; ++a) {
+      ranks *= desc.mesh_shape[a];
+      const char *name =
+          desc.mesh_axis_names ? desc.mesh_axis_names[a] : nullptr;
+      mesh += (a ? "," : "") +
+              std::string(name ? name : "axis" + std::to_string(a)) + "=" +
+              std::to_string(desc.mesh_shape[a]);
+    }
+    const char *axis = desc.mesh_axis_names && desc.mesh_axis_names[s.axis]
+                           ? desc.mesh_axis_names[s.axis]
+                           : "?";
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' is compiled for the mesh %s and splits "
+                      "parameter '%s' over the %lld ranks of its %s axis: "
+                      "run it with %lld ranks (e.g. mpirun -np %lld); a "
+                      "process alone cannot hold the other ranks' parts",
+                      desc.name, mesh.c_str(), desc.params[i].name,
+                      static_cast<long long>(desc.mesh_shape[s.axis]), axis,
+                      static_cast<long long>(ranks),
+                      static_cast<long long>(ranks));
+  }
+  return nullptr;
+}
+
+} // namespace model_impl
+} // namespace dist_rt

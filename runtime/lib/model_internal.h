@@ -1,0 +1,267 @@
+//===- model_internal.h - Internals of the model API ------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// What the sources of dist_rt_model_* share: the loaded model (struct
+// dist_rt_model, the opaque handle of dist_rt/model.h), the argument
+// buffers of one entry function (EntryCall), and the functions that each
+// source provides to the others: descriptor checks (model_desc.cpp),
+// parameter loading (model_params.cpp), the marshalling of calls and
+// inference runs (model_call.cpp) and training steps (model_train.cpp).
+// model.cpp creates models and holds the C API. Internal to the runtime
+// library (hidden visibility); not installed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_RT_LIB_MODEL_INTERNAL_H
+#define DIST_RT_LIB_MODEL_INTERNAL_H
+
+#include "internal.h"
+
+#include "dist_rt/kernels.h"
+#include "dist_rt/model.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dist_rt {
+namespace model_impl {
+
+//===----------------------------------------------------------------------===//
+// Entry calls
+//===----------------------------------------------------------------------===//
+
+/// One output descriptor as returned by the entry function.
+struct ReturnedOutput {
+  char *allocated;
+  char *aligned;
+  int64_t offset;
+  const int64_t *sizes;
+  const int64_t *strides;
+  /// `allocated` is a live allocator block that the entry function created
+  /// (not an input's buffer), so the runtime must free or keep it.
+  bool fresh;
+};
+
+/// The signature and argument buffers of one entry function: inference, or
+/// the training step. The parameter descriptors are shared by both and live
+/// in the model.
+struct EntryCall {
+  /// What the inputs are called in messages: "input" or "train input".
+  const char *inputKind = "input";
+  uint32_t numInputs = 0;
+  const dist_rt_tensor_desc_t *inputs = nullptr;
+  uint32_t numOutputs = 0;
+  const dist_rt_tensor_desc_t *outputs = nullptr;
+  /// Descriptors of the inputs, then of any scalar arguments, back to back.
+  std::vector<int64_t> argWords;
+  /// Start of each input's (then scalar's) descriptor in argWords.
+  std::vector<size_t> argOffsets;
+  /// Buffer the entry function writes the output descriptors into.
+  std::vector<int64_t> resultWords;
+  /// Start of each output's descriptor in resultWords.
+  std::vector<size_t> resultOffsets;
+  /// The pointer array passed to the entry function: parameters, inputs,
+  /// scalars, then resultWords.
+  std::vector<void *> args;
+  /// A dimension that must have the size of an earlier one the model names
+  /// alike (dist_rt_tensor_desc_t::dim_names): input, dim, earlier input,
+  /// earlier dim. Found once, when the call is laid out.
+  struct SameDim {
+    uint32_t input, dim, firstInput, firstDim;
+  };
+  std::vector<SameDim> sameDims;
+};
+
+} // namespace model_impl
+} // namespace dist_rt
+
+//===----------------------------------------------------------------------===//
+// The model
+//===----------------------------------------------------------------------===//
+
+/// A loaded model. See dist_rt/model.h.
+struct dist_rt_model {
+  const dist_rt_model_desc_t *desc = nullptr;
+  /// The mapped parameter file; NULL for a model with a training step once
+  /// its parameters are copied, and for parameters read from a directory.
+  dist_rt_params_t params = nullptr;
+  /// Descriptors of the parameters, back to back; they point into the
+  /// mapping, or into ownedParams for a model with a training step.
+  std::vector<int64_t> paramWords;
+  /// Start of each parameter's descriptor in paramWords.
+  std::vector<size_t> paramOffsets;
+  /// Private, writable, 64-byte-aligned copies of every parameter (training
+  /// models, split parameters and parameters read from a directory). Not
+  /// allocator blocks, so an output aliasing one is never taken for a fresh
+  /// block.
+  std::vector<std::unique_ptr<void, dist_rt::FreeDeleter>> ownedParams;
+  /// The copies among ownedParams registered as constant memory (read from
+  /// a parameter directory for an inference-only model, which never writes
+  /// them): unregistered before they are freed.
+  std::vector<const void *> constantParams;
+
+  dist_rt::model_impl::EntryCall inference;
+  dist_rt::model_impl::EntryCall training;
+
+  /// Inference split over the dp axis (desc->infer_batch_split): then
+  /// `inference` takes the rows of one dp rank (its descriptors are
+  /// sliceInputs / sliceOutputs) and wholeInference, never called, checks
+  /// the whole inputs against the declared signature.
+  dist_rt::model_impl::EntryCall wholeInference;
+  int64_t dpAxis = -1;
+  /// The dp size the model was compiled for.
+  int64_t splitDp = 1;
+  std::vector<dist_rt_tensor_desc_t> sliceInputs, sliceOutputs;
+  std::vector<int64_t> sliceDims;
+  /// Scratch of a split run: the tensors of one slice and their dims, and
+  /// the bytes exchanged by the gather.
+  std::vector<dist_rt_tensor_t> sliceTensors;
+  std::vector<int64_t> sliceTensorDims;
+  std::vector<char> gatherSend, gatherRecv;
+  /// The learning rate and step number of the training step in progress,
+  /// behind the two rank-0 descriptors of training.argWords.
+  float trainScalars[2] = {0, 0};
+
+  /// The outputs of one run: tensors, their dims (back to back) and the
+  /// allocator blocks they own.
+  struct Outputs {
+    std::vector<dist_rt_tensor_t> tensors;
+    std::vector<int64_t> dims;
+    std::vector<void *> blocks;
+
+    void release() {
+      for (void *block : blocks)
+        _mlir_memref_to_llvm_free(block);
+      blocks.clear();
+      tensors.clear();
+    }
+  };
+  /// Returned by the last successful run.
+  Outputs current;
+  /// Being built by the run in progress; kept to reuse its capacity.
+  Outputs pending;
+  /// The whole outputs a split run assembles from its slices.
+  Outputs assembled;
+  /// Scratch for one call: allocator blocks returned by the entry function.
+  std::vector<void *> returnedBlocks;
+  /// Scratch for one call: the output descriptors as returned.
+  std::vector<dist_rt::model_impl::ReturnedOutput> returned;
+  /// Scratch for one run: contiguous strides of an output.
+  std::vector<int64_t> contiguousStrides;
+
+  ~dist_rt_model() {
+    current.release();
+    pending.release();
+    assembled.release();
+    dist_rt_params_release(params);
+    for (const void *copy : constantParams)
+      dist_rt::unregisterConstantMemory(copy);
+  }
+};
+
+namespace dist_rt {
+namespace model_impl {
+
+//===----------------------------------------------------------------------===//
+// Descriptor checks (model_desc.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Checks the descriptor before anything else looks at it.
+dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc);
+
+/// The index of the mesh axis named "dp", or -1.
+int64_t dpAxisOf(const dist_rt_model_desc_t &desc);
+
+/// Fails when the job runs alone (one rank) and a parameter the run needs
+/// is split over a mesh axis of more than one rank: its other parts live
+/// on ranks that do not exist. Inference needs every parameter but the
+/// optimizer state; training needs all of them.
+dist_rt_status_t checkSplitsRunAlone(const dist_rt_model_desc_t &desc,
+                                     bool training);
+
+//===----------------------------------------------------------------------===//
+// Parameters (model_params.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Returns the role of parameter `index`; every parameter of an
+/// inference-only model is read from the file like a frozen one.
+inline uint8_t paramRole(const dist_rt_model_desc_t &desc, uint32_t index) {
+  return desc.train ? desc.train->param_roles[index]
+                    : uint8_t{DIST_RT_PARAM_FROZEN};
+}
+
+/// Maps the parameter file (or reads the files of a parameter directory,
+/// see dist_rt_model_options_t::param_path) and checks every declared
+/// parameter against it; fills the parameter descriptors. A model with a
+/// training step gets private copies of its parameters (zeros for optimizer
+/// state, which is not in the file) and lets go of the mapping.
+dist_rt_status_t loadParams(dist_rt_model &model,
+                            const dist_rt_model_options_t &options);
+
+/// Fills `out` from the descriptor of parameter `index`.
+void describeParam(const dist_rt_model &model, size_t index,
+                   dist_rt_tensor_t &out);
+
+//===----------------------------------------------------------------------===//
+// Memref descriptors and calls (model_call.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Number of 64-bit words of a ranked memref descriptor.
+size_t descriptorWords(uint32_t rank);
+
+/// Writes a descriptor for a contiguous row-major array at `data`.
+void writeDescriptor(int64_t *words, const void *data, uint32_t rank,
+                     const int64_t *dims);
+
+/// Product of `dims` times `elemSize`; false on overflow.
+bool byteSize(uint32_t rank, const int64_t *dims, size_t elemSize,
+              uint64_t &out);
+
+/// Lays out the buffers of `call`, whose signature is set, for its inputs
+/// followed by `numScalars` rank-0 arguments.
+void layOutCall(dist_rt_model &model, EntryCall &call, size_t numScalars);
+
+/// Checks the inputs of a call and writes their descriptors.
+dist_rt_status_t bindInputs(const dist_rt_model &model, EntryCall &call,
+                            const dist_rt_tensor_t *inputs, size_t numInputs);
+
+/// Frees every distinct block in `blocks` that is not in `keep`, and clears
+/// `blocks`.
+void freeBlocks(std::vector<void *> &blocks, const std::vector<void *> &keep);
+
+/// Reads the output descriptors that the entry function of `call` returned
+/// into model.returned, the fresh blocks among them into
+/// model.returnedBlocks, and checks them against the declared shapes. On
+/// failure every fresh block is freed.
+dist_rt_status_t receiveOutputs(dist_rt_model &model, const EntryCall &call,
+                                const dist_rt_tensor_t *inputs);
+
+/// The status of a run whose generated code reported an error (an index
+/// out of range): the data given to the model is invalid. A training step
+/// (`step` > 0) is named, its batch being the culprit.
+dist_rt_status_t generatedCodeError(const dist_rt_model_desc_t &desc,
+                                    dist_rt::RunErrors &errors,
+                                    int64_t step = 0);
+
+/// Runs the inference entry on `inputs` (dist_rt_model_run): whole, or
+/// split over the dp axis (desc->infer_batch_split).
+dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
+                          size_t numInputs,
+                          const dist_rt_tensor_t **out_outputs);
+
+//===----------------------------------------------------------------------===//
+// Training steps (model_train.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Runs one training step (dist_rt_model_train_step).
+dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
+                           size_t numInputs, float lr, int64_t step,
+                           float *out_loss);
+
+} // namespace model_impl
+} // namespace dist_rt
+
+#endif // DIST_RT_LIB_MODEL_INTERNAL_H

@@ -1,0 +1,219 @@
+//===- train_cli.cpp - Command line of the train subcommand -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Parses the command line of `<exe> train` (every option, and the rules
+// that tie them together: one --data per train input, --steps or --epochs,
+// --checkpoint-dir with --checkpoint-every) and prints its --help text,
+// which names the model's optimizer, loss, schedule, train inputs and
+// parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "train_internal.h"
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace dist_rt {
+namespace driver {
+namespace train_impl {
+namespace {
+
+const char *scheduleName(uint32_t schedule) {
+  switch (schedule) {
+  case DIST_RT_LR_COSINE:
+    return "cosine";
+  case DIST_RT_LR_WARMUP_LINEAR:
+    return "warmup-linear";
+  default:
+    return "constant";
+  }
+}
+
+const char *roleName(uint8_t role) {
+  switch (role) {
+  case DIST_RT_PARAM_TRAINED:
+    return "trained";
+  case DIST_RT_PARAM_STATE:
+    return "optimizer state";
+  default:
+    return "frozen";
+  }
+}
+
+} // namespace
+
+void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
+  const dist_rt_train_desc_t &train = *desc.train;
+  bool dynamicBatch =
+      train.num_inputs && train.inputs[0].dims[0] == DIST_RT_DYNAMIC_DIM;
+  std::printf(
+      "usage: %s train --data NAME=FILE.npy [--data ...] [--batch-size B]\n"
+      "       (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]\n"
+      "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
+      "       [--checkpoint-dir DIR --checkpoint-every K] [--resume DIR]\n"
+      "       [--params PATH] [--quiet] [--help]\n"
+      "\n"
+      "Trains the compiled model '%s' (optimizer %s, loss %s, learning rate\n"
+      "%g, %s schedule, %" PRId64 " warm-up steps) on samples read from .npy\n"
+      "files: one per train input, all with the same number of samples along\n"
+      "the first dimension. An epoch is floor(samples / B) steps; the samples\n"
+      "left over at its end are not used.\n"
+      "\n"
+      "options:\n"
+      "  --data NAME=FILE       read train input NAME from FILE (required, "
+      "once per train input)\n"
+      "  --batch-size B         samples per step (%s)\n"
+      "  --steps S              train S steps in all, a resumed run's "
+      "included (this or --epochs is required)\n"
+      "  --epochs E             train E passes over the samples (this or "
+      "--steps is required)\n"
+      "  --shuffle              visit samples in a new random order each "
+      "epoch (default: file order)\n"
+      "  --seed S               seed of the --shuffle order, the same seed "
+      "giving the same order (default: 0)\n"
+      "  --threads N            number of threads (default: 0, one per "
+      "core)\n"
+      "  --log FILE             write each step's loss, learning rate and "
+      "samples/s to FILE as JSON lines, appended to on --resume (default: no "
+      "log)\n"
+      "  --save-params DIR      write the trained parameters to DIR as .npy "
+      "files when done, for --params of inference (default: not saved)\n"
+      "  --export-onnx FILE     write the ONNX model with the trained "
+      "parameters to FILE when done (default: not written)\n"
+      "  --checkpoint-dir DIR   save checkpoints in DIR, keeping the two "
+      "newest, for --resume and for --params of inference (default: none)\n"
+      "  --checkpoint-every K   save a checkpoint every K steps and after the "
+      "last (required with --checkpoint-dir)\n"
+      "  --resume DIR           continue from the newest checkpoint in DIR, "
+      "or from DIR itself when it is one checkpoint (default: start at step "
+      "0)\n"
+      "  --params PATH          parameters to start from: a parameter file, "
+      "or a directory as for inference (default: %s)\n"
+      "  --quiet                print a progress line every tenth of the run "
+      "instead of a progress bar (default: a bar on a terminal)\n"
+      "  --help                 print this text and exit\n",
+      program, desc.name, train.optimizer ? train.optimizer : "?",
+      train.loss ? train.loss : "?", train.lr, scheduleName(train.lr_schedule),
+      train.warmup_steps,
+      dynamicBatch ? "required: the model's batch size is dynamic"
+                   : "default: the batch size the model fixed",
+      defaultParamsText(desc).c_str());
+  std::printf("\ntrain inputs:\n");
+  for (uint32_t i = 0; i < train.num_inputs; ++i) {
+    const dist_rt_tensor_desc_t &input = train.inputs[i];
+    std::printf("  %s: %s %s\n", input.name, dist_rt_dtype_name(input.dtype),
+                formatShape(input.rank, input.dims).c_str());
+  }
+  std::printf("parameters:\n");
+  for (uint32_t i = 0; desc.params && i < desc.num_params; ++i) {
+    const dist_rt_tensor_desc_t &param = desc.params[i];
+    std::printf("  %s: %s %s, %s\n", param.name ? param.name : "?",
+                dist_rt_dtype_name(param.dtype),
+                formatShape(param.rank, param.dims).c_str(),
+                train.param_roles ? roleName(train.param_roles[i]) : "?");
+  }
+}
+
+bool parseTrainCommandLine(int argc, char **argv,
+                           const dist_rt_model_desc_t &desc,
+                           TrainCommandLine &cl, std::string &error) {
+  const dist_rt_train_desc_t &train = *desc.train;
+  cl.dataFiles.assign(train.num_inputs, std::string());
+  FileBinding data = {"--data", "train input", train.num_inputs, train.inputs};
+  auto positive = [](const std::string &flag, const std::string &value,
+                     int64_t &out, std::string &error) {
+    if (parseInteger(value, 1, INT64_MAX, out))
+      return true;
+    error = flag + " expects a positive integer, got '" + value + "'";
+    return false;
+  };
+  auto path = [](const std::string &flag, const std::string &value,
+                 std::string &out, std::string &error) {
+    out = value;
+    if (!value.empty())
+      return true;
+    error = flag + ": the path is empty";
+    return false;
+  };
+  auto handle = [&](const std::string &flag, const std::string &value,
+                    std::string &error) {
+    if (flag == "--help")
+      cl.help = true;
+    else if (flag == "--shuffle")
+      cl.shuffle = true;
+    else if (flag == "--quiet")
+      cl.quiet = true;
+    else if (flag == "--data")
+      return bindFile(value, desc.name, data, cl.dataFiles, error);
+    else if (flag == "--batch-size")
+      return positive(flag, value, cl.batchSize, error);
+    else if (flag == "--steps")
+      return positive(flag, value, cl.steps, error);
+    else if (flag == "--epochs")
+      return positive(flag, value, cl.epochs, error);
+    else if (flag == "--checkpoint-every")
+      return positive(flag, value, cl.checkpointEvery, error);
+    else if (flag == "--threads")
+      return parseThreads(value, cl.threads, error);
+    else if (flag == "--log")
+      return path(flag, value, cl.logPath, error);
+    else if (flag == "--save-params")
+      return path(flag, value, cl.saveParamsDir, error);
+    else if (flag == "--export-onnx")
+      return path(flag, value, cl.exportOnnxPath, error);
+    else if (flag == "--checkpoint-dir")
+      return path(flag, value, cl.checkpointDir, error);
+    else if (flag == "--resume")
+      return path(flag, value, cl.resumeDir, error);
+    else if (flag == "--params")
+      return path(flag, value, cl.paramPath, error);
+    else if (!parseInteger(value, 0, INT64_MAX, cl.seed)) {
+      error = "--seed expects a non-negative integer, got '" + value + "'";
+      return false;
+    }
+    return true;
+  };
+  if (!parseOptions(argc, argv, 2,
+                    {{"--help", false},
+                     {"--shuffle", false},
+                     {"--quiet", false},
+                     {"--data", true},
+                     {"--batch-size", true},
+                     {"--steps", true},
+                     {"--epochs", true},
+                     {"--checkpoint-every", true},
+                     {"--threads", true},
+                     {"--log", true},
+                     {"--save-params", true},
+                     {"--export-onnx", true},
+                     {"--checkpoint-dir", true},
+                     {"--resume", true},
+                     {"--params", true},
+                     {"--seed", true}},
+                    "train inputs are given as --data NAME=FILE", handle,
+                    error))
+    return false;
+  if (cl.help)
+    return true;
+  error = missingFile(data, cl.dataFiles);
+  if (!error.empty())
+    return false;
+  if ((cl.steps != 0) == (cl.epochs != 0)) {
+    error = cl.steps ? "--steps and --epochs cannot both be given"
+                     : "the length of the run is missing: give --steps S or "
+                       "--epochs E";
+    return false;
+  }
+  if (cl.checkpointDir.empty() != (cl.checkpointEvery == 0)) {
+    error = "--checkpoint-dir and --checkpoint-every go together";
+    return false;
+  }
+  return true;
+}
+
+} // namespace train_impl
+} // namespace driver
+} // namespace dist_rt

@@ -1,0 +1,185 @@
+//===- train_internal.h - Internals of the train subcommand -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// What the sources of `<exe> train` share: the parsed command line and its
+// parser and help text (train_cli.cpp), the training data, the batch size
+// and the batches of every step (train_data.cpp), and the parameter files
+// and checkpoints that a run saves and resumes from (train_checkpoint.cpp).
+// train.cpp runs the training loop and shows its progress and logs.
+// Internal to the runtime library (hidden visibility); not installed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_RT_LIB_TRAIN_INTERNAL_H
+#define DIST_RT_LIB_TRAIN_INTERNAL_H
+
+#include "driver.h"
+#include "internal.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dist_rt {
+namespace driver {
+namespace train_impl {
+
+//===----------------------------------------------------------------------===//
+// Command line (train_cli.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The parsed command line of a training run.
+struct TrainCommandLine {
+  /// Per train input, the .npy file ("" until given).
+  std::vector<std::string> dataFiles;
+  /// 0 when not given (then the model's static batch size).
+  int64_t batchSize = 0;
+  /// Exactly one of steps and epochs is non-zero once parsed.
+  int64_t steps = 0;
+  int64_t epochs = 0;
+  bool shuffle = false;
+  int64_t seed = 0;
+  int32_t threads = 0;
+  std::string logPath;
+  std::string saveParamsDir;
+  std::string exportOnnxPath;
+  std::string checkpointDir;
+  /// 0 when not given.
+  int64_t checkpointEvery = 0;
+  std::string resumeDir;
+  /// "" when not given (then next to the binary).
+  std::string paramPath;
+  bool quiet = false;
+  bool help = false;
+};
+
+/// Prints the help text of `<program> train` for the model `desc`.
+void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc);
+
+/// Parses argv[2..] (after "train") into `cl`. Returns false with `error`
+/// set on a bad command line.
+bool parseTrainCommandLine(int argc, char **argv,
+                           const dist_rt_model_desc_t &desc,
+                           TrainCommandLine &cl, std::string &error);
+
+//===----------------------------------------------------------------------===//
+// Data (train_data.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The training data: one array per train input, all with numSamples
+/// samples along dimension 0.
+struct Dataset {
+  NpyArrays arrays;
+  /// The arrays as tensors (bfloat16 read from uint16 files).
+  std::vector<dist_rt_tensor_t> tensors;
+  int64_t numSamples = 0;
+  /// Bytes of one sample of each array.
+  std::vector<size_t> sampleBytes;
+};
+
+/// Reads every --data file and checks it against its train input.
+bool loadDataset(const dist_rt_train_desc_t &train, const TrainCommandLine &cl,
+                 Dataset &data, std::string &error);
+
+/// Picks the batch size from the command line and the model.
+/// `dp` ranks share every batch: a batch dimension the model fixed is that
+/// of one rank's slice.
+bool chooseBatchSize(const dist_rt_train_desc_t &train,
+                     const TrainCommandLine &cl, int64_t numSamples, int64_t dp,
+                     int64_t &batchSize, std::string &error);
+
+/// Hands out the batch of every step, or with data parallelism this rank's
+/// slice of it: rows [rowOffset, rowOffset + rows) of the global batch.
+/// Without shuffling, a slice is a contiguous run of samples and is used in
+/// place; with shuffling, its samples are gathered into buffers allocated
+/// once.
+class Batcher {
+public:
+  Batcher(const Dataset &data, int64_t batchSize, int64_t rowOffset,
+          int64_t rows, bool shuffle, uint64_t seed)
+      : data(data), batchSize(batchSize), rowOffset(rowOffset), rows(rows),
+        shuffle(shuffle), seed(seed) {}
+
+  /// Allocates the buffers; false when out of memory.
+  bool init();
+
+  int64_t batchesPerEpoch() const { return data.numSamples / batchSize; }
+
+  /// Makes tensors() the batch of 0-based step `step`.
+  void prepare(int64_t step);
+
+  const std::vector<dist_rt_tensor_t> &tensors() const { return batch; }
+
+private:
+  /// Sets `order` to the Fisher-Yates shuffle of 0..N-1 for `epochSeed`.
+  void shuffleSamples(uint64_t epochSeed);
+
+  const Dataset &data;
+  int64_t batchSize;
+  int64_t rowOffset;
+  int64_t rows;
+  bool shuffle;
+  uint64_t seed;
+  /// The sample order of epoch orderEpoch (shuffling only).
+  std::vector<int64_t> order;
+  int64_t orderEpoch = -1;
+  /// Per input: its batch shape, its gather buffer (shuffling only) and the
+  /// tensor passed to the step.
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::unique_ptr<void, FreeDeleter>> buffers;
+  std::vector<dist_rt_tensor_t> batch;
+};
+
+//===----------------------------------------------------------------------===//
+// Parameter files and checkpoints (train_checkpoint.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What state.json holds.
+struct CheckpointState {
+  /// Number of completed steps.
+  int64_t step = 0;
+  int64_t totalSteps = 0;
+  int64_t seed = 0;
+  int64_t batchSize = 0;
+  /// 1 with --shuffle, else 0: the data order a resume must keep.
+  int64_t shuffle = 0;
+  std::string model;
+};
+
+/// The file name of every parameter in a save or checkpoint directory;
+/// fails if two parameters would share one.
+bool paramFileNames(const dist_rt_model_desc_t &desc,
+                    std::vector<std::string> &names, std::string &error);
+
+/// Writes the parameters of `model` to `dir`, one file each: every one with
+/// `withState`, else the frozen and trained ones. With `sync` each file is
+/// flushed to storage.
+bool writeParams(dist_rt_model_t model, const WholeParams &whole,
+                 const std::vector<std::string> &names, const std::string &dir,
+                 bool withState, bool sync, std::string &error);
+
+/// Copies every parameter of `model` from its file in `dir`.
+bool readParams(dist_rt_model_t model, const std::vector<std::string> &names,
+                const std::string &dir, std::string &error);
+
+/// Finds the newest checkpoint of `dir` (named by its `latest` file), or
+/// takes `dir` itself when it is one checkpoint (holds a state file, e.g.
+/// DIR/step-00000020 copied elsewhere), and reads its state.
+bool readCheckpointState(const std::string &dir, std::string &checkpoint,
+                         CheckpointState &state, std::string &error);
+
+/// Saves a checkpoint of `model` in dir/step-<n>: written and flushed in a
+/// temporary directory, renamed into place, then named by dir/latest.
+/// Afterwards only it and the checkpoint `latest` named before remain.
+bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
+                    const WholeParams &whole,
+                    const std::vector<std::string> &names,
+                    const CheckpointState &state, std::string &error);
+
+} // namespace train_impl
+} // namespace driver
+} // namespace dist_rt
+
+#endif // DIST_RT_LIB_TRAIN_INTERNAL_H
