@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Bufferization of `shard.all_reduce` on tensors into a start/wait pair of
-// runtime calls (dist_rt/kernels.h), and the pass that drops the mesh
-// declarations once nothing refers to them.
+// runtime calls (dist_rt/kernels.h); dist-strip-mesh (StripMesh.cpp) drops
+// the mesh declarations once nothing refers to them.
 //
 // Why not upstream's convert-shard-to-mpi: it lowers only all_reduce, and
 // with OpenMPI it links to a wrong symbol and truncates communicator
@@ -26,11 +26,6 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
-
-namespace mlir::dist {
-#define GEN_PASS_DEF_STRIPMESHPASS
-#include "dist/Codegen/Passes.h.inc"
-} // namespace mlir::dist
 
 using namespace mlir;
 using namespace mlir::bufferization;
@@ -312,24 +307,6 @@ struct AllSliceBufferization
     memref::CopyOp::create(rewriter, loc, view, dst);
     replaceOpWithBufferizedValues(rewriter, op, dst);
     return success();
-  }
-};
-
-struct StripMeshPass : public dist::impl::StripMeshPassBase<StripMeshPass> {
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    WalkResult r = module.walk([&](Operation *op) {
-      if (isa<shard::ShardDialect>(op->getDialect()) &&
-          !isa<shard::GridOp>(op)) {
-        op->emitOpError("is not supported by host codegen");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (r.wasInterrupted())
-      return signalPassFailure();
-    for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
-      grid.erase();
   }
 };
 

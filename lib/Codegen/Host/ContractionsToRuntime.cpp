@@ -25,6 +25,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#define DEBUG_TYPE "dist-contractions-to-runtime"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_CONTRACTIONSTORUNTIMEPASS
 #include "dist/Codegen/Passes.h.inc"

@@ -16,6 +16,8 @@
 
 #include "llvm/ADT/BitVector.h"
 
+#define DEBUG_TYPE "dist-drop-param-results"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_DROPPARAMRESULTSPASS
 #include "dist/Codegen/Passes.h.inc"

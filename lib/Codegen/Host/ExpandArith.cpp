@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#define DEBUG_TYPE "dist-expand-arith"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_EXPANDARITHPASS
 #include "dist/Codegen/Passes.h.inc"

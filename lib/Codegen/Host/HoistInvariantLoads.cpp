@@ -24,6 +24,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#define DEBUG_TYPE "dist-hoist-invariant-loads"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_HOISTINVARIANTLOADSPASS
 #include "dist/Codegen/Passes.h.inc"

@@ -32,6 +32,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
 
+#define DEBUG_TYPE "dist-hoist-parallel-dims"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_HOISTPARALLELDIMSPASS
 #include "dist/Codegen/Passes.h.inc"

@@ -44,6 +44,8 @@
 #include <cctype>
 #include <string>
 
+#define DEBUG_TYPE "dist-parallelize-loops"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_PARALLELIZELOOPSPASS
 #include "dist/Codegen/Passes.h.inc"

@@ -45,6 +45,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#define DEBUG_TYPE "dist-register-accumulators"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_REGISTERACCUMULATORSPASS
 #include "dist/Codegen/Passes.h.inc"

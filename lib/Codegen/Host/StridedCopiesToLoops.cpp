@@ -20,6 +20,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
 
+#define DEBUG_TYPE "dist-strided-copies-to-loops"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_STRIDEDCOPIESTOLOOPSPASS
 #include "dist/Codegen/Passes.h.inc"

@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#define DEBUG_TYPE "dist-infer-shapes"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_INFERSHAPESPASS
 #include "dist/Dialect/Dist/Transforms/Passes.h.inc"

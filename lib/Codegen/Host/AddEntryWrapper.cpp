@@ -1,4 +1,4 @@
-//===- EntryWrapper.cpp - packed entry point for the runtime --------------===//
+//===- AddEntryWrapper.cpp - packed entry point for the runtime -----------===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Adds `void <symbol>(void **args)`: args[0..n) point to the memref
@@ -12,6 +12,8 @@
 #include "dist/Codegen/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+#define DEBUG_TYPE "dist-add-entry-wrapper"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_ADDENTRYWRAPPERPASS
@@ -36,8 +38,8 @@ struct AddEntryWrapperPass
     }
     // The C interface takes a leading result pointer when the original
     // function returns anything.
-    bool hasResults = !isa<LLVM::LLVMVoidType>(
-        entry.getFunctionType().getReturnType());
+    bool hasResults =
+        !isa<LLVM::LLVMVoidType>(entry.getFunctionType().getReturnType());
     unsigned numArgs = ciface.getNumArguments() - (hasResults ? 1 : 0);
     for (Type t : ciface.getFunctionType().getParams())
       if (!isa<LLVM::LLVMPointerType>(t)) {
