@@ -504,17 +504,6 @@ func::FuncOp mlir::dist::findPlannedFunction(ModuleOp module) {
   return entry;
 }
 
-int64_t mlir::dist::getStaticBatch(func::FuncOp func) {
-  for (Type t : func.getArgumentTypes()) {
-    auto ranked = dyn_cast<RankedTensorType>(t);
-    if (!ranked || ranked.getRank() == 0)
-      continue;
-    return ShapedType::isDynamic(ranked.getDimSize(0)) ? 0
-                                                       : ranked.getDimSize(0);
-  }
-  return 0;
-}
-
 LogicalResult mlir::dist::bindBatch(func::FuncOp func, int64_t batch) {
   Block &body = func.getBody().front();
   SmallVector<Type> types;

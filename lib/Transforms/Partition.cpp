@@ -4,9 +4,11 @@
 // The `dist-partition` pass (see Passes.td): declares the mesh as a
 // `shard.grid` and rewrites the training step for data parallelism: the
 // batch is split over the dp axis and gradients are averaged in fused
-// buckets placed as early as the backward pass allows. Tensor parallelism
-// (TensorParallel.cpp) splits the forward graph before the step is built;
-// this pass runs it for modules without a step (inference).
+// buckets placed as early as the backward pass allows; with ZeRO-1 the
+// optimizer state is split by rows; an inference function that keeps
+// samples apart runs on each rank's rows. Tensor parallelism
+// (TensorParallel.cpp, dist-tensor-parallel) splits the forward graph
+// before, and the training step is built from the split graph.
 //
 // Why not upstream `sharding-propagation` + `shard-partition` for data
 // parallelism: they fail a whole function on any op without a
@@ -31,6 +33,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
+#define DEBUG_TYPE "dist-partition"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_PARTITIONPASS
 #include "dist/Transforms/Passes.h.inc"
@@ -38,115 +42,6 @@ namespace mlir::dist {
 
 using namespace mlir;
 using namespace mlir::dist;
-
-namespace {
-/// Module attribute: the training step was built at batch / dp already.
-constexpr llvm::StringLiteral kBatchSplitAttr = "dist.batch_split";
-
-} // namespace
-
-LogicalResult dist::rebatchFunction(func::FuncOp func, int64_t batch,
-                                    int64_t dp) {
-  if (batch % dp != 0)
-    return func.emitError("the batch of ")
-           << batch << " samples the model is compiled for cannot be split "
-           << "evenly over dp=" << dp
-           << " ranks (export the model with a dynamic batch axis, or pick a "
-              "batch divisible by "
-           << dp << ")";
-  Block &body = func.getBody().front();
-  SmallVector<Type> types;
-  for (BlockArgument arg : body.getArguments()) {
-    auto t = dyn_cast<RankedTensorType>(arg.getType());
-    if (t && t.getRank() > 0) {
-      if (t.getDimSize(0) != batch)
-        return func.emitError("input #")
-               << arg.getArgNumber() << " of '" << func.getSymName()
-               << "' has type " << t
-               << ", whose leading dimension is not the batch " << batch;
-      SmallVector<int64_t> shape(t.getShape());
-      shape[0] = batch / dp;
-      arg.setType(
-          RankedTensorType::get(shape, t.getElementType(), t.getEncoding()));
-    }
-    types.push_back(arg.getType());
-  }
-  func.setFunctionType(
-      FunctionType::get(func.getContext(), types, func.getResultTypes()));
-  // A static export bakes the batch into Reshape targets ([B, T, H, D]):
-  // a reshape of a batch-major value computed from the inputs that keeps
-  // the batch in front gets B / dp there instead.
-  llvm::DenseSet<Value> fromInputs(body.args_begin(), body.args_end());
-  for (Operation &op : body) {
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return fromInputs.contains(v); }))
-      fromInputs.insert(op.result_begin(), op.result_end());
-    auto reshape = dyn_cast<ReshapeOp>(op);
-    if (!reshape || !fromInputs.contains(reshape.getInput()))
-      continue;
-    auto in = dyn_cast<RankedTensorType>(reshape.getInput().getType());
-    auto out = dyn_cast<RankedTensorType>(reshape.getType());
-    auto shapeConst = reshape.getShape().getDefiningOp<ConstantOp>();
-    if (!in || !out || !shapeConst || in.getRank() == 0 || out.getRank() == 0 ||
-        (in.getDimSize(0) != batch && in.getDimSize(0) != batch / dp) ||
-        out.getDimSize(0) != batch)
-      continue;
-    auto values = dyn_cast<DenseIntElementsAttr>(shapeConst.getValue());
-    if (!values || values.getNumElements() == 0)
-      continue;
-    SmallVector<int64_t> target;
-    for (const APInt &v : values.getValues<APInt>())
-      target.push_back(v.getSExtValue());
-    if (target[0] != batch)
-      continue;
-    target[0] = batch / dp;
-    OpBuilder b(reshape);
-    auto t = cast<RankedTensorType>(values.getType());
-    Value c = ConstantOp::create(
-        b, shapeConst.getLoc(), t,
-        cast<ElementsAttr>(DenseIntElementsAttr::get(t, target)));
-    reshape.getShapeMutable().assign(c);
-  }
-  auto hint = [&](InFlightDiagnostic &&d) {
-    d.attachNote(func.getLoc())
-        << "splitting the batch of " << batch << " over dp=" << dp
-        << " needs every shape that depends on the batch to follow it; "
-        << "export the model with a dynamic batch axis";
-    return failure();
-  };
-  if (failed(inferShapes(func, nullptr, /*replace=*/true)))
-    return hint(func.emitError("cannot split the batch of '")
-                << func.getSymName() << "' (see the error above)");
-  if (failed(verify(func)))
-    return hint(func.emitError("'")
-                << func.getSymName()
-                << "' does not verify after splitting its batch");
-  return success();
-}
-
-LogicalResult
-dist::buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
-                            llvm::function_ref<LogicalResult()> buildStep) {
-  int64_t dp = mesh.sizeOf("dp");
-  func::FuncOp entry;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f.isPublic() && !f.isExternal() && !f->hasAttr("dist.train_step"))
-      entry = f;
-  int64_t batch = entry ? getStaticBatch(entry) : 0;
-  if (dp == 1 || batch == 0)
-    return buildStep();
-  // The step is built from a copy of the forward function at the per-rank
-  // batch; the forward function itself (inference) keeps the full batch.
-  OwningOpRef<func::FuncOp> saved(entry.clone());
-  if (failed(rebatchFunction(entry, batch, dp)) || failed(buildStep()))
-    return failure();
-  entry.getBody().takeBody(saved->getBody());
-  entry.setFunctionType(saved->getFunctionType());
-  module->setAttr(
-      kBatchSplitAttr,
-      IntegerAttr::get(IntegerType::get(module.getContext(), 64), dp));
-  return success();
-}
 
 namespace {
 
@@ -176,17 +71,17 @@ struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
 };
 
 LogicalResult PartitionPass::splitBatch(func::FuncOp step, int64_t dp) {
-  ModuleOp module = getOperation();
-  if (auto split = module->getAttrOfType<IntegerAttr>(kBatchSplitAttr)) {
-    module->removeAttr(kBatchSplitAttr);
-    if (split.getInt() == dp)
-      return success(); // Built at the per-rank batch already.
-    return module.emitError("the training step was built for dp=")
-           << split.getInt() << ", not dp=" << dp;
-  }
   int64_t batch = getStaticBatch(step);
   if (batch == 0)
     return success(); // Dynamic: the runtime passes each rank its rows.
+  // dist-build-train-step builds the step at one rank's batch when the
+  // module asks for this mesh: then the forward function's batch is dp
+  // times the step's.
+  ModuleOp module = getOperation();
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic() && !f.isExternal() && !f->hasAttr("dist.train_step") &&
+        getStaticBatch(f) == batch * dp)
+      return success();
   // Shapes the backward pass derived from the batch may be constants by
   // now; re-inference reports them.
   return rebatchFunction(step, batch, dp);
@@ -466,38 +361,39 @@ LogicalResult PartitionPass::shardOptimizerState(func::FuncOp step,
 void PartitionPass::runOnOperation() {
   ModuleOp module = getOperation();
   MeshSpec spec;
-  std::string why = parseMesh(mesh, spec);
-  if (!why.empty()) {
-    module.emitError("dist-partition: mesh: ") << why;
-    return signalPassFailure();
+  if (!mesh.empty()) {
+    std::string why = parseMesh(mesh, spec);
+    if (!why.empty()) {
+      module.emitError("dist-partition: mesh: ") << why;
+      return signalPassFailure();
+    }
+  } else if (MeshAttr requested = getRequestedMesh(module)) {
+    spec = requested.getSpec();
+  } else {
+    return; // No mesh: one process runs the module as it is.
   }
   if (bucketBytes < 1) {
     module.emitError("dist-partition: bucket-bytes must be positive");
     return signalPassFailure();
   }
-  // Tensor parallelism splits the forward graph before the training step
-  // is built (dist-opt does so); here it is done for inference-only
-  // modules.
-  if (spec.sizeOf("tp") > 1 && !module->hasAttr(kTensorParallelAttr)) {
-    for (auto f : module.getOps<func::FuncOp>())
-      if (f->hasAttr("dist.train_step")) {
-        f.emitError("tensor parallelism splits the forward function before "
-                    "the training step is built: partition with tp > 1 "
-                    "before dist-build-train-step (dist-opt --mesh does)");
-        return signalPassFailure();
-      }
-    TensorParallelStats stats;
-    if (failed(partitionTensorParallel(module, spec, &stats)))
-      return signalPassFailure();
+  // Tensor parallelism splits the forward graph (dist-tensor-parallel,
+  // which declares the mesh) before anything else.
+  bool declared = module.lookupSymbol<shard::GridOp>(kMeshSymbol) != nullptr;
+  if (spec.sizeOf("tp") > 1 && !declared) {
+    module.emitError("dist-partition: the mesh has tp=")
+        << spec.sizeOf("tp")
+        << ": split the forward graph with dist-tensor-parallel first";
+    return signalPassFailure();
   }
-  if (!module->hasAttr(kTensorParallelAttr) &&
-      module.lookupSymbol(kMeshSymbol)) {
+  if (declared && spec.sizeOf("tp") == 1) {
     module.emitError("the module already has a '")
         << kMeshSymbol << "' symbol (partitioned twice?)";
     return signalPassFailure();
   }
   if (failed(declareMesh(module, spec)))
     return signalPassFailure();
+  // The grid now records the mesh; the request is met.
+  module->removeAttr(DistDialect::getMeshAttrName());
 
   int64_t dp = spec.sizeOf("dp");
   if (zero < 0 || zero > 1) {

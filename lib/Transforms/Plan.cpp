@@ -1,19 +1,32 @@
 //===- Plan.cpp - The planning pass -----------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// dist-plan: collects the layer costs of the training step (or the entry
-// function), runs the planner for the module's cluster and records the
-// result on the IR (see Passes.td).
+// dist-plan: collects the layer costs of the training step (built on a copy
+// of the module when the step is yet to be built), or of the entry
+// function, runs the planner for the module's cluster, or evaluates the
+// layout of the module's mesh, and records the result on the IR: the typed
+// `#dist.plan`, each op's stage and placement, and, when asked, the plan's
+// layout as the module's mesh (see Passes.td). It writes plan.json and
+// plan.html and prints the summary when asked.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dist/Transforms/Passes.h"
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Transforms/ClusterAttr.h"
 #include "dist/Transforms/LayerCosts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#define DEBUG_TYPE "dist-plan"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_PLANPASS
@@ -22,8 +35,6 @@ namespace mlir::dist {
 
 using namespace mlir;
 using namespace mlir::dist;
-
-#define DEBUG_TYPE "dist-plan"
 
 namespace {
 
@@ -43,30 +54,279 @@ std::string dtypeOf(func::FuncOp func) {
   return "f32";
 }
 
+/// Runs the textual pass pipeline `pipeline` on a copy of `module` (the
+/// training step a later phase builds, planned before it is built).
+FailureOr<OwningOpRef<ModuleOp>> buildProbe(ModuleOp module,
+                                            StringRef pipeline) {
+  OwningOpRef<ModuleOp> probe(module.clone());
+  PassManager pm(module.getContext());
+  std::string error;
+  llvm::raw_string_ostream errorOs(error);
+  if (failed(parsePassPipeline(pipeline, pm, errorOs)))
+    return module.emitError("dist-plan: train-pipeline: ") << error, failure();
+  if (failed(pm.run(*probe)))
+    return failure();
+  return probe;
+}
+
+/// The layout of `mesh` (its dp and tp degrees, one stage over all layers,
+/// one micro-batch, no recomputation) on the first device type of
+/// `cluster`. When that type is a CPU with fewer devices than the mesh has
+/// ranks, the ranks share its devices as they do under mpirun: `cluster`
+/// is changed so that each device counts `ranksPerDevice` times, with that
+/// share of its cores, memory, bandwidth and peak, and `threads` becomes
+/// the cores of one rank.
+Plan meshPlan(const MeshSpec &mesh, ClusterSpec &cluster, size_t numLayers,
+              int64_t &ranksPerDevice, int64_t &threads) {
+  Plan plan;
+  plan.dp = mesh.sizeOf("dp");
+  plan.tp = mesh.sizeOf("tp");
+  plan.pp = 1;
+  int64_t ranks = plan.dp * plan.tp;
+  ranksPerDevice = 1;
+  std::vector<DeviceType> types = listDeviceTypes(cluster);
+  if (!types.empty() && types.front().spec->kind == DevKind::CPU &&
+      types.front().units < ranks) {
+    DeviceSpec &cpu = cluster.nodes[types.front().nodeIndex]
+                          .devices[types.front().deviceIndex];
+    ranksPerDevice = (ranks + types.front().units - 1) / types.front().units;
+    double share = 1.0 / double(ranksPerDevice);
+    cpu.count *= ranksPerDevice;
+    cpu.cores = std::max<int64_t>(1, cpu.cores / ranksPerDevice);
+    cpu.memoryBytes *= share;
+    cpu.memoryBandwidthBytesPerS *= share;
+    for (auto &[dtype, flops] : cpu.peakFlops)
+      flops *= share;
+    if (threads == 0)
+      threads = cpu.cores;
+  }
+  StagePlan stage;
+  stage.firstLayer = 0;
+  stage.lastLayer = static_cast<int64_t>(numLayers) - 1;
+  stage.deviceType = 0;
+  stage.units = ranks;
+  stage.dp = plan.dp;
+  stage.tp = plan.tp;
+  plan.stages.push_back(stage);
+  plan.layerStage.assign(numLayers, 0);
+  return plan;
+}
+
+/// The typed record of `plan` for the module.
+PlanAttr planToAttr(MLIRContext *ctx, const Plan &plan, const PlanRequest &req,
+                    PlanSearch search) {
+  std::vector<DeviceType> types = listDeviceTypes(*req.cluster);
+  SmallVector<PlanStageAttr> stages;
+  auto layerName = [&](int64_t i) -> StringRef {
+    return i >= 0 && i < static_cast<int64_t>(req.layers.size())
+               ? StringRef(req.layers[i].name)
+               : StringRef();
+  };
+  for (const StagePlan &s : plan.stages) {
+    bool known =
+        s.deviceType >= 0 && s.deviceType < static_cast<int64_t>(types.size());
+    DeviceKind kind = known && types[s.deviceType].spec->kind == DevKind::GPU
+                          ? DeviceKind::GPU
+                          : DeviceKind::CPU;
+    stages.push_back(PlanStageAttr::get(
+        ctx, s.firstLayer, s.lastLayer, layerName(s.firstLayer),
+        layerName(s.lastLayer), known ? types[s.deviceType].label : "", kind,
+        s.units, s.dp, s.tp, BoolAttr::get(ctx, s.recompute),
+        APFloat(s.computeTimeS), APFloat(s.commTimeS),
+        APFloat(s.memoryBytesPerDevice), APFloat(s.throughput)));
+  }
+  return PlanAttr::get(ctx,
+                       plan.objective == Objective::Cost
+                           ? PlanObjective::Cost
+                           : PlanObjective::StepTime,
+                       search, plan.dp, plan.tp, plan.pp, plan.microBatches,
+                       BoolAttr::get(ctx, plan.recompute), req.globalBatch,
+                       BoolAttr::get(ctx, req.training),
+                       APFloat(plan.stepTimeS), APFloat(plan.throughput),
+                       APFloat(plan.costPerHour), plan.devicesUsed, stages);
+}
+
+PlanSearch searchOf(PlanStrategy strategy) {
+  switch (strategy) {
+  case PlanStrategy::Exact:
+    return PlanSearch::Exact;
+  case PlanStrategy::RL:
+    return PlanSearch::RL;
+  case PlanStrategy::Greedy:
+    return PlanSearch::Greedy;
+  case PlanStrategy::Exhaustive:
+    return PlanSearch::Exhaustive;
+  }
+  llvm_unreachable("every strategy is handled");
+}
+
+/// Gives the ops of `func` that belong to a planned layer their stage and
+/// placement; the layers are matched by name, so that `func` may be the
+/// forward function of a step that was planned on a copy. Returns how many
+/// ops were annotated.
+int64_t annotateOps(func::FuncOp func, const FunctionCosts &costs,
+                    const ModulePlan &mp) {
+  MLIRContext *ctx = func.getContext();
+  const Plan &plan = mp.plan;
+  llvm::StringMap<int64_t> plannedLayer;
+  for (auto [i, layer] : llvm::enumerate(mp.request.layers))
+    plannedLayer.try_emplace(layer.name, static_cast<int64_t>(i));
+  std::vector<DeviceType> types = listDeviceTypes(mp.cluster);
+  int64_t numStages = static_cast<int64_t>(plan.stages.size());
+  int64_t annotated = 0;
+  size_t index = 0;
+  for (Operation &op : func.getBody().front()) {
+    int64_t local = index < costs.opLayer.size() ? costs.opLayer[index] : -1;
+    ++index;
+    if (local < 0 || local >= static_cast<int64_t>(costs.layers.size()))
+      continue;
+    auto it = plannedLayer.find(costs.layers[local].name);
+    if (it == plannedLayer.end() ||
+        it->second >= static_cast<int64_t>(plan.layerStage.size()))
+      continue;
+    int64_t stage = plan.layerStage[it->second];
+    if (stage < 0 || stage >= numStages)
+      continue;
+    const StagePlan &s = plan.stages[stage];
+    op.setAttr("dist.stage", StageAttr::get(ctx, stage, numStages));
+    DeviceKind kind = DeviceKind::CPU;
+    if (s.deviceType >= 0 &&
+        s.deviceType < static_cast<int64_t>(types.size()) &&
+        types[s.deviceType].spec->kind == DevKind::GPU)
+      kind = DeviceKind::GPU;
+    op.setAttr("dist.placement", PlacementAttr::get(ctx, kind, s.deviceType));
+    ++annotated;
+  }
+  return annotated;
+}
+
+/// The layer costs of `func` at `batch` samples (a dynamic batch is bound
+/// on a copy, which `copy` keeps alive).
+FailureOr<FunctionCosts> costsAt(func::FuncOp func, int64_t batch,
+                                 const PlanPassOptions &options,
+                                 OwningOpRef<ModuleOp> &copy) {
+  func::FuncOp costFunc = func;
+  if (getStaticBatch(func) == 0) {
+    copy = func->getParentOfType<ModuleOp>().clone();
+    costFunc = cast<func::FuncOp>(copy->lookupSymbol(func.getSymName()));
+    if (failed(bindBatch(costFunc, batch)))
+      return failure();
+  }
+  return collectLayerCosts(costFunc, options.psTables,
+                           /*im2colConvs=*/options.conv == ConvKernel::Im2col);
+}
+
 struct PlanPass : public dist::impl::PlanPassBase<PlanPass> {
   using PlanPassBase::PlanPassBase;
 
-  void runOnOperation() override {
-    PlanPassOptions opts;
-    opts.objective = objective;
-    opts.minThroughput = minThroughput;
-    opts.strategy = strategy;
-    opts.globalBatch = globalBatch;
-    opts.threads = threads;
-    opts.planFile = planFile;
-    opts.seed = seed;
-    opts.rlEpisodes = rlEpisodes;
-    opts.psTables = psTables;
-    opts.conv = conv;
-    FailureOr<std::unique_ptr<ModulePlan>> result =
-        planModule(getOperation(), opts);
-    if (failed(result))
-      return signalPassFailure();
-    numLayers = (*result)->request.layers.size();
-    numStages = (*result)->plan.stages.size();
-    markAllAnalysesPreserved();
-  }
+  void runOnOperation() override;
+  /// Writes plan.json and plan.html into `reportDir`.
+  LogicalResult writeReports(const ModulePlan &mp);
 };
+
+LogicalResult PlanPass::writeReports(const ModulePlan &mp) {
+  auto write = [&](StringRef file, const std::string &text) {
+    SmallString<256> path(reportDir);
+    llvm::sys::path::append(path, file);
+    std::string err;
+    auto out = openOutputFile(path, &err);
+    if (!out)
+      return emitError(UnknownLoc::get(&getContext())) << err, failure();
+    out->os() << text;
+    out->keep();
+    return success();
+  };
+  if (failed(write("plan.json", planToJson(mp.plan, mp.request))) ||
+      failed(write("plan.html", planToHtml(mp.plan, mp.request))))
+    return failure();
+  return success();
+}
+
+void PlanPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  PlanPassOptions options;
+  options.objective = objective;
+  options.minThroughput = minThroughput;
+  options.strategy = strategy;
+  options.globalBatch = globalBatch;
+  options.threads = threads;
+  options.planFile = planFile;
+  options.seed = seed;
+  options.rlEpisodes = rlEpisodes;
+  options.psTables = psTables;
+  options.conv = conv;
+  options.trainPipeline = trainPipeline;
+  FailureOr<std::unique_ptr<ModulePlan>> result = planModule(module, options);
+  if (failed(result))
+    return signalPassFailure();
+  const ModulePlan &mp = **result;
+  numLayers = mp.request.layers.size();
+  numStages = mp.plan.stages.size();
+  numAnnotated = mp.annotated;
+  LLVM_DEBUG(llvm::dbgs() << "planned " << mp.request.layers.size()
+                          << " layers into " << mp.plan.stages.size()
+                          << " stage(s)\n");
+  // plan.json and plan.html are written whether or not the layout can be
+  // built; the summary only once it can (a failure is one error line).
+  if (!reportDir.empty() && failed(writeReports(mp)))
+    return signalPassFailure();
+
+  std::string layout;
+  if (applyLayout && !mp.meshEvaluated) {
+    const Plan &plan = mp.plan;
+    if (plan.stages.size() != 1) {
+      emitError(UnknownLoc::get(ctx))
+          << "--plan: the plan has " << plan.stages.size()
+          << " pipeline stages, and dist-opt partitions data and tensor "
+             "parallelism only; give the layout with --mesh (e.g. --mesh "
+             "dp=2), or plan for a cluster of one device type";
+      return signalPassFailure();
+    }
+    const StagePlan &stage = plan.stages.front();
+    if (zero == 1 && stage.dp == 1) {
+      emitError(UnknownLoc::get(ctx))
+          << "--zero 1: the plan has no data parallelism (dp 1) to shard the "
+             "optimizer state over";
+      return signalPassFailure();
+    }
+    MeshSpec mesh;
+    if (stage.dp > 1) {
+      mesh.axes.push_back("dp");
+      mesh.shape.push_back(stage.dp);
+    }
+    if (stage.tp > 1) {
+      mesh.axes.push_back("tp");
+      mesh.shape.push_back(stage.tp);
+    }
+    if (mesh.axes.empty()) {
+      layout = "layout: one process (the plan uses one device)\n";
+    } else {
+      module->setAttr(DistDialect::getMeshAttrName(), MeshAttr::get(ctx, mesh));
+      layout = "layout: --mesh " + mesh.str() + " (run with mpirun -np " +
+               std::to_string(stage.dp * stage.tp) + ")\n";
+    }
+  }
+  if (summary == SummaryStream::None)
+    return;
+  std::string text = planSummary(mp.plan, mp.request);
+  if (mp.meshEvaluated) {
+    // The layout was given, not searched: say so on the first line.
+    std::string searched =
+        std::string(", strategy ") + stringifyPlanStrategy(mp.plan.strategy);
+    size_t at = text.find(searched);
+    if (at != std::string::npos)
+      text.replace(at, searched.size(), ", layout --mesh " + mp.mesh.str());
+    if (mp.ranksPerDevice > 1)
+      text += "ranks: " + std::to_string(mp.ranksPerDevice) +
+              " share each device, " + std::to_string(mp.request.threads) +
+              (mp.request.threads == 1 ? " thread" : " threads") + " each\n";
+  }
+  llvm::raw_ostream &os =
+      summary == SummaryStream::Stdout ? llvm::outs() : llvm::errs();
+  os << text << layout;
+  os.flush();
+}
 
 } // namespace
 
@@ -81,27 +341,30 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
                << "' attribute (dist-opt --cluster adds it)",
            failure();
   auto result = std::make_unique<ModulePlan>();
-  std::optional<ClusterSpec> cluster = clusterAttr.getCluster();
+  std::string clusterError;
+  std::optional<ClusterSpec> cluster =
+      clusterFromAttr(clusterAttr, clusterError);
   if (!cluster)
-    return module.emitError("invalid cluster attribute"), failure();
+    return module.emitError("invalid cluster attribute: ") << clusterError,
+           failure();
   result->cluster = std::move(*cluster);
 
-  func::FuncOp func = findPlannedFunction(module);
-  if (!func)
+  // The function planned: the module's step, or one a later phase builds
+  // (train-pipeline, run on a copy), or the entry function.
+  func::FuncOp target = findPlannedFunction(module);
+  if (!target)
     return module.emitError("nothing to plan: no public function"), failure();
+  func::FuncOp func = target;
+  if (!options.trainPipeline.empty() && !target->hasAttr("dist.train_step")) {
+    FailureOr<OwningOpRef<ModuleOp>> probe =
+        buildProbe(module, options.trainPipeline);
+    if (failed(probe))
+      return failure();
+    result->probe = std::move(*probe);
+    func = findPlannedFunction(*result->probe);
+  }
 
-  std::optional<Objective> objective = parseObjective(options.objective);
-  if (!objective)
-    return module.emitError("unknown objective '")
-               << options.objective << "' (expected step-time or cost)",
-           failure();
-  std::optional<PlanStrategy> strategy = parsePlanStrategy(options.strategy);
-  if (!strategy)
-    return module.emitError("unknown planner '")
-               << options.strategy
-               << "' (expected exact, rl, greedy or exhaustive)",
-           failure();
-  if (*objective == Objective::Cost && !(options.minThroughput > 0))
+  if (options.objective == Objective::Cost && !(options.minThroughput > 0))
     return module.emitError("the cost objective needs a positive "
                             "min-throughput (samples/s)"),
            failure();
@@ -126,20 +389,7 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
                           "batch (--global-batch)"),
            failure();
   OwningOpRef<ModuleOp> copy;
-  func::FuncOp costFunc = func;
-  if (staticBatch == 0) {
-    copy = module.clone();
-    costFunc = cast<func::FuncOp>(copy->lookupSymbol(func.getSymName()));
-    if (failed(bindBatch(costFunc, batch)))
-      return failure();
-  }
-  if (options.conv != "auto" && options.conv != "direct" &&
-      options.conv != "im2col")
-    return module.emitError("unknown conv kernel '")
-               << options.conv << "' (expected auto, direct or im2col)",
-           failure();
-  FailureOr<FunctionCosts> costs = collectLayerCosts(
-      costFunc, options.psTables, /*im2colConvs=*/options.conv == "im2col");
+  FailureOr<FunctionCosts> costs = costsAt(func, batch, options, copy);
   if (failed(costs))
     return failure();
   if (costs->layers.empty())
@@ -148,19 +398,21 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
 
   PlanRequest &req = result->request;
   req.layers = costs->layers;
-  req.cluster = &result->cluster;
   req.globalBatch = batch;
   req.training = costs->training;
-  req.objective = *objective;
+  req.objective = options.objective;
   req.minThroughput = options.minThroughput;
-  req.strategy = *strategy;
+  req.strategy = options.strategy;
   req.threads = options.threads;
   req.seed = options.seed;
   req.rlEpisodes = options.rlEpisodes;
 
   AnalyticCostModel costModel(dtypeOf(func));
   std::string error;
+  PlanSearch search = searchOf(options.strategy);
+  MeshAttr requested = getRequestedMesh(module);
   if (!options.planFile.empty()) {
+    req.cluster = &result->cluster;
     auto buffer = llvm::MemoryBuffer::getFile(options.planFile);
     if (!buffer)
       return module.emitError("cannot read plan ")
@@ -188,7 +440,26 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
                  << " samples/s, below --min-throughput " << req.minThroughput,
              failure();
     result->plan = std::move(*plan);
+    search = PlanSearch::File;
+  } else if (requested && req.objective == Objective::StepTime) {
+    // The layout is given: evaluate it, so that the plan describes what
+    // will run.
+    result->mesh = requested.getSpec();
+    Plan plan = meshPlan(result->mesh, result->cluster, req.layers.size(),
+                         result->ranksPerDevice, req.threads);
+    req.cluster = &result->cluster;
+    plan.objective = req.objective;
+    plan.strategy = req.strategy;
+    if (!evaluatePlan(plan, req, costModel, error))
+      return emitError(UnknownLoc::get(ctx))
+                 << "--mesh " << result->mesh.str()
+                 << ": the layout does not fit the cluster: " << error,
+             failure();
+    result->plan = std::move(plan);
+    result->meshEvaluated = true;
+    search = PlanSearch::Mesh;
   } else {
+    req.cluster = &result->cluster;
     std::optional<Plan> plan = makePlan(req, costModel, error);
     if (!plan)
       return module.emitError(error), failure();
@@ -196,36 +467,19 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
   }
 
   // Record the plan on the module and the stage / placement of each op.
-  const Plan &plan = result->plan;
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse(planToJson(plan, req));
-  if (!json)
-    return module.emitError("internal error: plan.json does not parse: ")
-               << llvm::toString(json.takeError()),
-           failure();
-  // The timeline is for plan.html; the IR keeps the decisions and figures.
-  if (llvm::json::Object *obj = json->getAsObject())
-    obj->erase("timeline");
-  module->setAttr(DistDialect::getPlanAttrName(), jsonToAttr(ctx, *json));
-  std::vector<DeviceType> types = listDeviceTypes(result->cluster);
-  int64_t numStages = static_cast<int64_t>(plan.stages.size());
-  size_t index = 0;
-  for (Operation &op : func.getBody().front()) {
-    int64_t layer = index < costs->opLayer.size() ? costs->opLayer[index] : -1;
-    ++index;
-    if (layer < 0 || layer >= static_cast<int64_t>(plan.layerStage.size()))
-      continue;
-    int64_t stage = plan.layerStage[layer];
-    if (stage < 0 || stage >= numStages)
-      continue;
-    const StagePlan &s = plan.stages[stage];
-    op.setAttr("dist.stage", StageAttr::get(ctx, stage, numStages));
-    DeviceKind kind = DeviceKind::CPU;
-    if (s.deviceType >= 0 &&
-        s.deviceType < static_cast<int64_t>(types.size()) &&
-        types[s.deviceType].spec->kind == DevKind::GPU)
-      kind = DeviceKind::GPU;
-    op.setAttr("dist.placement", PlacementAttr::get(ctx, kind, s.deviceType));
+  module->setAttr(DistDialect::getPlanAttrName(),
+                  planToAttr(ctx, result->plan, req, search));
+  if (func == target) {
+    result->annotated = annotateOps(target, *costs, *result);
+  } else {
+    // Planned on a copy: the forward function's ops carry the stages of
+    // their layers (the step copies them with the forward graph).
+    OwningOpRef<ModuleOp> targetCopy;
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    FailureOr<FunctionCosts> targetCosts =
+        costsAt(target, batch, options, targetCopy);
+    if (succeeded(targetCosts))
+      result->annotated = annotateOps(target, *targetCosts, *result);
   }
   return result;
 }

@@ -47,8 +47,16 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Debug.h"
 
 #include <numeric>
+
+#define DEBUG_TYPE "dist-tensor-parallel"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_TENSORPARALLELPASS
+#include "dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -701,8 +709,15 @@ LogicalResult dist::partitionTensorParallel(ModuleOp module,
   int64_t tp = mesh.sizeOf("tp");
   if (tp == 1)
     return success();
-  if (module->hasAttr(kTensorParallelAttr))
-    return success();
+  // A module that declares the mesh was split for it already.
+  if (module.lookupSymbol<shard::GridOp>(kMeshSymbol))
+    return declareMesh(module, mesh);
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("dist.train_step"))
+      return f.emitError("tensor parallelism splits the forward function "
+                         "before the training step is built: run "
+                         "dist-tensor-parallel before dist-build-train-step "
+                         "(the train phase does)");
   if (failed(declareMesh(module, mesh)))
     return failure();
   TensorParallelStats local;
@@ -710,9 +725,6 @@ LogicalResult dist::partitionTensorParallel(ModuleOp module,
   for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
     if (f.isExternal() || !f.isPublic())
       continue;
-    if (f->hasAttr("dist.train_step"))
-      return f.emitError("split the forward function for tensor parallelism "
-                         "before building the training step");
     if (failed(t.run(f, local)))
       return failure();
   }
@@ -721,8 +733,54 @@ LogicalResult dist::partitionTensorParallel(ModuleOp module,
            << tp << ": nothing in the model can be split Megatron-style (no "
            << "matrix product with a parameter weight whose output features "
            << "divide by " << tp << ", and no embedding table whose rows do)";
-  module->setAttr(kTensorParallelAttr, UnitAttr::get(module.getContext()));
   if (stats)
     *stats = local;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// dist-tensor-parallel
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct TensorParallelPass
+    : public dist::impl::TensorParallelPassBase<TensorParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MeshSpec spec;
+    if (!mesh.empty()) {
+      std::string why = parseMesh(mesh, spec);
+      if (!why.empty()) {
+        module.emitError("dist-tensor-parallel: mesh: ") << why;
+        return signalPassFailure();
+      }
+    } else if (MeshAttr requested = getRequestedMesh(module)) {
+      spec = requested.getSpec();
+    } else {
+      return; // No mesh: nothing to split over.
+    }
+    if (spec.sizeOf("tp") == 1 ||
+        module.lookupSymbol<shard::GridOp>(kMeshSymbol)) {
+      if (failed(partitionTensorParallel(module, spec)))
+        return signalPassFailure();
+      return;
+    }
+    TensorParallelStats stats;
+    if (failed(partitionTensorParallel(module, spec, &stats)))
+      return signalPassFailure();
+    numColumnRow += stats.columnRow;
+    numGathered += stats.gathered;
+    numEmbeddings += stats.embeddings;
+    numParams += stats.params;
+    LLVM_DEBUG(llvm::dbgs() << "split " << stats.params << " parameters\n");
+    if (report)
+      llvm::errs() << "tensor parallel over tp=" << spec.sizeOf("tp") << ": "
+                   << stats.columnRow << " column/row-split region(s), "
+                   << stats.gathered << " gathered output layer(s), "
+                   << stats.embeddings << " vocabulary-parallel embedding(s); "
+                   << stats.params << " parameter(s) split\n";
+  }
+};
+} // namespace

@@ -80,6 +80,14 @@ FailureOr<std::string> getEntryName(ModuleOp module);
 /// Name of the training step function, or "" when there is none.
 std::string getTrainStepName(ModuleOp module);
 
+/// Module attribute holding the signature that dist-record-signature read
+/// before lowering (a dictionary: params, inputs, outputs, train, mesh).
+inline constexpr llvm::StringLiteral kSignatureAttr = "dist.signature";
+/// The signature as that attribute, and back (failure with an error when
+/// the module has none or it is malformed).
+DictionaryAttr signatureToAttr(MLIRContext *ctx, const ModelSignature &sig);
+FailureOr<ModelSignature> getRecordedSignature(ModuleOp module);
+
 struct EmitOptions {
   /// Model name: file stem of the artifacts and prefix of the C API.
   std::string name;
@@ -106,6 +114,12 @@ LogicalResult emitLLVMIR(ModuleOp module, llvm::StringRef name,
                          std::string &llvmIRText);
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef name,
                              llvm::StringRef objPath);
+
+/// The runtime library beside this executable's directory
+/// (`<bin>/../lib/libdist_rt.a`) and the runtime's public headers in the
+/// source tree: what artifacts link against unless told otherwise.
+std::string defaultRuntimeLib();
+std::string defaultRuntimeInclude();
 
 /// Writes <outDir>/<name>.h and <name>.json, compiles the C glue and links
 /// <outDir>/<name> (executable) and <outDir>/lib<name>.so from `objPath`

@@ -8,6 +8,8 @@
 #ifndef DIST_CODEGEN_PASSES_H
 #define DIST_CODEGEN_PASSES_H
 
+#include "dist/Codegen/ConvKernel.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,6 +21,35 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+
+namespace mlir::dist {
+
+/// What dist-emit-artifacts writes.
+enum class ArtifactKind {
+  /// The executable, shared library, header and manifest.
+  Exe,
+  /// The object file.
+  Obj,
+  /// The optimised LLVM IR.
+  LLVM,
+};
+template <>
+struct EnumOptionTraits<ArtifactKind> {
+  static llvm::ArrayRef<EnumOptionValue<ArtifactKind>> values() {
+    static const EnumOptionValue<ArtifactKind> table[] = {
+        {ArtifactKind::Exe, "exe",
+         "executable, shared library, header and manifest"},
+        {ArtifactKind::Obj, "obj", "the object file"},
+        {ArtifactKind::LLVM, "llvm", "the optimised LLVM IR"}};
+    return table;
+  }
+  static constexpr const char *noun = "artifact kind";
+  static constexpr const char *passPrefix = "";
+  static constexpr bool nounNamesFlag = false;
+};
+} // namespace mlir::dist
+
+DIST_ENUM_OPTION_PARSER(mlir::dist::ArtifactKind)
 
 namespace mlir::dist {
 
@@ -41,9 +72,9 @@ struct HostCodegenOptions {
   std::string entryName = "main";
   /// The training step's function and packed entry point ("": none).
   std::string trainEntryName, trainEntrySymbol;
-  /// How 2-D f32 convolutions run: "auto", "direct" or "im2col" (the
-  /// `conv` option of dist-lower-to-linalg).
-  std::string convKernel = "auto";
+  /// How 2-D f32 convolutions run (the `conv` option of
+  /// dist-lower-to-linalg).
+  ConvKernel convKernel = ConvKernel::Auto;
 };
 
 /// dist graph (shapes inferred) -> linalg on tensors -> fused -> bufferized
@@ -56,9 +87,6 @@ void buildHostCodegenPipeline(OpPassManager &pm,
 /// (lib/Codegen/Host/Collectives.cpp). Needed by the host pipeline on any
 /// partitioned module.
 void registerCollectiveBufferization(DialectRegistry &registry);
-
-/// Registers the pipeline as `dist-host-codegen-pipeline`.
-void registerHostCodegenPipeline();
 
 } // namespace mlir::dist
 

@@ -36,11 +36,13 @@ def LowerToLinalgPass : Pass<"dist-lower-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"
   ];
   let options = [
-    Option<"convKernel", "conv", "std::string", "\"auto\"",
+    Option<"convKernel", "conv", "::mlir::dist::ConvKernel",
+           "::mlir::dist::ConvKernel::Auto",
            "How 2-D f32 convolutions run: 'direct' (linalg.conv_2d_nchw_fchw, "
            "for the runtime's direct convolution), 'im2col' (im2col + "
            "GEMM) or 'auto' (direct when the host CPU has AVX-512F, which "
-           "the runtime's kernel needs to be fast)">
+           "the runtime's kernel needs to be fast)",
+           "::mlir::dist::enumOptionValues<::mlir::dist::ConvKernel>()">
   ];
   let statistics = [
     Statistic<"numLowered", "num-lowered", "Number of dist ops lowered">,
@@ -276,6 +278,68 @@ def AddEntryWrapperPass : Pass<"dist-add-entry-wrapper", "::mlir::ModuleOp"> {
            /*default=*/"\"dist_model_entry\"", "name of the wrapper">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def RecordSignaturePass : Pass<"dist-record-signature", "::mlir::ModuleOp"> {
+  let summary = "record the model's interface before lowering";
+  let description = [{
+    Reads the interface of the dist module (its parameters, the inputs and
+    outputs of its public entry function, the training step's inputs,
+    outputs, parameter roles and optimizer, the mesh and how inference uses
+    the dp axis; see getModelSignature in dist/Codegen/Emit.h) and records
+    it as the module attribute `dist.signature`, from which
+    dist-emit-artifacts writes the model descriptor, header and manifest
+    once the functions are lowered.
+
+    Pre-condition: a dist module with one public entry function (and at
+    most one step). Fails naming what is missing or unsupported (an element
+    type without an ONNX code).
+  }];
+}
+
+def RenameEntriesPass : Pass<"dist-rename-entries", "::mlir::ModuleOp"> {
+  let summary = "give the entry functions the artifact's names";
+  let description = [{
+    Renames the public entry function to `dist_graph_<name>` and the
+    training step to `dist_train_<name>`, with every use, so that neither
+    clashes with C's `main` nor with another model's symbols in one
+    process. A no-op with an empty `name`.
+  }];
+  let options = [
+    Option<"modelName", "name", "std::string", "\"\"",
+           "the model's name (a C identifier)">,
+  ];
+}
+
+def EmitArtifactsPass : Pass<"dist-emit-artifacts", "::mlir::ModuleOp"> {
+  let summary = "write the model's object, executable and library";
+  let description = [{
+    On a module lowered to the LLVM dialect that carries `dist.signature`
+    (dist-record-signature): translates it to LLVM IR, optimises it at O3
+    for the host CPU and, by `kind`, writes `<out-dir>/<name>.ll` (llvm),
+    `<name>.o` (obj) or the deployable artifacts (exe): the executable
+    `<name>`, `lib<name>.so`, the header `<name>.h` and the manifest
+    `<name>.json`, linked with `cc` (or `$CC`) against the runtime library.
+    Everything is built under temporary names and moved into place only
+    when both links succeed. The parameter file `<name>.params` is expected
+    next to them when the model has parameters.
+  }];
+  let options = [
+    Option<"outDir", "out-dir", "std::string", "\".\"",
+           "the directory to write into (created if missing)">,
+    Option<"modelName", "name", "std::string", "\"model\"",
+           "the artifacts' name and the C API's prefix">,
+    Option<"kind", "kind", "::mlir::dist::ArtifactKind",
+           "::mlir::dist::ArtifactKind::Exe", "what to write",
+           "::mlir::dist::enumOptionValues<::mlir::dist::ArtifactKind>()">,
+    Option<"runtimeLib", "runtime-lib", "std::string", "\"\"",
+           "the runtime library (default: lib/libdist_rt.a beside bin/)">,
+    Option<"runtimeInclude", "runtime-include", "std::string", "\"\"",
+           "the runtime's include directory (default: the source tree's)">,
+    Option<"onnxFile", "onnx-file", "std::string", "\"\"",
+           "the file name of the model's ONNX copy in out-dir (training "
+           "artifacts keep it for `train --export-onnx`)">,
+  ];
 }
 
 #endif // DIST_CODEGEN_PASSES_TD

@@ -23,6 +23,7 @@
 #define DIST_TRANSFORMS_LAYERCOSTS_H
 
 #include "dist/Analysis/CostModel.h"
+#include "dist/Dialect/Dist/Transforms/Batch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -68,11 +69,6 @@ LogicalResult bindBatch(func::FuncOp func, int64_t batch);
 /// `dist.train_step`), else the first public function with a body; null
 /// when there is none.
 func::FuncOp findPlannedFunction(ModuleOp module);
-
-/// The batch `func` is compiled for: the static leading dimension of its
-/// first ranked tensor argument of rank >= 1; 0 when it is dynamic or there
-/// is none.
-int64_t getStaticBatch(func::FuncOp func);
 
 } // namespace mlir::dist
 

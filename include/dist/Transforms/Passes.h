@@ -1,8 +1,9 @@
 //===- Passes.h - cross-dialect passes --------------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// The plan phase's passes and the helpers dist-opt uses to run the planner
-// and write its reports.
+// The plan phase's passes (the cluster, the planner) and the partition
+// phase's (tensor parallelism, the SPMD rewrite over the mesh), with the
+// helpers they share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +11,10 @@
 #define DIST_TRANSFORMS_PASSES_H
 
 #include "dist/Analysis/Planner.h"
+#include "dist/Codegen/ConvKernel.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
+#include "dist/Dialect/Dist/Transforms/Batch.h"
+#include "dist/Support/EnumOption.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -21,6 +25,63 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace mlir::dist {
+
+//===----------------------------------------------------------------------===//
+// Planning choices (dist-plan's options, dist-opt's flags)
+//===----------------------------------------------------------------------===//
+
+template <>
+struct EnumOptionTraits<Objective> {
+  static llvm::ArrayRef<EnumOptionValue<Objective>> values() {
+    static const EnumOptionValue<Objective> table[] = {
+        {Objective::StepTime, "step-time", "the shortest step"},
+        {Objective::Cost, "cost",
+         "the least money per hour at --min-throughput"}};
+    return table;
+  }
+  static constexpr const char *noun = "objective";
+  static constexpr const char *passPrefix = "";
+  static constexpr bool nounNamesFlag = false;
+};
+template <>
+struct EnumOptionTraits<PlanStrategy> {
+  static llvm::ArrayRef<EnumOptionValue<PlanStrategy>> values() {
+    static const EnumOptionValue<PlanStrategy> table[] = {
+        {PlanStrategy::Exact, "exact",
+         "dynamic programming, optimal under the cost model"},
+        {PlanStrategy::RL, "rl", "HeterPS's REINFORCE scheduler"},
+        {PlanStrategy::Greedy, "greedy", "one layer at a time"},
+        {PlanStrategy::Exhaustive, "exhaustive",
+         "every assignment (small models)"}};
+    return table;
+  }
+  static constexpr const char *noun = "planner";
+  static constexpr const char *passPrefix = "";
+  static constexpr bool nounNamesFlag = false;
+};
+
+/// Where dist-plan prints the plan's summary.
+enum class SummaryStream { None, Stdout, Stderr };
+template <>
+struct EnumOptionTraits<SummaryStream> {
+  static llvm::ArrayRef<EnumOptionValue<SummaryStream>> values() {
+    static const EnumOptionValue<SummaryStream> table[] = {
+        {SummaryStream::None, "none", "no summary"},
+        {SummaryStream::Stdout, "stdout", "standard output"},
+        {SummaryStream::Stderr, "stderr", "standard error"}};
+    return table;
+  }
+  static constexpr const char *noun = "summary stream";
+  static constexpr const char *passPrefix = "";
+  static constexpr bool nounNamesFlag = false;
+};
+} // namespace mlir::dist
+
+DIST_ENUM_OPTION_PARSER(mlir::dist::Objective)
+DIST_ENUM_OPTION_PARSER(mlir::dist::PlanStrategy)
+DIST_ENUM_OPTION_PARSER(mlir::dist::SummaryStream)
 
 namespace mlir::dist {
 
@@ -36,6 +97,16 @@ struct ModulePlan {
   ClusterSpec cluster;
   PlanRequest request;
   Plan plan;
+  /// The copy of the module whose training step was planned (dist-plan's
+  /// train-pipeline); null when the module itself was planned.
+  OwningOpRef<ModuleOp> probe;
+  /// The plan is the module's mesh (`dist.mesh`) evaluated, not searched;
+  /// `ranksPerDevice` ranks share each device of its CPU device type.
+  bool meshEvaluated = false;
+  MeshSpec mesh;
+  int64_t ranksPerDevice = 1;
+  /// Ops given a stage and a placement.
+  int64_t annotated = 0;
 };
 
 /// Plans `module` as dist-plan does with `options` and, on success, records
@@ -44,27 +115,10 @@ struct ModulePlan {
 FailureOr<std::unique_ptr<ModulePlan>>
 planModule(ModuleOp module, const PlanPassOptions &options);
 
-/// Builds the training step through `buildStep` (dist-build-train-step on
-/// `module`) so that dist-partition can split it over `mesh`: when the
-/// mesh has dp > 1 and the forward function has a static batch B, the step
-/// is built from the forward function at batch B / dp (shapes the backward
-/// pass derives from the batch follow), and the forward function keeps B.
-/// Otherwise just calls `buildStep`.
-LogicalResult
-buildTrainStepForMesh(ModuleOp module, const MeshSpec &mesh,
-                      llvm::function_ref<LogicalResult()> buildStep);
-
 /// Declares the mesh of `spec` in `module` (`shard.grid @mesh` with its axis
 /// names) unless it is there already; fails if another symbol takes the name
 /// or the declared mesh differs.
 LogicalResult declareMesh(ModuleOp module, const MeshSpec &spec);
-
-/// Gives `func`'s tensor arguments (rank >= 1) a leading dimension of
-/// `batch` / `dp` and re-infers every shape of its body; a Reshape of a
-/// value computed from the inputs to a constant target that starts with the
-/// batch gets `batch` / `dp` there. Fails with an error (and a note on
-/// exporting with a dynamic batch) when a shape does not follow.
-LogicalResult rebatchFunction(func::FuncOp func, int64_t batch, int64_t dp);
 
 /// Splits the batch of the inference function `entry` over `dp` ranks when
 /// a dataflow analysis proves that sample i of every output depends only on
@@ -83,9 +137,9 @@ struct TensorParallelStats {
 };
 
 /// Splits the forward functions of `module` Megatron-style over the tp axis
-/// of `mesh` (see TensorParallel.cpp), declares the mesh and marks the
-/// module (kTensorParallelAttr). A no-op when tp is 1. Fails with an error
-/// when nothing in the model can be split.
+/// of `mesh` (see TensorParallel.cpp) and declares the mesh. A no-op when
+/// tp is 1 or the module declares the mesh already (it was split). Fails
+/// with an error when nothing in the model can be split.
 LogicalResult partitionTensorParallel(ModuleOp module, const MeshSpec &mesh,
                                       TensorParallelStats *stats = nullptr);
 

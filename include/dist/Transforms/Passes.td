@@ -1,7 +1,8 @@
 //===- Passes.td - cross-dialect passes --------------------*- tablegen -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// The plan phase: the global planner over the cost model.
+// The plan phase (the cluster, the global planner over the cost model) and
+// the partition phase (tensor parallelism, the SPMD rewrite over the mesh).
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,26 @@
 #define DIST_TRANSFORMS_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def AttachClusterPass : Pass<"dist-attach-cluster", "ModuleOp"> {
+  let summary = "put the cluster a model is planned for on the module";
+  let description = [{
+    Reads the cluster file named by `cluster` (YAML or JSON, see
+    include/dist/Analysis/Cluster.h), or detects this machine with
+    `cluster=local`, and attaches it to the module as the typed
+    `dist.cluster = #dist.cluster<...>` that dist-plan plans for. A module
+    that carries a cluster already keeps it unless `cluster` is given.
+
+    Post-condition: the module has `dist.cluster`. The pass fails with the
+    file's one-line error (`file:line:col: what`) on a bad cluster file.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+  let options = [
+    Option<"cluster", "cluster", "std::string", "\"\"",
+           "local (detect this machine) or a cluster file; empty: keep the "
+           "module's cluster, else detect this machine">,
+  ];
+}
 
 def PlanPass : Pass<"dist-plan", "ModuleOp"> {
   let summary = "choose the parallel layout of a model on its cluster";
@@ -20,24 +41,43 @@ def PlanPass : Pass<"dist-plan", "ModuleOp"> {
     (dist/Transforms/LayerCosts.h); a dynamic batch is bound to
     `global-batch` on a copy of the function first.
 
-    With `plan-file` the decisions come from that plan.json instead and are
-    only re-evaluated; a plan that does not fit the cluster (memory, device
-    counts, layer coverage) fails the pass with the reason.
+    With `train-pipeline` (a textual pass pipeline that builds the training
+    step, such as `dist-build-train-step{loss=mse},canonicalize,cse`) the
+    plan is made for the step that pipeline builds from the forward graph:
+    the pass runs it on a copy of the module and plans that copy, so a
+    compile plans the step before tensor parallelism splits the forward
+    graph it is built from.
 
-    Post-conditions: the module carries `dist.plan`, a dictionary with
-    plan.json's content; every op of the planned function that belongs to a
-    layer carries `dist.stage = #dist.stage<i of n>` and
-    `dist.placement = #dist.placement<kind, group = device type>`.
+    The decisions: searched with `strategy`, taken from `plan-file` (a
+    plan.json, only re-evaluated; a plan that does not fit the cluster fails
+    the pass with the reason), or, when the module carries a mesh
+    (`dist.mesh`, from `dist-opt --mesh`), that mesh's data- and
+    tensor-parallel degrees in one stage, so that the plan describes the
+    layout that will run. With `apply-layout` a searched or read plan's
+    degrees become the module's `dist.mesh`, which the train and partition
+    phases then build; a plan they cannot build (pipeline stages) fails the
+    pass.
+
+    Post-conditions: the module carries the typed `dist.plan`
+    (`#dist.plan<...>`: objective, degrees, stages and predicted figures);
+    every op of the planned function that belongs to a layer carries
+    `dist.stage = #dist.stage<i of n>` and
+    `dist.placement = #dist.placement<kind, group = device type>`. With
+    `report-dir` the pass writes plan.json and plan.html there; with
+    `summary` it prints the plan's summary lines.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect"];
   let options = [
-    Option<"objective", "objective", "std::string", "\"step-time\"",
+    Option<"objective", "objective", "::mlir::dist::Objective",
+           "::mlir::dist::Objective::StepTime",
            "step-time (minimal step time) or cost (minimal money per hour "
-           "at min-throughput samples/s)">,
+           "at min-throughput samples/s)",
+           "::mlir::dist::enumOptionValues<::mlir::dist::Objective>()">,
     Option<"minThroughput", "min-throughput", "double", "0",
            "samples per second the cost objective must reach">,
-    Option<"strategy", "strategy", "std::string", "\"exact\"",
-           "exact, rl, greedy or exhaustive">,
+    Option<"strategy", "strategy", "::mlir::dist::PlanStrategy",
+           "::mlir::dist::PlanStrategy::Exact", "the search",
+           "::mlir::dist::enumOptionValues<::mlir::dist::PlanStrategy>()">,
     Option<"globalBatch", "global-batch", "int64_t", "0",
            "samples per step (0: the batch the function is compiled for)">,
     Option<"threads", "threads", "int64_t", "0",
@@ -50,14 +90,66 @@ def PlanPass : Pass<"dist-plan", "ModuleOp"> {
     Option<"psTables", "ps-tables", "bool", "false",
            "price embedding tables as parameter-server tables with row-wise "
            "updates (HeterPS) instead of the dense updates codegen emits">,
-    Option<"conv", "conv", "std::string", "\"auto\"",
-           "how codegen runs 2-D convolutions (auto|direct|im2col, as its "
-           "own conv option): with im2col their columns are priced on "
-           "every device">,
+    Option<"conv", "conv", "::mlir::dist::ConvKernel",
+           "::mlir::dist::ConvKernel::Auto",
+           "how codegen runs 2-D convolutions (its own conv option): with "
+           "im2col their columns are priced on every device",
+           "::mlir::dist::enumOptionValues<::mlir::dist::ConvKernel>()">,
+    Option<"trainPipeline", "train-pipeline", "std::string", "\"\"",
+           "plan the training step this pass pipeline builds (on a copy)">,
+    Option<"applyLayout", "apply-layout", "bool", "false",
+           "make the plan's data- and tensor-parallel degrees the module's "
+           "mesh (dist.mesh)">,
+    Option<"zero", "zero", "int64_t", "0",
+           "the ZeRO stage an applied layout is built with: 1 needs data "
+           "parallelism to shard the optimizer state over">,
+    Option<"reportDir", "report-dir", "std::string", "\"\"",
+           "write plan.json and plan.html into this directory">,
+    Option<"summary", "summary", "::mlir::dist::SummaryStream",
+           "::mlir::dist::SummaryStream::None",
+           "where the plan's summary lines go",
+           "::mlir::dist::enumOptionValues<::mlir::dist::SummaryStream>()">,
   ];
   let statistics = [
     Statistic<"numLayers", "num-layers", "Number of layers planned">,
     Statistic<"numStages", "num-stages", "Number of pipeline stages chosen">,
+    Statistic<"numAnnotated", "num-annotated",
+              "Number of ops given a stage and a placement">,
+  ];
+}
+
+def TensorParallelPass : Pass<"dist-tensor-parallel", "ModuleOp"> {
+  let summary = "split the forward graph Megatron-style over the tp axis";
+  let description = [{
+    Splits the public forward functions over the `tp` axis of the module's
+    mesh (`dist.mesh`, or the `mesh` option): column-parallel regions closed
+    by row-parallel products and `shard.all_reduce`, vocabulary-parallel
+    embeddings, gathered output layers (lib/Transforms/TensorParallel.cpp
+    says how). Declares the mesh as `shard.grid @mesh`. The training step is
+    built after this pass, from the split graph, so that its backward pass
+    follows from the gradient rules of the collectives inserted here.
+
+    A no-op without a tp axis larger than 1, or when the module is split
+    for the mesh already (it declares `shard.grid @mesh`). Fails when the
+    module has a training step built from the unsplit forward graph, and
+    when nothing in the model can be split.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "\"\"",
+           "the mesh, e.g. tp=2 (default: the module's dist.mesh)">,
+    Option<"report", "report", "bool", "false",
+           "print what was split on stderr">,
+  ];
+  let statistics = [
+    Statistic<"numColumnRow", "num-column-row",
+              "Number of column-parallel regions closed by row splits">,
+    Statistic<"numGathered", "num-gathered",
+              "Number of column-parallel outputs gathered">,
+    Statistic<"numEmbeddings", "num-embeddings",
+              "Number of vocabulary-parallel embedding lookups">,
+    Statistic<"numParams", "num-params", "Number of parameters split">,
   ];
 }
 
@@ -85,13 +177,12 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
     data inputs. Inference functions keep the whole batch (every dp rank
     computes it).
 
-    Tensor parallelism (axis `tp` of size m > 1) splits the forward graph
-    Megatron-style (column-parallel regions closed by row-parallel products
-    and `shard.all_reduce`, vocabulary-parallel embeddings, gathered output
-    layers; see lib/Transforms/TensorParallel.cpp). dist-opt does that
-    before it builds the training step, so that the backward pass follows;
-    this pass does it for a module without a step and rejects a step built
-    from an unsplit forward function.
+    The mesh is the `mesh` option or, without it, the module's `dist.mesh`
+    (which this pass replaces by the `shard.grid`); without either the pass
+    leaves the module as it is (one process). A tp axis larger than 1
+    needs the forward graph split by dist-tensor-parallel first (the train
+    phase does that before it builds the step; the partition phase for a
+    module without one).
 
     With `zero=1` (ZeRO stage 1) the optimizer state of every trainable
     parameter whose leading dimension divides by dp is split over the dp
@@ -111,7 +202,8 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
                            "::mlir::shard::ShardDialect"];
   let options = [
     Option<"mesh", "mesh", "std::string", "\"\"",
-           "the mesh, e.g. dp=2 or dp=2,tp=1 (axis=size, comma-separated)">,
+           "the mesh, e.g. dp=2 or dp=2,tp=1 (axis=size, comma-separated; "
+           "default: the module's dist.mesh)">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
            "target size of a gradient bucket in bytes">,
     Option<"zero", "zero", "int64_t", "0",

@@ -31,6 +31,8 @@
 #include <cmath>
 #include <limits>
 
+#define DEBUG_TYPE "dist-lower-to-linalg"
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_LOWERTOLINALGPASS
 #include "dist/Codegen/Passes.h.inc"
@@ -809,15 +811,9 @@ struct LowerToLinalgPass
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantLowering>(converter, ctx);
     populateElementwiseLowering(converter, patterns);
-    bool directConv = convKernel == "direct";
-    if (convKernel == "auto")
+    bool directConv = convKernel == ConvKernel::Direct;
+    if (convKernel == ConvKernel::Auto)
       directConv = llvm::sys::getHostCPUFeatures().lookup("avx512f");
-    else if (convKernel != "direct" && convKernel != "im2col") {
-      module.emitError() << "dist-lower-to-linalg: conv must be 'auto', "
-                            "'direct' or 'im2col', not '"
-                         << convKernel << "'";
-      return signalPassFailure();
-    }
     populateLinearAlgebraLowering(converter, patterns, directConv);
     populateShapeLowering(converter, patterns);
     populateReductionLowering(converter, patterns);

@@ -20,7 +20,6 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -99,11 +98,4 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
     trainOpts.entryName = options.trainEntryName;
     pm.addPass(createAddEntryWrapperPass(trainOpts));
   }
-}
-
-void dist::registerHostCodegenPipeline() {
-  PassPipelineRegistration<>(
-      "dist-host-codegen-pipeline",
-      "lower a dist graph to the LLVM dialect for the host CPU",
-      [](OpPassManager &pm) { buildHostCodegenPipeline(pm, {}); });
 }

@@ -1738,6 +1738,46 @@ func.func @expert_axis_mesh_axis(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @mesh_axis(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unknown mesh axis 'pp' (expected dp: data parallel, tp: tensor parallel)}}
+  %0 = dist.relu %x {dist.mesh = #dist.mesh<pp = 2>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mesh_twice(%x: tensor<4xf32>) {
+  // expected-error @+1 {{axis 'dp' appears twice}}
+  %0 = dist.relu %x {dist.mesh = #dist.mesh<dp = 2, dp = 2>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mesh_size(%x: tensor<4xf32>) {
+  // expected-error @+1 {{the size of axis 'tp' must be an integer from 1 to 1048576, got '0'}}
+  %0 = dist.relu %x {dist.mesh = #dist.mesh<tp = 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @plan_stages(%x: tensor<4xf32>) {
+  // expected-error @+1 {{plan stage 1 does not start where stage 0 ends}}
+  %0 = dist.relu %x {dist.plan = #dist.plan<objective = cost, search = greedy, dp = 1, tp = 1, pp = 2, micro_batches = 1, recompute = false, global_batch = 8, training = false, step_s = 1.0, throughput = 8.0, cost_per_hour = 2.0, devices_used = 2, stages = [#dist.plan_stage<first_layer = 0, last_layer = 1, first_name = "a", last_name = "b", device_type = "n/g", device_kind = gpu, units = 1, dp = 1, tp = 1, recompute = false, compute_s = 1.0, comm_s = 0.0, memory_bytes = 1.0, throughput = 8.0>, #dist.plan_stage<first_layer = 3, last_layer = 4, first_name = "c", last_name = "d", device_type = "n/g", device_kind = gpu, units = 1, dp = 1, tp = 1, recompute = false, compute_s = 1.0, comm_s = 0.0, memory_bytes = 1.0, throughput = 8.0>]>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @plan_stage_units(%x: tensor<4xf32>) {
+  // expected-error @+1 {{plan stage has 2 units for dp 2 x tp 2}}
+  %0 = dist.relu %x {dist.stage_plan = #dist.plan_stage<first_layer = 0, last_layer = 1, first_name = "a", last_name = "b", device_type = "n/g", device_kind = gpu, units = 2, dp = 2, tp = 2, recompute = false, compute_s = 1.0, comm_s = 0.0, memory_bytes = 1.0, throughput = 8.0>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 // Only value-preserving ops take sequences.
 func.func @sequence_into_relu(%s: !dist.sequence<tensor<4xf32>>) {
   // expected-error @+1 {{operand #0 must be tensor of}}

@@ -616,6 +616,17 @@ func.func @dist_attrs(%x: tensor<?x64xf32>, %w: tensor<8x64x64xf32>) -> tensor<?
   return %i : tensor<?x64xf32>
 }
 
+// The mesh a module is compiled for and the plan it was given (module
+// attributes in a compile; here on ops, for the round trip).
+// CHECK-LABEL: func.func @mesh_and_plan
+// CHECK: dist.identity %{{.*}} {dist.mesh = #dist.mesh<dp = 2, tp = 4>}
+// CHECK: dist.identity %{{.*}} {dist.plan = #dist.plan<objective = step_time, search = exact, dp = 2, tp = 1, pp = 2, micro_batches = 4, recompute = false, global_batch = 64, training = true, step_s = 0.0125, throughput = 5120.0, cost_per_hour = 0.0, devices_used = 4, stages = [#dist.plan_stage<first_layer = 0, last_layer = 3, first_name = "/embed", last_name = "/h.1", device_type = "n/cpu", device_kind = cpu, units = 2, dp = 2, tp = 1, recompute = false, compute_s = 0.005, comm_s = 0.001, memory_bytes = 1048576.0, throughput = 5120.0>, #dist.plan_stage<first_layer = 4, last_layer = 7, first_name = "/h.2", last_name = "/head", device_type = "n/cpu", device_kind = cpu, units = 2, dp = 2, tp = 1, recompute = true, compute_s = 0.006, comm_s = 0.001, memory_bytes = 2097152.0, throughput = 6000.0>]>}
+func.func @mesh_and_plan(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = dist.identity %x {dist.mesh = #dist.mesh<dp = 2, tp = 4>} : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = dist.identity %0 {dist.plan = #dist.plan<objective = step_time, search = exact, dp = 2, tp = 1, pp = 2, micro_batches = 4, recompute = false, global_batch = 64, training = true, step_s = 1.25e-02, throughput = 5120.0, cost_per_hour = 0.0, devices_used = 4, stages = [#dist.plan_stage<first_layer = 0, last_layer = 3, first_name = "/embed", last_name = "/h.1", device_type = "n/cpu", device_kind = cpu, units = 2, dp = 2, tp = 1, recompute = false, compute_s = 5.0e-03, comm_s = 1.0e-03, memory_bytes = 1048576.0, throughput = 5120.0>, #dist.plan_stage<first_layer = 4, last_layer = 7, first_name = "/h.2", last_name = "/head", device_type = "n/cpu", device_kind = cpu, units = 2, dp = 2, tp = 1, recompute = true, compute_s = 6.0e-03, comm_s = 1.0e-03, memory_bytes = 2097152.0, throughput = 6000.0>]>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
 }
 
 {-#

@@ -12,6 +12,7 @@
 #include "dist/Analysis/CostModel.h"
 #include "dist/Analysis/Planner.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Transforms/ClusterAttr.h"
 #include "dist/Transforms/LayerCosts.h"
 #include "dist/Transforms/Passes.h"
 
@@ -35,10 +36,13 @@ struct TestPlanPass
   StringRef getDescription() const final {
     return "print the planner's decisions";
   }
-  Option<std::string> objective{*this, "objective",
-                                llvm::cl::init("step-time")};
+  Option<Objective> objective{*this, "objective",
+                              llvm::cl::init(Objective::StepTime),
+                              enumOptionValues<Objective>()};
   Option<double> minThroughput{*this, "min-throughput", llvm::cl::init(0)};
-  Option<std::string> strategy{*this, "strategy", llvm::cl::init("exact")};
+  Option<PlanStrategy> strategy{*this, "strategy",
+                                llvm::cl::init(PlanStrategy::Exact),
+                                enumOptionValues<PlanStrategy>()};
   Option<int64_t> globalBatch{*this, "global-batch", llvm::cl::init(0)};
   Option<int64_t> threads{*this, "threads", llvm::cl::init(0)};
   Option<std::string> planFile{*this, "plan-file", llvm::cl::init("")};
@@ -146,7 +150,8 @@ struct TestLayerCostsPass
         module->getAttrOfType<ClusterAttr>(DistDialect::getClusterAttrName());
     if (!attr)
       return;
-    std::optional<ClusterSpec> cluster = attr.getCluster();
+    std::string error;
+    std::optional<ClusterSpec> cluster = clusterFromAttr(attr, error);
     if (!cluster || cluster->nodes.empty() || cluster->nodes[0].devices.empty())
       return;
     AnalyticCostModel cm;

@@ -12,6 +12,10 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::dist;
 
@@ -102,6 +106,165 @@ ExpertAxisAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+FailureOr<llvm::APFloat> mlir::dist::parseF64(AsmParser &parser) {
+  double value = 0;
+  if (parser.parseFloat(value))
+    return failure();
+  return llvm::APFloat(value);
+}
+
+void mlir::dist::printF64(AsmPrinter &printer, const llvm::APFloat &value) {
+  double v = value.convertToDouble();
+  if (!std::isfinite(v)) {
+    printer.printFloat(value);
+    return;
+  }
+  // The fewest significant digits that read back as the same double.
+  char text[64];
+  for (int digits : {6, 9, 12, 15, 17}) {
+    snprintf(text, sizeof(text), "%.*g", digits, v);
+    if (strtod(text, nullptr) == v)
+      break;
+  }
+  // MLIR's float literals need a point: 1e+18 is written 1.0e+18.
+  StringRef s(text);
+  if (s.contains('.')) {
+    printer << s;
+    return;
+  }
+  auto [mantissa, exponent] = s.split('e');
+  printer << mantissa << ".0";
+  if (!exponent.empty())
+    printer << "e" << exponent;
+}
+
+/// Whether every float of `values` is a number >= 0.
+static bool nonNegative(std::initializer_list<llvm::APFloat> values) {
+  for (const llvm::APFloat &v : values)
+    if (!(v.convertToDouble() >= 0))
+      return false;
+  return true;
+}
+
+LogicalResult PlanStageAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t firstLayer,
+    int64_t lastLayer, StringRef, StringRef, StringRef, DeviceKind,
+    int64_t units, int64_t dp, int64_t tp, BoolAttr, llvm::APFloat computeS,
+    llvm::APFloat commS, llvm::APFloat memoryBytes, llvm::APFloat throughput) {
+  if (firstLayer < 0 || lastLayer < firstLayer)
+    return emitError() << "plan stage has layers " << firstLayer << ".."
+                       << lastLayer;
+  if (dp < 1 || tp < 1 || units < dp * tp)
+    return emitError() << "plan stage has " << units << " units for dp " << dp
+                       << " x tp " << tp;
+  if (!nonNegative({computeS, commS, memoryBytes, throughput}))
+    return emitError() << "plan stage has a negative time, size or rate";
+  return success();
+}
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               PlanObjective, PlanSearch, int64_t dp,
+                               int64_t tp, int64_t pp, int64_t microBatches,
+                               BoolAttr, int64_t globalBatch, BoolAttr,
+                               llvm::APFloat stepS, llvm::APFloat throughput,
+                               llvm::APFloat costPerHour, int64_t devicesUsed,
+                               ArrayRef<PlanStageAttr> stages) {
+  if (dp < 1 || tp < 1 || pp < 1 || microBatches < 1 || globalBatch < 1 ||
+      devicesUsed < 0)
+    return emitError() << "plan degrees, micro-batches, batch and devices "
+                          "must be positive";
+  if (stages.empty())
+    return emitError() << "plan has no stages";
+  for (size_t i = 1; i < stages.size(); ++i)
+    if (stages[i].getFirstLayer() != stages[i - 1].getLastLayer() + 1)
+      return emitError() << "plan stage " << i << " does not start where "
+                         << "stage " << i - 1 << " ends";
+  if (!nonNegative({stepS, throughput, costPerHour}))
+    return emitError() << "plan has a negative time, rate or cost";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// #dist.mesh
+//===----------------------------------------------------------------------===//
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<StringAttr> axes,
+                               ArrayRef<int64_t> shape) {
+  if (axes.size() != shape.size())
+    return emitError() << "mesh has " << axes.size() << " axis names and "
+                       << shape.size() << " sizes";
+  if (axes.empty())
+    return emitError() << "the mesh is empty";
+  std::vector<std::string> before;
+  int64_t total = 1;
+  for (auto [name, size] : llvm::zip(axes, shape)) {
+    std::string why = checkMeshAxis(before, name.getValue(), size, total);
+    if (!why.empty())
+      return emitError() << why;
+    before.push_back(name.str());
+  }
+  return success();
+}
+
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  SmallVector<StringAttr> axes;
+  SmallVector<int64_t> shape;
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size = 0;
+    if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    axes.push_back(StringAttr::get(parser.getContext(), name));
+    shape.push_back(size);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater,
+                                     parseAxis))
+    return {};
+  return parser.getChecked<MeshAttr>(parser.getContext(), axes, shape);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  llvm::interleaveComma(
+      llvm::zip(getAxes(), getShape()), printer, [&](auto axis) {
+        printer << std::get<0>(axis).getValue() << " = " << std::get<1>(axis);
+      });
+  printer << ">";
+}
+
+MeshSpec MeshAttr::getSpec() const {
+  MeshSpec spec;
+  for (auto [name, size] : llvm::zip(getAxes(), getShape())) {
+    spec.axes.push_back(name.str());
+    spec.shape.push_back(size);
+  }
+  return spec;
+}
+
+int64_t MeshAttr::getSize(StringRef name) const {
+  for (auto [axis, size] : llvm::zip(getAxes(), getShape()))
+    if (axis.getValue() == name)
+      return size;
+  return 1;
+}
+
+int64_t MeshAttr::getNumRanks() const {
+  int64_t n = 1;
+  for (int64_t size : getShape())
+    n *= size;
+  return n;
+}
+
+MeshAttr MeshAttr::get(MLIRContext *ctx, const MeshSpec &spec) {
+  SmallVector<StringAttr> axes;
+  for (const std::string &a : spec.axes)
+    axes.push_back(StringAttr::get(ctx, a));
+  return get(ctx, axes, spec.shape);
+}
+
 //===----------------------------------------------------------------------===//
 // Phase tags
 //===----------------------------------------------------------------------===//
@@ -137,119 +300,4 @@ StringRef DistDialect::getNodeName(Location loc) {
       if (StringRef n = getNodeName(l); !n.empty())
         return n;
   return "";
-}
-
-//===----------------------------------------------------------------------===//
-// Attributes <-> JSON
-//===----------------------------------------------------------------------===//
-
-std::optional<llvm::json::Value> mlir::dist::attrToJson(Attribute attr) {
-  if (auto dict = dyn_cast<DictionaryAttr>(attr)) {
-    llvm::json::Object obj;
-    for (NamedAttribute entry : dict) {
-      std::optional<llvm::json::Value> v = attrToJson(entry.getValue());
-      if (!v)
-        return std::nullopt;
-      obj[entry.getName().getValue()] = std::move(*v);
-    }
-    return llvm::json::Value(std::move(obj));
-  }
-  if (auto array = dyn_cast<ArrayAttr>(attr)) {
-    llvm::json::Array arr;
-    for (Attribute a : array) {
-      std::optional<llvm::json::Value> v = attrToJson(a);
-      if (!v)
-        return std::nullopt;
-      arr.push_back(std::move(*v));
-    }
-    return llvm::json::Value(std::move(arr));
-  }
-  if (auto s = dyn_cast<StringAttr>(attr))
-    return llvm::json::Value(s.getValue().str());
-  if (auto b = dyn_cast<BoolAttr>(attr))
-    return llvm::json::Value(b.getValue());
-  if (auto i = dyn_cast<IntegerAttr>(attr))
-    return llvm::json::Value(i.getValue().getSExtValue());
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return llvm::json::Value(f.getValueAsDouble());
-  return std::nullopt;
-}
-
-Attribute mlir::dist::jsonToAttr(MLIRContext *ctx,
-                                 const llvm::json::Value &value) {
-  Builder b(ctx);
-  switch (value.kind()) {
-  case llvm::json::Value::Object: {
-    SmallVector<NamedAttribute> entries;
-    for (const auto &[key, v] : *value.getAsObject()) {
-      Attribute a = jsonToAttr(ctx, v);
-      if (!a)
-        return {};
-      entries.push_back(b.getNamedAttr(key.str(), a));
-    }
-    return b.getDictionaryAttr(entries);
-  }
-  case llvm::json::Value::Array: {
-    SmallVector<Attribute> items;
-    for (const llvm::json::Value &v : *value.getAsArray()) {
-      Attribute a = jsonToAttr(ctx, v);
-      if (!a)
-        return {};
-      items.push_back(a);
-    }
-    return b.getArrayAttr(items);
-  }
-  case llvm::json::Value::String:
-    return b.getStringAttr(*value.getAsString());
-  case llvm::json::Value::Boolean:
-    return b.getBoolAttr(*value.getAsBoolean());
-  case llvm::json::Value::Number:
-    if (std::optional<int64_t> i = value.getAsInteger())
-      return b.getI64IntegerAttr(*i);
-    return b.getF64FloatAttr(*value.getAsNumber());
-  case llvm::json::Value::Null:
-    return b.getUnitAttr();
-  }
-  return {};
-}
-
-//===----------------------------------------------------------------------===//
-// ClusterAttr
-//===----------------------------------------------------------------------===//
-
-static std::optional<ClusterSpec> clusterFromDict(DictionaryAttr spec,
-                                                  std::string &error) {
-  std::optional<llvm::json::Value> json = attrToJson(spec);
-  if (!json) {
-    error = "cluster holds a value that is not a dictionary, array, string, "
-            "boolean or number";
-    return std::nullopt;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << *json;
-  return clusterFromJson(text, error);
-}
-
-LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  DictionaryAttr spec) {
-  std::string error;
-  if (!clusterFromDict(spec, error))
-    return emitError() << "invalid cluster: " << error;
-  return success();
-}
-
-std::optional<ClusterSpec> ClusterAttr::getCluster() const {
-  std::string error;
-  return clusterFromDict(getSpec(), error);
-}
-
-ClusterAttr ClusterAttr::get(MLIRContext *ctx, const ClusterSpec &cluster) {
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse(clusterToJson(cluster));
-  if (!json) {
-    llvm::consumeError(json.takeError());
-    return {};
-  }
-  return get(ctx, cast<DictionaryAttr>(jsonToAttr(ctx, *json)));
 }

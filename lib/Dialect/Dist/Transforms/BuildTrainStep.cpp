@@ -15,6 +15,8 @@
 #include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
+#include "dist/Dialect/Dist/Transforms/Batch.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -26,6 +28,8 @@
 #include "llvm/Support/GlobPattern.h"
 
 #include <cmath>
+
+#define DEBUG_TYPE "dist-build-train-step"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_BUILDTRAINSTEPPASS
@@ -58,6 +62,8 @@ struct BuildTrainStepPass
   using Base::Base;
 
   void runOnOperation() override;
+  /// Adds the training step built from the forward function `entry`.
+  LogicalResult buildStep(ModuleOp module, func::FuncOp entry);
 
   /// The loss value (a scalar of the output's float type) built from the
   /// forward result `y`; adds the `label` argument when one is needed.
@@ -87,7 +93,7 @@ struct BuildTrainStepPass
   double effectiveWeightDecay() const {
     if (weightDecay >= 0)
       return weightDecay;
-    return optimizer == "adamw" ? 0.01 : 0.0;
+    return optimizer == OptimizerKind::AdamW ? 0.01 : 0.0;
   }
 };
 
@@ -105,7 +111,7 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
     (void)step.insertArgument(idx, t, namedValue(ctx, "label"), step.getLoc());
     return step.getArgument(idx);
   };
-  if (loss == "model") {
+  if (loss == LossKind::Model) {
     if (yt.getNumElements() != 1 || !yt.hasStaticShape())
       return step.emitError("--loss=model needs a scalar output, but the "
                             "output has type ")
@@ -117,7 +123,7 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
     std::iota(axes.begin(), axes.end(), 0);
     return axes;
   };
-  if (loss == "mse") {
+  if (loss == LossKind::MSE) {
     Value label = addLabel(yt);
     Value d = g.sub(y, label);
     Value sq = g.mul(d, d);
@@ -125,7 +131,7 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
       return sq;
     return g.reduceMean(sq, all(sq), false);
   }
-  if (loss == "bce") {
+  if (loss == LossKind::BCE) {
     // torch.nn.BCELoss: -(t log p + (1 - t) log(1 - p)), logs clamped at
     // -100, mean over all elements. A saturated sigmoid gives p = 0 or
     // 1 - p = 0: there log takes the -100 through `where`, and the log of
@@ -148,7 +154,7 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
       return l;
     return g.reduceMean(l, all(l), false);
   }
-  if (loss == "cross_entropy") {
+  if (loss == LossKind::CrossEntropy) {
     int64_t r = yt.getRank();
     if (r < 2)
       return step.emitError("--loss=cross_entropy needs logits of shape "
@@ -185,7 +191,7 @@ FailureOr<Value> BuildTrainStepPass::buildLoss(func::FuncOp step,
     count = g.one<MaxOp>({count, g.scalarLike(count, 1)});
     return g.div(ce->getResult(0), count);
   }
-  return step.emitError("unknown loss '") << loss << "'";
+  llvm_unreachable("every loss is handled above");
 }
 
 LogicalResult BuildTrainStepPass::expandBatchNorms(func::FuncOp step) {
@@ -344,6 +350,7 @@ ParamOp BuildTrainStepPass::addState(ModuleOp module, ParamOp param,
   for (int i = 1; module.lookupSymbol(name); ++i)
     name = (param.getSymName() + "." + suffix + "." + Twine(i)).str();
   OpBuilder b(module.getBody(), module.getBody()->end());
+  ++numStateParams;
   auto state =
       ParamOp::create(b, param.getLoc(), b.getStringAttr(name),
                       param.getTypeAttr(), UnitAttr(), b.getUnitAttr());
@@ -367,13 +374,13 @@ void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g, ParamOp param,
     SetParamOp::create(b, loc, s.getSymName(), v);
   };
   Value d = grad;
-  if (optimizer != "adamw" && wd != 0)
+  if (optimizer != OptimizerKind::AdamW && wd != 0)
     d = g.add(d, g.mulC(p, wd));
-  if (optimizer == "sgd") {
+  if (optimizer == OptimizerKind::SGD) {
     write(param, g.sub(p, g.mul(lr, d)));
     return;
   }
-  if (optimizer == "momentum") {
+  if (optimizer == OptimizerKind::Momentum) {
     ParamOp bufP = addState(module, param, "momentum_buffer");
     Value buf = g.add(g.mulC(read(bufP), momentum), d);
     write(bufP, buf);
@@ -382,7 +389,7 @@ void BuildTrainStepPass::update(ModuleOp module, GraphBuilder &g, ParamOp param,
   }
   // Adam / AdamW (torch.optim single-tensor form).
   Value pw = p;
-  if (optimizer == "adamw" && wd != 0)
+  if (optimizer == OptimizerKind::AdamW && wd != 0)
     pw = g.mul(p, g.sub(g.scalarLike(p, 1), g.mulC(lr, wd)));
   ParamOp mP = addState(module, param, "exp_avg");
   ParamOp vP = addState(module, param, "exp_avg_sq");
@@ -440,12 +447,36 @@ void BuildTrainStepPass::runOnOperation() {
     return signalPassFailure();
   }
 
+  // The mesh the module is compiled for (dist.mesh): with dp > 1 and a
+  // static batch B, the step is built from the forward function at one
+  // rank's batch B / dp (shapes the backward pass derives from the batch
+  // follow), and the forward function (inference) keeps B.
+  int64_t dp = 1;
+  if (MeshAttr mesh = getRequestedMesh(module))
+    dp = mesh.getSize("dp");
+  int64_t batch = dp > 1 ? getStaticBatch(entry) : 0;
+  if (batch == 0) {
+    if (failed(buildStep(module, entry)))
+      return signalPassFailure();
+    return;
+  }
+  OwningOpRef<func::FuncOp> saved(entry.clone());
+  if (failed(rebatchFunction(entry, batch, dp)) ||
+      failed(buildStep(module, entry)))
+    return signalPassFailure();
+  entry.getBody().takeBody(saved->getBody());
+  entry.setFunctionType(saved->getFunctionType());
+}
+
+LogicalResult BuildTrainStepPass::buildStep(ModuleOp module,
+                                            func::FuncOp entry) {
+  MLIRContext *ctx = &getContext();
   // Which output the loss reads.
   unsigned outIdx = 0;
   unsigned numResults = entry.getNumResults();
   if (numResults == 0) {
     entry.emitError("the model has no output to compute a loss from");
-    return signalPassFailure();
+    return failure();
   }
   if (!lossOutput.empty()) {
     bool found = false;
@@ -460,7 +491,7 @@ void BuildTrainStepPass::runOnOperation() {
         names += (i ? ", " : "") + valueName(entry, i, true).str();
       entry.emitError("no output named '")
           << lossOutput << "' (outputs: " << names << ")";
-      return signalPassFailure();
+      return failure();
     }
   }
 
@@ -477,10 +508,10 @@ void BuildTrainStepPass::runOnOperation() {
     entry.emitError("the loss output '")
         << valueName(entry, outIdx, true) << "' has type " << y.getType()
         << ", not a floating-point tensor";
-    return signalPassFailure();
+    return failure();
   }
   if (failed(expandBatchNorms(step)))
-    return signalPassFailure();
+    return failure();
   y = ret->getOperand(outIdx);
 
   // Ops after `lastForward` are the loss and the backward pass, ops after
@@ -491,12 +522,12 @@ void BuildTrainStepPass::runOnOperation() {
   GraphBuilder g(b, step);
   auto lossVal = buildLoss(step, g, y);
   if (failed(lossVal) || g.hadError)
-    return signalPassFailure();
+    return failure();
   Value lossV = *lossVal;
 
   llvm::DenseMap<Value, Value> grads;
   if (failed(differentiate(step, lossV, grads)))
-    return signalPassFailure();
+    return failure();
 
   // Learning rate and step number: trailing f32 scalars.
   auto f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
@@ -529,7 +560,7 @@ void BuildTrainStepPass::runOnOperation() {
   }
   if (paramGrads.empty()) {
     step.emitError("no parameter receives a gradient from the loss");
-    return signalPassFailure();
+    return failure();
   }
 
   b.setInsertionPoint(ret);
@@ -576,8 +607,9 @@ void BuildTrainStepPass::runOnOperation() {
     update(module, g, p, paramValue[p], gr, asElem(g, lrArg, et),
            asElem(g, tArg, et));
   }
+  numTrainable += paramGrads.size();
   if (g.hadError)
-    return signalPassFailure();
+    return failure();
   {
     bool backward = true;
     Operation *first = lastForward ? lastForward->getNextNode() : &body.front();
@@ -623,29 +655,33 @@ void BuildTrainStepPass::runOnOperation() {
     unused.set(i);
   }
   if (failed(step.eraseArguments(unused)))
-    return signalPassFailure();
+    return failure();
 
-  std::string sched = lrSchedule;
   step->setAttr(
       "dist.train",
       DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, "optimizer"),
-                               StringAttr::get(ctx, optimizer)),
-                NamedAttribute(StringAttr::get(ctx, "loss"),
-                               StringAttr::get(ctx, loss)),
-                NamedAttribute(StringAttr::get(ctx, "lr"),
-                               FloatAttr::get(Float64Type::get(ctx), lr)),
-                NamedAttribute(StringAttr::get(ctx, "lr_schedule"),
-                               StringAttr::get(ctx, sched)),
-                NamedAttribute(
-                    StringAttr::get(ctx, "warmup_steps"),
-                    IntegerAttr::get(IntegerType::get(ctx, 64), warmupSteps)),
-                NamedAttribute(
-                    StringAttr::get(ctx, "label_classes"),
-                    IntegerAttr::get(IntegerType::get(ctx, 64), labelClasses)),
-                NamedAttribute(StringAttr::get(ctx, "ignore_index"),
-                               IntegerAttr::get(IntegerType::get(ctx, 64),
-                                                ignoreIndex))}));
+          ctx,
+          {NamedAttribute(
+               StringAttr::get(ctx, "optimizer"),
+               StringAttr::get(ctx, stringifyEnumOption(optimizer.getValue()))),
+           NamedAttribute(
+               StringAttr::get(ctx, "loss"),
+               StringAttr::get(ctx, stringifyEnumOption(loss.getValue()))),
+           NamedAttribute(StringAttr::get(ctx, "lr"),
+                          FloatAttr::get(Float64Type::get(ctx), lr)),
+           NamedAttribute(StringAttr::get(ctx, "lr_schedule"),
+                          StringAttr::get(
+                              ctx, stringifyEnumOption(lrSchedule.getValue()))),
+           NamedAttribute(
+               StringAttr::get(ctx, "warmup_steps"),
+               IntegerAttr::get(IntegerType::get(ctx, 64), warmupSteps)),
+           NamedAttribute(
+               StringAttr::get(ctx, "label_classes"),
+               IntegerAttr::get(IntegerType::get(ctx, 64), labelClasses)),
+           NamedAttribute(
+               StringAttr::get(ctx, "ignore_index"),
+               IntegerAttr::get(IntegerType::get(ctx, 64), ignoreIndex))}));
+  return success();
 }
 
 } // namespace
@@ -656,19 +692,6 @@ std::string dist::checkTrainStepOptions(const BuildTrainStepPassOptions &o,
     option = name.str();
     return why.str();
   };
-  if (!llvm::is_contained({"mse", "cross_entropy", "bce", "model"},
-                          StringRef(o.loss)))
-    return bad("loss", "unknown loss '" + o.loss +
-                           "' (expected mse, cross_entropy, bce or model)");
-  if (!llvm::is_contained({"sgd", "momentum", "adam", "adamw"},
-                          StringRef(o.optimizer)))
-    return bad("optimizer", "unknown optimizer '" + o.optimizer +
-                                "' (expected sgd, momentum, adam or adamw)");
-  if (!llvm::is_contained({"constant", "cosine", "warmup-linear"},
-                          StringRef(o.lrSchedule)))
-    return bad("lr-schedule",
-               "unknown schedule '" + o.lrSchedule +
-                   "' (expected constant, cosine or warmup-linear)");
   if (!(o.lr > 0) || !std::isfinite(o.lr))
     return bad("lr", "must be a positive number");
   if (!(o.momentum >= 0 && o.momentum < 1))

@@ -49,10 +49,15 @@ def Dist_Dialect : Dialect {
     static constexpr llvm::StringLiteral getClusterAttrName() {
       return llvm::StringLiteral("dist.cluster");
     }
-    /// Name of the module attribute holding the chosen plan (a dictionary
-    /// with plan.json's content).
+    /// Name of the module attribute holding the chosen plan
+    /// (`#dist.plan`).
     static constexpr llvm::StringLiteral getPlanAttrName() {
       return llvm::StringLiteral("dist.plan");
+    }
+    /// Name of the module attribute holding the mesh the module is to be
+    /// compiled for (`#dist.mesh`), until dist-partition declares it.
+    static constexpr llvm::StringLiteral getMeshAttrName() {
+      return llvm::StringLiteral("dist.mesh");
     }
 
     /// Phase tags: a training step's loss, backward and optimizer ops carry

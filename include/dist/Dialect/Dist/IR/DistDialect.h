@@ -1,5 +1,4 @@
-//===- DistDialect.h - dist dialect declarations -------------------*- C++
-//-*-===//
+//===- DistDialect.h - dist dialect declarations ---------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Declares the dist dialect, its attributes, interfaces and ops. Include this
@@ -19,11 +18,29 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/Support/JSON.h"
+#include "llvm/ADT/APFloat.h"
 
-#include "dist/Analysis/Cluster.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
+
+namespace mlir {
+class AsmParser;
+class AsmPrinter;
+} // namespace mlir
 
 namespace mlir::dist {
+/// Parses a 64-bit float attribute parameter (`#dist.plan`'s times and
+/// rates).
+FailureOr<llvm::APFloat> parseF64(AsmParser &parser);
+/// Prints one in the shortest decimal form that reads back the same.
+void printF64(AsmPrinter &printer, const llvm::APFloat &value);
+
+/// Parses an attribute parameter printed in full (`#dist.link<...>`).
+template <typename T>
+FailureOr<T> parseNestedAttr(AsmParser &parser);
+/// Parses a list of them, `[...]`.
+template <typename T>
+FailureOr<llvm::SmallVector<T>> parseNestedAttrArray(AsmParser &parser);
+
 namespace detail {
 /// Default cost: one operation per result element.
 FailureOr<int64_t> defaultFlopCount(Operation *op);
@@ -46,12 +63,6 @@ buildDefaultGradient(Operation *op, OpBuilder &builder, ValueRange resultGrads);
 /// element types, and shapes that agree wherever both are known.
 bool areCompatibleInferredTypes(TypeRange l, TypeRange r);
 
-/// Converts between attributes and JSON: dictionaries are objects, arrays
-/// are arrays, strings, booleans, integers and floats map to themselves.
-/// Returns null / nullopt for anything else.
-std::optional<llvm::json::Value> attrToJson(Attribute attr);
-Attribute jsonToAttr(MLIRContext *ctx, const llvm::json::Value &value);
-
 /// Attaches GradientOpInterface to the `shard` collectives tensor
 /// parallelism puts in a forward graph (all_reduce with sum, all_gather,
 /// all_slice), so the training step builder differentiates through them.
@@ -63,6 +74,32 @@ void registerShardGradients(DialectRegistry &registry);
 
 #define GET_ATTRDEF_CLASSES
 #include "dist/Dialect/Dist/IR/DistAttrs.h.inc"
+
+#include "mlir/IR/OpImplementation.h"
+
+template <typename T>
+mlir::FailureOr<T> mlir::dist::parseNestedAttr(AsmParser &parser) {
+  T attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  return attr;
+}
+
+template <typename T>
+mlir::FailureOr<llvm::SmallVector<T>>
+mlir::dist::parseNestedAttrArray(AsmParser &parser) {
+  llvm::SmallVector<T> items;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&]() -> ParseResult {
+                                       T item;
+                                       if (parser.parseAttribute(item))
+                                         return failure();
+                                       items.push_back(item);
+                                       return success();
+                                     }))
+    return failure();
+  return items;
+}
 
 #define GET_TYPEDEF_CLASSES
 #include "dist/Dialect/Dist/IR/DistTypes.h.inc"

@@ -1,10 +1,13 @@
-//===- Mesh.h - the device mesh of a partitioned module ---------*- C++ -*-===//
+//===- Mesh.h - the device mesh of a module ---------------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// How a module records the device mesh it was partitioned for: an upstream
-// `shard.grid @mesh(shape = ...)` with the axis names in its `dist.mesh_axes`
-// attribute (e.g. ["dp", "tp"]). dist-partition writes it, codegen reads it
-// into the model descriptor, and `--mesh` is parsed here.
+// The device mesh in its three forms: the text users write (`--mesh
+// dp=2,tp=2`, parsed here once), the typed module attribute
+// `dist.mesh = #dist.mesh<dp = 2, tp = 2>` that says what a module is to be
+// compiled for (the train and partition phases read it), and the upstream
+// `shard.grid @mesh(shape = ...)` with the axis names in its
+// `dist.mesh_axes` attribute (e.g. ["dp", "tp"]) that a partitioned module
+// declares and its collectives and codegen refer to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,10 +34,6 @@ inline constexpr llvm::StringLiteral kMeshAxesAttr = "dist.mesh_axes";
 /// rank at coordinate r along the axis holds chunk r of each of the b blocks
 /// (b = 3 for a fused query/key/value projection, else 1).
 inline constexpr llvm::StringLiteral kParamShardAttr = "dist.shard";
-/// Module attribute: the forward graph was split for tensor parallelism.
-inline constexpr llvm::StringLiteral kTensorParallelAttr =
-    "dist.tensor_parallel";
-
 /// Attribute of the inference function that runs on a dp rank's rows of
 /// the batch (i64 dp): every input and output is batched along dimension 0;
 /// a static batch B appears as B / dp in the function's types.
@@ -51,19 +50,35 @@ struct MeshSpec {
   std::vector<int64_t> shape;
   /// The size of axis `name`, 1 when the mesh has no such axis.
   int64_t sizeOf(llvm::StringRef name) const;
+  /// "dp=2,tp=2", as `--mesh` takes it.
+  std::string str() const;
 };
+
+class MeshAttr;
 
 /// The axis names the compiler knows: dp (data parallel) and tp (tensor
 /// parallel).
 bool isKnownMeshAxis(llvm::StringRef name);
+
+/// Most ranks a mesh may have.
+inline constexpr int64_t kMaxMeshRanks = int64_t(1) << 20;
+
+/// What is wrong with axis `name` of size `size` following the axes
+/// `before` (`total`: the ranks of those, updated), or "".
+std::string checkMeshAxis(llvm::ArrayRef<std::string> before,
+                          llvm::StringRef name, int64_t size, int64_t &total);
 
 /// Parses "dp=2,tp=2" (axis=size, comma-separated; known axis names, each
 /// at most once; sizes from 1 to 2^20, at most 2^20 ranks in all). Returns
 /// "" on success, else what is wrong (one line).
 std::string parseMesh(llvm::StringRef text, MeshSpec &out);
 
-/// The mesh `module` was partitioned for, or std::nullopt when it has none.
+/// The mesh `module` was partitioned for (its `shard.grid @mesh`), or
+/// std::nullopt when it has none.
 std::optional<MeshSpec> getModuleMesh(ModuleOp module);
+
+/// The mesh `module` is to be compiled for (`dist.mesh`), or null.
+MeshAttr getRequestedMesh(ModuleOp module);
 
 } // namespace mlir::dist
 

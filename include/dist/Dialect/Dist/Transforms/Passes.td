@@ -48,6 +48,9 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
       following torch.optim's SGD, SGD with momentum, Adam and AdamW;
     - takes the learning rate and the 1-based step number as two trailing
       f32 scalar arguments and returns the loss as an f32 scalar.
+    With a mesh on the module (`dist.mesh`) whose dp axis is larger than 1
+    and a forward function with a static batch B, the step is built at one
+    rank's batch B / dp (the forward function keeps B for inference).
     Parameters that receive a gradient are marked `trainable`; those named by
     `freeze` (PyTorch's buffers, layers a user fine-tunes around) are
     constants to the gradient and stay frozen. The original
@@ -57,17 +60,20 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::func::FuncDialect"];
   let options = [
-    Option<"loss", "loss", "std::string", "\"cross_entropy\"",
-           "loss: mse, cross_entropy, bce or model">,
+    Option<"loss", "loss", "::mlir::dist::LossKind",
+           "::mlir::dist::LossKind::CrossEntropy",
+           "loss on the output", "::mlir::dist::enumOptionValues<::mlir::dist::LossKind>()">,
     Option<"lossOutput", "loss-output", "std::string", "\"\"",
            "name of the output the loss applies to (default: the first)">,
     Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
            "class index cross_entropy ignores">,
-    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "optimizer: sgd, momentum, adam or adamw">,
+    Option<"optimizer", "optimizer", "::mlir::dist::OptimizerKind",
+           "::mlir::dist::OptimizerKind::SGD", "the optimizer (torch.optim)",
+           "::mlir::dist::enumOptionValues<::mlir::dist::OptimizerKind>()">,
     Option<"lr", "lr", "double", "1e-3", "base learning rate (recorded for the runtime)">,
-    Option<"lrSchedule", "lr-schedule", "std::string", "\"constant\"",
-           "learning-rate schedule: constant, cosine or warmup-linear">,
+    Option<"lrSchedule", "lr-schedule", "::mlir::dist::LRScheduleKind",
+           "::mlir::dist::LRScheduleKind::Constant", "learning-rate schedule",
+           "::mlir::dist::enumOptionValues<::mlir::dist::LRScheduleKind>()">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
            "warm-up steps of the warmup-linear schedule">,
     Option<"momentum", "momentum", "double", "0.9", "momentum of the momentum optimizer">,
@@ -81,6 +87,11 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
     ListOption<"freeze", "freeze", "std::string",
                "initializers (names or glob patterns) kept as they are: no "
                "gradient, no update">,
+  ];
+  let statistics = [
+    Statistic<"numTrainable", "num-trainable", "Number of parameters trained">,
+    Statistic<"numStateParams", "num-state",
+              "Number of optimizer-state parameters declared">,
   ];
 }
 

@@ -1,0 +1,47 @@
+//===- ConvKernel.h - how 2-D f32 convolutions run -------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The choice between the runtime's direct convolution and im2col plus a
+// product, shared by code generation (dist-lower-to-linalg's `conv`
+// option), the planner (which prices convolutions as codegen runs them) and
+// dist-opt's `--conv` flag. Header-only: the plan phase reads it without
+// linking code generation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_CODEGEN_CONVKERNEL_H
+#define DIST_CODEGEN_CONVKERNEL_H
+
+#include "dist/Support/EnumOption.h"
+
+namespace mlir::dist {
+
+/// How 2-D f32 convolutions of one group run.
+enum class ConvKernel {
+  /// Direct when the host has AVX-512, else im2col.
+  Auto,
+  /// The runtime's direct convolution (AVX-512 register tiles).
+  Direct,
+  /// im2col columns and a matrix product.
+  Im2col,
+};
+
+template <>
+struct EnumOptionTraits<ConvKernel> {
+  static llvm::ArrayRef<EnumOptionValue<ConvKernel>> values() {
+    static const EnumOptionValue<ConvKernel> table[] = {
+        {ConvKernel::Auto, "auto", "direct when this CPU has AVX-512"},
+        {ConvKernel::Direct, "direct", "the runtime's direct convolution"},
+        {ConvKernel::Im2col, "im2col", "im2col columns and a matrix product"}};
+    return table;
+  }
+  static constexpr const char *noun = "conv kernel";
+  static constexpr const char *passPrefix = "";
+  static constexpr bool nounNamesFlag = true;
+};
+
+} // namespace mlir::dist
+
+DIST_ENUM_OPTION_PARSER(mlir::dist::ConvKernel)
+
+#endif // DIST_CODEGEN_CONVKERNEL_H

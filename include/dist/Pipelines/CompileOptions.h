@@ -1,0 +1,151 @@
+//===- CompileOptions.h - what one compile of a model asks for -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Every choice of a compile, typed: the input and how it is imported, the
+// target, training, planning, distribution and output. dist-opt's flags
+// fill it (CommandLine.h), and each phase's pipeline builder
+// (Pipelines.h) reads the fields it needs. Closed sets are enums with one
+// table of names each (dist/Support/EnumOption.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_PIPELINES_COMPILEOPTIONS_H
+#define DIST_PIPELINES_COMPILEOPTIONS_H
+
+#include "dist/Analysis/Planner.h"
+#include "dist/Codegen/ConvKernel.h"
+#include "dist/Codegen/Passes.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+#include "dist/Support/EnumOption.h"
+#include "dist/Transforms/Passes.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::dist {
+
+/// The compile phases, in the order they run (Pipelines.cpp's table says
+/// what each does and which function builds it).
+enum class Phase {
+  Import,
+  GraphOpt,
+  Plan,
+  Train,
+  Partition,
+  HostCodegen,
+  Emit,
+};
+
+template <>
+struct EnumOptionTraits<Phase> {
+  static llvm::ArrayRef<EnumOptionValue<Phase>> values() {
+    static const EnumOptionValue<Phase> table[] = {
+        {Phase::Import, "import", "ONNX to the dist graph"},
+        {Phase::GraphOpt, "graph-opt", "the graph's shapes refined"},
+        {Phase::Plan, "plan", "the cluster and the planner's layout"},
+        {Phase::Train, "train", "the training step (autodiff, optimizer)"},
+        {Phase::Partition, "partition", "the program every rank runs"},
+        {Phase::HostCodegen, "host-codegen", "lowered to the LLVM dialect"},
+        {Phase::Emit, "emit", "object, executable, library, manifest"}};
+    return table;
+  }
+  static constexpr const char *noun = "phase";
+  static constexpr const char *passPrefix = "";
+  static constexpr bool nounNamesFlag = false;
+};
+
+/// dist-build-train-step's choices (with the same defaults).
+struct TrainOptions {
+  LossKind loss = LossKind::CrossEntropy;
+  std::string lossOutput;
+  int64_t ignoreIndex = -100;
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  double lr = 1e-3;
+  LRScheduleKind lrSchedule = LRScheduleKind::Constant;
+  int64_t warmupSteps = 0;
+  double momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  /// Negative: the optimizer's PyTorch default (0.01 for adamw, else 0).
+  double weightDecay = -1;
+  double clipGradNorm = 0;
+  std::vector<std::string> freeze;
+
+  /// The pass options these choices make.
+  BuildTrainStepPassOptions toPassOptions() const;
+};
+
+/// The planner's choices.
+struct PlanningOptions {
+  /// "local" (detect this machine) or a cluster file.
+  std::string cluster = "local";
+  /// The plan's layout is compiled (dist-opt --plan): searched, or read
+  /// from `planFile`.
+  bool applyLayout = false;
+  std::string planFile;
+  Objective objective = Objective::StepTime;
+  double minThroughput = 0;
+  PlanStrategy strategy = PlanStrategy::Exact;
+  /// Samples per step (0: the model's batch) and CPU threads per rank (0:
+  /// all cores).
+  int64_t globalBatch = 0, threads = 0;
+  bool psTables = false;
+};
+
+/// One compile of one model.
+struct CompileOptions {
+  //===--- Input ----------------------------------------------------------===//
+  std::string inputFile;
+  /// --input-shape / --input-value, parsed.
+  llvm::StringMap<std::vector<int64_t>> inputShapes;
+  llvm::StringMap<std::string> inputValues;
+  int64_t maxInlineElements = 4096;
+
+  //===--- Output ---------------------------------------------------------===//
+  /// Where the output goes: a directory for artifacts (`outDir` set), or a
+  /// file ("-": stdout) for the IR printed after `compileTo`.
+  std::string outDir;
+  std::string outputFile = "-";
+  /// The artifacts' name and C API prefix (a C identifier).
+  std::string name;
+  /// The last phase to run; the IR after it is the output unless it is
+  /// emit.
+  Phase compileTo = Phase::Emit;
+  /// What the emit phase writes.
+  ArtifactKind artifact = ArtifactKind::Exe;
+  /// The parameter file when printing IR (default: next to the output).
+  std::string paramsFile;
+  /// Print a summary of the imported model to stderr.
+  bool summary = false;
+  /// `--emit=plan`: stop after the plan without writing the IR.
+  bool planOnly = false;
+
+  //===--- Target ---------------------------------------------------------===//
+  ConvKernel conv = ConvKernel::Auto;
+  std::string runtimeLib, runtimeInclude;
+
+  //===--- Training -------------------------------------------------------===//
+  std::optional<TrainOptions> train;
+
+  //===--- Planning -------------------------------------------------------===//
+  /// Set when any planning flag was given.
+  std::optional<PlanningOptions> planning;
+
+  //===--- Distribution ---------------------------------------------------===//
+  /// --mesh, parsed once.
+  std::optional<MeshSpec> mesh;
+  int64_t gradBucketBytes = 4 << 20;
+  /// ZeRO stage (0 or 1).
+  int64_t zero = 0;
+
+  /// Whether the compile writes artifacts into a directory.
+  bool toDirectory() const { return !outDir.empty(); }
+};
+
+} // namespace mlir::dist
+
+DIST_ENUM_OPTION_PARSER(mlir::dist::Phase)
+
+#endif // DIST_PIPELINES_COMPILEOPTIONS_H

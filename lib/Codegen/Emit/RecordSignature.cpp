@@ -1,0 +1,417 @@
+//===- RecordSignature.cpp - the model's interface ------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reads the interface of a dist module (parameters, inputs, outputs, the
+// training step, the mesh) before it is lowered, and records it on the
+// module as `dist.signature` (dist-record-signature), from which
+// dist-emit-artifacts writes the descriptor, header and manifest after
+// lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Emit.h"
+#include "dist/Codegen/Passes.h"
+#include "dist/Codegen/RuntimeABI.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
+#include "dist_rt/model.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#define DEBUG_TYPE "dist-record-signature"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_RECORDSIGNATUREPASS
+#include "dist/Codegen/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+
+static std::optional<unsigned> onnxDType(Type t) {
+  if (t.isF32())
+    return 1;
+  if (t.isF64())
+    return 11;
+  if (t.isF16())
+    return 10;
+  if (t.isBF16())
+    return 16;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 1:
+      return 9;
+    case 8:
+      return u ? 2 : 3;
+    case 16:
+      return u ? 4 : 5;
+    case 32:
+      return u ? 12 : 6;
+    case 64:
+      return u ? 13 : 7;
+    }
+  }
+  return std::nullopt;
+}
+
+FailureOr<std::string> dist::getEntryName(ModuleOp module) {
+  func::FuncOp entry;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f.isExternal() || !f.isPublic() || f->hasAttr("dist.train_step"))
+      continue;
+    if (entry) {
+      module.emitError("the module has more than one public function");
+      return failure();
+    }
+    entry = f;
+  }
+  if (!entry) {
+    module.emitError("the module has no public function to compile");
+    return failure();
+  }
+  return entry.getSymName().str();
+}
+
+std::string dist::getTrainStepName(ModuleOp module) {
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal() && f->hasAttr("dist.train_step"))
+      return f.getSymName().str();
+  return "";
+}
+
+FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
+  ModelSignature sig;
+  if (std::optional<MeshSpec> mesh = getModuleMesh(module)) {
+    sig.meshAxes = mesh->axes;
+    sig.meshShape = mesh->shape;
+  }
+  auto entryName = getEntryName(module);
+  if (failed(entryName))
+    return failure();
+  auto entry = module.lookupSymbol<func::FuncOp>(*entryName);
+  auto describe = [&](Location loc, StringRef name,
+                      Type type) -> FailureOr<TensorSignature> {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t) {
+      emitError(loc) << "'" << name << "' has type " << type
+                     << ", which is not supported by codegen";
+      return failure();
+    }
+    auto code = onnxDType(t.getElementType());
+    if (!code) {
+      emitError(loc) << "'" << name << "' has element type "
+                     << t.getElementType()
+                     << ", which is not supported by codegen";
+      return failure();
+    }
+    TensorSignature s;
+    s.name = name.str();
+    s.dtype = *code;
+    for (int64_t d : t.getShape())
+      s.dims.push_back(ShapedType::isDynamic(d) ? -1 : d);
+    return s;
+  };
+  for (auto p : module.getOps<dist::ParamOp>()) {
+    auto s = describe(p.getLoc(), p.getSymName(), p.getType());
+    if (failed(s))
+      return failure();
+    if (auto shard = p->getAttrOfType<DictionaryAttr>(kParamShardAttr)) {
+      auto axis = shard.getAs<IntegerAttr>("axis");
+      auto dim = shard.getAs<IntegerAttr>("dim");
+      auto blocks = shard.getAs<IntegerAttr>("blocks");
+      if (!axis || !dim || !blocks || dim.getInt() < 0 ||
+          dim.getInt() >= static_cast<int64_t>(s->dims.size()) ||
+          blocks.getInt() < 1 || axis.getInt() < 0)
+        return p.emitError("malformed ") << kParamShardAttr << " " << shard;
+      s->shardAxis = axis.getInt();
+      s->shardDim = dim.getInt();
+      s->shardBlocks = blocks.getInt();
+    }
+    sig.params.push_back(*s);
+  }
+  auto nameOf = [](DictionaryAttr attrs, StringRef prefix, unsigned i) {
+    if (attrs)
+      if (auto n = attrs.getAs<StringAttr>(DistDialect::getValueNameAttrName()))
+        return n.str();
+    return (prefix + Twine(i)).str();
+  };
+  // Inputs (all but `dropTrailing` trailing arguments) and outputs of `f`.
+  auto describeFunc = [&](func::FuncOp f, unsigned dropTrailing,
+                          std::vector<TensorSignature> &ins,
+                          std::vector<TensorSignature> &outs) {
+    auto type = f.getFunctionType();
+    for (unsigned i = 0; i + dropTrailing < type.getNumInputs(); ++i) {
+      auto s = describe(f.getLoc(), nameOf(f.getArgAttrDict(i), "input", i),
+                        type.getInput(i));
+      if (failed(s))
+        return failure();
+      if (auto names = f.getArgAttrOfType<ArrayAttr>(
+              i, DistDialect::getDimNamesAttrName());
+          names && names.size() == s->dims.size())
+        for (Attribute n : names)
+          s->dimNames.push_back(isa<StringAttr>(n) ? cast<StringAttr>(n).str()
+                                                   : "");
+      ins.push_back(*s);
+    }
+    for (unsigned i = 0; i < type.getNumResults(); ++i) {
+      auto s = describe(f.getLoc(), nameOf(f.getResultAttrDict(i), "output", i),
+                        type.getResult(i));
+      if (failed(s))
+        return failure();
+      outs.push_back(*s);
+    }
+    return success();
+  };
+  if (failed(describeFunc(entry, 0, sig.inputs, sig.outputs)))
+    return failure();
+  if (auto split = entry->getAttrOfType<IntegerAttr>(kInferBatchSplitAttr)) {
+    // The function runs on a dp rank's rows; callers pass the whole batch.
+    sig.inferBatchSplit = split.getInt();
+    for (auto *group : {&sig.inputs, &sig.outputs})
+      for (TensorSignature &t : *group) {
+        if (t.dims.empty())
+          return entry.emitError("an inference function split over dp has "
+                                 "a scalar input or output '")
+                 << t.name << "'";
+        if (t.dims[0] >= 0)
+          t.dims[0] *= sig.inferBatchSplit;
+      }
+  } else if (auto whole =
+                 entry->getAttrOfType<StringAttr>(kInferBatchWholeAttr)) {
+    sig.batchWhole = whole.str();
+  }
+  std::string trainName = getTrainStepName(module);
+  if (trainName.empty())
+    return sig;
+  auto step = module.lookupSymbol<func::FuncOp>(trainName);
+  TrainSignature train;
+  // The step's trailing arguments are the learning rate and step number.
+  if (step.getNumArguments() < 2 || step.getNumResults() < 1) {
+    step.emitError("a training step takes lr and step scalars and returns "
+                   "the loss");
+    return failure();
+  }
+  if (failed(describeFunc(step, 2, train.inputs, train.outputs)))
+    return failure();
+  for (auto p : module.getOps<dist::ParamOp>())
+    train.paramRoles.push_back(p.getState()       ? DIST_RT_PARAM_STATE
+                               : p.getTrainable() ? DIST_RT_PARAM_TRAINED
+                                                  : DIST_RT_PARAM_FROZEN);
+  auto cfg = step->getAttrOfType<DictionaryAttr>("dist.train");
+  if (cfg) {
+    if (auto a = cfg.getAs<StringAttr>("optimizer"))
+      train.optimizer = a.str();
+    if (auto a = cfg.getAs<StringAttr>("loss"))
+      train.loss = a.str();
+    if (auto a = cfg.getAs<FloatAttr>("lr"))
+      train.lr = a.getValueAsDouble();
+    if (auto a = cfg.getAs<StringAttr>("lr_schedule"))
+      train.lrSchedule = a.getValue() == "cosine" ? DIST_RT_LR_COSINE
+                         : a.getValue() == "warmup-linear"
+                             ? DIST_RT_LR_WARMUP_LINEAR
+                             : DIST_RT_LR_CONSTANT;
+    if (auto a = cfg.getAs<IntegerAttr>("warmup_steps"))
+      train.warmupSteps = a.getInt();
+    if (auto a = cfg.getAs<IntegerAttr>("label_classes"))
+      train.labelClasses = a.getInt();
+    if (auto a = cfg.getAs<IntegerAttr>("ignore_index"))
+      train.ignoreIndex = a.getInt();
+  }
+  sig.train = std::move(train);
+  return sig;
+}
+
+//===----------------------------------------------------------------------===//
+// dist.signature
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// {name, dtype, dims[, dim_names][, shard = [axis, dim, blocks]]}
+DictionaryAttr tensorToAttr(Builder &b, const TensorSignature &t) {
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("name", b.getStringAttr(t.name)),
+      b.getNamedAttr("dtype", b.getI64IntegerAttr(t.dtype)),
+      b.getNamedAttr("dims", b.getDenseI64ArrayAttr(t.dims))};
+  if (!t.dimNames.empty()) {
+    SmallVector<StringRef> names(t.dimNames.begin(), t.dimNames.end());
+    entries.push_back(b.getNamedAttr("dim_names", b.getStrArrayAttr(names)));
+  }
+  if (t.shardAxis >= 0)
+    entries.push_back(b.getNamedAttr(
+        "shard",
+        b.getDenseI64ArrayAttr({t.shardAxis, t.shardDim, t.shardBlocks})));
+  return b.getDictionaryAttr(entries);
+}
+
+ArrayAttr tensorsToAttr(Builder &b, const std::vector<TensorSignature> &ts) {
+  SmallVector<Attribute> items;
+  for (const TensorSignature &t : ts)
+    items.push_back(tensorToAttr(b, t));
+  return b.getArrayAttr(items);
+}
+
+std::optional<TensorSignature> tensorFromAttr(Attribute attr) {
+  auto dict = dyn_cast<DictionaryAttr>(attr);
+  if (!dict)
+    return std::nullopt;
+  auto name = dict.getAs<StringAttr>("name");
+  auto dtype = dict.getAs<IntegerAttr>("dtype");
+  auto dims = dict.getAs<DenseI64ArrayAttr>("dims");
+  if (!name || !dtype || !dims)
+    return std::nullopt;
+  TensorSignature t;
+  t.name = name.str();
+  t.dtype = static_cast<unsigned>(dtype.getInt());
+  t.dims.assign(dims.asArrayRef().begin(), dims.asArrayRef().end());
+  if (auto names = dict.getAs<ArrayAttr>("dim_names"))
+    for (Attribute n : names) {
+      auto s = dyn_cast<StringAttr>(n);
+      if (!s)
+        return std::nullopt;
+      t.dimNames.push_back(s.str());
+    }
+  if (auto shard = dict.getAs<DenseI64ArrayAttr>("shard")) {
+    if (shard.size() != 3)
+      return std::nullopt;
+    t.shardAxis = shard[0];
+    t.shardDim = shard[1];
+    t.shardBlocks = shard[2];
+  }
+  return t;
+}
+
+bool tensorsFromAttr(Attribute attr, std::vector<TensorSignature> &out) {
+  auto array = dyn_cast_or_null<ArrayAttr>(attr);
+  if (!array)
+    return false;
+  for (Attribute a : array) {
+    std::optional<TensorSignature> t = tensorFromAttr(a);
+    if (!t)
+      return false;
+    out.push_back(std::move(*t));
+  }
+  return true;
+}
+} // namespace
+
+DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
+                                     const ModelSignature &sig) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("params", tensorsToAttr(b, sig.params)),
+      b.getNamedAttr("inputs", tensorsToAttr(b, sig.inputs)),
+      b.getNamedAttr("outputs", tensorsToAttr(b, sig.outputs))};
+  if (!sig.meshAxes.empty()) {
+    SmallVector<StringRef> axes(sig.meshAxes.begin(), sig.meshAxes.end());
+    entries.push_back(b.getNamedAttr("mesh_axes", b.getStrArrayAttr(axes)));
+    entries.push_back(
+        b.getNamedAttr("mesh_shape", b.getDenseI64ArrayAttr(sig.meshShape)));
+  }
+  if (sig.inferBatchSplit > 0)
+    entries.push_back(b.getNamedAttr("infer_batch_split",
+                                     b.getI64IntegerAttr(sig.inferBatchSplit)));
+  if (!sig.batchWhole.empty())
+    entries.push_back(
+        b.getNamedAttr("batch_whole", b.getStringAttr(sig.batchWhole)));
+  if (sig.train) {
+    const TrainSignature &t = *sig.train;
+    SmallVector<int64_t> roles(t.paramRoles.begin(), t.paramRoles.end());
+    entries.push_back(b.getNamedAttr(
+        "train",
+        b.getDictionaryAttr({
+            b.getNamedAttr("inputs", tensorsToAttr(b, t.inputs)),
+            b.getNamedAttr("outputs", tensorsToAttr(b, t.outputs)),
+            b.getNamedAttr("param_roles", b.getDenseI64ArrayAttr(roles)),
+            b.getNamedAttr("optimizer", b.getStringAttr(t.optimizer)),
+            b.getNamedAttr("loss", b.getStringAttr(t.loss)),
+            b.getNamedAttr("lr", b.getF64FloatAttr(t.lr)),
+            b.getNamedAttr("lr_schedule", b.getI64IntegerAttr(t.lrSchedule)),
+            b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(t.warmupSteps)),
+            b.getNamedAttr("label_classes",
+                           b.getI64IntegerAttr(t.labelClasses)),
+            b.getNamedAttr("ignore_index", b.getI64IntegerAttr(t.ignoreIndex)),
+        })));
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
+  auto dict = module->getAttrOfType<DictionaryAttr>(kSignatureAttr);
+  if (!dict)
+    return module.emitError("the module has no '")
+               << kSignatureAttr
+               << "' attribute (dist-record-signature adds it before "
+                  "lowering)",
+           failure();
+  auto malformed = [&]() {
+    return module.emitError("malformed '") << kSignatureAttr << "' attribute",
+           failure();
+  };
+  ModelSignature sig;
+  if (!tensorsFromAttr(dict.get("params"), sig.params) ||
+      !tensorsFromAttr(dict.get("inputs"), sig.inputs) ||
+      !tensorsFromAttr(dict.get("outputs"), sig.outputs))
+    return malformed();
+  if (auto axes = dict.getAs<ArrayAttr>("mesh_axes")) {
+    auto shape = dict.getAs<DenseI64ArrayAttr>("mesh_shape");
+    if (!shape || shape.size() != static_cast<int64_t>(axes.size()))
+      return malformed();
+    for (Attribute a : axes) {
+      auto s = dyn_cast<StringAttr>(a);
+      if (!s)
+        return malformed();
+      sig.meshAxes.push_back(s.str());
+    }
+    sig.meshShape.assign(shape.asArrayRef().begin(), shape.asArrayRef().end());
+  }
+  if (auto split = dict.getAs<IntegerAttr>("infer_batch_split"))
+    sig.inferBatchSplit = split.getInt();
+  if (auto whole = dict.getAs<StringAttr>("batch_whole"))
+    sig.batchWhole = whole.str();
+  if (auto train = dict.getAs<DictionaryAttr>("train")) {
+    TrainSignature t;
+    auto roles = train.getAs<DenseI64ArrayAttr>("param_roles");
+    auto optimizer = train.getAs<StringAttr>("optimizer");
+    auto loss = train.getAs<StringAttr>("loss");
+    auto lr = train.getAs<FloatAttr>("lr");
+    auto schedule = train.getAs<IntegerAttr>("lr_schedule");
+    auto warmup = train.getAs<IntegerAttr>("warmup_steps");
+    auto classes = train.getAs<IntegerAttr>("label_classes");
+    auto ignore = train.getAs<IntegerAttr>("ignore_index");
+    if (!tensorsFromAttr(train.get("inputs"), t.inputs) ||
+        !tensorsFromAttr(train.get("outputs"), t.outputs) || !roles ||
+        !optimizer || !loss || !lr || !schedule || !warmup || !classes ||
+        !ignore)
+      return malformed();
+    for (int64_t r : roles.asArrayRef())
+      t.paramRoles.push_back(static_cast<uint8_t>(r));
+    t.optimizer = optimizer.str();
+    t.loss = loss.str();
+    t.lr = lr.getValueAsDouble();
+    t.lrSchedule = static_cast<unsigned>(schedule.getInt());
+    t.warmupSteps = warmup.getInt();
+    t.labelClasses = classes.getInt();
+    t.ignoreIndex = ignore.getInt();
+    sig.train = std::move(t);
+  }
+  return sig;
+}
+
+//===----------------------------------------------------------------------===//
+// dist-record-signature
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct RecordSignaturePass
+    : public dist::impl::RecordSignaturePassBase<RecordSignaturePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<ModelSignature> sig = getModelSignature(module);
+    if (failed(sig))
+      return signalPassFailure();
+    module->setAttr(kSignatureAttr, signatureToAttr(&getContext(), *sig));
+  }
+};
+} // namespace

@@ -1,0 +1,215 @@
+//===- Compile.cpp - one compile of an ONNX model -------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The driver behind `dist-opt model.onnx`: import, the phase pipelines up
+// to the requested phase, then the output (artifacts, or the IR after the
+// phase), with the parameter file moved into place last.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Pipelines/Compile.h"
+
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Import/ONNX/ONNXImporter.h"
+#include "dist/Pipelines/Diagnostics.h"
+#include "dist/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::dist;
+
+namespace {
+/// Writes `text` to `path` (replacing it only once written).
+bool writeTextFile(const std::string &path,
+                   llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  std::string err;
+  auto out = openOutputFile(path, &err);
+  if (!out) {
+    reportError(err);
+    return false;
+  }
+  print(out->os());
+  out->keep();
+  return true;
+}
+
+/// Moves the parameter file into place (a no-op without one).
+bool commitParams(std::unique_ptr<PendingParamFile> &pending) {
+  if (!pending)
+    return true;
+  std::string err = pending->commit();
+  if (!err.empty()) {
+    reportError(err);
+    return false;
+  }
+  return true;
+}
+
+/// Where the IR-printing mode writes the parameter file: --params-file,
+/// else next to the -o file, else <model>.params in the current directory.
+std::string printModeParamFile(const CompileOptions &options) {
+  if (!options.paramsFile.empty())
+    return options.paramsFile;
+  SmallString<256> p(options.outputFile != "-"
+                         ? StringRef(options.outputFile)
+                         : llvm::sys::path::filename(options.inputFile));
+  llvm::sys::path::replace_extension(p, "params");
+  return p.str().str();
+}
+} // namespace
+
+int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
+                     function_ref<LogicalResult(OpPassManager &)> extraPasses) {
+  ONNXImportOptions import;
+  import.maxInlineElements = options.maxInlineElements;
+  // A training import keeps scalar initializers trainable.
+  import.floatScalarsAsParams = options.train.has_value();
+  for (const auto &entry : options.inputShapes)
+    import.inputShapes[entry.getKey()] = entry.getValue();
+  for (const auto &entry : options.inputValues)
+    import.inputValues[entry.getKey()] = entry.getValue();
+  std::string modelBytes;
+  auto outPath = [&](const Twine &file) {
+    SmallString<256> p(options.outDir);
+    llvm::sys::path::append(p, file);
+    return p.str().str();
+  };
+  bool toDir = options.toDirectory();
+  if (toDir) {
+    if (auto ec = llvm::sys::fs::create_directories(options.outDir)) {
+      reportError("cannot create " + options.outDir + ": " + ec.message());
+      return 1;
+    }
+    import.paramFile = outPath(options.name + ".params");
+    // Training artifacts keep the model for `train --export-onnx`.
+    if (options.train)
+      import.serializedModel = &modelBytes;
+  } else {
+    import.paramFile = printModeParamFile(options);
+  }
+
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OneLineDiagnostics diagnostics(&context);
+  // The parameter file is moved into place only when everything succeeded.
+  std::unique_ptr<PendingParamFile> pendingParams;
+  OwningOpRef<ModuleOp> module =
+      importONNXFile(&context, options.inputFile, import, &pendingParams);
+  if (!module) {
+    if (!diagnostics.printedError())
+      reportError(options.inputFile + ": import failed");
+    return 1;
+  }
+  // What the later phases read from the IR: the mesh asked for.
+  if (options.mesh)
+    (*module)->setAttr(DistDialect::getMeshAttrName(),
+                       MeshAttr::get(&context, *options.mesh));
+
+  Phase upTo = options.planOnly ? Phase::Plan : options.compileTo;
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope timingScope = timing.getRootScope();
+  pm.enableTiming(timingScope);
+  buildPhasePipelines(pm, options, Phase::Import, upTo);
+  if (extraPasses && failed(extraPasses(pm)))
+    return 1;
+  if (failed(pm.run(*module))) {
+    if (!diagnostics.printedError())
+      reportError(options.inputFile + ": compile failed");
+    return diagnostics.exitCode();
+  }
+  if (options.planOnly)
+    return 0;
+
+  if (toDir) {
+    if (upTo == Phase::Emit) {
+      if (options.train &&
+          !writeTextFile(outPath(options.name + ".onnx"),
+                         [&](llvm::raw_ostream &os) { os << modelBytes; }))
+        return 1;
+      return commitParams(pendingParams) ? 0 : 1;
+    }
+    if (!writeTextFile(outPath(options.name + ".mlir"),
+                       [&](llvm::raw_ostream &os) { module->print(os); }))
+      return 1;
+    return commitParams(pendingParams) ? 0 : 1;
+  }
+
+  std::string err;
+  auto output = openOutputFile(options.outputFile, &err);
+  if (!output) {
+    reportError(err);
+    return 1;
+  }
+  module->print(output->os());
+  output->os() << "\n";
+  if (!commitParams(pendingParams))
+    return 1;
+  if (options.summary)
+    printModelSummary(*module, options.inputFile, llvm::errs());
+  output->keep();
+  return 0;
+}
+
+void dist::printModelSummary(ModuleOp module, StringRef modelPath,
+                             llvm::raw_ostream &os) {
+  int64_t opset = 0;
+  if (auto info = module->getAttrOfType<DictionaryAttr>("dist.onnx"))
+    if (auto o = info.getAs<IntegerAttr>("opset"))
+      opset = o.getInt();
+  os << "summary: model " << modelPath << " (opset " << opset << ")\n";
+  auto nameOf = [](DictionaryAttr attrs, unsigned i) -> std::string {
+    if (attrs)
+      if (auto n = attrs.getAs<StringAttr>(DistDialect::getValueNameAttrName()))
+        return n.str();
+    return "#" + std::to_string(i);
+  };
+  module.walk([&](func::FuncOp func) {
+    auto type = func.getFunctionType();
+    for (unsigned i = 0; i < type.getNumInputs(); ++i)
+      os << "summary: input " << nameOf(func.getArgAttrDict(i), i) << ": "
+         << type.getInput(i) << "\n";
+    for (unsigned i = 0; i < type.getNumResults(); ++i)
+      os << "summary: output " << nameOf(func.getResultAttrDict(i), i) << ": "
+         << type.getResult(i) << "\n";
+  });
+  std::map<std::string, int64_t> counts;
+  int64_t total = 0;
+  module.walk([&](Operation *op) {
+    if (isa<DistDialect>(op->getDialect()) && !isa<ParamOp>(op)) {
+      ++counts[op->getName().getStringRef().str()];
+      ++total;
+    }
+  });
+  os << "summary: ops " << total << " (";
+  bool first = true;
+  for (auto &[name, count] : counts) {
+    os << (first ? "" : ", ") << name << " x" << count;
+    first = false;
+  }
+  os << ")\n";
+  int64_t numParams = 0, bytes = 0;
+  module.walk([&](ParamOp param) {
+    ++numParams;
+    auto t = cast<RankedTensorType>(param.getType());
+    bytes += t.getNumElements() *
+             ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  });
+  os << "summary: params " << numParams << " (" << bytes << " bytes)";
+  if (auto file = module->getAttrOfType<StringAttr>(
+          DistDialect::getParamFileAttrName()))
+    os << " in " << file.getValue();
+  os << "\n";
+}

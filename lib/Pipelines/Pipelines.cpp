@@ -1,0 +1,491 @@
+//===- Pipelines.cpp - the compile phases and their pipelines -------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The phase table (the order of a compile, in one place), the builder of
+// each phase's pass pipeline from a compile's options, and their
+// registration as `dist-<phase>-pipeline` with options that mirror
+// dist-opt's flags. Why each pass runs where it does is said at the
+// builder; the passes themselves say what they do in their .td files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Pipelines/Pipelines.h"
+
+#include "dist/Codegen/Passes.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/Transforms/Passes.h"
+#include "dist/Transforms/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+//===----------------------------------------------------------------------===//
+// The phases
+//===----------------------------------------------------------------------===//
+
+ArrayRef<PhaseInfo> dist::getPhases() {
+  static const PhaseInfo phases[] = {
+      {Phase::Import, "import",
+       "reads the ONNX model into the dist graph: opsets normalised, shapes "
+       "inferred and folded, initializers to the parameter file",
+       "importONNXFile (lib/Import/ONNX)", false},
+      {Phase::GraphOpt, "graph-opt",
+       "refines the graph's shapes (the importer has folded what folds)",
+       "buildGraphOptPipeline (lib/Pipelines/Pipelines.cpp)", true},
+      {Phase::Plan, "plan",
+       "attaches the cluster and runs the planner (or evaluates --mesh); "
+       "writes plan.json and plan.html",
+       "buildPlanPipeline (lib/Pipelines/Pipelines.cpp)", true},
+      {Phase::Train, "train",
+       "splits the forward graph over tp, then builds the training step "
+       "(loss, autodiff, optimizer) at one dp rank's batch",
+       "buildTrainPipeline (lib/Pipelines/Pipelines.cpp)", true},
+      {Phase::Partition, "partition",
+       "the program every rank runs: mesh, gradient buckets over dp, ZeRO, "
+       "inference batch split",
+       "buildPartitionPipeline (lib/Pipelines/Pipelines.cpp)", true},
+      {Phase::HostCodegen, "host-codegen",
+       "records the interface, lowers to linalg, loops and runtime calls, "
+       "then to the LLVM dialect",
+       "buildHostCodegenPipeline (lib/Pipelines/Pipelines.cpp, "
+       "lib/Codegen/Host/Pipeline.cpp)",
+       true},
+      {Phase::Emit, "emit",
+       "LLVM O3 for this CPU, object, executable, shared library, header and "
+       "manifest",
+       "buildEmitPipeline (lib/Pipelines/Pipelines.cpp)", true},
+  };
+  return phases;
+}
+
+const PhaseInfo &dist::getPhaseInfo(Phase phase) {
+  for (const PhaseInfo &info : getPhases())
+    if (info.phase == phase)
+      return info;
+  llvm_unreachable("every phase is in the table");
+}
+
+//===----------------------------------------------------------------------===//
+// Builders
+//===----------------------------------------------------------------------===//
+
+BuildTrainStepPassOptions TrainOptions::toPassOptions() const {
+  BuildTrainStepPassOptions o;
+  o.loss = loss;
+  o.lossOutput = lossOutput;
+  o.ignoreIndex = ignoreIndex;
+  o.optimizer = optimizer;
+  o.lr = lr;
+  o.lrSchedule = lrSchedule;
+  o.warmupSteps = warmupSteps;
+  o.momentum = momentum;
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.weightDecay = weightDecay;
+  o.clipGradNorm = clipGradNorm;
+  o.freeze.assign(freeze.begin(), freeze.end());
+  return o;
+}
+
+/// The passes that build the training step from the forward graph; the
+/// train phase runs them after splitting over tp, and the plan phase on a
+/// copy it plans.
+static void addTrainStepPasses(OpPassManager &pm, const TrainOptions &train) {
+  pm.addPass(createBuildTrainStepPass(train.toPassOptions()));
+  // The step spells out every use of every value; what folds or repeats
+  // goes before the cost model or codegen sees it.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void dist::buildGraphOptPipeline(OpPassManager &pm, const CompileOptions &) {
+  // The importer infers and folds every op as it reads it; IR from a file
+  // or from -p passes may still have types to refine. CSE and graph-level
+  // canonicalization are deliberately not run: they change which kernels
+  // codegen picks (two Transposes of one tensor merged into one that a
+  // Relu also reads is materialised, where each alone folded into its
+  // product: test/Transforms/gemm-costs.test), and so the artifacts.
+  pm.addNestedPass<func::FuncOp>(createInferShapesPass());
+}
+
+void dist::buildPlanPipeline(OpPassManager &pm, const CompileOptions &options) {
+  if (!options.planning)
+    return;
+  const PlanningOptions &p = *options.planning;
+  AttachClusterPassOptions cluster;
+  cluster.cluster = p.cluster;
+  pm.addPass(createAttachClusterPass(cluster));
+  PlanPassOptions plan;
+  plan.objective = p.objective;
+  plan.minThroughput = p.minThroughput;
+  plan.strategy = p.strategy;
+  plan.globalBatch = p.globalBatch;
+  plan.threads = p.threads;
+  plan.planFile = p.planFile;
+  plan.psTables = p.psTables;
+  // The plan prices convolutions as codegen will run them.
+  plan.conv = options.conv;
+  // A training compile plans the step the train phase will build: the
+  // plan comes first, since its layout decides how the step is built.
+  if (options.train) {
+    OpPassManager step(ModuleOp::getOperationName());
+    addTrainStepPasses(step, *options.train);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    step.printAsTextualPipeline(os);
+    StringRef inner(text);
+    inner.consume_front((ModuleOp::getOperationName() + "(").str());
+    inner.consume_back(")");
+    plan.trainPipeline = inner.str();
+  }
+  plan.applyLayout = p.applyLayout;
+  plan.zero = options.zero;
+  if (options.toDirectory())
+    plan.reportDir = options.outDir;
+  // IR printed to stdout keeps stdout for itself.
+  plan.summary =
+      options.toDirectory() ? SummaryStream::Stdout : SummaryStream::Stderr;
+  pm.addPass(createPlanPass(plan));
+}
+
+void dist::buildTrainPipeline(OpPassManager &pm,
+                              const CompileOptions &options) {
+  if (!options.train)
+    return;
+  // Tensor parallelism splits the forward graph first: the step's backward
+  // pass then follows from the gradient rules of the collectives it put
+  // there. The step is built at one dp rank's batch (dist.mesh).
+  TensorParallelPassOptions tp;
+  tp.report = true;
+  pm.addPass(createTensorParallelPass(tp));
+  addTrainStepPasses(pm, *options.train);
+}
+
+void dist::buildPartitionPipeline(OpPassManager &pm,
+                                  const CompileOptions &options) {
+  // A mesh given (--mesh) or to come from the plan (--plan).
+  if (!options.mesh && !(options.planning && options.planning->applyLayout))
+    return;
+  // An inference-only module is split over tp here (a training one was in
+  // the train phase, and the pass sees that).
+  TensorParallelPassOptions tp;
+  tp.report = true;
+  pm.addPass(createTensorParallelPass(tp));
+  PartitionPassOptions partition;
+  partition.bucketBytes = options.gradBucketBytes;
+  partition.zero = options.zero;
+  pm.addPass(createPartitionPass(partition));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void dist::buildHostCodegenPipeline(OpPassManager &pm,
+                                    const CompileOptions &options) {
+  // The interface is read while the functions still have their tensor
+  // types and names; the emit phase writes the descriptor from it.
+  pm.addPass(createRecordSignaturePass());
+  HostCodegenOptions cg;
+  cg.convKernel = options.conv;
+  if (!options.name.empty()) {
+    RenameEntriesPassOptions rename;
+    rename.modelName = options.name;
+    pm.addPass(createRenameEntriesPass(rename));
+    cg.entrySymbol = "dist_model_entry_" + options.name;
+    cg.entryName = "dist_graph_" + options.name;
+    if (options.train) {
+      cg.trainEntryName = "dist_train_" + options.name;
+      cg.trainEntrySymbol = "dist_model_train_" + options.name;
+    }
+  }
+  buildHostCodegenPipeline(pm, cg);
+}
+
+void dist::buildEmitPipeline(OpPassManager &pm, const CompileOptions &options) {
+  EmitArtifactsPassOptions emit;
+  emit.outDir = options.outDir.empty() ? "." : options.outDir;
+  emit.modelName = options.name.empty() ? "model" : options.name;
+  emit.kind = options.artifact;
+  emit.runtimeLib = options.runtimeLib;
+  emit.runtimeInclude = options.runtimeInclude;
+  if (options.train)
+    emit.onnxFile = emit.modelName + ".onnx";
+  pm.addPass(createEmitArtifactsPass(emit));
+}
+
+void dist::buildPhasePipelines(OpPassManager &pm, const CompileOptions &options,
+                               Phase after, Phase upTo) {
+  for (const PhaseInfo &info : getPhases()) {
+    if (info.phase <= after || info.phase > upTo)
+      continue;
+    switch (info.phase) {
+    case Phase::Import:
+      break;
+    case Phase::GraphOpt:
+      buildGraphOptPipeline(pm, options);
+      break;
+    case Phase::Plan:
+      buildPlanPipeline(pm, options);
+      break;
+    case Phase::Train:
+      buildTrainPipeline(pm, options);
+      break;
+    case Phase::Partition:
+      buildPartitionPipeline(pm, options);
+      break;
+    case Phase::HostCodegen:
+      buildHostCodegenPipeline(pm, options);
+      break;
+    case Phase::Emit:
+      buildEmitPipeline(pm, options);
+      break;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// dist-plan-pipeline's options: the planning flags.
+struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
+  Option<std::string> cluster{
+      *this, "cluster",
+      llvm::cl::desc("local (detect this machine) or a cluster file"),
+      llvm::cl::init("local")};
+  Option<std::string> plan{
+      *this, "plan",
+      llvm::cl::desc("auto (search and apply the layout), a plan.json to "
+                     "apply, or empty (search and report)")};
+  Option<Objective> objective{
+      *this, "objective", llvm::cl::desc("what to minimise"),
+      llvm::cl::init(Objective::StepTime), enumOptionValues<Objective>()};
+  Option<double> minThroughput{
+      *this, "min-throughput",
+      llvm::cl::desc("samples/s the cost objective must reach"),
+      llvm::cl::init(0)};
+  Option<PlanStrategy> planner{*this, "planner", llvm::cl::desc("the search"),
+                               llvm::cl::init(PlanStrategy::Exact),
+                               enumOptionValues<PlanStrategy>()};
+  Option<int64_t> globalBatch{
+      *this, "global-batch",
+      llvm::cl::desc("samples per step (0: the model's batch)"),
+      llvm::cl::init(0)};
+  Option<int64_t> threads{*this, "plan-threads",
+                          llvm::cl::desc("CPU threads per rank (0: all)"),
+                          llvm::cl::init(0)};
+  Option<bool> psTables{*this, "ps-tables",
+                        llvm::cl::desc("embedding tables on parameter servers"),
+                        llvm::cl::init(false)};
+  Option<ConvKernel> conv{
+      *this, "conv", llvm::cl::desc("how codegen runs convolutions"),
+      llvm::cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>()};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage of an applied layout"),
+                       llvm::cl::init(0)};
+  Option<std::string> reportDir{
+      *this, "report-dir",
+      llvm::cl::desc("write plan.json and plan.html here")};
+};
+
+/// dist-train-pipeline's options: the training flags.
+struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
+  Option<LossKind> loss{*this, "loss", llvm::cl::desc("loss on the output"),
+                        llvm::cl::init(LossKind::CrossEntropy),
+                        enumOptionValues<LossKind>()};
+  Option<std::string> lossOutput{
+      *this, "loss-output",
+      llvm::cl::desc("output the loss applies to (default: the first)")};
+  Option<int64_t> ignoreIndex{*this, "ignore-index",
+                              llvm::cl::desc("label cross_entropy ignores"),
+                              llvm::cl::init(-100)};
+  Option<OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("torch.optim optimizer"),
+      llvm::cl::init(OptimizerKind::SGD), enumOptionValues<OptimizerKind>()};
+  Option<double> lr{*this, "lr", llvm::cl::desc("learning rate"),
+                    llvm::cl::init(1e-3)};
+  Option<LRScheduleKind> lrSchedule{*this, "lr-schedule",
+                                    llvm::cl::desc("learning-rate schedule"),
+                                    llvm::cl::init(LRScheduleKind::Constant),
+                                    enumOptionValues<LRScheduleKind>()};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("warm-up steps"),
+                              llvm::cl::init(0)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("momentum"),
+                          llvm::cl::init(0.9)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("Adam epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("weight decay (negative: the optimizer's default)"),
+      llvm::cl::init(-1)};
+  Option<double> clipGradNorm{*this, "clip-grad-norm",
+                              llvm::cl::desc("global gradient norm bound"),
+                              llvm::cl::init(0)};
+  ListOption<std::string> freeze{*this, "freeze",
+                                 llvm::cl::desc("initializers kept as they "
+                                                "are (names or globs)")};
+};
+
+/// dist-partition-pipeline's options: the distribution flags.
+struct PartitionPipelineOptions
+    : public PassPipelineOptions<PartitionPipelineOptions> {
+  Option<std::string> mesh{
+      *this, "mesh",
+      llvm::cl::desc("the mesh, e.g. dp=2,tp=2 (default: the module's "
+                     "dist.mesh)")};
+  Option<int64_t> bucketBytes{*this, "bucket-bytes",
+                              llvm::cl::desc("gradient bucket size in bytes"),
+                              llvm::cl::init(4 << 20)};
+  Option<int64_t> zero{*this, "zero", llvm::cl::desc("ZeRO stage (0 or 1)"),
+                       llvm::cl::init(0)};
+};
+
+/// dist-host-codegen-pipeline's options.
+struct HostCodegenPipelineOptions
+    : public PassPipelineOptions<HostCodegenPipelineOptions> {
+  Option<std::string> name{
+      *this, "name",
+      llvm::cl::desc("the model's name: entry functions become "
+                     "dist_graph_<name> / dist_train_<name> (default: keep "
+                     "them, wrap the entry as dist_model_entry)")};
+  Option<bool> train{*this, "train",
+                     llvm::cl::desc("the module has a training step to wrap "
+                                    "(with name)"),
+                     llvm::cl::init(false)};
+  Option<ConvKernel> conv{
+      *this, "conv", llvm::cl::desc("how 2-D f32 convolutions run"),
+      llvm::cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>()};
+};
+
+/// dist-emit-pipeline's options: the output flags.
+struct EmitPipelineOptions : public PassPipelineOptions<EmitPipelineOptions> {
+  Option<std::string> outDir{*this, "out-dir",
+                             llvm::cl::desc("the artifact directory"),
+                             llvm::cl::init(".")};
+  Option<std::string> name{*this, "name", llvm::cl::desc("the model's name"),
+                           llvm::cl::init("model")};
+  Option<ArtifactKind> kind{*this, "kind", llvm::cl::desc("what to write"),
+                            llvm::cl::init(ArtifactKind::Exe),
+                            enumOptionValues<ArtifactKind>()};
+  Option<bool> train{*this, "train",
+                     llvm::cl::desc("keep <name>.onnx for train --export-onnx "
+                                    "(the file must be written beside)"),
+                     llvm::cl::init(false)};
+  Option<std::string> runtimeLib{*this, "runtime-lib",
+                                 llvm::cl::desc("the runtime library")};
+  Option<std::string> runtimeInclude{*this, "runtime-include",
+                                     llvm::cl::desc("the runtime's headers")};
+};
+} // namespace
+
+void dist::registerPhasePipelines() {
+  PassPipelineRegistration<>(
+      "dist-graph-opt-pipeline", getPhaseInfo(Phase::GraphOpt).summary,
+      [](OpPassManager &pm) { buildGraphOptPipeline(pm, CompileOptions()); });
+  PassPipelineRegistration<PlanPipelineOptions>(
+      "dist-plan-pipeline", getPhaseInfo(Phase::Plan).summary,
+      [](OpPassManager &pm, const PlanPipelineOptions &o) {
+        CompileOptions options;
+        PlanningOptions &p = options.planning.emplace();
+        p.cluster = o.cluster;
+        p.applyLayout = !o.plan.empty();
+        if (o.plan != "auto")
+          p.planFile = o.plan;
+        p.objective = o.objective;
+        p.minThroughput = o.minThroughput;
+        p.strategy = o.planner;
+        p.globalBatch = o.globalBatch;
+        p.threads = o.threads;
+        p.psTables = o.psTables;
+        options.conv = o.conv;
+        options.zero = o.zero;
+        options.outDir = o.reportDir;
+        buildPlanPipeline(pm, options);
+      });
+  PassPipelineRegistration<TrainPipelineOptions>(
+      "dist-train-pipeline", getPhaseInfo(Phase::Train).summary,
+      [](OpPassManager &pm, const TrainPipelineOptions &o) {
+        CompileOptions options;
+        TrainOptions &t = options.train.emplace();
+        t.loss = o.loss;
+        t.lossOutput = o.lossOutput;
+        t.ignoreIndex = o.ignoreIndex;
+        t.optimizer = o.optimizer;
+        t.lr = o.lr;
+        t.lrSchedule = o.lrSchedule;
+        t.warmupSteps = o.warmupSteps;
+        t.momentum = o.momentum;
+        t.beta1 = o.beta1;
+        t.beta2 = o.beta2;
+        t.eps = o.eps;
+        t.weightDecay = o.weightDecay;
+        t.clipGradNorm = o.clipGradNorm;
+        t.freeze.assign(o.freeze.begin(), o.freeze.end());
+        buildTrainPipeline(pm, options);
+      });
+  PassPipelineRegistration<PartitionPipelineOptions>(
+      "dist-partition-pipeline", getPhaseInfo(Phase::Partition).summary,
+      [](OpPassManager &pm, const PartitionPipelineOptions &o) {
+        // The mesh is the module's (dist.mesh) unless given here.
+        TensorParallelPassOptions tp;
+        tp.mesh = o.mesh;
+        tp.report = true;
+        pm.addPass(createTensorParallelPass(tp));
+        PartitionPassOptions partition;
+        partition.mesh = o.mesh;
+        partition.bucketBytes = o.bucketBytes;
+        partition.zero = o.zero;
+        pm.addPass(createPartitionPass(partition));
+        pm.addPass(createCanonicalizerPass());
+        pm.addPass(createCSEPass());
+      });
+  PassPipelineRegistration<HostCodegenPipelineOptions>(
+      "dist-host-codegen-pipeline", getPhaseInfo(Phase::HostCodegen).summary,
+      [](OpPassManager &pm, const HostCodegenPipelineOptions &o) {
+        CompileOptions options;
+        options.name = o.name;
+        options.conv = o.conv;
+        if (o.train)
+          options.train.emplace();
+        buildHostCodegenPipeline(pm, options);
+      });
+  PassPipelineRegistration<EmitPipelineOptions>(
+      "dist-emit-pipeline", getPhaseInfo(Phase::Emit).summary,
+      [](OpPassManager &pm, const EmitPipelineOptions &o) {
+        CompileOptions options;
+        options.outDir = o.outDir;
+        options.name = o.name;
+        options.artifact = o.kind;
+        options.runtimeLib = o.runtimeLib;
+        options.runtimeInclude = o.runtimeInclude;
+        if (o.train)
+          options.train.emplace();
+        buildEmitPipeline(pm, options);
+      });
+}
+
+void dist::registerDistDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registry.insert<DistDialect>();
+  registerCollectiveBufferization(registry);
+  registerShardGradients(registry);
+}
+
+void dist::registerDistPassesAndPipelines() {
+  registerAllPasses();
+  registerDistPasses();
+  registerDistTransformsPasses();
+  registerDistCodegenPasses();
+  registerPhasePipelines();
+}
