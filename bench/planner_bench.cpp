@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/CostModel.h"
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/CostModel.h"
+#include "dist/Planner/Planner.h"
 
 #include <cmath>
 #include <cstdio>

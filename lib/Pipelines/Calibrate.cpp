@@ -13,8 +13,8 @@
 
 #include "dist/Pipelines/Calibrate.h"
 
-#include "dist/Analysis/Calibration.h"
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Calibration.h"
+#include "dist/Planner/Cluster.h"
 #include "dist/Import/ONNX/ONNXImporter.h"
 #include "dist/Pipelines/Compile.h"
 #include "dist/Pipelines/Diagnostics.h"

@@ -12,7 +12,7 @@
 #ifndef DIST_PIPELINES_COMPILEOPTIONS_H
 #define DIST_PIPELINES_COMPILEOPTIONS_H
 
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/Planner.h"
 #include "dist/Codegen/ConvKernel.h"
 #include "dist/Codegen/Passes.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"

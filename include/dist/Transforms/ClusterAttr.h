@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Converts between the planner's C++ model of a cluster (ClusterSpec,
-// dist/Analysis/Cluster.h) and the typed `#dist.cluster` attribute a module
+// dist/Planner/Cluster.h) and the typed `#dist.cluster` attribute a module
 // carries. Here rather than in the dialect, so that the dialect does not
 // depend on the planner.
 //
@@ -11,7 +11,7 @@
 #ifndef DIST_TRANSFORMS_CLUSTERATTR_H
 #define DIST_TRANSFORMS_CLUSTERATTR_H
 
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Cluster.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 
 #include <optional>

@@ -6,7 +6,7 @@
 // backward work, the optimizer update, parameters, activations kept for
 // backward, boundary activations, and whether the layer is a sparse
 // embedding lookup or a tensor-parallel candidate. The planner and the cost
-// model consume the result (dist/Analysis/CostModel.h).
+// model consume the result (dist/Planner/CostModel.h).
 //
 // A layer is a maximal run of forward ops whose ONNX node names share the
 // same scope (the name up to its last '/', e.g. "/h.0/attn" for
@@ -22,7 +22,7 @@
 #ifndef DIST_TRANSFORMS_LAYERCOSTS_H
 #define DIST_TRANSFORMS_LAYERCOSTS_H
 
-#include "dist/Analysis/CostModel.h"
+#include "dist/Planner/CostModel.h"
 #include "dist/Dialect/Dist/Transforms/Batch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -10,7 +10,7 @@
 #ifndef DIST_TRANSFORMS_PASSES_H
 #define DIST_TRANSFORMS_PASSES_H
 
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/Planner.h"
 #include "dist/Codegen/ConvKernel.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Dialect/Dist/Transforms/Batch.h"

@@ -15,7 +15,7 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "ModuleOp"> {
   let summary = "put the cluster a model is planned for on the module";
   let description = [{
     Reads the cluster file named by `cluster` (YAML or JSON, see
-    include/dist/Analysis/Cluster.h), or detects this machine with
+    include/dist/Planner/Cluster.h), or detects this machine with
     `cluster=local`, and attaches it to the module as the typed
     `dist.cluster = #dist.cluster<...>` that dist-plan plans for. A module
     that carries a cluster already keeps it unless `cluster` is given.
@@ -34,7 +34,7 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "ModuleOp"> {
 def PlanPass : Pass<"dist-plan", "ModuleOp"> {
   let summary = "choose the parallel layout of a model on its cluster";
   let description = [{
-    Runs the global planner (dist/Analysis/Planner.h) on the module's
+    Runs the global planner (dist/Planner/Planner.h) on the module's
     training step (the function marked `dist.train_step`) or, without one,
     its public entry function, for the cluster in the module attribute
     `dist.cluster`. Layers and their costs come from the cost op interface

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/CostModel.h"
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/CostModel.h"
+#include "dist/Planner/Planner.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Transforms/ClusterAttr.h"
 #include "dist/Transforms/LayerCosts.h"

@@ -334,7 +334,7 @@ def Dist_CalibrationAttr : Dist_Attr<"Calibration", "calibration"> {
     kernel, a product call and its floor, a model step, a fork onto the
     thread pool), generated loops per kernel class, the rate of
     transcendental functions, and the runtime's direct convolution per tap
-    and tile (see DeviceCalibration in dist/Analysis/Cluster.h for what
+    and tile (see DeviceCalibration in dist/Planner/Cluster.h for what
     each means). Seconds, bytes per second, FLOP/s.
   }];
   let parameters = (ins Dist_NestedAttrArrayParameter<"GemmRatesAttr">:$gemm,

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Cluster.h"
 
 #include "llvm/Support/ErrorHandling.h"
 

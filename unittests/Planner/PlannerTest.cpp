@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/Planner.h"
 
 #include <gtest/gtest.h>
 

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef DIST_ANALYSIS_CALIBRATION_H
-#define DIST_ANALYSIS_CALIBRATION_H
+#ifndef DIST_PLANNER_CALIBRATION_H
+#define DIST_PLANNER_CALIBRATION_H
 
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Cluster.h"
 
 #include <optional>
 #include <string>
@@ -29,4 +29,4 @@ void applyCalibration(ClusterSpec &cluster, const DeviceCalibration &cal);
 
 } // namespace mlir::dist
 
-#endif // DIST_ANALYSIS_CALIBRATION_H
+#endif // DIST_PLANNER_CALIBRATION_H

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/CostModel.h"
+#include "dist/Planner/CostModel.h"
 
 #include <gtest/gtest.h>
 

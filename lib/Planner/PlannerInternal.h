@@ -1,7 +1,7 @@
 //===- PlannerInternal.h - The planner's shared model -----------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Internal to lib/Analysis: the pieces of the planner's model that the
+// Internal to lib/Planner: the pieces of the planner's model that the
 // searches (StepTimeExact.cpp, StepTimeSearch.cpp, CostSearch.cpp),
 // evaluatePlan (EvaluatePlan.cpp) and makePlan (Planner.cpp) share: the
 // request with its device types flattened (Problem), memory and time of a
@@ -90,7 +90,7 @@
 #ifndef DIST_LIB_ANALYSIS_PLANNERINTERNAL_H
 #define DIST_LIB_ANALYSIS_PLANNERINTERNAL_H
 
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/Planner.h"
 
 #include <algorithm>
 #include <cmath>

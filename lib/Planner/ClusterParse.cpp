@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClusterInternal.h"
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Cluster.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"

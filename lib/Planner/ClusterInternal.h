@@ -1,7 +1,7 @@
 //===- ClusterInternal.h - Numbers with units in cluster files --*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Internal to lib/Analysis: the numbers of cluster files, which the parser
+// Internal to lib/Planner: the numbers of cluster files, which the parser
 // (ClusterParse.cpp) reads with their units ("80GiB", "5us", "312 TFLOP/s")
 // and the YAML writer (ClusterWrite.cpp) prints back so that they read as
 // the same doubles. Implemented in ClusterUnits.cpp.

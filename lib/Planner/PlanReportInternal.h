@@ -1,7 +1,7 @@
 //===- PlanReportInternal.h - Helpers of the plan reports -------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Internal to lib/Analysis: the formatting of times, sizes and rates and the
+// Internal to lib/Planner: the formatting of times, sizes and rates and the
 // lookups of layers, stages and device types that plan.json (PlanJson.cpp),
 // the summary (PlanSummary.cpp) and plan.html (PlanHtml.cpp) share. They
 // tolerate plans that name layers or device types the request does not
@@ -13,7 +13,7 @@
 #ifndef DIST_LIB_ANALYSIS_PLANREPORTINTERNAL_H
 #define DIST_LIB_ANALYSIS_PLANREPORTINTERNAL_H
 
-#include "dist/Analysis/Planner.h"
+#include "dist/Planner/Planner.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

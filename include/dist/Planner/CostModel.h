@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef DIST_ANALYSIS_COSTMODEL_H
-#define DIST_ANALYSIS_COSTMODEL_H
+#ifndef DIST_PLANNER_COSTMODEL_H
+#define DIST_PLANNER_COSTMODEL_H
 
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Cluster.h"
 
 #include <string>
 #include <vector>
@@ -246,4 +246,4 @@ double predictStepTimeS(const std::vector<LayerCost> &layers,
 
 } // namespace mlir::dist
 
-#endif // DIST_ANALYSIS_COSTMODEL_H
+#endif // DIST_PLANNER_COSTMODEL_H

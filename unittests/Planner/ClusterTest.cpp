@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/Cluster.h"
-#include "dist/Analysis/Calibration.h"
+#include "dist/Planner/Cluster.h"
+#include "dist/Planner/Calibration.h"
 
 #include <gtest/gtest.h>
 

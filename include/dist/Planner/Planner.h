@@ -16,11 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef DIST_ANALYSIS_PLANNER_H
-#define DIST_ANALYSIS_PLANNER_H
+#ifndef DIST_PLANNER_PLANNER_H
+#define DIST_PLANNER_PLANNER_H
 
-#include "dist/Analysis/Cluster.h"
-#include "dist/Analysis/CostModel.h"
+#include "dist/Planner/Cluster.h"
+#include "dist/Planner/CostModel.h"
 
 #include <cstdint>
 #include <optional>
@@ -146,4 +146,4 @@ std::string planToHtml(const Plan &plan, const PlanRequest &req);
 
 } // namespace mlir::dist
 
-#endif // DIST_ANALYSIS_PLANNER_H
+#endif // DIST_PLANNER_PLANNER_H

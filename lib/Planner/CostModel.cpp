@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dist/Analysis/CostModel.h"
+#include "dist/Planner/CostModel.h"
 #include "dist_rt/conv_plan.h"
 
 #include <algorithm>

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef DIST_ANALYSIS_CLUSTER_H
-#define DIST_ANALYSIS_CLUSTER_H
+#ifndef DIST_PLANNER_CLUSTER_H
+#define DIST_PLANNER_CLUSTER_H
 
 #include <cstdint>
 #include <map>
@@ -251,4 +251,4 @@ std::optional<ClusterSpec> clusterFromJson(const std::string &json,
 
 } // namespace mlir::dist
 
-#endif // DIST_ANALYSIS_CLUSTER_H
+#endif // DIST_PLANNER_CLUSTER_H

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClusterInternal.h"
-#include "dist/Analysis/Cluster.h"
+#include "dist/Planner/Cluster.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
