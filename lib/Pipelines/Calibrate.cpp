@@ -364,8 +364,8 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
 void calibrateCollectives(dist::ClusterSpec &cluster, StringRef toolDir,
                           bool quick, bool quiet) {
   auto warn = [&](const Twine &why) {
-    errs() << "warning: calibrate: collectives not measured (" << why
-           << "); the intra-node link keeps its default figures\n";
+    reportWarning("calibrate: collectives not measured (" + why +
+                  "); the intra-node link keeps its default figures");
   };
   llvm::ErrorOr<std::string> mpirun = sys::findProgramByName("mpirun");
   if (!mpirun)

@@ -496,8 +496,7 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
     // said, not silently dropped.
     auto unused = [&](cl::Option &o, bool used, const std::string &why) {
       if (o.getNumOccurrences() && !used)
-        llvm::errs() << "warning: --" << o.ArgStr << " has no effect with "
-                     << why << "\n";
+        reportWarning("--" + o.ArgStr + " has no effect with " + why);
     };
     std::string schedule =
         "--lr-schedule=" + stringifyEnumOption(t.lrSchedule).str();

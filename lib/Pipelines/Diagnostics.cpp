@@ -61,6 +61,10 @@ void dist::reportError(const Twine &message) {
   llvm::errs() << "error: " << oneLine(message.str()) << "\n";
 }
 
+void dist::reportWarning(const Twine &message) {
+  llvm::errs() << "warning: " << oneLine(message.str()) << "\n";
+}
+
 OneLineDiagnostics::OneLineDiagnostics(MLIRContext *ctx)
     : handler(ctx, [this](Diagnostic &diag) {
         std::string place = renderLocation(diag.getLocation());

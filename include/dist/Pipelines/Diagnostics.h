@@ -31,6 +31,8 @@ std::string oneLine(llvm::StringRef text);
 /// Prints `error: <message>` on stderr (for checks made before there is
 /// IR, such as a flag's value).
 void reportError(const llvm::Twine &message);
+/// Prints `warning: <message>` on stderr.
+void reportWarning(const llvm::Twine &message);
 
 /// Renders the diagnostics of `ctx` while it lives: the first error as one
 /// line (later ones are consequences), every warning.
