@@ -473,21 +473,7 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   if (f.train) {
     if (f.weightDecay.getNumOccurrences() && !(f.weightDecay >= 0))
       return fail("--weight-decay: must not be negative");
-    TrainOptions &t = options.train.emplace();
-    t.loss = f.loss;
-    t.lossOutput = f.lossOutput;
-    t.ignoreIndex = f.ignoreIndex;
-    t.optimizer = f.optimizer;
-    t.lr = f.lr;
-    t.lrSchedule = f.lrSchedule;
-    t.warmupSteps = f.warmupSteps;
-    t.momentum = f.momentum;
-    t.beta1 = f.beta1;
-    t.beta2 = f.beta2;
-    t.eps = f.eps;
-    t.weightDecay = f.weightDecay;
-    t.clipGradNorm = f.clipGradNorm;
-    t.freeze.assign(f.freeze.begin(), f.freeze.end());
+    TrainOptions &t = options.train.emplace(TrainOptions::from(f));
     std::string option;
     std::string why = checkTrainStepOptions(t.toPassOptions(), option);
     if (!why.empty())

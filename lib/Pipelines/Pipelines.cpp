@@ -417,21 +417,7 @@ void dist::registerPhasePipelines() {
       "dist-train-pipeline", getPhaseInfo(Phase::Train).summary,
       [](OpPassManager &pm, const TrainPipelineOptions &o) {
         CompileOptions options;
-        TrainOptions &t = options.train.emplace();
-        t.loss = o.loss;
-        t.lossOutput = o.lossOutput;
-        t.ignoreIndex = o.ignoreIndex;
-        t.optimizer = o.optimizer;
-        t.lr = o.lr;
-        t.lrSchedule = o.lrSchedule;
-        t.warmupSteps = o.warmupSteps;
-        t.momentum = o.momentum;
-        t.beta1 = o.beta1;
-        t.beta2 = o.beta2;
-        t.eps = o.eps;
-        t.weightDecay = o.weightDecay;
-        t.clipGradNorm = o.clipGradNorm;
-        t.freeze.assign(o.freeze.begin(), o.freeze.end());
+        options.train = TrainOptions::from(o);
         buildTrainPipeline(pm, options);
       });
   PassPipelineRegistration<PartitionPipelineOptions>(

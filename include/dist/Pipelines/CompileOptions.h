@@ -75,6 +75,28 @@ struct TrainOptions {
 
   /// The pass options these choices make.
   BuildTrainStepPassOptions toPassOptions() const;
+
+  /// The choices of anything that names them alike: dist-opt's flags,
+  /// dist-train-pipeline's options.
+  template <typename Source>
+  static TrainOptions from(const Source &s) {
+    TrainOptions t;
+    t.loss = s.loss;
+    t.lossOutput = s.lossOutput;
+    t.ignoreIndex = s.ignoreIndex;
+    t.optimizer = s.optimizer;
+    t.lr = s.lr;
+    t.lrSchedule = s.lrSchedule;
+    t.warmupSteps = s.warmupSteps;
+    t.momentum = s.momentum;
+    t.beta1 = s.beta1;
+    t.beta2 = s.beta2;
+    t.eps = s.eps;
+    t.weightDecay = s.weightDecay;
+    t.clipGradNorm = s.clipGradNorm;
+    t.freeze.assign(s.freeze.begin(), s.freeze.end());
+    return t;
+  }
 };
 
 /// The planner's choices.
