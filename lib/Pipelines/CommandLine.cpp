@@ -459,6 +459,12 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   }
   if (!p.planFile.empty() && !llvm::sys::fs::exists(p.planFile))
     return fail("--plan: " + p.planFile + ": no such file");
+  // Into a directory, the reports go there and the summary to stdout;
+  // printed IR keeps stdout for itself.
+  if (toDir) {
+    p.reportDir = options.outDir;
+    p.summary = SummaryStream::Stdout;
+  }
   if (planning)
     options.planning = std::move(p);
 
@@ -642,35 +648,52 @@ void CompileCommandLine::printHelp(llvm::raw_ostream &os) const {
 //===----------------------------------------------------------------------===//
 
 bool dist::hasONNXInput(int argc, char **argv) {
-  static const char *valueOptions[] = {"-o",
-                                       "--params-file",
-                                       "-params-file",
-                                       "--input-shape",
-                                       "-input-shape",
-                                       "--input-value",
-                                       "-input-value",
-                                       "-p",
-                                       "--name",
-                                       "-name",
-                                       "--emit",
-                                       "-emit",
-                                       "--cluster",
-                                       "--plan",
-                                       "--objective",
-                                       "--planner",
-                                       "--global-batch",
-                                       "--min-throughput",
-                                       "--plan-threads",
-                                       "--compile-to",
-                                       "-compile-to"};
+  // The flags that take a value, which may come as the next argument
+  // (--mesh dp=2): that argument is not the input.
+  static const char *valueFlags[] = {"o",
+                                     "p",
+                                     "input-shape",
+                                     "input-value",
+                                     "max-inline-elements",
+                                     "conv",
+                                     "runtime-lib",
+                                     "runtime-include",
+                                     "loss",
+                                     "loss-output",
+                                     "ignore-index",
+                                     "optimizer",
+                                     "lr",
+                                     "momentum",
+                                     "beta1",
+                                     "beta2",
+                                     "eps",
+                                     "weight-decay",
+                                     "lr-schedule",
+                                     "warmup-steps",
+                                     "clip-grad-norm",
+                                     "freeze",
+                                     "cluster",
+                                     "plan",
+                                     "objective",
+                                     "min-throughput",
+                                     "planner",
+                                     "global-batch",
+                                     "plan-threads",
+                                     "mesh",
+                                     "grad-bucket-mb",
+                                     "zero",
+                                     "compile-to",
+                                     "emit",
+                                     "name",
+                                     "params-file"};
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
-    if (llvm::is_contained(valueOptions, arg)) {
-      ++i;
+    if (arg.starts_with("-")) {
+      StringRef flag = arg.ltrim('-');
+      if (!flag.contains('=') && llvm::is_contained(valueFlags, flag))
+        ++i;
       continue;
     }
-    if (arg.starts_with("-"))
-      continue;
     return looksLikeONNXFile(arg);
   }
   return false;

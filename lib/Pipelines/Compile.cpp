@@ -135,7 +135,8 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
 
   if (toDir) {
     if (upTo == Phase::Emit) {
-      if (options.train &&
+      // Executables keep the model for `train --export-onnx`.
+      if (options.train && options.artifact == ArtifactKind::Exe &&
           !writeTextFile(outPath(options.name + ".onnx"),
                          [&](llvm::raw_ostream &os) { os << modelBytes; }))
         return 1;

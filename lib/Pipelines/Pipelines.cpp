@@ -131,27 +131,19 @@ void dist::buildPlanPipeline(OpPassManager &pm, const CompileOptions &options) {
   plan.psTables = p.psTables;
   // The plan prices convolutions as codegen will run them.
   plan.conv = options.conv;
-  // A training compile plans the step the train phase will build: the
-  // plan comes first, since its layout decides how the step is built.
-  if (options.train) {
-    OpPassManager step(ModuleOp::getOperationName());
-    addTrainStepPasses(step, *options.train);
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    step.printAsTextualPipeline(os);
-    StringRef inner(text);
-    inner.consume_front((ModuleOp::getOperationName() + "(").str());
-    inner.consume_back(")");
-    plan.trainPipeline = inner.str();
-  }
   plan.applyLayout = p.applyLayout;
   plan.zero = options.zero;
-  if (options.toDirectory())
-    plan.reportDir = options.outDir;
-  // IR printed to stdout keeps stdout for itself.
-  plan.summary =
-      options.toDirectory() ? SummaryStream::Stdout : SummaryStream::Stderr;
-  pm.addPass(createPlanPass(plan));
+  plan.reportDir = p.reportDir;
+  plan.summary = p.summary;
+  // A training compile plans the step the train phase will build: the
+  // plan comes first, since its layout decides how the step is built.
+  if (!options.train) {
+    pm.addPass(createPlanPass(plan));
+    return;
+  }
+  TrainOptions train = *options.train;
+  pm.addPass(createPlanPass(
+      plan, [train](OpPassManager &step) { addTrainStepPasses(step, train); }));
 }
 
 void dist::buildTrainPipeline(OpPassManager &pm,
@@ -187,21 +179,28 @@ void dist::buildPartitionPipeline(OpPassManager &pm,
 
 void dist::buildHostCodegenPipeline(OpPassManager &pm,
                                     const CompileOptions &options) {
-  // The interface is read while the functions still have their tensor
-  // types and names; the emit phase writes the descriptor from it.
-  pm.addPass(createRecordSignaturePass());
+  // The entry points the runtime calls: named after the model with a name,
+  // else the defaults; the step's is wrapped when the module has a step.
   HostCodegenOptions cg;
   cg.convKernel = options.conv;
+  cg.trainEntryName = "train_step";
+  cg.trainEntrySymbol = "dist_model_train";
+  if (!options.name.empty()) {
+    cg.entrySymbol = "dist_model_entry_" + options.name;
+    cg.entryName = "dist_graph_" + options.name;
+    cg.trainEntryName = "dist_train_" + options.name;
+    cg.trainEntrySymbol = "dist_model_train_" + options.name;
+  }
+  // The interface is read while the functions still have their tensor
+  // types and names; the emit phase writes the descriptor from it.
+  RecordSignaturePassOptions record;
+  record.entrySymbol = cg.entrySymbol;
+  record.trainSymbol = cg.trainEntrySymbol;
+  pm.addPass(createRecordSignaturePass(record));
   if (!options.name.empty()) {
     RenameEntriesPassOptions rename;
     rename.modelName = options.name;
     pm.addPass(createRenameEntriesPass(rename));
-    cg.entrySymbol = "dist_model_entry_" + options.name;
-    cg.entryName = "dist_graph_" + options.name;
-    if (options.train) {
-      cg.trainEntryName = "dist_train_" + options.name;
-      cg.trainEntrySymbol = "dist_model_train_" + options.name;
-    }
   }
   buildHostCodegenPipeline(pm, cg);
 }
@@ -213,7 +212,7 @@ void dist::buildEmitPipeline(OpPassManager &pm, const CompileOptions &options) {
   emit.kind = options.artifact;
   emit.runtimeLib = options.runtimeLib;
   emit.runtimeInclude = options.runtimeInclude;
-  if (options.train)
+  if (options.train && options.artifact == ArtifactKind::Exe)
     emit.onnxFile = emit.modelName + ".onnx";
   pm.addPass(createEmitArtifactsPass(emit));
 }
@@ -257,8 +256,8 @@ namespace {
 struct PlanPipelineOptions : public PassPipelineOptions<PlanPipelineOptions> {
   Option<std::string> cluster{
       *this, "cluster",
-      llvm::cl::desc("local (detect this machine) or a cluster file"),
-      llvm::cl::init("local")};
+      llvm::cl::desc("local (detect this machine) or a cluster file "
+                     "(default: the module's cluster, else this machine)")};
   Option<std::string> plan{
       *this, "plan",
       llvm::cl::desc("auto (search and apply the layout), a plan.json to "
@@ -359,10 +358,6 @@ struct HostCodegenPipelineOptions
       llvm::cl::desc("the model's name: entry functions become "
                      "dist_graph_<name> / dist_train_<name> (default: keep "
                      "them, wrap the entry as dist_model_entry)")};
-  Option<bool> train{*this, "train",
-                     llvm::cl::desc("the module has a training step to wrap "
-                                    "(with name)"),
-                     llvm::cl::init(false)};
   Option<ConvKernel> conv{
       *this, "conv", llvm::cl::desc("how 2-D f32 convolutions run"),
       llvm::cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>()};
@@ -410,7 +405,7 @@ void dist::registerPhasePipelines() {
         p.psTables = o.psTables;
         options.conv = o.conv;
         options.zero = o.zero;
-        options.outDir = o.reportDir;
+        p.reportDir = o.reportDir;
         buildPlanPipeline(pm, options);
       });
   PassPipelineRegistration<TrainPipelineOptions>(
@@ -442,8 +437,6 @@ void dist::registerPhasePipelines() {
         CompileOptions options;
         options.name = o.name;
         options.conv = o.conv;
-        if (o.train)
-          options.train.emplace();
         buildHostCodegenPipeline(pm, options);
       });
   PassPipelineRegistration<EmitPipelineOptions>(

@@ -26,6 +26,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <functional>
+
 #define DEBUG_TYPE "dist-plan"
 
 namespace mlir::dist {
@@ -54,16 +56,25 @@ std::string dtypeOf(func::FuncOp func) {
   return "f32";
 }
 
-/// Runs the textual pass pipeline `pipeline` on a copy of `module` (the
-/// training step a later phase builds, planned before it is built).
-FailureOr<OwningOpRef<ModuleOp>> buildProbe(ModuleOp module,
-                                            StringRef pipeline) {
+/// Runs `build`'s passes, or the textual pass pipeline `pipeline`, on a
+/// copy of `module` without its mesh: the training step a later phase
+/// builds, planned before it is built, for the whole model at the global
+/// batch (the layout is what the plan decides or evaluates).
+FailureOr<OwningOpRef<ModuleOp>>
+buildProbe(ModuleOp module, StringRef pipeline,
+           const std::function<void(OpPassManager &)> &build) {
   OwningOpRef<ModuleOp> probe(module.clone());
+  (*probe)->removeAttr(DistDialect::getMeshAttrName());
   PassManager pm(module.getContext());
-  std::string error;
-  llvm::raw_string_ostream errorOs(error);
-  if (failed(parsePassPipeline(pipeline, pm, errorOs)))
-    return module.emitError("dist-plan: train-pipeline: ") << error, failure();
+  if (build) {
+    build(pm);
+  } else {
+    std::string error;
+    llvm::raw_string_ostream errorOs(error);
+    if (failed(parsePassPipeline(pipeline, pm, errorOs)))
+      return module.emitError("dist-plan: train-pipeline: ") << error,
+             failure();
+  }
   if (failed(pm.run(*probe)))
     return failure();
   return probe;
@@ -218,6 +229,11 @@ FailureOr<FunctionCosts> costsAt(func::FuncOp func, int64_t batch,
 
 struct PlanPass : public dist::impl::PlanPassBase<PlanPass> {
   using PlanPassBase::PlanPassBase;
+  PlanPass(const PlanPassOptions &options,
+           std::function<void(OpPassManager &)> buildTrainStep)
+      : PlanPassBase(options), buildTrainStep(std::move(buildTrainStep)) {}
+  /// Builds the training step on the probe (instead of train-pipeline).
+  std::function<void(OpPassManager &)> buildTrainStep;
 
   void runOnOperation() override;
   /// Writes plan.json and plan.html into `reportDir`.
@@ -257,7 +273,8 @@ void PlanPass::runOnOperation() {
   options.psTables = psTables;
   options.conv = conv;
   options.trainPipeline = trainPipeline;
-  FailureOr<std::unique_ptr<ModulePlan>> result = planModule(module, options);
+  FailureOr<std::unique_ptr<ModulePlan>> result =
+      planModule(module, options, buildTrainStep);
   if (failed(result))
     return signalPassFailure();
   const ModulePlan &mp = **result;
@@ -330,8 +347,15 @@ void PlanPass::runOnOperation() {
 
 } // namespace
 
-FailureOr<std::unique_ptr<ModulePlan>>
-mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
+std::unique_ptr<Pass> mlir::dist::createPlanPass(
+    const PlanPassOptions &options,
+    std::function<void(OpPassManager &)> buildTrainStep) {
+  return std::make_unique<PlanPass>(options, std::move(buildTrainStep));
+}
+
+FailureOr<std::unique_ptr<ModulePlan>> mlir::dist::planModule(
+    ModuleOp module, const PlanPassOptions &options,
+    const std::function<void(OpPassManager &)> &buildTrainStep) {
   MLIRContext *ctx = module.getContext();
   auto clusterAttr =
       module->getAttrOfType<ClusterAttr>(DistDialect::getClusterAttrName());
@@ -355,9 +379,10 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
   if (!target)
     return module.emitError("nothing to plan: no public function"), failure();
   func::FuncOp func = target;
-  if (!options.trainPipeline.empty() && !target->hasAttr("dist.train_step")) {
+  if ((buildTrainStep || !options.trainPipeline.empty()) &&
+      !target->hasAttr("dist.train_step")) {
     FailureOr<OwningOpRef<ModuleOp>> probe =
-        buildProbe(module, options.trainPipeline);
+        buildProbe(module, options.trainPipeline, buildTrainStep);
     if (failed(probe))
       return failure();
     result->probe = std::move(*probe);
@@ -441,7 +466,7 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
              failure();
     result->plan = std::move(*plan);
     search = PlanSearch::File;
-  } else if (requested && req.objective == Objective::StepTime) {
+  } else if (requested) {
     // The layout is given: evaluate it, so that the plan describes what
     // will run.
     result->mesh = requested.getSpec();
@@ -454,6 +479,12 @@ mlir::dist::planModule(ModuleOp module, const PlanPassOptions &options) {
       return emitError(UnknownLoc::get(ctx))
                  << "--mesh " << result->mesh.str()
                  << ": the layout does not fit the cluster: " << error,
+             failure();
+    if (req.objective == Objective::Cost && plan.throughput < req.minThroughput)
+      return emitError(UnknownLoc::get(ctx))
+                 << "--mesh " << result->mesh.str() << ": the layout reaches "
+                 << plan.throughput << " samples/s, below --min-throughput "
+                 << req.minThroughput,
              failure();
     result->plan = std::move(plan);
     result->meshEvaluated = true;

@@ -12,11 +12,11 @@
 #ifndef DIST_PIPELINES_COMPILEOPTIONS_H
 #define DIST_PIPELINES_COMPILEOPTIONS_H
 
-#include "dist/Planner/Planner.h"
 #include "dist/Codegen/ConvKernel.h"
 #include "dist/Codegen/Passes.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Dialect/Dist/Transforms/Passes.h"
+#include "dist/Planner/Planner.h"
 #include "dist/Support/EnumOption.h"
 #include "dist/Transforms/Passes.h"
 
@@ -101,7 +101,8 @@ struct TrainOptions {
 
 /// The planner's choices.
 struct PlanningOptions {
-  /// "local" (detect this machine) or a cluster file.
+  /// "local" (detect this machine) or a cluster file; "": keep the
+  /// module's cluster (else detect this machine).
   std::string cluster = "local";
   /// The plan's layout is compiled (dist-opt --plan): searched, or read
   /// from `planFile`.
@@ -114,6 +115,9 @@ struct PlanningOptions {
   /// all cores).
   int64_t globalBatch = 0, threads = 0;
   bool psTables = false;
+  /// Where plan.json and plan.html go ("": nowhere) and the summary lines.
+  std::string reportDir;
+  SummaryStream summary = SummaryStream::Stderr;
 };
 
 /// One compile of one model.

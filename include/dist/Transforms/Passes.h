@@ -10,10 +10,10 @@
 #ifndef DIST_TRANSFORMS_PASSES_H
 #define DIST_TRANSFORMS_PASSES_H
 
-#include "dist/Planner/Planner.h"
 #include "dist/Codegen/ConvKernel.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Dialect/Dist/Transforms/Batch.h"
+#include "dist/Planner/Planner.h"
 #include "dist/Support/EnumOption.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,9 +112,18 @@ struct ModulePlan {
 
 /// Plans `module` as dist-plan does with `options` and, on success, records
 /// the plan on the module and returns it. Errors are emitted on the module
-/// (or the op at fault) and give failure.
+/// (or the op at fault) and give failure. `buildTrainStep`, when set, adds
+/// the passes that build the training step planned (on a copy), in place
+/// of `options.trainPipeline`.
 FailureOr<std::unique_ptr<ModulePlan>>
-planModule(ModuleOp module, const PlanPassOptions &options);
+planModule(ModuleOp module, const PlanPassOptions &options,
+           const std::function<void(OpPassManager &)> &buildTrainStep = {});
+
+/// dist-plan with the training step built by `buildTrainStep` (in C++, so
+/// that no choice goes through the text of a pipeline).
+std::unique_ptr<Pass>
+createPlanPass(const PlanPassOptions &options,
+               std::function<void(OpPassManager &)> buildTrainStep);
 
 /// Declares the mesh of `spec` in `module` (`shard.grid @mesh` with its axis
 /// names) unless it is there already; fails if another symbol takes the name

@@ -42,18 +42,20 @@ def PlanPass : Pass<"dist-plan", "ModuleOp"> {
     `global-batch` on a copy of the function first.
 
     With `train-pipeline` (a textual pass pipeline that builds the training
-    step, such as `dist-build-train-step{loss=mse},canonicalize,cse`) the
-    plan is made for the step that pipeline builds from the forward graph:
-    the pass runs it on a copy of the module and plans that copy, so a
-    compile plans the step before tensor parallelism splits the forward
-    graph it is built from.
+    step, such as `dist-build-train-step{loss=mse},canonicalize,cse`; the
+    compile pipeline passes the same passes in C++) the plan is made for the
+    step that pipeline builds from the forward graph: the pass runs it on a
+    copy of the module without its mesh and plans that copy, the whole model
+    at the global batch, before tensor parallelism splits the forward graph
+    the step is built from.
 
     The decisions: searched with `strategy`, taken from `plan-file` (a
     plan.json, only re-evaluated; a plan that does not fit the cluster fails
     the pass with the reason), or, when the module carries a mesh
     (`dist.mesh`, from `dist-opt --mesh`), that mesh's data- and
     tensor-parallel degrees in one stage, so that the plan describes the
-    layout that will run. With `apply-layout` a searched or read plan's
+    layout that will run (under the cost objective it must reach
+    `min-throughput`). With `apply-layout` a searched or read plan's
     degrees become the module's `dist.mesh`, which the train and partition
     phases then build; a plan they cannot build (pipeline stages) fails the
     pass.
