@@ -5,7 +5,7 @@
 // still has its tensor types (the emit phase writes the descriptor from
 // it), gives the entry function the artifact's name and lowers it to the
 // LLVM dialect with the packed entry point the runtime calls.
-// CHECK: dist.signature = {inputs = [{dims = array<i64: 4>, dtype = 1 : i64, name = "x"}], outputs = [{dims = array<i64: 4>, dtype = 1 : i64, name = "y"}], params = []}
+// CHECK: dist.signature = {entry_symbol = "dist_model_entry_m", inputs = [{dims = array<i64: 4>, dtype = 1 : i64, name = "x"}], outputs = [{dims = array<i64: 4>, dtype = 1 : i64, name = "y"}], params = []}
 // CHECK-DAG: llvm.func @dist_graph_m(
 // CHECK-DAG: llvm.func @dist_model_entry_m(%{{.*}}: !llvm.ptr)
 // Without a name the entry keeps its own, wrapped as dist_model_entry.

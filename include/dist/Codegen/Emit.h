@@ -66,6 +66,10 @@ struct ModelSignature {
   /// has a dp axis.
   int64_t inferBatchSplit = 0;
   std::string batchWhole;
+  /// The packed entry points the artifacts call (dist-add-entry-wrapper's
+  /// symbols), recorded by dist-record-signature; the step's only when
+  /// there is one.
+  std::string entrySymbol, trainSymbol;
 };
 
 /// Reads the signature of the (single, public) entry function of a dist

@@ -70,7 +70,8 @@ struct HostCodegenOptions {
   std::string entrySymbol = "dist_model_entry";
   /// Name of the function it wraps.
   std::string entryName = "main";
-  /// The training step's function and packed entry point ("": none).
+  /// The training step's function and packed entry point, wrapped when
+  /// the module has it ("": never).
   std::string trainEntryName, trainEntrySymbol;
   /// How 2-D f32 convolutions run (the `conv` option of
   /// dist-lower-to-linalg).

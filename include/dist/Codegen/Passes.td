@@ -276,6 +276,9 @@ def AddEntryWrapperPass : Pass<"dist-add-entry-wrapper", "::mlir::ModuleOp"> {
            "name of the function to wrap">,
     Option<"symbolName", "symbol", "std::string",
            /*default=*/"\"dist_model_entry\"", "name of the wrapper">,
+    Option<"ifPresent", "if-present", "bool", "false",
+           "do nothing when the module has no such function (a training "
+           "step's wrapper for a module without one)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
@@ -287,7 +290,9 @@ def RecordSignaturePass : Pass<"dist-record-signature", "::mlir::ModuleOp"> {
     outputs of its public entry function, the training step's inputs,
     outputs, parameter roles and optimizer, the mesh and how inference uses
     the dp axis; see getModelSignature in dist/Codegen/Emit.h) and records
-    it as the module attribute `dist.signature`, from which
+    it as the module attribute `dist.signature`, with the symbols of the
+    packed entry points the runtime will call (`entry-symbol`, and
+    `train-symbol` when the module has a step), from which
     dist-emit-artifacts writes the model descriptor, header and manifest
     once the functions are lowered.
 
@@ -295,6 +300,17 @@ def RecordSignaturePass : Pass<"dist-record-signature", "::mlir::ModuleOp"> {
     most one step). Fails naming what is missing or unsupported (an element
     type without an ONNX code).
   }];
+  let options = [
+    Option<"entrySymbol", "entry-symbol", "std::string",
+           "\"dist_model_entry\"", "the entry function's packed entry point">,
+    Option<"trainSymbol", "train-symbol", "std::string",
+           "\"dist_model_train\"", "the training step's packed entry point">,
+  ];
+  let statistics = [
+    Statistic<"numParams", "num-params", "Number of parameters recorded">,
+    Statistic<"numTensors", "num-tensors",
+              "Number of inputs and outputs recorded">,
+  ];
 }
 
 def RenameEntriesPass : Pass<"dist-rename-entries", "::mlir::ModuleOp"> {

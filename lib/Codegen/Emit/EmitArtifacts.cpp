@@ -12,6 +12,8 @@
 #include "dist/Codegen/Passes.h"
 
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -44,6 +46,13 @@ struct EmitArtifactsPass
   using Base::Base;
 
   void runOnOperation() override;
+  /// Translation to LLVM IR registers on the context: declared here, not
+  /// while the pass runs.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerBuiltinDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+  }
   /// `<out-dir>/<file>`.
   std::string outPath(const Twine &file) const {
     SmallString<256> p(outDir);
@@ -100,9 +109,10 @@ void EmitArtifactsPass::runOnOperation() {
       runtimeInclude.empty() ? defaultRuntimeInclude() : runtimeInclude;
   const char *cc = getenv("CC");
   opts.cc = cc && *cc ? cc : "cc";
-  opts.entrySymbol = "dist_model_entry_" + modelName;
+  // The symbols the wrappers were given when the module was lowered.
+  opts.entrySymbol = sig->entrySymbol;
   if (sig->train)
-    opts.trainEntrySymbol = "dist_model_train_" + modelName;
+    opts.trainEntrySymbol = sig->trainSymbol;
   opts.onnxFileName = onnxFile;
   if (!llvm::sys::fs::exists(opts.runtimeLib)) {
     emitError(UnknownLoc::get(&getContext()))

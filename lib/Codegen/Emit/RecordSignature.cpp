@@ -315,6 +315,12 @@ DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
   if (!sig.batchWhole.empty())
     entries.push_back(
         b.getNamedAttr("batch_whole", b.getStringAttr(sig.batchWhole)));
+  if (!sig.entrySymbol.empty())
+    entries.push_back(
+        b.getNamedAttr("entry_symbol", b.getStringAttr(sig.entrySymbol)));
+  if (!sig.trainSymbol.empty())
+    entries.push_back(
+        b.getNamedAttr("train_symbol", b.getStringAttr(sig.trainSymbol)));
   if (sig.train) {
     const TrainSignature &t = *sig.train;
     SmallVector<int64_t> roles(t.paramRoles.begin(), t.paramRoles.end());
@@ -370,6 +376,10 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
     sig.inferBatchSplit = split.getInt();
   if (auto whole = dict.getAs<StringAttr>("batch_whole"))
     sig.batchWhole = whole.str();
+  if (auto symbol = dict.getAs<StringAttr>("entry_symbol"))
+    sig.entrySymbol = symbol.str();
+  if (auto symbol = dict.getAs<StringAttr>("train_symbol"))
+    sig.trainSymbol = symbol.str();
   if (auto train = dict.getAs<DictionaryAttr>("train")) {
     TrainSignature t;
     auto roles = train.getAs<DenseI64ArrayAttr>("param_roles");
@@ -406,11 +416,18 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
 namespace {
 struct RecordSignaturePass
     : public dist::impl::RecordSignaturePassBase<RecordSignaturePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<ModelSignature> sig = getModelSignature(module);
     if (failed(sig))
       return signalPassFailure();
+    sig->entrySymbol = entrySymbol;
+    if (sig->train)
+      sig->trainSymbol = trainSymbol;
+    numParams += sig->params.size();
+    numTensors += sig->inputs.size() + sig->outputs.size();
     module->setAttr(kSignatureAttr, signatureToAttr(&getContext(), *sig));
   }
 };

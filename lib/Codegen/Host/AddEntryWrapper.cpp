@@ -31,6 +31,8 @@ struct AddEntryWrapperPass
     std::string cifaceName = "_mlir_ciface_" + entryName;
     auto ciface = module.lookupSymbol<LLVM::LLVMFuncOp>(cifaceName);
     auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName);
+    if (!entry && ifPresent)
+      return;
     if (!ciface || !entry) {
       module.emitError() << "no C interface for entry function '" << entryName
                          << "'";

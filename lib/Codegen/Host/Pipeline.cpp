@@ -96,6 +96,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
     AddEntryWrapperPassOptions trainOpts;
     trainOpts.symbolName = options.trainEntrySymbol;
     trainOpts.entryName = options.trainEntryName;
+    trainOpts.ifPresent = true;
     pm.addPass(createAddEntryWrapperPass(trainOpts));
   }
 }
