@@ -71,17 +71,18 @@ struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
 };
 
 LogicalResult PartitionPass::splitBatch(func::FuncOp step, int64_t dp) {
+  // dist-build-train-step builds the step at one rank's batch when the
+  // module asks for a dp mesh, and says for which dp.
+  if (auto train = step->getAttrOfType<DictionaryAttr>("dist.train"))
+    if (auto built = train.getAs<IntegerAttr>("batch_split_dp")) {
+      if (built.getInt() == dp)
+        return success();
+      return step.emitError("the training step was built for dp=")
+             << built.getInt() << ", not dp=" << dp;
+    }
   int64_t batch = getStaticBatch(step);
   if (batch == 0)
     return success(); // Dynamic: the runtime passes each rank its rows.
-  // dist-build-train-step builds the step at one rank's batch when the
-  // module asks for this mesh: then the forward function's batch is dp
-  // times the step's.
-  ModuleOp module = getOperation();
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f.isPublic() && !f.isExternal() && !f->hasAttr("dist.train_step") &&
-        getStaticBatch(f) == batch * dp)
-      return success();
   // Shapes the backward pass derived from the batch may be constants by
   // now; re-inference reports them.
   return rebatchFunction(step, batch, dp);

@@ -19,7 +19,7 @@ module attributes {dist.mesh = #dist.mesh<dp = 2>} {
     %y = dist.matmul %x, %w : (tensor<16x4xf32>, tensor<4x3xf32>) -> tensor<16x3xf32>
     return %y : tensor<16x3xf32>
   }
-  func.func @train_step(%x: tensor<8x4xf32> {dist.name = "x"}, %l: tensor<8x3xf32> {dist.name = "label"}, %lr: tensor<f32> {dist.name = "lr"}, %t: tensor<f32> {dist.name = "step"}) -> (tensor<f32> {dist.name = "loss"}) attributes {dist.train_step} {
+  func.func @train_step(%x: tensor<8x4xf32> {dist.name = "x"}, %l: tensor<8x3xf32> {dist.name = "label"}, %lr: tensor<f32> {dist.name = "lr"}, %t: tensor<f32> {dist.name = "step"}) -> (tensor<f32> {dist.name = "loss"}) attributes {dist.train = {batch_split_dp = 2 : i64}, dist.train_step} {
     %w = dist.get_param @w : tensor<4x3xf32>
     %y = dist.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
     %d = dist.sub %y, %l : (tensor<8x3xf32>, tensor<8x3xf32>) -> tensor<8x3xf32> loc(#bwd)

@@ -73,10 +73,14 @@ LoopRatesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "loop_rates of '" << kernelClass << "' has "
                        << footprints.size() << " footprints and "
                        << rates.size() << " rates";
-  for (int64_t i = 0; i < footprints.size(); ++i)
+  for (int64_t i = 0; i < footprints.size(); ++i) {
     if (!positive(footprints[i]) || !positive(rates[i]))
       return emitError() << "loop_rates of '" << kernelClass
                          << "' must be positive";
+    if (i > 0 && footprints[i] < footprints[i - 1])
+      return emitError() << "loop_rates of '" << kernelClass
+                         << "' footprints must be ascending";
+  }
   return success();
 }
 
@@ -93,9 +97,12 @@ GemmRatesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (sizes.size() != flops.size())
     return emitError() << "gemm_rates has " << sizes.size() << " sizes and "
                        << flops.size() << " rates";
-  for (int64_t i = 0; i < sizes.size(); ++i)
+  for (int64_t i = 0; i < sizes.size(); ++i) {
     if (!positive(sizes[i]) || !positive(flops[i]))
       return emitError() << "gemm_rates sizes and rates must be positive";
+    if (i > 0 && sizes[i] < sizes[i - 1])
+      return emitError() << "gemm_rates sizes must be ascending";
+  }
   int64_t points = layouts.size();
   if (m.size() != points || n.size() != points || k.size() != points ||
       shapeFlops.size() != points)
@@ -354,6 +361,7 @@ bool DictionaryReader::pairs(Attribute attr, const Twine &where,
     error() << where << " must be a list of [x, y] pairs";
     return false;
   }
+  SmallVector<std::pair<double, double>> points;
   for (Attribute item : list) {
     auto pair = dyn_cast<ArrayAttr>(item);
     std::optional<double> x =
@@ -363,8 +371,13 @@ bool DictionaryReader::pairs(Attribute attr, const Twine &where,
       error() << where << " must be a list of [x, y] pairs";
       return false;
     }
-    a.push_back(*x);
-    bColumn.push_back(*y);
+    points.emplace_back(*x, *y);
+  }
+  // Tables are looked up by x, as a cluster file's reader sorts them.
+  llvm::stable_sort(points, [](auto l, auto r) { return l.first < r.first; });
+  for (auto [x, y] : points) {
+    a.push_back(x);
+    bColumn.push_back(y);
   }
   return true;
 }

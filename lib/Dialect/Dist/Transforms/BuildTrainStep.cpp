@@ -466,6 +466,12 @@ void BuildTrainStepPass::runOnOperation() {
     return signalPassFailure();
   entry.getBody().takeBody(saved->getBody());
   entry.setFunctionType(saved->getFunctionType());
+  // The step says which dp it was built for; dist-partition checks it.
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  NamedAttrList train(step->getAttrOfType<DictionaryAttr>("dist.train"));
+  train.set("batch_split_dp",
+            IntegerAttr::get(IntegerType::get(&getContext(), 64), dp));
+  step->setAttr("dist.train", train.getDictionary(&getContext()));
 }
 
 LogicalResult BuildTrainStepPass::buildStep(ModuleOp module,
