@@ -13,11 +13,11 @@
 
 #include "dist/Pipelines/Calibrate.h"
 
-#include "dist/Planner/Calibration.h"
-#include "dist/Planner/Cluster.h"
 #include "dist/Import/ONNX/ONNXImporter.h"
 #include "dist/Pipelines/Compile.h"
 #include "dist/Pipelines/Diagnostics.h"
+#include "dist/Planner/Calibration.h"
+#include "dist/Planner/Cluster.h"
 #include "dist/Transforms/LayerCosts.h"
 
 #include "mlir/IR/AsmState.h"

@@ -67,7 +67,7 @@ struct PhaseWork {
   /// Of otherFlops, those of transcendental functions (exp, erf, tanh...;
   /// detail::isTranscendental), priced at the calibrated loop_flops.
   double mathFlops = 0;
-  double bytes = 0;      ///< memory traffic of the non-GEMM kernels
+  double bytes = 0; ///< memory traffic of the non-GEMM kernels
   /// Sum over the layer's matrix products of flops * log(size) where size
   /// is the geometric mean of M, N, K at batch 1 (so that the cost model
   /// can pick an efficiency per size); 0 when gemmFlops is 0.

@@ -11,8 +11,8 @@
 #ifndef DIST_TRANSFORMS_CLUSTERATTR_H
 #define DIST_TRANSFORMS_CLUSTERATTR_H
 
-#include "dist/Planner/Cluster.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Planner/Cluster.h"
 
 #include <optional>
 #include <string>

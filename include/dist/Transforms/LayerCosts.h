@@ -22,8 +22,8 @@
 #ifndef DIST_TRANSFORMS_LAYERCOSTS_H
 #define DIST_TRANSFORMS_LAYERCOSTS_H
 
-#include "dist/Planner/CostModel.h"
 #include "dist/Dialect/Dist/Transforms/Batch.h"
+#include "dist/Planner/CostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

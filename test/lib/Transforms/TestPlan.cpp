@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Planner/CostModel.h"
 #include "dist/Planner/Planner.h"
-#include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Transforms/ClusterAttr.h"
 #include "dist/Transforms/LayerCosts.h"
 #include "dist/Transforms/Passes.h"
