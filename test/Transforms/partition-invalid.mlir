@@ -1,4 +1,7 @@
 // RUN: dist-opt %s --split-input-file --verify-diagnostics --dist-partition="mesh=dp=4"
+// RUN: not dist-opt %s --split-input-file --dist-partition="mesh=dp=0" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD
+// BAD: error: dist-partition: mesh: the size of axis 'dp' must be an integer from 1 to 1048576, got '0'
 
 // A step built at one rank's batch for dp=2 cannot be partitioned for
 // dp=4: the batch it was built for says so.
