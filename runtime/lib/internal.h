@@ -180,6 +180,12 @@ size_t constantCopyBytes();
 std::string blasCoreName();
 /// How many gemm calls so far were spread over the thread pool (for tests).
 int64_t spreadGemmCalls();
+/// How many gemm calls so far ran their batch as one product, folded into
+/// the rows or columns of the operand not shared (for tests).
+int64_t foldedGemmCalls();
+/// How many gemm calls so far gathered the rows (or columns) of a batch
+/// sharing an operand into one product (for tests).
+int64_t gatheredGemmCalls();
 
 //===----------------------------------------------------------------------===//
 // Exception guard

@@ -258,6 +258,67 @@ std::vector<GemmCase> gemmCases() {
        {m * k, k, 1},
        {0, n, 1},
        {m * n, n, 1}},
+      // ViT's attention input projection: [B, 1, K] rows read through a
+      // transposing view (the row stride, of a dimension of extent 1, is
+      // not the batch stride) by a shared weight.
+      {"shared weight, one row per batch through a view",
+       6,
+       1,
+       n,
+       k,
+       {k, 6 * k, 1},
+       {0, n, 1},
+       {n, 6 * n, 1}},
+      {"shared weight, A read transposed, batches stacked",
+       3,
+       m,
+       n,
+       k,
+       {m, 1, 3 * m},
+       {0, n, 1},
+       {m * n, n, 1}},
+      {"shared A, batches stacked into columns",
+       4,
+       m,
+       n,
+       k,
+       {0, k, 1},
+       {n, 4 * n, 1},
+       {n, 4 * n, 1}},
+      {"shared weight, one row per batch, summed into one C row",
+       4,
+       1,
+       n,
+       k,
+       {k, 4 * k, 1},
+       {0, n, 1},
+       {0, n, 1}},
+      // ViT at batch 8: [197, 8, K] rows, a view of [8, 197, K], by a
+      // shared weight: rows gathered into one product, C scattered back.
+      {"shared weight, rows strided across batches (gathered)",
+       3,
+       2,
+       n,
+       k,
+       {k, 3 * k, 1},
+       {0, n, 1},
+       {2 * n, n, 1}},
+      {"shared A, columns strided across batches (gathered)",
+       3,
+       n,
+       2,
+       k,
+       {0, k, 1},
+       {1, 2 * 3, 3},
+       {n * 2, 2, 1}},
+      {"shared weight, gathered, C column-major per batch",
+       4,
+       2,
+       n,
+       k,
+       {k, 4 * k, 1},
+       {0, 1, k},
+       {2 * n, 1, 2}},
       {"shared weight, batches with gaps (not stacked)",
        3,
        m,
@@ -393,6 +454,49 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
   for (float &x : want)
     x = -x;
   run();
+}
+
+// A batch sharing one operand runs as one product when the other operand
+// and C stack its matrices evenly (the results are checked by the cases
+// above); batches that sum into one C, or stand apart, stay batches.
+TEST(GemmFolding, SharedOperandsFoldTheBatch) {
+  const int64_t batch = 6, m = 1, n = 40, k = 24;
+  std::vector<float> a(batch * k), b(k * n), c(batch * n);
+  fill(a, 6);
+  fill(b, 7);
+  auto ptr = [](const float *p) {
+    return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
+  };
+  auto call = [&](int64_t aSb, int64_t aSm, int64_t cSb, int64_t cSm) {
+    int64_t before = dist_rt::foldedGemmCalls();
+    dist_rt_gemm_set_f32(batch, m, n, k, ptr(a.data()), aSb, aSm, 1,
+                         ptr(b.data()), n, 1, ptr(c.data()), cSb, cSm, 1, 0);
+    return dist_rt::foldedGemmCalls() - before;
+  };
+  // [6, 1, K] rows through a view whose unit dimension has another stride.
+  EXPECT_EQ(call(k, batch * k, n, batch * n), 1);
+  // Rows contiguous, unit dimension strided as its extent says.
+  EXPECT_EQ(call(k, k, n, n), 1);
+  // Every batch into the same C row: summed, not folded.
+  EXPECT_EQ(call(k, k, 0, n), 0);
+  // Rows of A not evenly spaced across batches cannot be one matrix: m = 2
+  // rows per batch with a gap after each pair.
+  std::vector<float> a2(batch * (2 * k + 3)), c2(batch * 2 * n);
+  fill(a2, 8);
+  int64_t before = dist_rt::foldedGemmCalls();
+  dist_rt_gemm_set_f32(batch, 2, n, k, ptr(a2.data()), 2 * k + 3, k, 1,
+                       ptr(b.data()), n, 1, ptr(c2.data()), 2 * n, n, 1, 0);
+  EXPECT_EQ(dist_rt::foldedGemmCalls(), before);
+  // Rows two apart across batches, one apart within: gathered instead.
+  int64_t gathered = dist_rt::gatheredGemmCalls();
+  std::vector<float> a3(batch * 2 * k), c3(batch * 2 * n);
+  dist_rt_gemm_set_f32(batch, 2, n, k, ptr(a3.data()), k, batch * k, 1,
+                       ptr(b.data()), n, 1, ptr(c3.data()), 2 * n, n, 1, 0);
+  EXPECT_EQ(dist_rt::gatheredGemmCalls(), gathered + 1);
+  // Summed into one C: neither.
+  dist_rt_gemm_f32(batch, 2, n, k, ptr(a3.data()), k, batch * k, 1,
+                   ptr(b.data()), n, 1, ptr(c3.data()), 0, n, 1, 0);
+  EXPECT_EQ(dist_rt::gatheredGemmCalls(), gathered + 1);
 }
 
 // Many small products are spread over the pool as a whole (the DLRM-style
