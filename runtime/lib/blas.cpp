@@ -105,51 +105,44 @@ std::atomic<bool> blasLoaded{false};
 std::once_flag blasOnce;
 std::atomic<bool> forceBuiltin{false};
 
-/// OpenBLAS core types whose kernels use AVX-512 (OpenBLAS's names, which it
-/// compares without regard to case).
-constexpr const char *kAvx512CoreTypes[] = {"SkylakeX", "CooperLake",
-                                            "SapphireRapids"};
+/// OpenBLAS's kernel sets by the x86 vector extensions their sgemm kernels
+/// need (OpenBLAS compares the names without regard to case). Names not
+/// listed count as below AVX.
+struct CoreTypeLevel {
+  const char *name;
+  dist_rt::SimdLevel level;
+};
+constexpr CoreTypeLevel kCoreTypeLevels[] = {
+    {"SkylakeX", dist_rt::SimdLevel::Avx512},
+    {"CooperLake", dist_rt::SimdLevel::Avx512},
+    {"SapphireRapids", dist_rt::SimdLevel::Avx512},
+    {"Haswell", dist_rt::SimdLevel::Avx2},
+    {"Zen", dist_rt::SimdLevel::Avx2},
+    {"SandyBridge", dist_rt::SimdLevel::Avx},
+    {"Bulldozer", dist_rt::SimdLevel::Avx},
+    {"Piledriver", dist_rt::SimdLevel::Avx},
+    {"Steamroller", dist_rt::SimdLevel::Avx},
+    {"Excavator", dist_rt::SimdLevel::Avx},
+};
+
+dist_rt::SimdLevel coreTypeLevel(const char *name) {
+  for (const CoreTypeLevel &c : kCoreTypeLevels)
+    if (strcasecmp(name, c.name) == 0)
+      return c.level;
+  return dist_rt::SimdLevel::None;
+}
 
 /// Chooses OpenBLAS's kernels before it loads; returns the environment's
 /// own OPENBLAS_CORETYPE (nullopt when unset) for loadBlas to put back
-/// afterwards.
-///
-/// On AVX-512 machines the SkylakeX kernels run the small products of the
-/// benchmark models at twice the speed of the Haswell ones, and OpenBLAS
-/// 0.3.21 does not always pick them itself: it detects some AVX-512 CPUs as
-/// Haswell (AMD Zen 4 and 5), and environments that run into this set
-/// OPENBLAS_CORETYPE=Haswell for every program (this project's development
-/// machine does: ResNet inference at one thread took 0.60 ms with the
-/// Haswell kernels and 0.36 ms with the SkylakeX ones, onnxruntime 0.37). So
-/// an OPENBLAS_CORETYPE naming a kernel set without AVX-512 is raised to
-/// SkylakeX where the CPU has AVX-512F/BW/DQ/VL, for this runtime's copy
-/// only: the variable is put back once OpenBLAS has read it, so the host
-/// program and its children see it unchanged (OPENBLAS_NUM_THREADS=1, set
-/// below when unset, stays). DIST_RT_OPENBLAS_CORETYPE forces a core type
-/// (any of OpenBLAS's names).
+/// afterwards. See chooseOpenblasCoreType; OPENBLAS_NUM_THREADS=1, set
+/// below when unset, stays.
 std::optional<std::string> pickCoreType() {
   const char *given = std::getenv("OPENBLAS_CORETYPE");
   std::optional<std::string> saved;
   if (given)
     saved = given;
-  std::string chosen = given ? given : "";
-  if (const char *forced = std::getenv("DIST_RT_OPENBLAS_CORETYPE");
-      forced && *forced) {
-    chosen = forced;
-  } else {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    bool avx512 = __builtin_cpu_supports("avx512f") &&
-                  __builtin_cpu_supports("avx512bw") &&
-                  __builtin_cpu_supports("avx512dq") &&
-                  __builtin_cpu_supports("avx512vl");
-    bool givenHasAvx512 = false;
-    for (const char *name : kAvx512CoreTypes)
-      givenHasAvx512 |= given && strcasecmp(given, name) == 0;
-    if (avx512 && !givenHasAvx512)
-      chosen = "SkylakeX";
-#endif
-  }
+  std::string chosen = dist_rt::chooseOpenblasCoreType(
+      given, std::getenv("DIST_RT_OPENBLAS_CORETYPE"), dist_rt::hostSimdLevel());
   if (!chosen.empty())
     setenv("OPENBLAS_CORETYPE", chosen.c_str(), 1);
   // The runtime's pool does the threading (gemmBatched); without this
@@ -855,6 +848,57 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
 //===----------------------------------------------------------------------===//
 // Internal API
 //===----------------------------------------------------------------------===//
+
+dist_rt::SimdLevel dist_rt::hostSimdLevel() {
+#if defined(__x86_64__) || defined(__i386__)
+  // libgcc's checks include the OS's support (XCR0) for the wider
+  // registers.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return SimdLevel::Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return SimdLevel::Avx2;
+  if (__builtin_cpu_supports("avx"))
+    return SimdLevel::Avx;
+#endif
+  return SimdLevel::None;
+}
+
+// OpenBLAS 0.3.21 picks its kernels by CPU model and family, and models it
+// does not know get generic or older kernels: on this project's Intel Xeon
+// (family 6 model 207) numpy's 1024^3 sgemm ran at 22-27 GFLOP/s with the
+// kernels it picked and at 130-147 with OPENBLAS_CORETYPE=SkylakeX; it
+// takes some AVX-512 CPUs (AMD Zen 4 and 5) for Haswell, and environments
+// that run into this set OPENBLAS_CORETYPE=Haswell for every program (the
+// residual CNN at one thread: 0.60 ms with the Haswell kernels, 0.36 ms with
+// SkylakeX's). So the runtime names the kernel set itself, by the vector
+// extensions the CPU and OS support, never by model: SkylakeX on
+// AVX-512F/BW/DQ/VL, Haswell on AVX2 with FMA, SandyBridge on AVX. A core
+// type from the environment is kept when it is of the host's level (Zen or
+// CooperLake, say) and replaced when it is below (it would waste the
+// wider units) or above (OpenBLAS would ignore it and fall back on its own
+// detection). DIST_RT_OPENBLAS_CORETYPE forces any of OpenBLAS's names.
+std::string dist_rt::chooseOpenblasCoreType(const char *given,
+                                            const char *forced,
+                                            SimdLevel host) {
+  if (forced && *forced)
+    return forced;
+  if (given && *given && coreTypeLevel(given) == host)
+    return given;
+  switch (host) {
+  case SimdLevel::Avx512:
+    return "SkylakeX";
+  case SimdLevel::Avx2:
+    return "Haswell";
+  case SimdLevel::Avx:
+    return "SandyBridge";
+  case SimdLevel::None:
+    break;
+  }
+  // Nothing better to offer: OpenBLAS's own choice, or the given one.
+  return given ? given : "";
+}
 
 bool dist_rt::blasAvailable() {
   std::call_once(blasOnce, loadBlas);

@@ -178,6 +178,16 @@ size_t constantCopyBytes();
 /// OpenBLAS's kernel set for this process ("SkylakeX", ...; loads it), or
 /// "" with the built-in loops (for tests).
 std::string blasCoreName();
+/// The x86 vector extensions a kernel can use here, in increasing order.
+enum class SimdLevel { None, Avx, Avx2, Avx512 };
+/// This CPU's level (cpuid, with the OS's support for the registers).
+SimdLevel hostSimdLevel();
+/// The OPENBLAS_CORETYPE the runtime loads OpenBLAS with, from the
+/// environment's OPENBLAS_CORETYPE (`given`) and DIST_RT_OPENBLAS_CORETYPE
+/// (`forced`), either null, and the host's level (see blas.cpp); "" leaves
+/// the choice to OpenBLAS.
+std::string chooseOpenblasCoreType(const char *given, const char *forced,
+                                   SimdLevel host);
 /// How many gemm calls so far were spread over the thread pool (for tests).
 int64_t spreadGemmCalls();
 /// How many gemm calls so far ran their batch as one product, folded into

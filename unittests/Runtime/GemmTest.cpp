@@ -607,6 +607,33 @@ void checkCoreTypeInFreshProcess(const char *openblasCoreType,
   unsetenv(kInCoreTypeChild);
 }
 
+// The choice itself, for CPUs this machine is not: by vector extensions,
+// whatever the model.
+TEST(GemmCoreType, ChosenByTheHostsVectorExtensions) {
+  using dist_rt::chooseOpenblasCoreType;
+  using L = dist_rt::SimdLevel;
+  // Nothing in the environment: the best set for the level.
+  EXPECT_EQ(chooseOpenblasCoreType(nullptr, nullptr, L::Avx512), "SkylakeX");
+  EXPECT_EQ(chooseOpenblasCoreType(nullptr, nullptr, L::Avx2), "Haswell");
+  EXPECT_EQ(chooseOpenblasCoreType(nullptr, nullptr, L::Avx), "SandyBridge");
+  EXPECT_EQ(chooseOpenblasCoreType(nullptr, nullptr, L::None), "");
+  // A set of the host's level is kept (any case), one below is raised.
+  EXPECT_EQ(chooseOpenblasCoreType("zen", nullptr, L::Avx2), "zen");
+  EXPECT_EQ(chooseOpenblasCoreType("CooperLake", nullptr, L::Avx512),
+            "CooperLake");
+  EXPECT_EQ(chooseOpenblasCoreType("Haswell", nullptr, L::Avx512), "SkylakeX");
+  EXPECT_EQ(chooseOpenblasCoreType("Prescott", nullptr, L::Avx2), "Haswell");
+  EXPECT_EQ(chooseOpenblasCoreType("", nullptr, L::Avx2), "Haswell");
+  // One above the host would be ignored by OpenBLAS: the host's best.
+  EXPECT_EQ(chooseOpenblasCoreType("SkylakeX", nullptr, L::Avx2), "Haswell");
+  // Without AVX the environment's choice stands.
+  EXPECT_EQ(chooseOpenblasCoreType("Nehalem", nullptr, L::None), "Nehalem");
+  // DIST_RT_OPENBLAS_CORETYPE wins over everything.
+  EXPECT_EQ(chooseOpenblasCoreType("SkylakeX", "Prescott", L::Avx512),
+            "Prescott");
+  EXPECT_EQ(chooseOpenblasCoreType(nullptr, "", L::Avx2), "Haswell");
+}
+
 TEST(GemmCoreType, HaswellFromTheEnvironmentIsRaisedOnAvx512) {
   if (!openblasReportsCoreType())
     GTEST_SKIP() << "OpenBLAS is missing or has no run-time kernel choice";
