@@ -13,6 +13,18 @@
 #   dlrm    DLRM-style recommender with 8 embedding tables (dim 32),
 #           dense[128,13], sparse[128,8] int64
 #
+# and, on request (not in the default set: each takes seconds per run),
+# transformers at real sizes:
+#
+#   vit_b16, vit_b16_b8    torchvision's ViT-B/16 (86M parameters, 17.5
+#                          GFLOP per image), image[1|8,3,224,224]
+#   bert_base, bert_base_b8
+#                          a BERT-base-sized encoder written as Hugging
+#                          Face's BertModel exports (12 layers, d=768, 12
+#                          heads, FFN 3072, exact GELU, additive attention
+#                          mask, vocabulary 30522), ids[1|8,128] int64 and
+#                          mask[1|8,128] f32
+#
 # For each model it writes DIR/models/<model>.onnx, its inputs as
 # DIR/inputs/<model>/<input>.npy (with scripts/make_model_inputs.py; ids are
 # in range for every embedding table) and PyTorch's outputs on them as
@@ -39,10 +51,82 @@ import torch  # noqa: E402
 
 OPSET = 17
 MODELS = ("mlp", "gpt", "resnet", "dlrm")
+TRANSFORMERS = ("vit_b16", "vit_b16_b8", "bert_base", "bert_base_b8")
 GPT_VOCAB = 1024
 GPT_SEQ = 64
 DLRM_TABLES = (100000, 50000, 20000, 10000, 5000, 2000, 1000, 500)
 DLRM_DIM = 32
+BERT_VOCAB = 30522
+BERT_SEQ = 128
+
+
+class BertSelfAttention(torch.nn.Module):
+    """Hugging Face's BertSelfAttention + BertSelfOutput: separate q, k, v
+    projections, heads split by view + permute, an additive mask."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.q = torch.nn.Linear(d, d)
+        self.k = torch.nn.Linear(d, d)
+        self.v = torch.nn.Linear(d, d)
+        self.out = torch.nn.Linear(d, d)
+        self.norm = torch.nn.LayerNorm(d, eps=1e-12)
+
+    def split(self, x):
+        b, t, _ = x.shape
+        return x.view(b, t, self.heads, self.dh).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q, k, v = self.split(self.q(x)), self.split(self.k(x)), \
+            self.split(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / (self.dh ** 0.5)
+        probs = torch.softmax(scores + mask, dim=-1)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        ctx = ctx.view(x.shape[0], x.shape[1], -1)
+        return self.norm(self.out(ctx) + x)
+
+
+class BertLayer(torch.nn.Module):
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.attn = BertSelfAttention(d, heads)
+        self.up = torch.nn.Linear(d, ffn)
+        self.down = torch.nn.Linear(ffn, d)
+        self.norm = torch.nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, x, mask):
+        x = self.attn(x, mask)
+        h = torch.nn.functional.gelu(self.up(x))
+        return self.norm(self.down(h) + x)
+
+
+class BertEncoder(torch.nn.Module):
+    """BERT-base: word, position and token-type embeddings, LayerNorm, 12
+    layers, the pooler (tanh of a dense layer on the first token)."""
+
+    def __init__(self, vocab=BERT_VOCAB, seq=512, d=768, heads=12,
+                 ffn=3072, layers=12):
+        super().__init__()
+        self.words = torch.nn.Embedding(vocab, d)
+        self.positions = torch.nn.Embedding(seq, d)
+        self.types = torch.nn.Embedding(2, d)
+        self.norm = torch.nn.LayerNorm(d, eps=1e-12)
+        self.layers = torch.nn.ModuleList(
+            BertLayer(d, heads, ffn) for _ in range(layers))
+        self.pool = torch.nn.Linear(d, d)
+
+    def forward(self, ids, mask):
+        t = ids.shape[1]
+        pos = torch.arange(t, dtype=torch.long).unsqueeze(0)
+        x = self.words(ids) + self.positions(pos) + \
+            self.types(torch.zeros_like(ids))
+        x = self.norm(x)
+        # [B, T] of 1 (attend) / 0 (padding) to [B, 1, 1, T] of 0 / -10000.
+        bias = (1.0 - mask[:, None, None, :]) * -10000.0
+        for layer in self.layers:
+            x = layer(x, bias)
+        return x, torch.tanh(self.pool(x[:, 0]))
 
 
 def make_bench_model(name):
@@ -65,6 +149,24 @@ def make_bench_model(name):
         model = em.DLRM(num_dense=13, table_sizes=DLRM_TABLES, dim=DLRM_DIM)
         return (model, [(128, 13), (128, len(DLRM_TABLES))],
                 ["dense", "sparse"], ["prob"], 128, min(DLRM_TABLES))
+    if name in ("vit_b16", "vit_b16_b8"):
+        import torchvision
+        batch = 8 if name.endswith("_b8") else 1
+        model = torchvision.models.vit_b_16()
+        em.randomize_norms(model)
+        # torchvision starts the classifier at zero: outputs of zeros would
+        # compare equal whatever the network computes.
+        with torch.no_grad():
+            model.heads.head.weight.normal_(0, 0.02)
+            model.heads.head.bias.uniform_(-0.1, 0.1)
+        return (model, [(batch, 3, 224, 224)], ["image"], ["logits"], batch,
+                None)
+    if name in ("bert_base", "bert_base_b8"):
+        batch = 8 if name.endswith("_b8") else 1
+        model = BertEncoder()
+        em.randomize_norms(model)
+        return (model, [(batch, BERT_SEQ), (batch, BERT_SEQ)], ["ids", "mask"],
+                ["hidden", "pooled"], batch, BERT_VOCAB)
     raise ValueError("unknown model %s" % name)
 
 
@@ -72,7 +174,7 @@ def example_args(shapes, input_names):
     """Zero tensors of the input shapes: ids for `idx` and `sparse`."""
     args = []
     for shape, name in zip(shapes, input_names):
-        if name in ("idx", "sparse"):
+        if name in ("idx", "sparse", "ids"):
             args.append(torch.zeros(shape, dtype=torch.long))
         else:
             args.append(torch.zeros(shape))
@@ -81,7 +183,12 @@ def example_args(shapes, input_names):
 
 def export_static(model, args, input_names, output_names, path):
     model.eval()
-    with torch.no_grad():
+    # With gradients off, nn.MultiheadAttention (ViT's) takes its fused
+    # fast path, which has no ONNX export; with them on it exports as the
+    # products and softmax it computes.
+    grad = any(isinstance(m, torch.nn.MultiheadAttention)
+               for m in model.modules())
+    with torch.set_grad_enabled(grad):
         torch.onnx.export(model, args, path, opset_version=OPSET,
                           input_names=input_names, output_names=output_names,
                           do_constant_folding=True,
@@ -93,7 +200,8 @@ def main():
         description="Export the CPU benchmark models, their inputs and "
         "PyTorch's outputs.")
     p.add_argument("--out", required=True, help="work directory")
-    p.add_argument("--model", nargs="+", choices=MODELS, default=list(MODELS))
+    p.add_argument("--model", nargs="+", choices=MODELS + TRANSFORMERS,
+                   default=list(MODELS))
     a = p.parse_args()
 
     for name in a.model:
@@ -114,6 +222,13 @@ def main():
         if int_high:
             cmd += ["--int-high", str(int_high)]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        if "mask" in ins:
+            # An attention mask of ones with padding at the end of every
+            # other row, not random floats.
+            mask = np.ones(shapes[ins.index("mask")], dtype=np.float32)
+            mask[1::2, -mask.shape[1] // 4:] = 0
+            np.save(os.path.join(in_dir, make_model_inputs.file_name("mask")
+                                 + ".npy"), mask)
 
         graph = onnx.load(path, load_external_data=False).graph
         inits = {i.name for i in graph.initializer}
