@@ -1,0 +1,311 @@
+//===- gemm_table.cpp - dist-opt's products against OpenBLAS and oneDNN ---===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// dist-gemm-bench: times the runtime's product entry point as generated code
+// calls it (dist_rt_gemm_set_f32, C = A * B, the runtime's thread pool)
+// beside OpenBLAS's cblas_sgemm and oneDNN's dnnl_sgemm called directly
+// with their own threads, at the shapes of real models' products:
+// ViT-B/16 (197 tokens per image) and a BERT-base encoder (sequence 128) at
+// batch 1 and 8, and ConvNeXt-T's channel-last linear layers at 224x224.
+// Batched rows (the attention's heads) are one runtime call and one library
+// call per matrix. Prints, per thread count, GFLOP/s of each and dist-opt's
+// share of the best library; the libraries are the same ones the runtime
+// loads, with the kernel set the runtime chose (its OpenBLAS core type is
+// printed). Each shape is timed in ROUNDS rounds alternating the three, and
+// a method's figure is its best round (the machine's noise only slows).
+//
+//   dist-gemm-bench [--threads 1,2] [--rounds 3] [--min-time 0.15]
+//                   [--models vit,bert,convnext]
+//
+// Exits with 0 once the table is printed (whatever the figures), 1 when a
+// library or a result is wrong, 2 on a usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist_rt/dist_rt.h"
+#include "dist_rt/kernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+
+namespace {
+
+/// One product: batch matrices C[b] (m x n) = A[b] (m x k) * B (k x n), B
+/// shared when `sharedB`, else one per matrix.
+struct Shape {
+  const char *model;
+  const char *what;
+  int64_t batch, m, n, k;
+  bool sharedB;
+};
+
+std::vector<Shape> shapesOf(const std::string &model) {
+  std::vector<Shape> s;
+  if (model == "vit") {
+    for (int64_t b : {1, 8}) {
+      int64_t t = 197 * b;
+      const char *tag = b == 1 ? "vit b1" : "vit b8";
+      s.push_back({tag, "qkv projection", 1, t, 2304, 768, true});
+      s.push_back({tag, "attention output", 1, t, 768, 768, true});
+      s.push_back({tag, "mlp up", 1, t, 3072, 768, true});
+      s.push_back({tag, "mlp down", 1, t, 768, 3072, true});
+      s.push_back({tag, "scores (heads)", 12 * b, 197, 197, 64, false});
+      s.push_back({tag, "context (heads)", 12 * b, 197, 64, 197, false});
+    }
+  } else if (model == "bert") {
+    for (int64_t b : {1, 8}) {
+      int64_t t = 128 * b;
+      const char *tag = b == 1 ? "bert b1" : "bert b8";
+      s.push_back({tag, "q/k/v/output projection", 1, t, 768, 768, true});
+      s.push_back({tag, "ffn up", 1, t, 3072, 768, true});
+      s.push_back({tag, "ffn down", 1, t, 768, 3072, true});
+      s.push_back({tag, "scores (heads)", 12 * b, 128, 128, 64, false});
+      s.push_back({tag, "context (heads)", 12 * b, 128, 64, 128, false});
+    }
+  } else if (model == "convnext") {
+    const int64_t side[] = {56, 28, 14, 7}, dims[] = {96, 192, 384, 768};
+    for (int i = 0; i < 4; ++i) {
+      int64_t t = side[i] * side[i], d = dims[i];
+      s.push_back({"convnext-t", i == 0   ? "stage 1 up"
+                                 : i == 1 ? "stage 2 up"
+                                 : i == 2 ? "stage 3 up"
+                                          : "stage 4 up",
+                   1, t, 4 * d, d, true});
+      s.push_back({"convnext-t", i == 0   ? "stage 1 down"
+                                 : i == 1 ? "stage 2 down"
+                                 : i == 2 ? "stage 3 down"
+                                          : "stage 4 down",
+                   1, t, d, 4 * d, true});
+    }
+  }
+  return s;
+}
+
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *,
+                            int, const float *, int, float, float *, int);
+using SetThreads = void (*)(int);
+using CoreName = char *(*)();
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                          const float *, int64_t, const float *, int64_t,
+                          float, float *, int64_t);
+
+struct Libraries {
+  CblasSgemm sgemm = nullptr;
+  SetThreads openblasThreads = nullptr;
+  CoreName coreName = nullptr;
+  DnnlSgemm dnnl = nullptr;
+  SetThreads ompThreads = nullptr;
+};
+
+int64_t asInt(const void *p) {
+  return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
+}
+
+/// Seconds per call of `fn`: calls repeated for at least `minTime`
+/// seconds after one warm-up call.
+double secondsPerCall(const std::function<void()> &fn, double minTime) {
+  fn();
+  using Clock = std::chrono::steady_clock;
+  int64_t calls = 0;
+  auto start = Clock::now();
+  double elapsed = 0;
+  do {
+    fn();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < minTime);
+  return elapsed / double(calls);
+}
+
+void usage() {
+  std::fprintf(stderr, "usage: dist-gemm-bench [--threads 1,2] [--rounds N] "
+                       "[--min-time S] [--models vit,bert,convnext]\n");
+  std::exit(2);
+}
+
+std::vector<std::string> splitList(const char *arg) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char *p = arg;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      if (!cur.empty())
+        out.push_back(cur);
+      cur.clear();
+      if (!*p)
+        break;
+    } else {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int> threadCounts = {1, 2};
+  std::vector<std::string> models = {"vit", "bert", "convnext"};
+  int rounds = 3;
+  double minTime = 0.15;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc)
+      usage();
+    const char *v = argv[++i];
+    if (a == "--threads") {
+      threadCounts.clear();
+      for (const std::string &t : splitList(v)) {
+        int n = std::atoi(t.c_str());
+        if (n < 1)
+          usage();
+        threadCounts.push_back(n);
+      }
+    } else if (a == "--rounds") {
+      rounds = std::atoi(v);
+      if (rounds < 1)
+        usage();
+    } else if (a == "--min-time") {
+      minTime = std::atof(v);
+      if (!(minTime > 0))
+        usage();
+    } else if (a == "--models") {
+      models = splitList(v);
+    } else {
+      usage();
+    }
+  }
+  std::vector<Shape> shapes;
+  for (const std::string &m : models) {
+    std::vector<Shape> s = shapesOf(m);
+    if (s.empty()) {
+      std::fprintf(stderr, "error: --models: unknown model '%s' (vit, bert, "
+                           "convnext)\n",
+                   m.c_str());
+      return 2;
+    }
+    shapes.insert(shapes.end(), s.begin(), s.end());
+  }
+
+  // The runtime loads OpenBLAS first (its kernel choice), then the same
+  // handles are opened here.
+  {
+    float one = 1, out = 0;
+    dist_rt_gemm_set_f32(1, 1, 1, 1, asInt(&one), 0, 1, 1, asInt(&one), 1, 1,
+                         asInt(&out), 0, 1, 1, 0);
+    if (out != 1) {
+      std::fprintf(stderr, "error: the runtime's 1x1 product gave %g\n", out);
+      return 1;
+    }
+  }
+  Libraries lib;
+  void *ob = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  void *dn = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!ob || !dn) {
+    std::fprintf(stderr, "error: cannot load %s: %s\n",
+                 !ob ? "libopenblas.so.0" : "libdnnl.so.2", dlerror());
+    return 1;
+  }
+  lib.sgemm = reinterpret_cast<CblasSgemm>(dlsym(ob, "cblas_sgemm"));
+  lib.openblasThreads =
+      reinterpret_cast<SetThreads>(dlsym(ob, "openblas_set_num_threads"));
+  lib.coreName = reinterpret_cast<CoreName>(dlsym(ob, "openblas_get_corename"));
+  lib.dnnl = reinterpret_cast<DnnlSgemm>(dlsym(dn, "dnnl_sgemm"));
+  lib.ompThreads = reinterpret_cast<SetThreads>(dlsym(dn, "omp_set_num_threads"));
+  if (!lib.sgemm || !lib.openblasThreads || !lib.dnnl || !lib.ompThreads) {
+    std::fprintf(stderr, "error: a library entry point is missing\n");
+    return 1;
+  }
+  std::printf("OpenBLAS kernels: %s; one runtime call against the libraries' "
+              "own threads; best of %d rounds of >= %.2f s\n",
+              lib.coreName ? lib.coreName() : "?", rounds, minTime);
+
+  int failures = 0;
+  for (int threads : threadCounts) {
+    std::printf("\nthreads=%d (GFLOP/s)\n", threads);
+    std::printf("%-11s %-24s %5s %5s %5s %5s  %8s %8s %8s  %s\n", "model",
+                "product", "batch", "m", "n", "k", "dist-opt", "OpenBLAS",
+                "oneDNN", "dist/best");
+    double logSum = 0;
+    int count = 0;
+    for (const Shape &s : shapes) {
+      size_t aSize = size_t(s.batch * s.m * s.k);
+      size_t bSize = size_t((s.sharedB ? 1 : s.batch) * s.k * s.n);
+      size_t cSize = size_t(s.batch * s.m * s.n);
+      std::vector<float> a(aSize), b(bSize), c(cSize), ref(cSize);
+      for (size_t i = 0; i < aSize; ++i)
+        a[i] = float(int64_t(i * 7919 % 23) - 11) / 16;
+      for (size_t i = 0; i < bSize; ++i)
+        b[i] = float(int64_t(i * 104729 % 19) - 9) / 16;
+      int64_t bSb = s.sharedB ? 0 : s.k * s.n;
+      auto runDist = [&] {
+        dist_rt_set_num_threads(threads);
+        dist_rt_gemm_set_f32(s.batch, s.m, s.n, s.k, asInt(a.data()), s.m * s.k,
+                             s.k, 1, asInt(b.data()), s.n, 1, asInt(c.data()),
+                             s.m * s.n, s.n, 1, bSb);
+      };
+      auto runOpenblas = [&] {
+        for (int64_t t = 0; t < s.batch; ++t)
+          lib.sgemm(101, 111, 111, int(s.m), int(s.n), int(s.k), 1.0f,
+                    a.data() + t * s.m * s.k, int(s.k), b.data() + t * bSb,
+                    int(s.n), 0.0f, c.data() + t * s.m * s.n, int(s.n));
+      };
+      auto runDnnl = [&] {
+        for (int64_t t = 0; t < s.batch; ++t)
+          lib.dnnl('N', 'N', s.m, s.n, s.k, 1.0f, a.data() + t * s.m * s.k, s.k,
+                   b.data() + t * bSb, s.n, 0.0f, c.data() + t * s.m * s.n,
+                   s.n);
+      };
+      // Same results from all three (exact small integers over 16: the
+      // sums are exact in f32 up to these sizes, up to ordering).
+      runOpenblas();
+      ref = c;
+      std::fill(c.begin(), c.end(), 0.0f);
+      runDist();
+      double worst = 0;
+      for (size_t i = 0; i < cSize; ++i)
+        worst = std::max(worst, double(std::fabs(c[i] - ref[i])));
+      if (worst > 1e-3) {
+        std::fprintf(stderr, "error: %s %s: the runtime's result differs from "
+                             "OpenBLAS's by %g\n",
+                     s.model, s.what, worst);
+        ++failures;
+      }
+      double best[3] = {0, 0, 0};
+      double flops = 2.0 * double(s.batch) * double(s.m) * double(s.n) *
+                     double(s.k);
+      for (int r = 0; r < rounds; ++r) {
+        best[0] = std::max(best[0], flops / secondsPerCall(runDist, minTime));
+        lib.openblasThreads(threads);
+        best[1] =
+            std::max(best[1], flops / secondsPerCall(runOpenblas, minTime));
+        lib.openblasThreads(1);
+        lib.ompThreads(threads);
+        best[2] = std::max(best[2], flops / secondsPerCall(runDnnl, minTime));
+        lib.ompThreads(1);
+      }
+      double ratio = best[0] / std::max(best[1], best[2]);
+      logSum += std::log(ratio);
+      ++count;
+      std::printf("%-11s %-24s %5lld %5lld %5lld %5lld  %8.1f %8.1f %8.1f  "
+                  "%.2f\n",
+                  s.model, s.what, (long long)s.batch, (long long)s.m,
+                  (long long)s.n, (long long)s.k, best[0] / 1e9, best[1] / 1e9,
+                  best[2] / 1e9, ratio);
+      std::fflush(stdout);
+    }
+    if (count)
+      std::printf("geomean dist/best, threads=%d: %.2f over %d products\n",
+                  threads, std::exp(logSum / count), count);
+  }
+  return failures ? 1 : 0;
+}
