@@ -3,7 +3,7 @@
 //
 // The vectorisation hint that dist-parallelize-loops puts on the innermost
 // loop of an outlined nest and dist-register-accumulators on a reduction
-// loop.
+// loop, and the names of outlined loop nests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <string>
 
 namespace mlir::dist::codegen {
 
@@ -34,6 +36,15 @@ inline void requestVectorization(scf::ForOp loop) {
                                               {}, {}, {}, {}, {}, {}, {}, {},
                                               {}, {}, {}));
 }
+
+/// "_" and the name of the ONNX node of `loc` (DistDialect::getNodeName),
+/// behind the phase of a training step's backward and update ops
+/// ("bwd_layer1_Relu"), with every character outside [A-Za-z0-9] turned
+/// into single underscores; empty when `loc` has no name or one without a
+/// letter. Outlined loop nests are named <function>_par<N> or
+/// <function>_loop<N> followed by it, so that a profile of a compiled model
+/// says which node each loop belongs to (ParallelizeLoops.cpp).
+std::string nodeNameSuffix(Location loc);
 
 } // namespace mlir::dist::codegen
 

@@ -53,17 +53,10 @@ namespace mlir::dist {
 
 using namespace mlir;
 
-namespace {
-
 /// Longest node name kept in an outlined body's symbol.
-constexpr size_t kMaxNameSuffix = 48;
+static constexpr size_t kMaxNameSuffix = 48;
 
-/// "_" and the name of the ONNX node of `loc` (DistDialect::getNodeName),
-/// behind the phase of a training step's backward and update ops
-/// ("bwd_layer1_Relu"), with every character outside [A-Za-z0-9] turned
-/// into single underscores; empty when `loc` has no name or one without a
-/// letter.
-std::string nodeNameSuffix(Location loc) {
+std::string dist::codegen::nodeNameSuffix(Location loc) {
   std::string name = dist::DistDialect::getNodeName(loc).str();
   StringRef phase = dist::DistDialect::getPhase(loc);
   if (!phase.empty())
@@ -84,6 +77,8 @@ std::string nodeNameSuffix(Location loc) {
     out.resize(kMaxNameSuffix);
   return out.empty() ? out : "_" + out;
 }
+
+namespace {
 
 /// Outer parallel dimensions are linearised until there are at least this
 /// many iterations to split (enough to balance the threads).
@@ -367,7 +362,7 @@ struct ParallelizeLoopsPass
     // The outlined body.
     // <parent>_par<N>[_<node>], skipping names already taken (the pass may
     // run on a module it has seen before).
-    std::string suffix = nodeNameSuffix(loc);
+    std::string suffix = dist::codegen::nodeNameSuffix(loc);
     std::string name;
     do {
       name = (parent.getSymName() + "_par" + std::to_string(index++) + suffix)

@@ -71,6 +71,9 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createParallelizeLoopsPass());
   pm.addNestedPass<func::FuncOp>(createHoistInvariantLoadsPass());
+  // The loops left on the calling thread get a function each, so that
+  // LLVM's time stays linear in the model (OutlineLoops.cpp).
+  pm.addPass(createOutlineLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
