@@ -10,7 +10,12 @@
 // pass rewrites every memref.copy with a non-identity layout on either side
 // into linalg.copy, which convert-linalg-to-parallel-loops turns into a
 // loop nest that runs on the runtime's threads with a vectorised innermost
-// row. Copies between identity-layout buffers stay single memcpy calls.
+// row. Copies between identity-layout buffers stay single memcpy calls, and
+// so do copies between views that are contiguous (static shapes, row-major
+// strides, any offset: a batch-1 concatenation's channel slice), which the
+// memref lowering makes one llvm.memcpy: a loop nest for each was a kernel
+// of its own to compile (DenseNet-121: 135 of its 347 functions were
+// concatenation copies).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +23,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/PatternMatch.h"
 
 #define DEBUG_TYPE "dist-strided-copies-to-loops"
@@ -36,14 +42,23 @@ bool isStridedView(Type t) {
   return m && m.getRank() > 0 && !m.getLayout().isIdentity();
 }
 
+/// Whether the lowering of memref.copy copies `t` as one block (see
+/// MemRefCopyOpLowering upstream): contiguous row-major with a static shape.
+bool isContiguousView(Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  return m && m.hasStaticShape() && m.getNumElements() > 0 &&
+         memref::isStaticShapeAndContiguousRowMajor(m);
+}
+
 struct StridedCopiesToLoopsPass
     : public dist::impl::StridedCopiesToLoopsPassBase<
           StridedCopiesToLoopsPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
-      if (isStridedView(copy.getSource().getType()) ||
-          isStridedView(copy.getTarget().getType()))
+      Type from = copy.getSource().getType(), to = copy.getTarget().getType();
+      if ((isStridedView(from) || isStridedView(to)) &&
+          !(isContiguousView(from) && isContiguousView(to)))
         copies.push_back(copy);
     });
     IRRewriter rewriter(&getContext());

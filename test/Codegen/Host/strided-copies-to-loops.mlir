@@ -43,3 +43,20 @@ func.func @whole(%a: memref<64x512xf32>, %b: memref<64x512xf32>, %c: memref<?x51
   memref.copy %c, %d : memref<?x512xf32> to memref<?x512xf32>
   return
 }
+
+// -----
+
+// A batch-1 concatenation's channel slice is contiguous (an offset, no
+// gaps): the copy into it stays memref.copy, which lowers to one memcpy.
+// A slice of a batch of 2 has a gap between its images: loops.
+// CHECK-LABEL: func.func @contiguous_slice(
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x32x14x14xf32> to memref<1x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
+// CHECK: linalg.copy ins(%{{.*}} : memref<2x32x14x14xf32>) outs(%{{.*}} : memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>)
+// CHECK-NOT: linalg.copy
+func.func @contiguous_slice(%x: memref<1x32x14x14xf32>, %cat: memref<1x256x14x14xf32>, %x2: memref<2x32x14x14xf32>, %cat2: memref<2x256x14x14xf32>) {
+  %v = memref.subview %cat[0, 64, 0, 0] [1, 32, 14, 14] [1, 1, 1, 1] : memref<1x256x14x14xf32> to memref<1x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
+  memref.copy %x, %v : memref<1x32x14x14xf32> to memref<1x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
+  %w = memref.subview %cat2[0, 64, 0, 0] [2, 32, 14, 14] [1, 1, 1, 1] : memref<2x256x14x14xf32> to memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
+  memref.copy %x2, %w : memref<2x32x14x14xf32> to memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
+  return
+}
