@@ -116,6 +116,9 @@ struct EmitOptions {
 /// an object file to `objPath`.
 LogicalResult emitLLVMIR(ModuleOp module, llvm::StringRef name,
                          std::string &llvmIRText);
+/// Large modules are split into partitions whose code is generated on
+/// threads of their own (DIST_OPT_CODEGEN_THREADS=N: N partitions whatever
+/// the size, 1: none).
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef name,
                              llvm::StringRef objPath);
 

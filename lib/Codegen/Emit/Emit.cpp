@@ -21,6 +21,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/DiagnosticHandler.h"
 #include "llvm/IR/DiagnosticInfo.h"
@@ -38,10 +40,18 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -215,6 +225,114 @@ LogicalResult dist::emitLLVMIR(ModuleOp module, llvm::StringRef name,
   return success();
 }
 
+namespace {
+/// Machine code for `m` into `out`; false when the target cannot emit
+/// object files.
+bool codegen(llvm::Module &m, llvm::TargetMachine &tm,
+             llvm::raw_pwrite_stream &out) {
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, out, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    return false;
+  pm.run(m);
+  return true;
+}
+
+/// A module with at least this many instructions per available thread is
+/// worth splitting for code generation (the benchmark models have 2K-20K
+/// in all; DenseNet-121 190K).
+constexpr size_t kMinSplitInstructions = 20000;
+
+/// Generates code for `m` in `parts` partitions on as many threads and
+/// combines their objects into `objPath` (`cc -r`, then the partitions'
+/// hidden symbols made local again with objcopy, so that two models' objects
+/// link into one program as before). Returns false, having written
+/// nothing, when a step fails: the caller then generates code on one
+/// thread. Code generation is a fifth to two thirds of a compile (LLVM's
+/// loop strength reduction and instruction selection, per function);
+/// upstream's splitCodeGen (llvm/CodeGen/ParallelCG.h) is gone from LLVM 22,
+/// so this is its recipe: SplitModule with local symbols externalised
+/// (hidden), each part through bitcode into a context of its own.
+bool parallelCodegen(llvm::Module &m, unsigned parts, StringRef objPath) {
+  SmallVector<SmallString<0>> bitcode;
+  llvm::SplitModule(
+      m, parts,
+      [&](std::unique_ptr<llvm::Module> part) {
+        SmallString<0> &buf = bitcode.emplace_back();
+        llvm::raw_svector_ostream os(buf);
+        llvm::WriteBitcodeToFile(*part, os);
+      },
+      /*PreserveLocals=*/false);
+  SmallVector<std::string> objects(bitcode.size());
+  auto removeObjects = llvm::make_scope_exit([&] {
+    for (const std::string &o : objects)
+      if (!o.empty())
+        llvm::sys::fs::remove(o);
+  });
+  for (std::string &o : objects) {
+    SmallString<128> path;
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("dist-opt-part", "o", fd, path))
+      return false;
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+    o = std::string(path);
+  }
+  std::atomic<bool> ok{true};
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < bitcode.size(); ++i)
+      threads.emplace_back([&, i] {
+        llvm::LLVMContext ctx;
+        auto parsed = llvm::parseBitcodeFile(
+            llvm::MemoryBufferRef(StringRef(bitcode[i].data(),
+                                            bitcode[i].size()),
+                                  "part"),
+            ctx);
+        std::string err;
+        auto tm = hostTargetMachine(err);
+        std::error_code ec;
+        llvm::raw_fd_ostream out(objects[i], ec, llvm::sys::fs::OF_None);
+        if (!parsed || !tm || ec) {
+          if (!parsed)
+            llvm::consumeError(parsed.takeError());
+          ok = false;
+          return;
+        }
+        if (!codegen(**parsed, *tm, out))
+          ok = false;
+        out.flush();
+        if (out.has_error()) {
+          out.clear_error();
+          ok = false;
+        }
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  if (!ok)
+    return false;
+  const char *ccEnv = std::getenv("CC");
+  std::string cc = ccEnv && *ccEnv ? ccEnv : "cc";
+  auto run = [](ArrayRef<std::string> args) {
+    auto program = llvm::sys::findProgramByName(args[0]);
+    if (!program)
+      return false;
+    SmallVector<StringRef> argv(args.begin(), args.end());
+    std::optional<StringRef> quiet[] = {StringRef(""), StringRef(""),
+                                        StringRef("")};
+    return llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, quiet) == 0;
+  };
+  std::vector<std::string> link{cc, "-r", "-nostdlib", "-o", objPath.str()};
+  link.insert(link.end(), objects.begin(), objects.end());
+  if (!run(link) ||
+      !run({"objcopy", "--localize-hidden", objPath.str()})) {
+    llvm::sys::fs::remove(objPath);
+    return false;
+  }
+  return true;
+}
+} // namespace
+
 LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
                                    llvm::StringRef objPath) {
   std::string err;
@@ -225,16 +343,31 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
   auto llvmModule = translateAndOptimize(module, name, llvmCtx, *tm);
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
+  // Large modules: one partition per hardware thread, at least
+  // kMinSplitInstructions each. DIST_OPT_CODEGEN_THREADS=N makes it N
+  // partitions whatever the size (1: none).
+  size_t instructions = llvmModule->getInstructionCount();
+  unsigned parts = static_cast<unsigned>(std::min<size_t>(
+      llvm::hardware_concurrency().compute_thread_count(),
+      instructions / kMinSplitInstructions));
+  if (const char *env = std::getenv("DIST_OPT_CODEGEN_THREADS"); env && *env)
+    parts = static_cast<unsigned>(std::clamp(std::atoi(env), 1, 64));
+  if (parts > 1) {
+    if (parallelCodegen(*llvmModule, parts, objPath))
+      return success();
+    // SplitModule changed only linkage and visibility: the module still
+    // generates the same code on one thread.
+    module.emitWarning() << "code generation on " << parts
+                         << " threads failed (cc -r or objcopy missing?); "
+                            "generating on one";
+  }
   std::error_code ec;
   llvm::ToolOutputFile out(objPath, ec, llvm::sys::fs::OF_None);
   if (ec)
     return module.emitError()
            << "cannot write " << objPath << ": " << ec.message();
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, out.os(), nullptr,
-                              llvm::CodeGenFileType::ObjectFile))
+  if (!codegen(*llvmModule, *tm, out.os()))
     return module.emitError("the host target cannot emit object files");
-  pm.run(*llvmModule);
   out.os().flush();
   if (out.os().has_error())
     return module.emitError() << "cannot write " << objPath;
