@@ -176,22 +176,31 @@ codegen::classifyGemmLoops(ArrayRef<AffineMap> maps,
     return std::nullopt;
   if (r == 4) {
     // Two batch loops and m, n in any order of the output (a product over
-    // heads whose result is written transposed): m is the loop only lhs
-    // reads, n the one only rhs reads; of the other two, the first in the
-    // output is the outer batch.
+    // heads whose result is written transposed): m is a loop only lhs
+    // reads, n one only rhs reads, the last such in the output; of the
+    // other two, the first in the output is the outer batch. The last: a
+    // channel-last linear layer, [1, H, W, C] by a [C, D] weight, has three
+    // loops only lhs reads; with m = W and the batch H, the runtime folds
+    // the batch into one product of H * W rows (with m = the first, of
+    // extent 1, it ran H products of W rows: ConvNeXt-T's 294 small calls).
     if (summed != -1)
       return std::nullopt;
-    SmallVector<int64_t, 2> batches;
+    SmallVector<int64_t, 2> lhsOnly, rhsOnly, batches;
     for (int64_t l : outLoops) {
       bool inL = (*lw)[l] != -1, inR = (*rw)[l] != -1;
-      if (inL && !inR && g.m == -1)
-        g.m = l;
-      else if (inR && !inL && g.n == -1)
-        g.n = l;
-      else
-        batches.push_back(l);
+      if (inL && !inR)
+        lhsOnly.push_back(l);
+      else if (inR && !inL)
+        rhsOnly.push_back(l);
     }
-    if (g.m == -1 || g.n == -1 || batches.size() != 2)
+    if (lhsOnly.empty() || rhsOnly.empty())
+      return std::nullopt;
+    g.m = lhsOnly.back();
+    g.n = rhsOnly.back();
+    for (int64_t l : outLoops)
+      if (l != g.m && l != g.n)
+        batches.push_back(l);
+    if (batches.size() != 2)
       return std::nullopt;
     g.outerBatch = batches[0];
     g.batch = batches[1];

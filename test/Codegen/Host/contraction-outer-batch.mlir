@@ -30,3 +30,32 @@ func.func @heads(%x: memref<?x8x3x4xf32>, %y: memref<?x8x3x4xf32>, %s: memref<?x
   }
   return
 }
+
+// A channel-last linear layer, [1, H, W, C] by a shared [C, D] weight:
+// three loops only the input reads. m is the innermost of them (W, 5 rows
+// of stride 16), the batch H (stride 5 * 16, so that the runtime folds it
+// into one product of H * W rows) and the outer batch the image (one
+// trip: no loop once canonicalized).
+// CHECK-LABEL: func.func @channel_last_linear(
+// CHECK-DAG: %[[H:.*]] = arith.constant 7 : i64
+// CHECK-DAG: %[[W:.*]] = arith.constant 5 : i64
+// CHECK-DAG: %[[D:.*]] = arith.constant 8 : i64
+// CHECK-DAG: %[[C:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[HS:.*]] = arith.constant 80 : i64
+// CHECK-DAG: %[[OHS:.*]] = arith.constant 40 : i64
+// CHECK-NOT: scf.for
+// CHECK: call @dist_rt_gemm_f32(%[[H]], %[[W]], %[[D]], %[[C]], %{{.*}}, %[[HS]], %[[C]], %{{.*}}, %{{.*}}, %[[D]], %{{.*}}, %{{.*}}, %[[OHS]], %[[D]],
+// CHECK-NEXT: return
+#in = affine_map<(b, h, w, d, c) -> (b, h, w, c)>
+#wt = affine_map<(b, h, w, d, c) -> (c, d)>
+#out = affine_map<(b, h, w, d, c) -> (b, h, w, d)>
+func.func @channel_last_linear(%x: memref<1x7x5x16xf32>, %w: memref<16x8xf32>, %y: memref<1x7x5x8xf32>) {
+  linalg.generic {indexing_maps = [#in, #wt, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<1x7x5x16xf32>, memref<16x8xf32>) outs(%y : memref<1x7x5x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %c, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
