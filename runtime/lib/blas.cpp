@@ -662,30 +662,28 @@ bool gemmGatheredRows(int64_t batch, int64_t m, int64_t n, int64_t k,
     _mlir_memref_to_llvm_free(pc);
     return false;
   }
-  for (int64_t t = 0; t < batch; ++t)
-    for (int64_t i = 0; i < m; ++i) {
-      const T *src = a + t * aSb + i * aSm;
-      T *dst = pa + (t * m + i) * k;
-      for (int64_t p = 0; p < k; ++p)
-        dst[p] = src[p * aSk];
-    }
-  if (!overwrite)
+  // Row (t, i) of the strided view (element j at view + t * sb + i * sm +
+  // j * sj) to or from row t * m + i of the contiguous copy.
+  auto copyRows = [&](T *view, int64_t sb, int64_t sm, int64_t sj,
+                      int64_t cols, T *packed, bool toPacked) {
     for (int64_t t = 0; t < batch; ++t)
       for (int64_t i = 0; i < m; ++i) {
-        const T *src = c + t * cSb + i * cSm;
-        T *dst = pc + (t * m + i) * n;
-        for (int64_t j = 0; j < n; ++j)
-          dst[j] = src[j * cSn];
+        T *strided = view + t * sb + i * sm;
+        T *row = packed + (t * m + i) * cols;
+        if (toPacked)
+          for (int64_t j = 0; j < cols; ++j)
+            row[j] = strided[j * sj];
+        else
+          for (int64_t j = 0; j < cols; ++j)
+            strided[j * sj] = row[j];
       }
+  };
+  copyRows(const_cast<T *>(a), aSb, aSm, aSk, k, pa, /*toPacked=*/true);
+  if (!overwrite)
+    copyRows(c, cSb, cSm, cSn, n, pc, /*toPacked=*/true);
   gemmBatched<T>(1, rows, n, k, asInt(pa), 0, k, 1, asInt(b), bSk, bSn,
                  asInt(pc), 0, n, 1, 0, overwrite);
-  for (int64_t t = 0; t < batch; ++t)
-    for (int64_t i = 0; i < m; ++i) {
-      const T *src = pc + (t * m + i) * n;
-      T *dst = c + t * cSb + i * cSm;
-      for (int64_t j = 0; j < n; ++j)
-        dst[j * cSn] = src[j];
-    }
+  copyRows(c, cSb, cSm, cSn, n, pc, /*toPacked=*/false);
   _mlir_memref_to_llvm_free(pa);
   _mlir_memref_to_llvm_free(pc);
   gatheredCalls.fetch_add(1, std::memory_order_relaxed);
