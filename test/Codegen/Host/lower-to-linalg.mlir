@@ -1,13 +1,14 @@
 // RUN: dist-opt %s --split-input-file --verify-diagnostics --dist-lower-to-linalg | FileCheck %s
 
 // Parameters become leading read-only arguments of every function (named
-// by dist.param), the functions get a C interface, elementwise ops become
+// by dist.param), the functions get a C interface that does not inline
+// them (so the graph is compiled once), elementwise ops become
 // linalg.generic on tensors, and unsigned element types signless with
 // unsigned arithmetic.
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME: tensor<4xf32> {bufferization.writable = false, dist.param = "w"}
 // CHECK-SAME: tensor<4xf32> {bufferization.writable = false}
-// CHECK-SAME: attributes {llvm.emit_c_interface}
+// CHECK-SAME: attributes {llvm.emit_c_interface, passthrough = ["noinline"]}
 // CHECK: linalg.generic
 // CHECK: arith.addf
 // CHECK-LABEL: func.func @unsigned(
