@@ -264,7 +264,7 @@ bool parallelCodegen(llvm::Module &m, unsigned parts, StringRef objPath) {
       },
       /*PreserveLocals=*/false);
   SmallVector<std::string> objects(bitcode.size());
-  auto removeObjects = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeObjects([&] {
     for (const std::string &o : objects)
       if (!o.empty())
         llvm::sys::fs::remove(o);
