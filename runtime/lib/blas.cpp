@@ -771,7 +771,7 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
     if (const T *copy = untransposedConstant(
             reinterpret_cast<const T *>(static_cast<intptr_t>(bPtr)), k, n,
             bSn)) {
-      bPtr = static_cast<int64_t>(reinterpret_cast<intptr_t>(copy));
+      bPtr = asInt(copy);
       bSk = n;
       bSn = 1;
       bSb = 0;

@@ -11,7 +11,9 @@
 #define DIST_LIB_CODEGEN_HOST_LOOPHINTS_H
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <string>
 
@@ -45,6 +47,13 @@ inline void requestVectorization(scf::ForOp loop) {
 /// <function>_loop<N> followed by it, so that a profile of a compiled model
 /// says which node each loop belongs to (ParallelizeLoops.cpp).
 std::string nodeNameSuffix(Location loc);
+
+/// A symbol name not yet taken in `module` for a nest outlined from
+/// `parent`: <parent>_<kind><N><nodeNameSuffix(loc)>, N counting up from
+/// `index` (left past the name chosen; the passes may run on a module they
+/// have seen before).
+std::string outlinedName(ModuleOp module, func::FuncOp parent, StringRef kind,
+                         unsigned &index, Location loc);
 
 } // namespace mlir::dist::codegen
 

@@ -91,12 +91,8 @@ struct OutlineLoopsPass
     for (Value v : used)
       (isClonableConstant(v) ? constants : args).push_back(v);
 
-    std::string suffix = dist::codegen::nodeNameSuffix(loc);
-    std::string name;
-    do {
-      name = (parent.getSymName() + "_loop" + std::to_string(index++) + suffix)
-                 .str();
-    } while (module.lookupSymbol(name));
+    std::string name =
+        dist::codegen::outlinedName(module, parent, "loop", index, loc);
     OpBuilder mb(parent);
     auto type = mb.getFunctionType(ValueRange(args).getTypes(),
                                    loop->getResultTypes());

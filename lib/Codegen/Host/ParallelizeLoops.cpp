@@ -78,6 +78,18 @@ std::string dist::codegen::nodeNameSuffix(Location loc) {
   return out.empty() ? out : "_" + out;
 }
 
+std::string dist::codegen::outlinedName(ModuleOp module, func::FuncOp parent,
+                                        StringRef kind, unsigned &index,
+                                        Location loc) {
+  std::string suffix = nodeNameSuffix(loc);
+  std::string name;
+  do {
+    name = (parent.getSymName() + "_" + kind + std::to_string(index++) + suffix)
+               .str();
+  } while (module.lookupSymbol(name));
+  return name;
+}
+
 namespace {
 
 /// Outer parallel dimensions are linearised until there are at least this
@@ -362,12 +374,8 @@ struct ParallelizeLoopsPass
     // The outlined body.
     // <parent>_par<N>[_<node>], skipping names already taken (the pass may
     // run on a module it has seen before).
-    std::string suffix = dist::codegen::nodeNameSuffix(loc);
-    std::string name;
-    do {
-      name = (parent.getSymName() + "_par" + std::to_string(index++) + suffix)
-                 .str();
-    } while (module.lookupSymbol(name));
+    std::string name =
+        dist::codegen::outlinedName(module, parent, "par", index, loc);
     OpBuilder mb(parent);
     auto bodyType = mb.getFunctionType({ptrType, i64, i64}, {});
     auto body = func::FuncOp::create(mb, loc, name, bodyType);
