@@ -45,6 +45,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <algorithm>
@@ -253,10 +254,14 @@ constexpr size_t kMinSplitInstructions = 20000;
 /// upstream's splitCodeGen (llvm/CodeGen/ParallelCG.h) is gone from LLVM 22,
 /// so this is its recipe: SplitModule with local symbols externalised
 /// (hidden), each part through bitcode into a context of its own.
-bool parallelCodegen(llvm::Module &m, unsigned parts, StringRef objPath) {
+bool parallelCodegen(const llvm::Module &m, unsigned parts,
+                     StringRef objPath) {
+  // SplitModule externalises local symbols: on a copy, so that a fallback
+  // on one thread generates the module as it was.
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
   SmallVector<SmallString<0>> bitcode;
   llvm::SplitModule(
-      m, parts,
+      *copy, parts,
       [&](std::unique_ptr<llvm::Module> part) {
         SmallString<0> &buf = bitcode.emplace_back();
         llvm::raw_svector_ostream os(buf);
@@ -350,13 +355,17 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
   unsigned parts = static_cast<unsigned>(std::min<size_t>(
       llvm::hardware_concurrency().compute_thread_count(),
       instructions / kMinSplitInstructions));
-  if (const char *env = std::getenv("DIST_OPT_CODEGEN_THREADS"); env && *env)
-    parts = static_cast<unsigned>(std::clamp(std::atoi(env), 1, 64));
+  if (const char *env = std::getenv("DIST_OPT_CODEGEN_THREADS"); env && *env) {
+    unsigned forced = 0;
+    if (StringRef(env).getAsInteger(10, forced) || forced < 1 || forced > 64)
+      module.emitWarning() << "DIST_OPT_CODEGEN_THREADS='" << env
+                           << "' is not a number from 1 to 64; ignored";
+    else
+      parts = forced;
+  }
   if (parts > 1) {
     if (parallelCodegen(*llvmModule, parts, objPath))
       return success();
-    // SplitModule changed only linkage and visibility: the module still
-    // generates the same code on one thread.
     module.emitWarning() << "code generation on " << parts
                          << " threads failed (cc -r or objcopy missing?); "
                             "generating on one";
