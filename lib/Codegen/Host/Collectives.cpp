@@ -181,6 +181,30 @@ struct AllReduceBufferization
   }
 };
 
+/// The extents of `buf` from dimension 1 on that its type leaves dynamic
+/// (a batch of any size): the gathered or sliced dimension 0 is static.
+SmallVector<Value> trailingDynamicSizes(RewriterBase &rewriter, Location loc,
+                                        Value buf) {
+  auto type = cast<MemRefType>(buf.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(rewriter, loc, buf, d));
+  return sizes;
+}
+
+/// Whether a gather or slice along axis 0 of `in` into `out` can be
+/// generated: dimension 0 static on both sides, the others equal.
+bool leadingAxisCollective(RankedTensorType in, RankedTensorType out) {
+  if (!in || !out || in.getRank() != out.getRank() || in.getRank() == 0 ||
+      in.isDynamicDim(0) || out.isDynamicDim(0))
+    return false;
+  for (int64_t d = 1; d < in.getRank(); ++d)
+    if (in.getDimSize(d) != out.getDimSize(d))
+      return false;
+  return true;
+}
+
 /// The single grid axis of a collective as a runtime axis mask.
 FailureOr<int64_t> singleAxisMask(Operation *op, ArrayRef<int16_t> axes) {
   if (axes.size() != 1 || axes[0] < 0 || axes[0] >= 63)
@@ -218,10 +242,9 @@ struct AllGatherBufferization
     auto gather = cast<shard::AllGatherOp>(op);
     auto in = dyn_cast<RankedTensorType>(gather.getInput().getType());
     auto out = dyn_cast<RankedTensorType>(gather.getResult().getType());
-    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
-        gather.getGatherAxis() != 0)
-      return op->emitOpError("codegen supports all_gather of static shapes "
-                             "along axis 0 only");
+    if (!leadingAxisCollective(in, out) || gather.getGatherAxis() != 0)
+      return op->emitOpError("codegen supports all_gather along axis 0 "
+                             "only, of a static extent there");
     Type elem = in.getElementType();
     if (!elem.isF32() && !elem.isF64())
       return op->emitOpError("codegen supports all_gather of f32 and f64");
@@ -234,12 +257,23 @@ struct AllGatherBufferization
       return failure();
     Location loc = op->getLoc();
     Value src = contiguous(rewriter, loc, *buffer);
-    Value dst = memref::AllocOp::create(rewriter, loc,
-                                        MemRefType::get(out.getShape(), elem));
+    SmallVector<Value> dynSizes = trailingDynamicSizes(rewriter, loc, src);
+    Value dst = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(out.getShape(), elem), dynSizes);
     Type i64 = rewriter.getI64Type();
     auto cst = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(rewriter, loc, i64, v);
     };
+    // Elements per rank: the static extents times the dynamic ones.
+    int64_t fixed = 1;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (!in.isDynamicDim(d))
+        fixed *= in.getDimSize(d);
+    Value count = cst(fixed);
+    for (Value size : dynSizes)
+      count = arith::MulIOp::create(
+          rewriter, loc, count,
+          arith::IndexCastOp::create(rewriter, loc, i64, size));
     auto ptr = [&](Value m) -> Value {
       return arith::IndexCastOp::create(
           rewriter, loc, i64,
@@ -250,7 +284,7 @@ struct AllGatherBufferization
                                dist::runtime_abi::kMeshAllGather, 5, false);
     func::CallOp::create(
         rewriter, loc, fn,
-        ValueRange{ptr(src), ptr(dst), cst(in.getNumElements()),
+        ValueRange{ptr(src), ptr(dst), count,
                    cst(elem.isF32() ? dist::runtime_abi::kDTypeFloat
                                     : dist::runtime_abi::kDTypeDouble),
                    cst(*mask)});
@@ -268,10 +302,9 @@ struct AllSliceBufferization
     auto slice = cast<shard::AllSliceOp>(op);
     auto in = dyn_cast<RankedTensorType>(slice.getInput().getType());
     auto out = dyn_cast<RankedTensorType>(slice.getResult().getType());
-    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
-        slice.getSliceAxis() != 0)
-      return op->emitOpError("codegen supports all_slice of static shapes "
-                             "along axis 0 only");
+    if (!leadingAxisCollective(in, out) || slice.getSliceAxis() != 0)
+      return op->emitOpError("codegen supports all_slice along axis 0 "
+                             "only, of a static extent there");
     ArrayRef<int16_t> axes = slice.getGridAxes();
     if (axes.size() != 1 || axes[0] < 0)
       return op->emitOpError("codegen supports all_slice over one grid axis "
@@ -298,12 +331,17 @@ struct AllSliceBufferization
     SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
     offsets[0] = offset;
     SmallVector<OpFoldResult> sizes, strides(rank, rewriter.getIndexAttr(1));
-    for (int64_t d : out.getShape())
-      sizes.push_back(rewriter.getIndexAttr(d));
+    SmallVector<Value> dynSizes =
+        trailingDynamicSizes(rewriter, loc, *buffer);
+    for (int64_t d = 0, k = 0; d < rank; ++d)
+      sizes.push_back(out.isDynamicDim(d) ? OpFoldResult(dynSizes[k++])
+                                          : rewriter.getIndexAttr(
+                                                out.getDimSize(d)));
     Value view = memref::SubViewOp::create(rewriter, loc, *buffer, offsets,
                                            sizes, strides);
     Value dst = memref::AllocOp::create(
-        rewriter, loc, MemRefType::get(out.getShape(), out.getElementType()));
+        rewriter, loc, MemRefType::get(out.getShape(), out.getElementType()),
+        dynSizes);
     memref::CopyOp::create(rewriter, loc, view, dst);
     replaceOpWithBufferizedValues(rewriter, op, dst);
     return success();
