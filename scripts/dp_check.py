@@ -3,7 +3,8 @@
 """Checks data-parallel training and inference against one process.
 
 For each model (train_check.py's MLP and GPT-style LM, exported with a
-static batch) and optimizer, compiles the model twice with dist-opt --train:
+static batch, and its export variants: a dynamic batch axis, Gemm with
+scales and either transposition, a tied output layer) and optimizer, compiles the model twice with dist-opt --train:
 once as is and once with each --mesh layout (dp=2, tp=2, dp=2,tp=2, ...).
 It then trains the plain artifact in one process and the partitioned one
 under `mpirun -np <ranks of the mesh>` on the same data
@@ -105,8 +106,11 @@ def check(model_name, optimizer, mesh, args, work):
             param_err, worst_param = err, f"{n} {err:.3g}"
 
     # Inference: the partitioned artifact under mpirun against one process.
+    # A model with a dynamic batch axis runs another batch size than the
+    # one it trained with.
     sample = os.path.join(d, "sample.npy")
-    np.save(sample, spec.x[:spec.batch])
+    np.save(sample, spec.x[:spec.batch - 6 if spec.dynamic_batch
+                           else spec.batch])
     out_one = os.path.join(d, "out_one")
     out_dp = os.path.join(d, "out_dp")
     run([os.path.join(one, "model"), "--input",
@@ -142,7 +146,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dist-opt", default=train_check.DEFAULT_DIST_OPT)
     p.add_argument("--work", required=True, metavar="DIR")
-    p.add_argument("--model", nargs="+", choices=("mlp", "gpt"),
+    p.add_argument("--model", nargs="+",
+                   choices=("mlp", "gpt") + train_check.EXPORT_VARIANTS,
                    default=["mlp", "gpt"])
     p.add_argument("--optimizer", nargs="+", choices=train_check.OPTIMIZERS,
                    default=["sgd", "adamw"])

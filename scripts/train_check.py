@@ -119,6 +119,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DIST_OPT = os.path.join(REPO_ROOT, "build", "bin", "dist-opt")
 
 MODELS = ("mlp", "gpt", "cnn_bn")
+# Models exported as exporters write them for deployment (dp_check.py):
+# a dynamic batch axis, Gemm with scales and either transposition, tied
+# weights. train_check.py runs them too.
+EXPORT_VARIANTS = ("mlp_dyn", "gemm_scaled", "gpt_tied")
 OPTIMIZERS = ("sgd", "momentum", "adamw", "adam")
 DEFAULT_OPTIMIZERS = ("sgd", "momentum", "adamw")
 LR_SCHEDULES = ("constant", "cosine", "warmup-linear")
@@ -164,11 +168,30 @@ class SmallCNN(nn.Module):
         return self.fc(torch.flatten(self.features(image), 1))
 
 
+class AddmmMLP(nn.Module):
+    """x[B,32] -> 64 -> 10 through torch.addmm with weights stored [in, out]
+    and scales: exports as Gemm(transB=0, alpha=2, beta=0.5) and a plain
+    Gemm(transB=0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1 = nn.Parameter(torch.randn(32, 64) * 0.15)
+        self.b1 = nn.Parameter(torch.randn(64) * 0.1)
+        self.w2 = nn.Parameter(torch.randn(64, 10) * 0.15)
+        self.b2 = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        h = torch.relu(torch.addmm(self.b1, x, self.w1, beta=0.5, alpha=2.0))
+        return torch.addmm(self.b2, h, self.w2)
+
+
 class Spec:
     """A model of the check: its module, data and ONNX names."""
 
     def __init__(self, name, module, input_name, batch, x, y, num_classes):
         self.name = name
+        # Export with a dynamic batch axis, as for deployment.
+        self.dynamic_batch = False
         self.module = module
         self.input_name = input_name
         self.batch = batch
@@ -288,6 +311,32 @@ def make_spec(name):
         x = rs.randn(n, 3, 16, 16).astype(np.float32)
         y = rs.randint(0, 10, size=n).astype(np.int64)
         return Spec(name, module, "image", batch, x, y, 10)
+    if name == "mlp_dyn":
+        # nn.Sequential of nn.Linear (Gemm, transB=1), batch axis dynamic.
+        batch = 16
+        n = batch * STEPS_PER_EPOCH
+        module = export_models.MLP((784, 512, 512, 10))
+        x = rs.randn(n, 784).astype(np.float32)
+        y = rs.randint(0, 10, size=n).astype(np.int64)
+        spec = Spec(name, module, "x", batch, x, y, 10)
+        spec.dynamic_batch = True
+        return spec
+    if name == "gemm_scaled":
+        batch = 16
+        n = batch * STEPS_PER_EPOCH
+        x = rs.randn(n, 32).astype(np.float32)
+        y = rs.randint(0, 10, size=n).astype(np.int64)
+        spec = Spec(name, AddmmMLP(), "x", batch, x, y, 10)
+        spec.dynamic_batch = True
+        return spec
+    if name == "gpt_tied":
+        # The GPT above with its output layer tied to the token embedding
+        # (GPT-2's layout), batch axis dynamic.
+        spec = make_spec("gpt")
+        spec.name = name
+        spec.module.lm_head.weight = spec.module.wte.weight
+        spec.dynamic_batch = True
+        return spec
     raise ValueError(f"unknown model {name}")
 
 
@@ -305,6 +354,10 @@ def export_onnx(spec, path):
     if spec.loss == "model":
         example += (torch.from_numpy(spec.y[:spec.batch].copy()),)
         names, outputs = names + ["label"], ["loss"]
+    dynamic_axes = None
+    if spec.dynamic_batch:
+        dynamic_axes = {n: {0: "batch"} for n in names + outputs
+                        if n != "loss"}
     with warnings.catch_warnings():
         # Training-mode export warns that it drops BatchNorm's
         # num_batches_tracked update, which the loss does not depend on.
@@ -312,7 +365,7 @@ def export_onnx(spec, path):
         torch.onnx.export(
             module, example, path, opset_version=17,
             input_names=names, output_names=outputs,
-            do_constant_folding=False,
+            do_constant_folding=False, dynamic_axes=dynamic_axes,
             training=torch.onnx.TrainingMode.TRAINING)
 
 
@@ -796,7 +849,7 @@ def parse_args(argv):
     p.add_argument("--work", metavar="DIR",
                    help="keep the models, data, builds and logs in DIR "
                    "(default: a temporary directory, removed at the end)")
-    p.add_argument("--model", nargs="+", choices=MODELS,
+    p.add_argument("--model", nargs="+", choices=MODELS + EXPORT_VARIANTS,
                    default=list(MODELS), help="models to train (default: "
                    "all)")
     p.add_argument("--optimizer", nargs="+", choices=OPTIMIZERS,

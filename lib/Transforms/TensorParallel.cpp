@@ -24,9 +24,18 @@
 //  - Replicated activations entering a region go through `dist.mesh_copy`,
 //    whose gradient is summed over the axis (each rank contributes a part).
 //
+// Layers are taken in the forms exporters write: Gemm with either
+// transposition, scales and a bias of rank 0 to 2 (rewritten to MatMul and
+// elementwise ops first), MatMul+Add on 2-D or 3-D inputs, dimensions left
+// dynamic (a batch axis exported as dynamic: only the split dimensions
+// must be static; reshape targets computed from Shape at run time keep
+// their run-time entries), and a parameter read in several places, such
+// as an output layer tied to the embedding table, which is split when
+// every read splits it alike (partitionTensorParallel checks on a copy).
+//
 // A candidate that meets anything else (a layer norm over the split
-// feature, a reduction, a parameter used elsewhere) is left replicated, so
-// the result is always correct; what is split is counted in the stats.
+// feature, a reduction, a parameter also used unsplit) is left replicated,
+// so the result is always correct; what is split is counted in the stats.
 //
 // Why not upstream sharding-propagation + shard-partition: they need a
 // ShardingInterface model for every op of the function and fail it as a
@@ -45,8 +54,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Debug.h"
 
 #include <numeric>
@@ -100,9 +111,10 @@ struct Weight {
   bool transposed = false;
 };
 
-RankedTensorType staticType(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() ? t : RankedTensorType();
+/// A ranked type; its dimensions may be dynamic (a batch of any size):
+/// what a split needs static is checked where it is needed.
+RankedTensorType rankedType(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
 }
 
 /// A rank-1 int64 constant's values.
@@ -117,6 +129,72 @@ std::optional<SmallVector<int64_t>> constInts(Value v) {
   for (const APInt &x : values.getValues<APInt>())
     out.push_back(x.getSExtValue());
   return out;
+}
+
+/// Dimensions [from, to) of `t` as (product of the static extents, number
+/// of dynamic ones).
+std::pair<int64_t, int64_t> dimsProduct(RankedTensorType t, int64_t from,
+                                        int64_t to) {
+  int64_t product = 1, dynamic = 0;
+  for (int64_t d = from; d < to; ++d)
+    if (t.isDynamicDim(d))
+      ++dynamic;
+    else
+      product *= t.getDimSize(d);
+  return {product, dynamic};
+}
+
+/// The entries of a reshape's target: constants, or std::nullopt for an
+/// entry computed at run time (a dimension read with Shape, as exporters
+/// write `x.view(B, T, H, D)` for a dynamic batch B). `pieces[i]` is the
+/// operand of the target's concat that holds entry i (-1: the target is
+/// one constant).
+struct ReshapeTarget {
+  SmallVector<std::optional<int64_t>> entries;
+  SmallVector<int64_t> pieces;
+  ConcatOp concat;
+};
+
+std::optional<ReshapeTarget> reshapeTarget(Value shape) {
+  ReshapeTarget t;
+  if (std::optional<SmallVector<int64_t>> c = constInts(shape)) {
+    for (int64_t x : *c) {
+      t.entries.push_back(x);
+      t.pieces.push_back(-1);
+    }
+    return t;
+  }
+  t.concat = shape.getDefiningOp<ConcatOp>();
+  if (!t.concat)
+    return std::nullopt;
+  for (auto [i, piece] : llvm::enumerate(t.concat.getInputs())) {
+    auto pt = rankedType(piece);
+    if (!pt || pt.getRank() != 1 || pt.isDynamicDim(0))
+      return std::nullopt;
+    std::optional<SmallVector<int64_t>> c = constInts(piece);
+    for (int64_t k = 0; k < pt.getDimSize(0); ++k) {
+      t.entries.push_back(c ? std::optional<int64_t>((*c)[k]) : std::nullopt);
+      t.pieces.push_back(static_cast<int64_t>(i));
+    }
+  }
+  return t;
+}
+
+/// The parameter behind a bias operand: read directly, or scaled by a
+/// rank-0 constant that nothing else reads (Gemm's beta * C).
+ParamOp paramBehind(ModuleOp module, Value v) {
+  if (auto mul = v.getDefiningOp<MulOp>(); mul && v.hasOneUse()) {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto c = mul->getOperand(1 - i).getDefiningOp<ConstantOp>();
+      auto ct = c ? rankedType(c.getResult()) : RankedTensorType();
+      if (ct && ct.getRank() == 0) {
+        v = mul->getOperand(i);
+        break;
+      }
+    }
+  }
+  auto get = v.getDefiningOp<GetParamOp>();
+  return get ? module.lookupSymbol<ParamOp>(get.getNameAttr()) : ParamOp();
 }
 
 bool isElementwiseUnary(Operation *op) {
@@ -145,12 +223,21 @@ struct Region {
   SmallVector<Value> gathers;                 // split values returned
   /// Shape operands to replace: (operand, new values).
   SmallVector<std::pair<OpOperand *, SmallVector<int64_t>>> shapes;
+  /// Reshape targets built by a concat, one of whose constant pieces
+  /// changes: (the reshape's target operand, piece, its new values).
+  struct Piece {
+    OpOperand *operand;
+    int64_t index;
+    SmallVector<int64_t> values;
+  };
+  SmallVector<Piece> pieces;
 };
 
 class TensorParallel {
 public:
-  TensorParallel(ModuleOp module, const MeshSpec &mesh)
-      : module(module), tp(mesh.sizeOf("tp")) {
+  TensorParallel(ModuleOp module, const MeshSpec &mesh,
+                 const llvm::StringSet<> &excluded)
+      : module(module), tp(mesh.sizeOf("tp")), excluded(excluded) {
     for (auto [i, name] : llvm::enumerate(mesh.axes))
       if (name == "tp")
         axis = static_cast<int16_t>(i);
@@ -158,20 +245,46 @@ public:
 
   LogicalResult run(func::FuncOp func, TensorParallelStats &stats);
 
+  /// Parameters split so far.
+  int64_t numSplit() const { return static_cast<int64_t>(claimed.size()); }
+  /// Parameters split for some of their reads only (a tied weight whose
+  /// other use stayed replicated): the split is wrong and must be redone
+  /// without them.
+  SmallVector<StringRef> partlySplit() {
+    SmallVector<StringRef> out;
+    for (auto [op, shard] : claimed)
+      if (consumed.lookup(op) < readsOf(cast<ParamOp>(op)))
+        out.push_back(cast<ParamOp>(op).getSymName());
+    return out;
+  }
+
 private:
   ModuleOp module;
   int64_t tp;
   int16_t axis = 0;
-  /// Number of get_param reads of each parameter (by name).
+  /// Parameters never to split (see partlySplit).
+  const llvm::StringSet<> &excluded;
+  /// Number of uses of each parameter's get_param reads (by name).
   llvm::StringMap<int64_t> reads;
-  /// Parameters split already.
-  llvm::DenseSet<Operation *> claimed;
+  /// Parameters split already, and how.
+  llvm::DenseMap<Operation *, Shard> claimed;
+  /// Reads of a split parameter that the regions applied so far consume.
+  llvm::DenseMap<Operation *, int64_t> consumed;
 
+  int64_t readsOf(ParamOp p) { return reads.lookup(p.getSymName()); }
   void normalizeGemms(func::FuncOp func);
   std::optional<Weight> weightOf(Value v);
+  /// A float parameter with a read not consumed by a split yet. A
+  /// parameter read in several places (a tied embedding and output layer)
+  /// is split when every read splits it the same way (claimable).
   bool splittable(ParamOp p) {
-    return p && !claimed.contains(p) && reads.lookup(p.getSymName()) == 1 &&
-           isa<FloatType>(getElementTypeOrSelf(p.getType()));
+    return p && isa<FloatType>(getElementTypeOrSelf(p.getType())) &&
+           !excluded.contains(p.getSymName()) &&
+           consumed.lookup(p) < readsOf(p);
+  }
+  bool claimable(ParamOp p, Shard s) {
+    auto it = claimed.find(p);
+    return splittable(p) && (it == claimed.end() || it->second == s);
   }
   FailureOr<Region> analyze(MatMulOp head);
   LogicalResult step(Region &r, Operation *op);
@@ -189,28 +302,33 @@ private:
   SmallVector<PendingGather> pendingGathers;
 };
 
-/// Rewrites gemm(a, B, C) with a parameter B, no transposed A and unit
-/// scales as matmul(a, B or transpose(B)) + C so that regions see one form.
+/// Rewrites every gemm whose B is a parameter (possibly transposed) as
+/// alpha * (op(A) @ op(B)) + beta * C, in the ops that regions know: a
+/// matmul with a transposed weight read, scalar products and an add, so
+/// that Gemm-exported layers (either transposition, any scales, a bias of
+/// rank 0 to 2) split like MatMul+Add ones.
 void TensorParallel::normalizeGemms(func::FuncOp func) {
   SmallVector<GemmOp> gemms;
   func.walk([&](GemmOp g) { gemms.push_back(g); });
   for (GemmOp gemm : gemms) {
-    if (gemm.getTransA() != 0 || gemm.getAlpha().convertToDouble() != 1.0 ||
-        gemm.getBeta().convertToDouble() != 1.0 ||
-        !gemm.getB().getDefiningOp<GetParamOp>())
-      continue;
-    Value c = gemm.getC();
-    if (c && cast<RankedTensorType>(c.getType()).getRank() > 1)
+    Value bIn = gemm.getB();
+    if (auto tr = bIn.getDefiningOp<TransposeOp>())
+      bIn = tr.getInput();
+    if (!bIn.getDefiningOp<GetParamOp>())
       continue;
     OpBuilder b(gemm);
     GraphBuilder g(b, gemm);
+    Value a = gemm.getTransA() ? g.transpose(gemm.getA(), {1, 0}) : gemm.getA();
     Value w = gemm.getTransB() ? g.transpose(gemm.getB(), {1, 0}) : gemm.getB();
-    Value y = g.one<MatMulOp>({gemm.getA(), w});
-    if (c)
-      y = g.add(y, c);
-    if (g.hadError || !y || y.getType() != gemm.getOutput().getType()) {
+    Value y = g.one<MatMulOp>({a, w});
+    double alpha = gemm.getAlpha().convertToDouble();
+    double beta = gemm.getBeta().convertToDouble();
+    if (alpha != 1.0)
+      y = g.mulC(y, alpha);
+    if (Value c = gemm.getC(); c && beta != 0.0)
+      y = g.add(y, beta == 1.0 ? c : g.mulC(c, beta));
+    if (g.hadError || !y || y.getType() != gemm.getOutput().getType())
       continue; // Leaves the gemm; any ops built are dead and folded away.
-    }
     gemm.getOutput().replaceAllUsesWith(y);
     gemm.erase();
   }
@@ -240,9 +358,10 @@ FailureOr<Region> TensorParallel::analyze(MatMulOp head) {
   Region r;
   r.head = head;
   std::optional<Weight> w = weightOf(head.getRhs());
-  RankedTensorType out = staticType(head.getOutput());
-  RankedTensorType in = staticType(head.getLhs());
-  if (!w || !out || !in || in.getRank() < 2)
+  RankedTensorType out = rankedType(head.getOutput());
+  RankedTensorType in = rankedType(head.getLhs());
+  if (!w || !out || !in || in.getRank() < 2 || out.getRank() < 1 ||
+      out.isDynamicDim(out.getRank() - 1))
     return failure();
   // A fused projection split into equal parts right after it (through a
   // bias add) is split block-wise: each rank keeps its part of each.
@@ -263,8 +382,11 @@ FailureOr<Region> TensorParallel::analyze(MatMulOp head) {
   if (n % (tp * blocks) != 0)
     return failure();
   Shard s{out.getRank() - 1, blocks};
+  Shard ws{w->transposed ? 0 : 1, blocks};
+  if (!claimable(w->param, ws))
+    return failure();
   r.values[head.getOutput()] = s;
-  r.params[w->param] = Shard{w->transposed ? 0 : 1, blocks};
+  r.params[w->param] = ws;
   r.copies.push_back(&head->getOpOperand(0));
   r.ops.push_back(head);
   for (Operation *op = head->getNextNode(); op; op = op->getNextNode())
@@ -305,8 +427,11 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
 
   if (isa<func::ReturnOp>(op)) {
     for (unsigned i : split)
-      if (operandShard(i).blocks != 1 || !staticType(op->getOperand(i)))
-        return failure();
+      if (operandShard(i).blocks != 1 || !rankedType(op->getOperand(i)) ||
+          dimsProduct(rankedType(op->getOperand(i)), operandShard(i).dim,
+                      rankedType(op->getOperand(i)).getRank())
+                  .second > 1)
+        return failure(); // gatherOutputs merges one dynamic extent at most
       else
         r.gathers.push_back(op->getOperand(i));
     return success();
@@ -315,7 +440,7 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
     return result(operandShard(0));
 
   if (isElementwiseBroadcast(op)) {
-    auto rt = staticType(op->getResult(0));
+    auto rt = rankedType(op->getResult(0));
     if (!rt)
       return failure();
     int64_t rr = rt.getRank();
@@ -330,17 +455,18 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
     for (OpOperand &o : op->getOpOperands()) {
       if (r.values.count(o.get()))
         continue;
-      auto t = staticType(o.get());
+      auto t = rankedType(o.get());
       if (!t)
         return failure();
       int64_t ad = s.dim - (rr - t.getRank());
       if (ad < 0 || t.getDimSize(ad) == 1)
         continue; // Broadcast along the split dimension.
-      // A parameter with the full extent there (a bias) is split alike.
-      auto get = o.get().getDefiningOp<GetParamOp>();
-      ParamOp p =
-          get ? module.lookupSymbol<ParamOp>(get.getNameAttr()) : ParamOp();
-      if (!splittable(p) || r.params.count(p))
+      if (t.isDynamicDim(ad))
+        return failure(); // Broadcast or not is known at run time only.
+      // A parameter with the full extent there (a bias, or Gemm's
+      // beta * C) is split alike.
+      ParamOp p = paramBehind(module, o.get());
+      if (!claimable(p, Shard{ad, s.blocks}) || r.params.count(p))
         return failure();
       r.params[p] = Shard{ad, s.blocks};
       r.values[o.get()] = Shard{ad, s.blocks};
@@ -373,7 +499,7 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
     if (split.front() != 0)
       return failure();
     Shard s = operandShard(0);
-    auto in = staticType(sp.getInput());
+    auto in = rankedType(sp.getInput());
     if (!in)
       return failure();
     int64_t a = sp.getAxis();
@@ -386,8 +512,9 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
     if (s.blocks != parts)
       return failure();
     for (Value v : sp.getOutputs())
-      if (!staticType(v) ||
-          staticType(v).getDimSize(a) * parts != in.getDimSize(a))
+      if (!rankedType(v) || rankedType(v).isDynamicDim(a) ||
+          in.isDynamicDim(a) ||
+          rankedType(v).getDimSize(a) * parts != in.getDimSize(a))
         return failure();
     if (Value sizes = sp.getSplit()) {
       std::optional<SmallVector<int64_t>> v = constInts(sizes);
@@ -404,43 +531,64 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
     if (split.front() != 0)
       return failure();
     Shard s = operandShard(0);
-    auto in = staticType(rs.getInput());
-    auto outT = staticType(rs.getResult());
-    std::optional<SmallVector<int64_t>> target = constInts(rs.getShape());
+    auto in = rankedType(rs.getInput());
+    auto outT = rankedType(rs.getResult());
+    std::optional<ReshapeTarget> target = reshapeTarget(rs.getShape());
     if (!in || !outT || !target || s.blocks != 1 ||
-        static_cast<int64_t>(target->size()) != outT.getRank())
+        static_cast<int64_t>(target->entries.size()) != outT.getRank())
+      return failure();
+    // Dynamic extents are compared as symbols: with one dynamic dimension
+    // on each side and equal static products, the two are equal.
+    auto inAll = dimsProduct(in, 0, in.getRank());
+    auto outAll = dimsProduct(outT, 0, outT.getRank());
+    if (inAll.second != outAll.second || inAll.second > 1 ||
+        inAll.first != outAll.first)
       return failure();
     // The split block of the input (everything from dim on, contiguous per
     // rank) must start an output dimension divisible by tp.
-    int64_t prefix = 1;
-    for (int64_t d = 0; d < s.dim; ++d)
-      prefix *= in.getDimSize(d);
-    int64_t o = -1, p = 1;
+    auto prefix = dimsProduct(in, 0, s.dim);
+    int64_t o = -1;
     for (int64_t d = 0; d < outT.getRank(); ++d) {
-      if (p == prefix && outT.getDimSize(d) != 1) {
+      if (dimsProduct(outT, 0, d) == prefix && outT.getDimSize(d) != 1) {
         o = d;
         break;
       }
-      p *= outT.getDimSize(d);
     }
-    if (o < 0 || outT.getDimSize(o) % tp != 0)
+    if (o < 0 || outT.isDynamicDim(o) || outT.getDimSize(o) % tp != 0)
       return failure();
-    SmallVector<int64_t> local = *target;
-    for (auto [d, x] : llvm::enumerate(local)) {
-      if (x == 0)
+    for (auto [d, x] : llvm::enumerate(target->entries)) {
+      int64_t di = static_cast<int64_t>(d);
+      if (di == o && !x)
+        return failure(); // the split extent, known at run time only
+      if (x && *x == 0 && (di >= s.dim || di >= o))
         return failure(); // "copy from the input": ambiguous once split
-      if (x == -1 && static_cast<int64_t>(d) != o)
+      if (x && *x == -1 && di != o)
         return failure();
     }
-    if (local[o] > 0)
-      local[o] /= tp;
-    r.shapes.push_back({&rs->getOpOperand(1), local});
+    std::optional<int64_t> entry = target->entries[o];
+    int64_t local = *entry > 0 ? *entry / tp : *entry;
+    if (target->pieces[o] < 0) {
+      SmallVector<int64_t> values;
+      for (std::optional<int64_t> x : target->entries)
+        values.push_back(*x);
+      values[o] = local;
+      r.shapes.push_back({&rs->getOpOperand(1), values});
+    } else {
+      // Entry o lives in a constant piece of the target's concat: the
+      // reshape gets its own concat with that piece rewritten.
+      int64_t piece = target->pieces[o];
+      SmallVector<int64_t> values;
+      for (auto [d, x] : llvm::enumerate(target->entries))
+        if (target->pieces[d] == piece)
+          values.push_back(static_cast<int64_t>(d) == o ? local : *x);
+      r.pieces.push_back({&rs->getOpOperand(1), piece, values});
+    }
     return result(Shard{o, 1});
   }
 
   if (auto mm = dyn_cast<MatMulOp>(op)) {
-    auto at = staticType(mm.getLhs()), bt = staticType(mm.getRhs());
-    auto yt = staticType(mm.getOutput());
+    auto at = rankedType(mm.getLhs()), bt = rankedType(mm.getRhs());
+    auto yt = rankedType(mm.getOutput());
     if (!at || !bt || !yt || at.getRank() < 2 || bt.getRank() < 2)
       return failure();
     int64_t ra = at.getRank(), rb = bt.getRank(), ry = yt.getRank();
@@ -449,9 +597,11 @@ LogicalResult TensorParallel::step(Region &r, Operation *op) {
     // Row-parallel end: split features times a weight split by rows.
     if (aSplit && !bSplit && r.values[mm.getLhs()].dim == ra - 1) {
       std::optional<Weight> w = weightOf(mm.getRhs());
-      if (!w || r.values[mm.getLhs()].blocks != 1 || r.params.count(w->param))
+      Shard ws{w->transposed ? 1 : 0, 1};
+      if (!w || r.values[mm.getLhs()].blocks != 1 ||
+          r.params.count(w->param) || !claimable(w->param, ws))
         return failure();
-      r.params[w->param] = Shard{w->transposed ? 1 : 0, 1};
+      r.params[w->param] = ws;
       r.rowEnds.push_back(op);
       r.ops.push_back(op);
       return success();
@@ -502,6 +652,10 @@ Value TensorParallel::meshCopy(OpBuilder &b, Location loc, Value v) {
 }
 
 void TensorParallel::splitParam(ParamOp p, Shard s) {
+  ++consumed[p];
+  if (claimed.count(p))
+    return; // Split for an earlier read (claimable checked the layout).
+  claimed[p] = s;
   auto t = cast<RankedTensorType>(p.getType());
   SmallVector<int64_t> shape(t.getShape());
   shape[s.dim] /= tp;
@@ -517,7 +671,6 @@ void TensorParallel::splitParam(ParamOp p, Shard s) {
     if (get.getName() == p.getSymName())
       get.getResult().setType(local);
   });
-  claimed.insert(p);
 }
 
 LogicalResult TensorParallel::apply(Region &r) {
@@ -527,6 +680,17 @@ LogicalResult TensorParallel::apply(Region &r) {
     OpBuilder b(operand->getOwner());
     GraphBuilder g(b, operand->getOwner());
     operand->set(g.vec(values));
+  }
+  for (Region::Piece &piece : r.pieces) {
+    OpBuilder b(piece.operand->getOwner());
+    GraphBuilder g(b, piece.operand->getOwner());
+    auto cat = piece.operand->get().getDefiningOp<ConcatOp>();
+    SmallVector<Value> parts(cat.getInputs());
+    parts[piece.index] = g.vec(piece.values);
+    Value target = g.one<ConcatOp>(parts, {g.i64("axis", 0)});
+    if (g.hadError || !target)
+      return failure();
+    piece.operand->set(target);
   }
   llvm::DenseMap<Value, Value> copied;
   for (OpOperand *operand : r.copies) {
@@ -580,7 +744,24 @@ LogicalResult TensorParallel::gatherOutputs() {
         perm.push_back(0);
       perm.push_back(i + 1);
     }
-    Value merged = g.reshape(g.transpose(gathered.getResult(), perm), p.full);
+    // The target keeps dynamic extents: 0 (copy) before the gathered
+    // dimension, where the transposed value has them at the same index,
+    // and -1 after it (one at most).
+    SmallVector<int64_t> target(p.full);
+    int64_t inferred = 0;
+    for (auto [d, x] : llvm::enumerate(target)) {
+      if (!ShapedType::isDynamic(x))
+        continue;
+      if (static_cast<int64_t>(d) < p.dim)
+        x = 0;
+      else if (inferred++ == 0)
+        x = -1;
+      else
+        return emitError(v.getLoc(), "tensor parallelism cannot gather a "
+                                     "result with two dynamic dimensions "
+                                     "after its split one");
+    }
+    Value merged = g.reshape(g.transpose(gathered.getResult(), perm), target);
     if (g.hadError || !merged)
       return failure();
     for (OpOperand &o : ret->getOpOperands())
@@ -618,7 +799,8 @@ bool TensorParallel::embedding(GatherOp gather) {
   ParamOp p = get ? module.lookupSymbol<ParamOp>(get.getNameAttr()) : ParamOp();
   auto t = p ? dyn_cast<RankedTensorType>(p.getType()) : RankedTensorType();
   auto ids = dyn_cast<RankedTensorType>(gather.getIndices().getType());
-  if (!splittable(p) || !t || t.getRank() != 2 || gather.getAxis() != 0 ||
+  if (!claimable(p, Shard{0, 1}) || !t || t.getRank() != 2 ||
+      gather.getAxis() != 0 ||
       t.getDimSize(0) % tp != 0 || !ids ||
       !ids.getElementType().isSignlessInteger(64))
     return false;
@@ -661,15 +843,16 @@ LogicalResult TensorParallel::run(func::FuncOp func,
                                   TensorParallelStats &stats) {
   normalizeGemms(func);
   reads.clear();
-  module.walk([&](GetParamOp get) { ++reads[get.getName()]; });
+  module.walk([&](GetParamOp get) {
+    reads[get.getName()] += static_cast<int64_t>(
+        std::distance(get->use_begin(), get->use_end()));
+  });
 
   SmallVector<GatherOp> gathers;
   func.walk([&](GatherOp g) { gathers.push_back(g); });
   for (GatherOp g : gathers)
-    if (embedding(g)) {
+    if (embedding(g))
       ++stats.embeddings;
-      ++stats.params;
-    }
 
   // Candidates in program order; ops of an applied region are skipped.
   llvm::DenseSet<Operation *> used;
@@ -684,7 +867,6 @@ LogicalResult TensorParallel::run(func::FuncOp func,
     used.insert(r->ops.begin(), r->ops.end());
     if (failed(apply(*r)))
       return failure();
-    stats.params += r->params.size();
     if (r->rowEnds.empty())
       ++stats.gathered;
     else
@@ -720,14 +902,47 @@ LogicalResult dist::partitionTensorParallel(ModuleOp module,
                          "(the train phase does)");
   if (failed(declareMesh(module, mesh)))
     return failure();
-  TensorParallelStats local;
-  TensorParallel t(module, mesh);
-  for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
-    if (f.isExternal() || !f.isPublic())
-      continue;
-    if (failed(t.run(f, local)))
-      return failure();
+  // A parameter read in several places is split only if every read splits
+  // it alike; whether they do is known once the regions are applied. So
+  // the split runs on a copy first (quietly: a partly split parameter
+  // makes shapes disagree), and again without the parameters that it split
+  // partly, until none is (each round excludes one at least).
+  llvm::StringSet<> excluded;
+  auto splitAll = [&](ModuleOp m, TensorParallelStats &stats,
+                      SmallVector<std::string> &partly) -> LogicalResult {
+    TensorParallel t(m, mesh, excluded);
+    LogicalResult result = success();
+    for (auto f : llvm::to_vector(m.getOps<func::FuncOp>())) {
+      if (f.isExternal() || !f.isPublic())
+        continue;
+      if (failed(t.run(f, stats))) {
+        result = failure();
+        break;
+      }
+    }
+    partly.clear();
+    for (StringRef name : t.partlySplit())
+      partly.push_back(name.str());
+    stats.params = t.numSplit();
+    return result;
+  };
+  SmallVector<std::string> partly;
+  while (true) {
+    OwningOpRef<ModuleOp> trial = module.clone();
+    TensorParallelStats ignored;
+    {
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      (void)splitAll(*trial, ignored, partly);
+    }
+    if (partly.empty())
+      break; // A failure then shows again below, with its message.
+    for (const std::string &name : partly)
+      excluded.insert(name);
   }
+  TensorParallelStats local;
+  if (failed(splitAll(module, local, partly)))
+    return failure();
   if (local.params == 0)
     return module.emitError("--mesh tp=")
            << tp << ": nothing in the model can be split Megatron-style (no "
