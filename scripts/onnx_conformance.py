@@ -14,7 +14,9 @@
 # Each test is compiled with the shapes of its inputs (pass 1). If that fails
 # because shapes stay unknown (a Reshape target that is a runtime value, ...),
 # it is compiled again with the small and integer inputs bound as constants
-# with --input-value (pass 2), as scripts/check_onnx_node_tests.py does; its
+# with --input-value (pass 2; --runtime-inputs turns it off, so that every
+# input is fed at run time as ONNX's runner does), as
+# scripts/check_onnx_node_tests.py does; its
 # op list, test selection and input binding rules are imported from there. A
 # bound input is no longer an input of the executable: the manifest that
 # dist-opt writes (NAME.json) says what the executable takes. bfloat16 values
@@ -398,7 +400,7 @@ def compile_for(ctx, data_set):
         shape_args = [i.shape_arg() for i in data_set.inputs if not i.static]
         first = compile_once(ctx, shape_args, "compile (shapes)")
         ctx.cache[key] = first
-    if first.status in ("ok", "fail"):
+    if first.status in ("ok", "fail") or ctx.args.runtime_inputs:
         return first
 
     # Pass 2: bind the small and integer inputs, as the importer check does.
@@ -624,6 +626,10 @@ def parse_args(argv):
                         "per run (default: %(default)s)")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="pass --threads N to the executables")
+    parser.add_argument("--runtime-inputs", action="store_true",
+                        help="feed every input at run time, as ONNX's runner "
+                        "does: never bind shape-like inputs as constants "
+                        "(no second pass with --input-value)")
     parser.add_argument("--list", action="store_true",
                         help="only print the selected tests")
     parser.add_argument("--expect-pass", metavar="FILE",
