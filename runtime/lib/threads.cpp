@@ -345,6 +345,55 @@ extern "C" void dist_rt_shape_error(int64_t a, int64_t b, int64_t axis,
 }
 
 namespace {
+/// `name` (a NUL-terminated string's address from generated code) escaped
+/// for a message.
+std::string escapedName(int64_t name) {
+  const char *text =
+      reinterpret_cast<const char *>(static_cast<intptr_t>(name));
+  char out[256];
+  dist_rt::escapeForMessage(text ? text : "?", text ? std::strlen(text) : 1,
+                            out, sizeof(out));
+  return out;
+}
+} // namespace
+
+extern "C" void dist_rt_value_error(int64_t got, int64_t expected,
+                                    int64_t element, int64_t input,
+                                    int64_t node) {
+  std::string in = escapedName(input);
+  reportNodeError(node,
+                  "node '%s': input '%s' holds %" PRId64 " at element %" PRId64
+                  ", but the output shape the model declares needs %" PRId64,
+                  in.c_str(), got, element, expected);
+}
+
+extern "C" void dist_rt_axes_error(int64_t input, int64_t node) {
+  std::string in = escapedName(input);
+  reportNodeError(node,
+                  "node '%s': the axes in input '%s' repeat an axis, lie "
+                  "outside the rank, or do not give the output shape the "
+                  "model declares",
+                  in.c_str());
+}
+
+extern "C" void dist_rt_extent_error(int64_t axis, int64_t got,
+                                     int64_t expected, int64_t input,
+                                     int64_t node) {
+  std::string in = escapedName(input);
+  reportNodeError(node,
+                  "node '%s': input '%s' gives output axis %" PRId64
+                  " an extent of %" PRId64
+                  ", but the output shape the model declares has %" PRId64,
+                  in.c_str(), axis, got, expected);
+}
+
+extern "C" void dist_rt_unsupported_error(int64_t what, int64_t node) {
+  std::string text = escapedName(what);
+  reportNodeError(node, "node '%s': %s is not supported by codegen",
+                  text.c_str());
+}
+
+namespace {
 void reportRunError(const char *text) {
   dist_rt::RunErrors *errors = currentRunErrors;
   if (!errors) {

@@ -60,6 +60,21 @@ inline constexpr llvm::StringLiteral kIndexError = "dist_rt_index_error";
 /// void dist_rt_shape_error(int64 a, int64 b, int64 axis, int64 node_name_ptr)
 /// (dist_rt/kernels.h): operand sizes unknown at compile time that differ.
 inline constexpr llvm::StringLiteral kShapeError = "dist_rt_shape_error";
+/// void dist_rt_value_error(int64 got, int64 expected, int64 element,
+/// int64 input_name_ptr, int64 node_name_ptr) (dist_rt/kernels.h): an input
+/// fed at run time disagrees with the shapes the model declares.
+inline constexpr llvm::StringLiteral kValueError = "dist_rt_value_error";
+/// void dist_rt_axes_error(int64 input_name_ptr, int64 node_name_ptr): axes
+/// fed at run time that do not give the declared shape.
+inline constexpr llvm::StringLiteral kAxesError = "dist_rt_axes_error";
+/// void dist_rt_extent_error(int64 axis, int64 got, int64 expected,
+/// int64 input_name_ptr, int64 node_name_ptr): pads or slice bounds fed at
+/// run time that do not give the declared output extent.
+inline constexpr llvm::StringLiteral kExtentError = "dist_rt_extent_error";
+/// void dist_rt_unsupported_error(int64 what_ptr, int64 node_name_ptr):
+/// inputs fed at run time ask for what the code does not do.
+inline constexpr llvm::StringLiteral kUnsupportedError =
+    "dist_rt_unsupported_error";
 
 /// Mesh collectives (dist_rt/kernels.h): start(ptr, count, dtype, reduce,
 /// axis_mask) -> handle and wait(handle), all as i64.

@@ -558,6 +558,7 @@ struct DropoutLowering : OpConversionPattern<dist::DropoutOp> {
   LogicalResult
   matchAndRewrite(dist::DropoutOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     if (op.getTrainingMode()) {
       auto training = constInts(op.getTrainingMode());
       std::optional<SmallVector<double>> ratio;
@@ -565,10 +566,41 @@ struct DropoutLowering : OpConversionPattern<dist::DropoutOp> {
         ratio = getConstantDoubles(op.getRatio());
       bool inference = training && !training->empty() && (*training)[0] == 0;
       bool zeroRatio = ratio && !ratio->empty() && (*ratio)[0] == 0.0;
-      if (!inference && !zeroRatio)
+      bool trainingOn = training && !training->empty() && (*training)[0] != 0;
+      // Without a ratio operand the ratio is 0.5.
+      bool ratioNonzero = !op.getRatio() || (ratio && !ratio->empty() &&
+                                             (*ratio)[0] != 0.0);
+      if (trainingOn && ratioNonzero)
         return notSupported(op, "dropout in training mode");
+      if (!inference && !zeroRatio) {
+        // Fed at run time: the code passes its input through, which is
+        // right unless the run asks for training mode with a nonzero
+        // ratio (random dropout), which then fails.
+        auto first = [&](Value t) -> Value {
+          auto type = cast<RankedTensorType>(t.getType());
+          SmallVector<Value> zeros(
+              type.getRank(), arith::ConstantIndexOp::create(rewriter, loc, 0));
+          return tensor::ExtractOp::create(rewriter, loc, t, zeros);
+        };
+        Type i1 = rewriter.getI1Type();
+        Value on = trainingOn ? Value(arith::ConstantIntOp::create(
+                                    rewriter, loc, i1, 1))
+                              : convertScalar(rewriter, loc,
+                                              first(adaptor.getTrainingMode()),
+                                              elemTypeOf(op.getTrainingMode()),
+                                              i1);
+        Value nonzero =
+            ratioNonzero
+                ? Value(arith::ConstantIntOp::create(rewriter, loc, i1, 1))
+                : convertScalar(rewriter, loc, first(adaptor.getRatio()),
+                                elemTypeOf(op.getRatio()), i1);
+        reportUnsupportedIf(
+            rewriter, loc, op,
+            arith::AndIOp::create(rewriter, loc, on, nonzero),
+            "dropout in training mode with a nonzero ratio (the inputs fed "
+            "at run time ask for it)");
+      }
     }
-    Location loc = op.getLoc();
     auto maskType = cast<RankedTensorType>(
         getTypeConverter()->convertType(op.getMask().getType()));
     Value one = scalarConst(rewriter, loc, rewriter.getI1Type(), 1);

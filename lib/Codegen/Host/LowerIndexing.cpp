@@ -590,8 +590,6 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
         mode != "wrap")
       return notSupported(op, "pad mode '" + mode + "'");
     auto pads = constInts(op.getPads());
-    if (!pads)
-      return notSupported(op, "pad with non-constant pads");
     SmallVector<int64_t> axes;
     if (op.getAxes()) {
       auto a = constInts(op.getAxes());
@@ -608,6 +606,8 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
         axes.push_back(i);
     }
     int64_t na = axes.size();
+    if (!pads)
+      return lowerRunTimePads(op, adaptor, axes, resultType, rewriter);
     if ((int64_t)pads->size() != 2 * na)
       return notSupported(op, "pad with a pads operand of the wrong length");
     SmallVector<int64_t> lo(rank, 0), hi(rank, 0);
@@ -716,6 +716,129 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
             ivs.push_back(s);
           }
           return tensor::ExtractOp::create(b, l, src, ivs);
+        });
+    rewriter.replaceOp(op, res);
+    return success();
+  }
+
+  /// The padding value of a constant-mode pad, as the input's element.
+  static Value constantPadValue(OpBuilder &b, Location loc, dist::PadOp op,
+                                OpAdaptor adaptor, Type elem) {
+    Value cv = adaptor.getConstantValue();
+    auto cvType = cv ? rankedType(cv) : RankedTensorType();
+    if (!cvType || (cvType.hasStaticShape() && cvType.getNumElements() == 0))
+      return scalarConst(b, loc, elem, 0);
+    return convertScalar(b, loc, readFirst(b, loc, cv),
+                         elemTypeOf(op.getConstantValue()),
+                         elemTypeOf(op.getInput()));
+  }
+
+  /// Pads fed at run time: one loop nest over the result whose source
+  /// indices take the pads as the program runs (negative pads crop first,
+  /// as above). Result extents the model declares are checked against the
+  /// pads; the others are computed from them.
+  LogicalResult lowerRunTimePads(dist::PadOp op, OpAdaptor adaptor,
+                                 ArrayRef<int64_t> axes,
+                                 RankedTensorType resultType,
+                                 ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    int64_t rank = resultType.getRank();
+    int64_t na = axes.size();
+    auto padsType = cast<RankedTensorType>(adaptor.getPads().getType());
+    if (padsType.getRank() != 1 || padsType.getDimSize(0) != 2 * na)
+      return notSupported(op, "pad with a pads operand of the wrong length");
+    StringRef mode = op.getMode();
+    Type elem = resultType.getElementType();
+    Value zero = cIdx(rewriter, loc, 0);
+    SmallVector<Value> lo(rank, zero), hi(rank, zero);
+    for (int64_t k = 0; k < na; ++k) {
+      lo[axes[k]] = readIndexAt(rewriter, loc, adaptor.getPads(), k);
+      hi[axes[k]] = readIndexAt(rewriter, loc, adaptor.getPads(), k + na);
+    }
+    SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input);
+    // Per axis: the kept part of the input [cropLo, cropLo + n) and the
+    // padding before it.
+    SmallVector<Value> cropLo, kept, padLo;
+    SmallVector<OpFoldResult> outSizes;
+    for (int64_t i = 0; i < rank; ++i) {
+      Value in = ofrToValue(rewriter, loc, inSizes[i]);
+      Value cl = arith::MaxSIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, zero, lo[i]),
+          zero);
+      Value ch = arith::MaxSIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, zero, hi[i]),
+          zero);
+      Value n = arith::MaxSIOp::create(
+          rewriter, loc,
+          arith::SubIOp::create(rewriter, loc,
+                                arith::SubIOp::create(rewriter, loc, in, cl),
+                                ch),
+          zero);
+      cropLo.push_back(cl);
+      kept.push_back(n);
+      padLo.push_back(arith::MaxSIOp::create(rewriter, loc, lo[i], zero));
+      Value extent = arith::MaxSIOp::create(
+          rewriter, loc,
+          arith::AddIOp::create(rewriter, loc,
+                                arith::AddIOp::create(rewriter, loc, in,
+                                                      lo[i]),
+                                hi[i]),
+          zero);
+      if (resultType.isDynamicDim(i)) {
+        outSizes.push_back(extent);
+      } else {
+        checkExtent(rewriter, loc, op, 1, i, extent, resultType.getDimSize(i));
+        outSizes.push_back(rewriter.getIndexAttr(resultType.getDimSize(i)));
+      }
+    }
+    Value padValue = mode == "constant"
+                         ? constantPadValue(rewriter, loc, op, adaptor, elem)
+                         : Value();
+    Value res = parallelGeneric(
+        rewriter, loc, resultType, outSizes, ValueRange{}, {},
+        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          SmallVector<Value> ivs;
+          Value inside = arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
+          Value one = cIdx(b, l, 1), z = cIdx(b, l, 0);
+          for (int64_t i = 0; i < rank; ++i) {
+            Value n = kept[i];
+            Value j = arith::SubIOp::create(b, l, loopIndex(b, l, i),
+                                            padLo[i]);
+            Value s;
+            if (mode == "constant") {
+              inside = arith::AndIOp::create(
+                  b, l, inside,
+                  arith::AndIOp::create(
+                      b, l,
+                      arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                            j, z),
+                      arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                            j, n)));
+              s = clampIndex(b, l, j, arith::MaxSIOp::create(b, l, n, one));
+            } else if (mode == "edge") {
+              s = clampIndex(b, l, j, arith::MaxSIOp::create(b, l, n, one));
+            } else if (mode == "wrap") {
+              s = positiveMod(b, l, j, arith::MaxSIOp::create(b, l, n, one));
+            } else {
+              Value nm1 = arith::SubIOp::create(b, l, n, one);
+              Value period = arith::AddIOp::create(b, l, nm1, nm1);
+              Value safe = arith::MaxSIOp::create(b, l, period, one);
+              Value m = positiveMod(b, l, j, safe);
+              Value beyond = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::sge, m, n);
+              Value mirrored = arith::SubIOp::create(b, l, period, m);
+              s = arith::SelectOp::create(b, l, beyond, mirrored, m);
+              Value single = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::sle, n, one);
+              s = arith::SelectOp::create(b, l, single, z, s);
+            }
+            ivs.push_back(arith::AddIOp::create(b, l, s, cropLo[i]));
+          }
+          Value x = tensor::ExtractOp::create(b, l, input, ivs);
+          if (mode != "constant")
+            return x;
+          return arith::SelectOp::create(b, l, inside, x, padValue);
         });
     rewriter.replaceOp(op, res);
     return success();
@@ -1063,8 +1186,10 @@ struct CumSumLowering : OpConversionPattern<dist::CumSumOp> {
     if (resultType.getRank() != rank)
       return notSupported(op, "cum_sum with a mismatched result rank");
     auto axisVals = constInts(op.getAxis());
-    if (!axisVals || axisVals->size() != 1)
-      return notSupported(op, "cum_sum with a non-constant axis");
+    if (!axisVals)
+      return lowerRunTimeAxis(op, adaptor, resultType, rewriter);
+    if (axisVals->size() != 1)
+      return notSupported(op, "cum_sum with several axes");
     auto axisOpt = normalizeAxis((*axisVals)[0], rank);
     if (!axisOpt)
       return notSupported(op, "cum_sum with an out-of-range axis");
@@ -1103,6 +1228,92 @@ struct CumSumLowering : OpConversionPattern<dist::CumSumOp> {
     rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
+
+  /// The axis fed at run time (any axis gives the input's shape): one loop
+  /// nest over the result and the summed axis, whose extent and indices
+  /// are chosen by the axis as the program runs; an axis outside the rank
+  /// fails the run.
+  LogicalResult lowerRunTimeAxis(dist::CumSumOp op, OpAdaptor adaptor,
+                                 RankedTensorType resultType,
+                                 ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    int64_t rank = resultType.getRank();
+    auto axisType = cast<RankedTensorType>(adaptor.getAxis().getType());
+    if (axisType.getRank() > 1 ||
+        (axisType.getRank() == 1 && axisType.getDimSize(0) != 1))
+      return notSupported(op, "cum_sum with an axis that is not a scalar");
+    if (rank == 0 || rank > 16)
+      return notSupported(op, "cum_sum of this rank with a run-time axis");
+    SmallVector<uint64_t> any;
+    for (int64_t d = 0; d < rank; ++d)
+      any.push_back(uint64_t(1) << d);
+    Value mask =
+        checkAxesOperand(rewriter, loc, op, 1, adaptor.getAxis(), rank, any);
+    // The axis is the mask's one bit (0 after a reported error).
+    Value c0 = arith::ConstantIntOp::create(rewriter, loc,
+                                            rewriter.getI64Type(), 0);
+    Value axis = arith::SelectOp::create(
+        rewriter, loc,
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, mask,
+                              c0),
+        c0, math::CountTrailingZerosOp::create(rewriter, loc, mask));
+    axis = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                      axis);
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+    // The summed axis' extent.
+    Value extent = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    for (int64_t d = rank - 1; d >= 0; --d)
+      extent = arith::SelectOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, axis,
+                                cIdx(rewriter, loc, d)),
+          getValueOrCreateConstantIndexOp(rewriter, loc, sizes[d]), extent);
+    bool exclusive = op.getExclusive() != 0, reverse = op.getReverse() != 0;
+    MLIRContext *ctx = rewriter.getContext();
+    Type elem = resultType.getElementType();
+    Value init = filledTensor(rewriter, loc, resultType, sizes,
+                              scalarConst(rewriter, loc, elem, 0));
+    // A placeholder operand that gives the summed loop its extent.
+    Value span = tensor::EmptyOp::create(rewriter, loc,
+                                         ArrayRef<OpFoldResult>{extent},
+                                         rewriter.getI8Type());
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t d = 0; d < rank; ++d)
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    SmallVector<AffineMap> maps{
+        AffineMap::get(rank + 1, 0, {getAffineDimExpr(rank, ctx)}, ctx),
+        AffineMap::get(rank + 1, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    iters.push_back(utils::IteratorType::reduction);
+    arith::CmpIPredicate pred =
+        reverse ? (exclusive ? arith::CmpIPredicate::ugt
+                             : arith::CmpIPredicate::uge)
+                : (exclusive ? arith::CmpIPredicate::ult
+                             : arith::CmpIPredicate::ule);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType}, ValueRange{span},
+        ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value j = loopIndex(b, l, rank);
+          SmallVector<Value> at;
+          Value i = cIdx(b, l, 0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value here = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                               axis, cIdx(b, l, d));
+            Value id = loopIndex(b, l, d);
+            i = arith::SelectOp::create(b, l, here, id, i);
+            at.push_back(arith::SelectOp::create(b, l, here, j, id));
+          }
+          Value take = arith::CmpIOp::create(b, l, pred, j, i);
+          Value x = tensor::ExtractOp::create(b, l, input, at);
+          Value v = arith::SelectOp::create(b, l, take, x,
+                                            scalarConst(b, l, elem, 0));
+          linalg::YieldOp::create(b, l, addScalars(b, l, args[1], v));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
 };
 
 struct OneHotLowering : OpConversionPattern<dist::OneHotOp> {
@@ -1130,6 +1341,13 @@ struct OneHotLowering : OpConversionPattern<dist::OneHotOp> {
     int64_t depth = resultType.getDimSize(axis);
     if (ShapedType::isDynamic(depth))
       return notSupported(op, "one_hot with a dynamic depth");
+    // A depth fed at run time must be the declared one.
+    if (!constInts(op.getDepth())) {
+      auto dt = cast<RankedTensorType>(adaptor.getDepth().getType());
+      if (dt.getRank() > 1 || (dt.getRank() == 1 && dt.getDimSize(0) != 1))
+        return notSupported(op, "one_hot with a depth that is not a scalar");
+      checkOperandValues(rewriter, loc, op, 1, adaptor.getDepth(), {depth});
+    }
     Type origIdx = elemTypeOf(op.getIndices());
     Type origVal = elemTypeOf(op.getValues());
     Type origRes = elemTypeOf(op.getResult());

@@ -14,6 +14,8 @@
 
 #include "Lowering.h"
 
+#include "llvm/ADT/MapVector.h"
+
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
@@ -468,11 +470,15 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     Type orig = elemTypeOf(op.getInput());
     int64_t rank = inTy.getRank();
 
+    bool keep = op.getKeepdims() != 0;
     SmallVector<int64_t> axes;
     if (op.getAxes()) {
       std::optional<SmallVector<int64_t>> c = constInts(op.getAxes());
+      auto at = cast<RankedTensorType>(op.getAxes().getType());
+      if (!c && at.getRank() == 1 && at.getDimSize(0) == 0)
+        c = SmallVector<int64_t>(); // No axes, whatever the input holds.
       if (!c)
-        return notSupported(op, "a reduction with non-constant axes");
+        return lowerRunTimeAxes(op, adaptor, x, inTy, resTy, keep, rewriter);
       axes = *c;
     }
     bool noop = axes.empty() && op.getNoopWithEmptyAxes() != 0;
@@ -487,7 +493,6 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
         reduced[*ax] = true;
       }
     }
-    bool keep = op.getKeepdims() != 0;
     int64_t keptRank = llvm::count(reduced, false);
     if (resTy.getRank() != (keep ? rank : keptRank))
       return notSupported(op, "a reduction whose result rank does not match");
@@ -499,13 +504,93 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
       rewriter.replaceOp(op, castTensor(rewriter, loc, x, resTy));
       return success();
     }
+    rewriter.replaceOp(op, reduceOver(rewriter, loc, x, orig, reduced, keep,
+                                      resTy));
+    return success();
+  }
 
-    Nest n(sizesOf(rewriter, loc, x));
-    n.reduced = reduced;
-    Value r = buildReduce(rewriter, loc, Kind, x, orig, n);
+  /// The reduction of `x` over the dims `reduced`, as `resTy`.
+  static Value reduceOver(OpBuilder &b, Location loc, Value x, Type orig,
+                          ArrayRef<bool> reduced, bool keep,
+                          RankedTensorType resTy) {
+    Nest n(sizesOf(b, loc, x));
+    n.reduced.assign(reduced.begin(), reduced.end());
+    Value r = buildReduce(b, loc, Kind, x, orig, n);
     if (keep)
-      r = expandKept(rewriter, loc, r, n);
-    rewriter.replaceOp(op, castTensor(rewriter, loc, r, resTy));
+      r = expandKept(b, loc, r, n);
+    return castTensor(b, loc, r, resTy);
+  }
+
+  /// Axes fed at run time: the result type (the shape the model declares)
+  /// leaves a few sets of axes that give it; each that reduces differently
+  /// is computed (sets that differ in dims of extent 1 reduce alike) and
+  /// the one the axes name is selected; other axes fail the run.
+  LogicalResult lowerRunTimeAxes(OpTy op, typename OpTy::Adaptor adaptor,
+                                 Value x, RankedTensorType inTy,
+                                 RankedTensorType resTy, bool keep,
+                                 ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    auto at = cast<RankedTensorType>(op.getAxes().getType());
+    int64_t rank = inTy.getRank();
+    if (at.getRank() != 1 || at.isDynamicDim(0))
+      return notSupported(op, "a reduction with a run-time number of axes");
+    auto same = [](int64_t a, int64_t b) {
+      return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+    };
+    SmallVector<uint64_t> valid =
+        axisSubsets(rank, at.getDimSize(0), [&](uint64_t m) {
+          int64_t next = 0;
+          for (int64_t d = 0; d < rank; ++d) {
+            bool r = m >> d & 1;
+            if (keep) {
+              if (!same(resTy.getDimSize(d), r ? 1 : inTy.getDimSize(d)))
+                return false;
+            } else if (!r) {
+              if (next >= resTy.getRank() ||
+                  !same(resTy.getDimSize(next++), inTy.getDimSize(d)))
+                return false;
+            }
+          }
+          return keep || next == resTy.getRank();
+        });
+    if (valid.empty())
+      return notSupported(op, "reduction axes fed at run time, where no set "
+                              "of axes gives the declared output shape (bind "
+                              "them with --input-value),");
+    Value mask =
+        checkAxesOperand(rewriter, loc, op, 1, adaptor.getAxes(), rank, valid);
+    // Sets that differ only in dims of extent 1 give the same values.
+    uint64_t unit = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (inTy.getDimSize(d) == 1)
+        unit |= uint64_t(1) << d;
+    llvm::MapVector<uint64_t, SmallVector<uint64_t>> groups;
+    for (uint64_t m : valid)
+      groups[m & ~unit].push_back(m);
+    Type orig = elemTypeOf(op.getInput());
+    Value result;
+    for (auto &[effective, members] : llvm::reverse(groups)) {
+      SmallVector<bool> reduced(rank);
+      for (int64_t d = 0; d < rank; ++d)
+        reduced[d] = members.front() >> d & 1;
+      Value r = reduceOver(rewriter, loc, x, orig, reduced, keep, resTy);
+      if (!result) {
+        result = r; // The last group: what is left when no other matches.
+        continue;
+      }
+      Value chosen =
+          arith::ConstantIntOp::create(rewriter, loc, rewriter.getI1Type(), 0);
+      for (uint64_t m : members)
+        chosen = arith::OrIOp::create(
+            rewriter, loc, chosen,
+            arith::CmpIOp::create(
+                rewriter, loc, arith::CmpIPredicate::eq, mask,
+                arith::ConstantIntOp::create(rewriter, loc,
+                                             rewriter.getI64Type(),
+                                             static_cast<int64_t>(m))));
+      result = arith::SelectOp::create(rewriter, loc, chosen, r, result);
+    }
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

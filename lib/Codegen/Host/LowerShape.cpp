@@ -85,7 +85,55 @@ struct ReshapeLikeLowering : OpConversionPattern<OpTy> {
         return notSupported(op, "this reshape with several dynamic dimensions");
       sizes = *s2;
     }
+    if constexpr (std::is_same_v<OpTy, dist::SqueezeOp> ||
+                  std::is_same_v<OpTy, dist::UnsqueezeOp>)
+      if (failed(checkRunTimeAxes(op, adaptor, input, resultType, rewriter)))
+        return failure();
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, input, resultType, sizes));
+    return success();
+  }
+
+  /// Squeeze/Unsqueeze with axes fed at run time: the result type (the
+  /// shape the model declares) fixes the data; the axes must give it.
+  template <typename SqueezeLike>
+  LogicalResult checkRunTimeAxes(SqueezeLike op,
+                                 typename SqueezeLike::Adaptor adaptor,
+                                 Value input, RankedTensorType resultType,
+                                 OpBuilder &b) const {
+    Value axes = op.getAxes();
+    if (!axes || constInts(axes))
+      return success();
+    auto axesType = cast<RankedTensorType>(axes.getType());
+    auto inType = cast<RankedTensorType>(input.getType());
+    if (axesType.getRank() != 1 || axesType.isDynamicDim(0))
+      return notSupported(op, "a run-time number of axes");
+    constexpr bool unsqueeze = std::is_same_v<SqueezeLike, dist::UnsqueezeOp>;
+    // Unsqueeze inserts the axes into the result, Squeeze removes them
+    // from the input: the dims left must be the other side's, in order.
+    RankedTensorType full = unsqueeze ? resultType : inType;
+    RankedTensorType kept = unsqueeze ? inType : resultType;
+    auto same = [](int64_t a, int64_t b) {
+      return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+    };
+    SmallVector<uint64_t> valid = axisSubsets(
+        full.getRank(), axesType.getDimSize(0), [&](uint64_t m) {
+          int64_t next = 0;
+          for (int64_t d = 0; d < full.getRank(); ++d) {
+            if (m >> d & 1) {
+              if (!same(full.getDimSize(d), 1))
+                return false;
+            } else if (next >= kept.getRank() ||
+                       !same(full.getDimSize(d), kept.getDimSize(next++))) {
+              return false;
+            }
+          }
+          return next == kept.getRank();
+        });
+    if (valid.empty())
+      return notSupported(op, "axes fed at run time whose count cannot give "
+                              "the declared output shape");
+    checkAxesOperand(b, op.getLoc(), op, 1, adaptor.getAxes(), full.getRank(),
+                     valid);
     return success();
   }
 };
@@ -282,12 +330,14 @@ struct SplitLowering : OpConversionPattern<dist::SplitOp> {
     if (axis < 0)
       axis += rank;
     SmallVector<Value> results;
+    SmallVector<int64_t> partSizes;
     int64_t offset = 0;
     for (Value r : op.getOutputs()) {
       auto rt = cast<RankedTensorType>(
           getTypeConverter()->convertType(r.getType()));
       if (rt.isDynamicDim(axis))
         return notSupported(op, "a split with a dynamic split size");
+      partSizes.push_back(rt.getDimSize(axis));
       if (rt.getDimSize(axis) == 0) {
         // An empty part (tensor.extract_slice rejects an offset at the end
         // of the dimension, even for no elements).
@@ -306,6 +356,15 @@ struct SplitLowering : OpConversionPattern<dist::SplitOp> {
                                                offsets, sizes, strides);
       results.push_back(s);
       offset += rt.getDimSize(axis);
+    }
+    // Sizes fed at run time must be the parts' declared sizes.
+    if (Value sizes = op.getSplit(); sizes && !constInts(sizes)) {
+      auto st = cast<RankedTensorType>(sizes.getType());
+      if (st.getRank() != 1 || st.getDimSize(0) !=
+                                   static_cast<int64_t>(partSizes.size()))
+        return notSupported(op, "split sizes whose count is not the number "
+                                "of outputs");
+      checkOperandValues(rewriter, loc, op, 1, adaptor.getSplit(), partSizes);
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -330,20 +389,17 @@ struct SliceLowering : OpConversionPattern<dist::SliceOp> {
     if (ShapedType::isDynamic(count))
       return notSupported(op, "a slice with a run-time number of starts");
     SmallVector<int64_t> axes, steps;
+    if ((op.getAxes() && !constInts(op.getAxes())) ||
+        (op.getSteps() && !constInts(op.getSteps())))
+      return lowerRunTimeAxes(op, adaptor, count, resultType, rewriter);
     if (op.getAxes()) {
-      auto a = constInts(op.getAxes());
-      if (!a)
-        return notSupported(op, "a slice with run-time axes");
-      axes = *a;
+      axes = *constInts(op.getAxes());
     } else {
       for (int64_t i = 0; i < count; ++i)
         axes.push_back(i);
     }
     if (op.getSteps()) {
-      auto s = constInts(op.getSteps());
-      if (!s)
-        return notSupported(op, "a slice with run-time steps");
-      steps = *s;
+      steps = *constInts(op.getSteps());
     } else {
       steps.assign(count, 1);
     }
@@ -437,6 +493,123 @@ private:
   /// steps). The elements are taken with a strided extract_slice from the
   /// lowest one read; axes with negative steps are then reversed by a
   /// generic that reads element size - 1 - i.
+  /// Axes or steps fed at run time: every dimension may be sliced, so each
+  /// gets its start, step and extent from the operands as the program runs
+  /// (the last entry naming it wins), and one loop nest reads the input at
+  /// start + i * step. Extents the model declares are checked.
+  LogicalResult lowerRunTimeAxes(dist::SliceOp op, OpAdaptor adaptor,
+                                 int64_t count, RankedTensorType resultType,
+                                 ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    int64_t rank = inType.getRank();
+    if (rank > 16)
+      return notSupported(op, "a slice of this rank with run-time axes");
+    OpBuilder &b = rewriter;
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    auto at = [&](Value t, int64_t i) -> Value {
+      Value e = tensor::ExtractOp::create(b, loc, t, ValueRange{idx(i)});
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+    };
+    auto select = [&](Value c, Value x, Value y) -> Value {
+      return arith::SelectOp::create(b, loc, c, x, y);
+    };
+    auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+      return arith::CmpIOp::create(b, loc, p, x, y);
+    };
+    auto clamp = [&](Value v, Value lo, Value hi) -> Value {
+      return arith::MinSIOp::create(b, loc,
+                                    arith::MaxSIOp::create(b, loc, v, lo), hi);
+    };
+    using P = arith::CmpIPredicate;
+    // Axis of entry i, normalized; validity is checked when fed at run time.
+    SmallVector<Value> axisOf;
+    if (op.getAxes()) {
+      auto c = constInts(op.getAxes());
+      if (!c) {
+        SmallVector<uint64_t> any =
+            axisSubsets(rank, count, [](uint64_t) { return true; });
+        Value mask = checkAxesOperand(b, loc, op, 3, adaptor.getAxes(), rank,
+                                      any);
+        (void)mask;
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        Value a = c ? idx((*c)[i]) : at(adaptor.getAxes(), i);
+        axisOf.push_back(select(cmp(P::slt, a, idx(0)),
+                                arith::AddIOp::create(b, loc, a, idx(rank)),
+                                a));
+      }
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        axisOf.push_back(idx(i));
+    }
+    std::optional<SmallVector<int64_t>> constSteps;
+    if (op.getSteps())
+      constSteps = constInts(op.getSteps());
+    SmallVector<Value> startOf, stepOf;
+    SmallVector<OpFoldResult> outSizes;
+    for (int64_t d = 0; d < rank; ++d) {
+      Value dim = dimValue(b, loc, input, d);
+      Value start = idx(0), step = idx(1), size = dim;
+      for (int64_t i = 0; i < count; ++i) {
+        Value hit = cmp(P::eq, axisOf[i], idx(d));
+        Value s = !op.getSteps() ? idx(1)
+                  : constSteps  ? idx((*constSteps)[i])
+                                : at(adaptor.getSteps(), i);
+        s = select(cmp(P::eq, s, idx(0)), idx(1), s); // ONNX forbids 0.
+        Value st = at(adaptor.getStarts(), i);
+        Value en = at(adaptor.getEnds(), i);
+        st = select(cmp(P::slt, st, idx(0)),
+                    arith::AddIOp::create(b, loc, st, dim), st);
+        en = select(cmp(P::slt, en, idx(0)),
+                    arith::AddIOp::create(b, loc, en, dim), en);
+        // Forward: [st, en) clamped to [0, dim]; backward: st down to en
+        // clamped to [-1, dim - 1].
+        Value last = arith::SubIOp::create(b, loc, dim, idx(1));
+        Value forward = cmp(P::sgt, s, idx(0));
+        Value stF = clamp(st, idx(0), dim), enF = clamp(en, idx(0), dim);
+        Value stB = clamp(st, idx(0), last), enB = clamp(en, idx(-1), last);
+        Value span = select(forward, arith::SubIOp::create(b, loc, enF, stF),
+                            arith::SubIOp::create(b, loc, stB, enB));
+        Value absStep =
+            select(forward, s, arith::SubIOp::create(b, loc, idx(0), s));
+        Value n = arith::CeilDivSIOp::create(
+            b, loc, arith::MaxSIOp::create(b, loc, span, idx(0)), absStep);
+        start = select(hit, select(forward, stF, stB), start);
+        step = select(hit, s, step);
+        size = select(hit, n, size);
+      }
+      startOf.push_back(start);
+      stepOf.push_back(step);
+      if (resultType.isDynamicDim(d)) {
+        outSizes.push_back(size);
+      } else {
+        checkExtent(b, loc, op, 1, d, size, resultType.getDimSize(d));
+        outSizes.push_back(b.getIndexAttr(resultType.getDimSize(d)));
+      }
+    }
+    Value init = emptyTensor(b, loc, resultType, outSizes);
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{resultType}, ValueRange{}, ValueRange{init},
+        SmallVector<AffineMap>{b.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location l, ValueRange) {
+          SmallVector<Value> src;
+          for (int64_t d = 0; d < rank; ++d) {
+            Value i = linalg::IndexOp::create(nb, l, d);
+            src.push_back(arith::AddIOp::create(
+                nb, l, startOf[d], arith::MulIOp::create(nb, l, i, stepOf[d])));
+          }
+          linalg::YieldOp::create(
+              nb, l, tensor::ExtractOp::create(nb, l, input, src).getResult());
+        });
+    rewriter.replaceOp(op, g.getResult(0));
+    return success();
+  }
+
   LogicalResult lowerAtRunTime(dist::SliceOp op, OpAdaptor adaptor,
                                ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
                                RankedTensorType resultType,

@@ -476,9 +476,14 @@ SmallVector<OpFoldResult> codegen::broadcastSizes(OpBuilder &b, Location loc,
 }
 
 Value codegen::nodeNameAddress(OpBuilder &b, Location loc, ModuleOp module) {
-  static constexpr llvm::StringLiteral kGlobalPrefix = "__dist_node_name_";
   StringRef name = dist::DistDialect::getNodeName(loc);
-  std::string text = name.empty() ? "?" : name.str();
+  return stringAddress(b, loc, module, name.empty() ? "?" : name);
+}
+
+Value codegen::stringAddress(OpBuilder &b, Location loc, ModuleOp module,
+                             StringRef str) {
+  static constexpr llvm::StringLiteral kGlobalPrefix = "__dist_node_name_";
+  std::string text = str.str();
   text.push_back('\0');
   MLIRContext *ctx = module.getContext();
   LLVM::GlobalOp global;

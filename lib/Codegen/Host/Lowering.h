@@ -115,6 +115,46 @@ SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
 /// ONNX node name of `loc` ("?" when none), one global per distinct name in
 /// `module`, for the runtime's error reports.
 Value nodeNameAddress(OpBuilder &b, Location loc, ModuleOp module);
+/// The address (an i64) of a constant NUL-terminated global holding `text`
+/// (one global per distinct text in `module`).
+Value stringAddress(OpBuilder &b, Location loc, ModuleOp module,
+                    StringRef text);
+
+//===- Run-time checks of inputs that shapes depend on (RuntimeChecks.cpp) ===//
+//
+// An op whose output shape depends on the values of an input fed at run
+// time (split sizes, a one-hot depth, axes) takes the shape the model
+// declares (the importer refines its result type); these checks make the
+// run fail, naming the node and the input, when the values disagree.
+
+/// The ONNX name of operand `i` of `op`: a function argument's dist.name,
+/// or the name of the node that computes it ("?" when unknown).
+std::string operandName(Operation *op, unsigned i);
+/// Compares the elements of the integer or float tensor `value` (operand
+/// `i` of `op`, converted; rank 0 or 1, static) with `expected` and reports
+/// the first that differs through dist_rt_value_error.
+void checkOperandValues(OpBuilder &b, Location loc, Operation *op, unsigned i,
+                        Value value, ArrayRef<int64_t> expected);
+/// The set of axes held by the rank-1 integer tensor `axes` (operand `i`
+/// of `op`, converted) as a bit mask over [0, rank), negative axes counted
+/// from the end; reports through dist_rt_axes_error when an axis repeats,
+/// lies outside the rank, or the mask is none of `valid`. Returns the mask
+/// (i64).
+Value checkAxesOperand(OpBuilder &b, Location loc, Operation *op, unsigned i,
+                       Value axes, int64_t rank, ArrayRef<uint64_t> valid);
+/// Checks at run time that the extent `got` (an index) that operand `i` of
+/// `op` gives output axis `axis` is the declared `expected`, through
+/// dist_rt_extent_error.
+void checkExtent(OpBuilder &b, Location loc, Operation *op, unsigned i,
+                 int64_t axis, Value got, int64_t expected);
+/// Fails the run through dist_rt_unsupported_error ("<what> is not
+/// supported by codegen", naming `op`'s node) when the i1 `bad` holds.
+void reportUnsupportedIf(OpBuilder &b, Location loc, Operation *op, Value bad,
+                         StringRef what);
+/// The masks of the `count`-element subsets of [0, rank) for which
+/// `gives(mask)` holds (rank <= 16).
+SmallVector<uint64_t> axisSubsets(int64_t rank, int64_t count,
+                                  function_ref<bool(uint64_t)> gives);
 /// The private declaration of runtime function `name` in `module`, added
 /// with `type` when missing.
 func::FuncOp runtimeCallee(ModuleOp module, StringRef name, FunctionType type);

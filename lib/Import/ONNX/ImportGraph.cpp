@@ -130,6 +130,27 @@ static FailureOr<Type> onnxType(MLIRContext *ctx, const onnx::TypeProto &type,
   return Type(RankedTensorType::get(dims, elt));
 }
 
+/// `declared` where it has static sizes that `inferred` (of the same rank
+/// and element type) leaves dynamic, with `inferred`'s static sizes kept;
+/// null when that adds nothing.
+static Type moreStatic(Type declared, Type inferred) {
+  auto d = dyn_cast<RankedTensorType>(declared);
+  auto i = dyn_cast<RankedTensorType>(inferred);
+  if (!d || !i || d.getRank() != i.getRank() ||
+      d.getElementType() != i.getElementType())
+    return {};
+  SmallVector<int64_t> shape(i.getShape());
+  bool gained = false;
+  for (auto [k, x] : llvm::enumerate(shape))
+    if (ShapedType::isDynamic(x) && !d.isDynamicDim(k)) {
+      x = d.getDimSize(k);
+      gained = true;
+    }
+  return gained ? RankedTensorType::get(shape, i.getElementType(),
+                                        i.getEncoding())
+                : Type();
+}
+
 LogicalResult Importer::importGraph(ModuleOp module) {
   const onnx::GraphProto &graph = model.graph();
   for (const onnx::TensorProto &t : graph.initializer()) {
@@ -278,6 +299,15 @@ LogicalResult Importer::importGraph(ModuleOp module) {
       return error(loc) << "graph output '" << vi.name()
                         << "': the model declares " << *declared
                         << " but its value has type " << v->getType();
+    // Where the shape depends on the values of inputs fed at run time
+    // (split sizes, reduction or unsqueeze axes, pads, a one-hot depth),
+    // the declared shape is what the model promises: the op takes it, and
+    // code generation checks at run time that the inputs agree.
+    if (succeeded(declared))
+      if (auto r = dyn_cast<OpResult>(*v);
+          r && isa<DistDialect>(r.getOwner()->getDialect()))
+        if (Type refined = moreStatic(*declared, r.getType()))
+          r.setType(refined);
     results.push_back(*v);
     resultTypes.push_back(v->getType());
   }

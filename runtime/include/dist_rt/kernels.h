@@ -200,6 +200,36 @@ DIST_RT_API void dist_rt_index_error(int64_t index, int64_t size, int64_t node);
 DIST_RT_API void dist_rt_shape_error(int64_t a, int64_t b, int64_t axis,
                                      int64_t node);
 
+/// Called by generated code when an input fed at run time holds a value
+/// that disagrees with the shapes the model declares (an op took its output
+/// shape from the declaration, see the importer): element `element` of the
+/// input named by the NUL-terminated string at address `input` holds `got`
+/// where the declared shapes need `expected`. The run fails with a message
+/// naming the node (`node` as for dist_rt_index_error) and the input; the
+/// generated code goes on with the declared value. Called outside a run, it
+/// prints the message to stderr.
+DIST_RT_API void dist_rt_value_error(int64_t got, int64_t expected,
+                                     int64_t element, int64_t input,
+                                     int64_t node);
+
+/// As dist_rt_value_error for an input holding axes (of a reduction, a
+/// Squeeze or Unsqueeze, a CumSum): at run time they repeat an axis, lie
+/// outside the rank, or do not give the output shape the model declares.
+DIST_RT_API void dist_rt_axes_error(int64_t input, int64_t node);
+
+/// As dist_rt_value_error where inputs fed at run time (pads, slice
+/// bounds) give output axis `axis` the extent `got` but the output shape
+/// the model declares has `expected` there.
+DIST_RT_API void dist_rt_extent_error(int64_t axis, int64_t got,
+                                      int64_t expected, int64_t input,
+                                      int64_t node);
+
+/// Called by generated code when inputs fed at run time ask for what the
+/// code was not generated to do (dropout in training mode with a nonzero
+/// ratio): the run fails with "node '<node>': <what> is not supported by
+/// codegen", `what` the address of a NUL-terminated text.
+DIST_RT_API void dist_rt_unsupported_error(int64_t what, int64_t node);
+
 /// Body of a parallel loop: processes the indices [begin, end).
 typedef void (*dist_rt_parallel_fn_t)(void *ctx, int64_t begin, int64_t end);
 
