@@ -393,6 +393,12 @@ extern "C" void dist_rt_unsupported_error(int64_t what, int64_t node) {
                   text.c_str());
 }
 
+extern "C" void dist_rt_input_error(int64_t what, int64_t input,
+                                    int64_t node) {
+  std::string in = escapedName(input), text = escapedName(what);
+  reportNodeError(node, "node '%s': input '%s' %s", in.c_str(), text.c_str());
+}
+
 namespace {
 void reportRunError(const char *text) {
   dist_rt::RunErrors *errors = currentRunErrors;

@@ -75,6 +75,9 @@ inline constexpr llvm::StringLiteral kExtentError = "dist_rt_extent_error";
 /// inputs fed at run time ask for what the code does not do.
 inline constexpr llvm::StringLiteral kUnsupportedError =
     "dist_rt_unsupported_error";
+/// void dist_rt_input_error(int64 what_ptr, int64 input_name_ptr,
+/// int64 node_name_ptr): an input fed at run time the op cannot take.
+inline constexpr llvm::StringLiteral kInputError = "dist_rt_input_error";
 
 /// Mesh collectives (dist_rt/kernels.h): start(ptr, count, dtype, reduce,
 /// axis_mask) -> handle and wait(handle), all as i64.

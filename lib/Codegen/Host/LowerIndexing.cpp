@@ -167,6 +167,28 @@ Value positiveMod(OpBuilder &b, Location loc, Value j, Value n) {
   return arith::SelectOp::create(b, loc, neg, fixed, r);
 }
 
+/// The index read for index `j` (counted from the first kept element)
+/// along an axis of `n` kept elements by Pad's edge, wrap and reflect modes.
+Value padSourceIndex(OpBuilder &b, Location l, StringRef mode, Value j,
+                     Value n) {
+  Value one = cIdx(b, l, 1), zero = cIdx(b, l, 0);
+  if (mode == "edge")
+    return clampIndex(b, l, j, arith::MaxSIOp::create(b, l, n, one));
+  if (mode == "wrap")
+    return positiveMod(b, l, j, arith::MaxSIOp::create(b, l, n, one));
+  // reflect: periodic with period 2 * (n - 1), mirrored.
+  Value nm1 = arith::SubIOp::create(b, l, n, one);
+  Value period = arith::AddIOp::create(b, l, nm1, nm1);
+  Value safe = arith::MaxSIOp::create(b, l, period, one);
+  Value m = positiveMod(b, l, j, safe);
+  Value beyond =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, m, n);
+  Value mirrored = arith::SubIOp::create(b, l, period, m);
+  Value s = arith::SelectOp::create(b, l, beyond, mirrored, m);
+  Value single = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, n, one);
+  return arith::SelectOp::create(b, l, single, zero, s);
+}
+
 /// The first element of tensor `t` (a scalar or one-element tensor).
 Value readFirst(OpBuilder &b, Location loc, Value t) {
   auto type = cast<RankedTensorType>(t.getType());
@@ -690,30 +712,8 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
               ivs.push_back(iv);
               continue;
             }
-            Value n = srcDims[i];
-            Value one = cIdx(b, l, 1), zero = cIdx(b, l, 0);
             Value j = arith::SubIOp::create(b, l, iv, cIdx(b, l, plo[i]));
-            Value s;
-            if (mode == "edge") {
-              s = clampIndex(b, l, j, n);
-            } else if (mode == "wrap") {
-              Value nn = arith::MaxSIOp::create(b, l, n, one);
-              s = positiveMod(b, l, j, nn);
-            } else {
-              // reflect: periodic with period 2 * (n - 1), mirrored.
-              Value nm1 = arith::SubIOp::create(b, l, n, one);
-              Value period = arith::AddIOp::create(b, l, nm1, nm1);
-              Value safe = arith::MaxSIOp::create(b, l, period, one);
-              Value m = positiveMod(b, l, j, safe);
-              Value beyond = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::sge, m, n);
-              Value mirrored = arith::SubIOp::create(b, l, period, m);
-              s = arith::SelectOp::create(b, l, beyond, mirrored, m);
-              Value single = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::sle, n, one);
-              s = arith::SelectOp::create(b, l, single, zero, s);
-            }
-            ivs.push_back(s);
+            ivs.push_back(padSourceIndex(b, l, mode, j, srcDims[i]));
           }
           return tensor::ExtractOp::create(b, l, src, ivs);
         });
@@ -816,22 +816,8 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
                       arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
                                             j, n)));
               s = clampIndex(b, l, j, arith::MaxSIOp::create(b, l, n, one));
-            } else if (mode == "edge") {
-              s = clampIndex(b, l, j, arith::MaxSIOp::create(b, l, n, one));
-            } else if (mode == "wrap") {
-              s = positiveMod(b, l, j, arith::MaxSIOp::create(b, l, n, one));
             } else {
-              Value nm1 = arith::SubIOp::create(b, l, n, one);
-              Value period = arith::AddIOp::create(b, l, nm1, nm1);
-              Value safe = arith::MaxSIOp::create(b, l, period, one);
-              Value m = positiveMod(b, l, j, safe);
-              Value beyond = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::sge, m, n);
-              Value mirrored = arith::SubIOp::create(b, l, period, m);
-              s = arith::SelectOp::create(b, l, beyond, mirrored, m);
-              Value single = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::sle, n, one);
-              s = arith::SelectOp::create(b, l, single, z, s);
+              s = padSourceIndex(b, l, mode, j, n);
             }
             ivs.push_back(arith::AddIOp::create(b, l, s, cropLo[i]));
           }
@@ -1339,13 +1325,23 @@ struct OneHotLowering : OpConversionPattern<dist::OneHotOp> {
       return notSupported(op, "one_hot with an out-of-range axis");
     int64_t axis = *axisOpt;
     int64_t depth = resultType.getDimSize(axis);
-    if (ShapedType::isDynamic(depth))
-      return notSupported(op, "one_hot with a dynamic depth");
-    // A depth fed at run time must be the declared one.
-    if (!constInts(op.getDepth())) {
-      auto dt = cast<RankedTensorType>(adaptor.getDepth().getType());
-      if (dt.getRank() > 1 || (dt.getRank() == 1 && dt.getDimSize(0) != 1))
-        return notSupported(op, "one_hot with a depth that is not a scalar");
+    auto dt = cast<RankedTensorType>(adaptor.getDepth().getType());
+    if (dt.getRank() > 1 || (dt.getRank() == 1 && dt.getDimSize(0) != 1))
+      return notSupported(op, "one_hot with a depth that is not a scalar");
+    // A depth fed at run time must be the declared one; with none declared
+    // it sizes the result as the program runs (a depth below 1 gives an
+    // empty axis).
+    Value runDepth;
+    if (ShapedType::isDynamic(depth)) {
+      Value d = convertScalar(rewriter, loc, readFirst(rewriter, loc,
+                                                       adaptor.getDepth()),
+                              elemTypeOf(op.getDepth()),
+                              rewriter.getI64Type());
+      runDepth = arith::MaxSIOp::create(
+          rewriter, loc, d,
+          arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                       0));
+    } else if (!constInts(op.getDepth())) {
       checkOperandValues(rewriter, loc, op, 1, adaptor.getDepth(), {depth});
     }
     Type origIdx = elemTypeOf(op.getIndices());
@@ -1361,7 +1357,9 @@ struct OneHotLowering : OpConversionPattern<dist::OneHotOp> {
 
     auto idxSizes = sizesOf(rewriter, loc, indices);
     SmallVector<OpFoldResult> sizes(idxSizes);
-    sizes.insert(sizes.begin() + axis, rewriter.getIndexAttr(depth));
+    sizes.insert(sizes.begin() + axis,
+                 runDepth ? OpFoldResult(toIndex(rewriter, loc, runDepth))
+                          : OpFoldResult(rewriter.getIndexAttr(depth)));
     MLIRContext *ctx = rewriter.getContext();
     SmallVector<AffineExpr> exprs;
     for (int64_t d = 0; d < rank; ++d)
@@ -1373,7 +1371,8 @@ struct OneHotLowering : OpConversionPattern<dist::OneHotOp> {
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Type i64 = b.getI64Type();
           Value v = convertScalar(b, l, args[0], origIdx, i64);
-          Value dep = scalarConst(b, l, i64, (double)depth);
+          Value dep =
+              runDepth ? runDepth : scalarConst(b, l, i64, (double)depth);
           v = wrapNegative(b, l, v, dep);
           Value pos = arith::IndexCastOp::create(b, l, i64,
                                                  loopIndex(b, l, axis));

@@ -76,6 +76,17 @@ struct ReshapeLikeLowering : OpConversionPattern<OpTy> {
         this->getTypeConverter()->convertType(op->getResult(0).getType()));
     Value input = adaptor.getInput();
     SmallVector<OpFoldResult> sizes;
+    if constexpr (std::is_same_v<OpTy, dist::SqueezeOp> ||
+                  std::is_same_v<OpTy, dist::UnsqueezeOp>)
+      if (op.getAxes() && !constInts(op.getAxes())) {
+        FailureOr<SmallVector<OpFoldResult>> s =
+            runTimeAxes(op, adaptor, input, resultType, rewriter);
+        if (failed(s))
+          return failure();
+        rewriter.replaceOp(op,
+                           reshapeTo(rewriter, loc, input, resultType, *s));
+        return success();
+      }
     if (auto s = sizesByElementCount(rewriter, loc, input, resultType)) {
       sizes = *s;
     } else {
@@ -85,24 +96,19 @@ struct ReshapeLikeLowering : OpConversionPattern<OpTy> {
         return notSupported(op, "this reshape with several dynamic dimensions");
       sizes = *s2;
     }
-    if constexpr (std::is_same_v<OpTy, dist::SqueezeOp> ||
-                  std::is_same_v<OpTy, dist::UnsqueezeOp>)
-      if (failed(checkRunTimeAxes(op, adaptor, input, resultType, rewriter)))
-        return failure();
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, input, resultType, sizes));
     return success();
   }
 
-  /// Squeeze/Unsqueeze with axes fed at run time: the result type (the
-  /// shape the model declares) fixes the data; the axes must give it.
+  /// Squeeze/Unsqueeze with axes fed at run time: the data stays as it is;
+  /// the axes must give the result's static extents (the shape the model
+  /// declares), and give its others as the program runs.
   template <typename SqueezeLike>
-  LogicalResult checkRunTimeAxes(SqueezeLike op,
-                                 typename SqueezeLike::Adaptor adaptor,
-                                 Value input, RankedTensorType resultType,
-                                 OpBuilder &b) const {
+  FailureOr<SmallVector<OpFoldResult>>
+  runTimeAxes(SqueezeLike op, typename SqueezeLike::Adaptor adaptor,
+              Value input, RankedTensorType resultType, OpBuilder &b) const {
+    Location loc = op.getLoc();
     Value axes = op.getAxes();
-    if (!axes || constInts(axes))
-      return success();
     auto axesType = cast<RankedTensorType>(axes.getType());
     auto inType = cast<RankedTensorType>(input.getType());
     if (axesType.getRank() != 1 || axesType.isDynamicDim(0))
@@ -112,8 +118,8 @@ struct ReshapeLikeLowering : OpConversionPattern<OpTy> {
     // from the input: the dims left must be the other side's, in order.
     RankedTensorType full = unsqueeze ? resultType : inType;
     RankedTensorType kept = unsqueeze ? inType : resultType;
-    auto same = [](int64_t a, int64_t b) {
-      return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+    auto same = [](int64_t x, int64_t y) {
+      return ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y;
     };
     SmallVector<uint64_t> valid = axisSubsets(
         full.getRank(), axesType.getDimSize(0), [&](uint64_t m) {
@@ -130,11 +136,77 @@ struct ReshapeLikeLowering : OpConversionPattern<OpTy> {
           return next == kept.getRank();
         });
     if (valid.empty())
-      return notSupported(op, "axes fed at run time whose count cannot give "
-                              "the declared output shape");
-    checkAxesOperand(b, op.getLoc(), op, 1, adaptor.getAxes(), full.getRank(),
-                     valid);
-    return success();
+      return notSupported(op, "axes fed at run time, whose count cannot give "
+                              "the declared output shape,");
+    Value mask = checkAxesOperand(b, loc, op, 1, adaptor.getAxes(),
+                                  full.getRank(), valid);
+    Type i64 = b.getI64Type();
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i64, v);
+    };
+    auto bit = [&](int64_t d) -> Value {
+      return arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(b, loc, mask, cst(int64_t(1) << d)), cst(0));
+    };
+    // Axes of `full` below d that the mask names.
+    auto below = [&](int64_t d) -> Value {
+      return math::CtPopOp::create(
+          b, loc,
+          arith::AndIOp::create(b, loc, mask, cst((int64_t(1) << d) - 1)));
+    };
+    if (!unsqueeze) {
+      // A squeezed axis of unknown extent must be 1 as the program runs.
+      Value bad = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+      for (int64_t j = 0; j < inType.getRank(); ++j)
+        if (inType.isDynamicDim(j))
+          bad = arith::OrIOp::create(
+              b, loc, bad,
+              arith::AndIOp::create(
+                  b, loc, bit(j),
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                        dimValue(b, loc, input, j),
+                                        arith::ConstantIndexOp::create(
+                                            b, loc, 1))));
+      reportInputErrorIf(b, loc, op, 1, bad,
+                         "names an axis whose extent is not 1");
+    }
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0; d < resultType.getRank(); ++d) {
+      if (!resultType.isDynamicDim(d)) {
+        sizes.push_back(b.getIndexAttr(resultType.getDimSize(d)));
+        continue;
+      }
+      Value size = arith::ConstantIndexOp::create(b, loc, 1);
+      if (unsqueeze) {
+        // Not an inserted axis: input dim d - (inserted axes below d).
+        Value j = arith::SubIOp::create(b, loc, cst(d), below(d));
+        Value pick = size;
+        for (int64_t k = 0; k < inType.getRank(); ++k)
+          pick = arith::SelectOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, j,
+                                    cst(k)),
+              dimValue(b, loc, input, k), pick);
+        size = arith::SelectOp::create(b, loc, bit(d), size, pick);
+      } else {
+        // The input dim j that is not squeezed and has d kept dims below.
+        for (int64_t j = inType.getRank() - 1; j >= 0; --j) {
+          Value at = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq,
+              arith::SubIOp::create(b, loc, cst(j), below(j)), cst(d));
+          Value keptHere = arith::AndIOp::create(
+              b, loc, at,
+              arith::XOrIOp::create(
+                  b, loc, bit(j),
+                  arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+          size = arith::SelectOp::create(b, loc, keptHere,
+                                         dimValue(b, loc, input, j), size);
+        }
+      }
+      sizes.push_back(size);
+    }
+    return sizes;
   }
 };
 
@@ -332,11 +404,12 @@ struct SplitLowering : OpConversionPattern<dist::SplitOp> {
     SmallVector<Value> results;
     SmallVector<int64_t> partSizes;
     int64_t offset = 0;
+    for (Value r : op.getOutputs())
+      if (cast<RankedTensorType>(r.getType()).isDynamicDim(axis))
+        return lowerRunTimeSizes(op, adaptor, axis, rewriter);
     for (Value r : op.getOutputs()) {
       auto rt = cast<RankedTensorType>(
           getTypeConverter()->convertType(r.getType()));
-      if (rt.isDynamicDim(axis))
-        return notSupported(op, "a split with a dynamic split size");
       partSizes.push_back(rt.getDimSize(axis));
       if (rt.getDimSize(axis) == 0) {
         // An empty part (tensor.extract_slice rejects an offset at the end
@@ -365,6 +438,79 @@ struct SplitLowering : OpConversionPattern<dist::SplitOp> {
         return notSupported(op, "split sizes whose count is not the number "
                                 "of outputs");
       checkOperandValues(rewriter, loc, op, 1, adaptor.getSplit(), partSizes);
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// Parts whose extents are known only as the program runs: sizes fed at
+  /// run time, or equal parts of a dimension of unknown size. Sizes that
+  /// do not sum to the dimension (or are negative) fail the run; the parts
+  /// are clamped so that nothing outside the input is read.
+  LogicalResult lowerRunTimeSizes(dist::SplitOp op, OpAdaptor adaptor,
+                                  int64_t axis,
+                                  ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+    int64_t parts = op.getNumResults();
+    Value dim = dimValue(rewriter, loc, input, axis);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    SmallVector<Value> sizeOf;
+    if (Value sizes = adaptor.getSplit()) {
+      auto st = cast<RankedTensorType>(sizes.getType());
+      if (st.getRank() != 1 || st.getDimSize(0) != parts)
+        return notSupported(op, "split sizes whose count is not the number "
+                                "of outputs");
+      for (int64_t i = 0; i < parts; ++i)
+        sizeOf.push_back(toIndex(
+            rewriter, loc,
+            tensor::ExtractOp::create(
+                rewriter, loc, sizes,
+                ValueRange{arith::ConstantIndexOp::create(rewriter, loc, i)})));
+      Value sum = zero;
+      Value negative = arith::ConstantIntOp::create(rewriter, loc,
+                                                    rewriter.getI1Type(), 0);
+      for (Value s : sizeOf) {
+        sum = arith::AddIOp::create(rewriter, loc, sum, s);
+        negative = arith::OrIOp::create(
+            rewriter, loc, negative,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, s,
+                                  zero));
+      }
+      Value bad = arith::OrIOp::create(
+          rewriter, loc, negative,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, sum,
+                                dim));
+      reportInputErrorIf(rewriter, loc, op, 1, bad,
+                         "holds split sizes that are negative or do not sum "
+                         "to the extent of the split axis");
+    } else {
+      // num_outputs near-equal parts, the last one smaller.
+      Value n = arith::ConstantIndexOp::create(rewriter, loc, parts);
+      Value part = arith::CeilDivSIOp::create(rewriter, loc, dim, n);
+      for (int64_t i = 0; i < parts; ++i)
+        sizeOf.push_back(part);
+    }
+    SmallVector<Value> results;
+    Value offset = zero;
+    for (auto [i, r] : llvm::enumerate(op.getOutputs())) {
+      auto rt = cast<RankedTensorType>(
+          getTypeConverter()->convertType(r.getType()));
+      // Within [0, dim - offset].
+      Value left = arith::SubIOp::create(rewriter, loc, dim, offset);
+      Value size = arith::MaxSIOp::create(
+          rewriter, loc,
+          arith::MinSIOp::create(rewriter, loc, sizeOf[i], left), zero);
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      offsets[axis] = offset;
+      SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+      sizes[axis] = size;
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      Value s = tensor::ExtractSliceOp::create(rewriter, loc, input, offsets,
+                                               sizes, strides);
+      results.push_back(tensor::CastOp::create(rewriter, loc, rt, s));
+      offset = arith::AddIOp::create(rewriter, loc, offset, size);
     }
     rewriter.replaceOp(op, results);
     return success();

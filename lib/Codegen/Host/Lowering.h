@@ -151,6 +151,10 @@ void checkExtent(OpBuilder &b, Location loc, Operation *op, unsigned i,
 /// supported by codegen", naming `op`'s node) when the i1 `bad` holds.
 void reportUnsupportedIf(OpBuilder &b, Location loc, Operation *op, Value bad,
                          StringRef what);
+/// Fails the run through dist_rt_input_error ("node '<node>': input
+/// '<operand i>' <what>") when the i1 `bad` holds.
+void reportInputErrorIf(OpBuilder &b, Location loc, Operation *op, unsigned i,
+                        Value bad, StringRef what);
 /// The masks of the `count`-element subsets of [0, rank) for which
 /// `gives(mask)` holds (rank <= 16).
 SmallVector<uint64_t> axisSubsets(int64_t rank, int64_t count,

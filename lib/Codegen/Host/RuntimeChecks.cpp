@@ -170,6 +170,22 @@ void codegen::reportUnsupportedIf(OpBuilder &b, Location loc, Operation *op,
   });
 }
 
+void codegen::reportInputErrorIf(OpBuilder &b, Location loc, Operation *op,
+                                 unsigned i, Value bad, StringRef what) {
+  ModuleOp module = op->getParentOfType<ModuleOp>();
+  Type i64 = b.getI64Type();
+  std::string input = operandName(op, i);
+  scf::IfOp::create(b, loc, bad, [&](OpBuilder &tb, Location tl) {
+    func::FuncOp callee = runtimeCallee(module, runtime_abi::kInputError,
+                                        tb.getFunctionType({i64, i64, i64}, {}));
+    func::CallOp::create(tb, tl, callee,
+                         ValueRange{stringAddress(tb, tl, module, what),
+                                    stringAddress(tb, tl, module, input),
+                                    nodeNameAddress(tb, tl, module)});
+    scf::YieldOp::create(tb, tl);
+  });
+}
+
 SmallVector<uint64_t> codegen::axisSubsets(int64_t rank, int64_t count,
                                            function_ref<bool(uint64_t)> gives) {
   SmallVector<uint64_t> out;

@@ -151,6 +151,34 @@ static Type moreStatic(Type declared, Type inferred) {
                 : Type();
 }
 
+/// Whether `op`'s output shape depends on the values of an operand that is
+/// not a constant, in a way code generation checks as the program runs
+/// (lib/Codegen/Host/RuntimeChecks.cpp and its callers): only such ops take
+/// a declared shape. Elsewhere a declaration that disagrees with the data
+/// (a batch fixed at export) would go unchecked.
+static bool takesDeclaredShape(Operation *op) {
+  auto runtime = [](Value v) {
+    return v && !v.getDefiningOp<ConstantOp>();
+  };
+  if (auto split = dyn_cast<SplitOp>(op))
+    return runtime(split.getSplit());
+  if (auto oneHot = dyn_cast<OneHotOp>(op))
+    return runtime(oneHot.getDepth());
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+          ReduceSumSquareOp, ReduceL2Op, ReduceLogSumExpOp>(op))
+    return runtime(op->getNumOperands() > 1 ? op->getOperand(1) : Value());
+  if (auto squeeze = dyn_cast<SqueezeOp>(op))
+    return runtime(squeeze.getAxes());
+  if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op))
+    return runtime(unsqueeze.getAxes());
+  if (auto pad = dyn_cast<PadOp>(op))
+    return runtime(pad.getPads()) &&
+           (!pad.getAxes() || pad.getAxes().getDefiningOp<ConstantOp>());
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return runtime(slice.getAxes()) || runtime(slice.getSteps());
+  return false;
+}
+
 LogicalResult Importer::importGraph(ModuleOp module) {
   const onnx::GraphProto &graph = model.graph();
   for (const onnx::TensorProto &t : graph.initializer()) {
@@ -305,7 +333,7 @@ LogicalResult Importer::importGraph(ModuleOp module) {
     // code generation checks at run time that the inputs agree.
     if (succeeded(declared))
       if (auto r = dyn_cast<OpResult>(*v);
-          r && isa<DistDialect>(r.getOwner()->getDialect()))
+          r && takesDeclaredShape(r.getOwner()))
         if (Type refined = moreStatic(*declared, r.getType()))
           r.setType(refined);
     results.push_back(*v);

@@ -230,6 +230,13 @@ DIST_RT_API void dist_rt_extent_error(int64_t axis, int64_t got,
 /// codegen", `what` the address of a NUL-terminated text.
 DIST_RT_API void dist_rt_unsupported_error(int64_t what, int64_t node);
 
+/// Called by generated code when an input fed at run time holds values the
+/// op cannot take (split sizes that do not sum to the axis): the run fails
+/// with "node '<node>': input '<input>' <what>" (both texts NUL-terminated
+/// strings' addresses).
+DIST_RT_API void dist_rt_input_error(int64_t what, int64_t input,
+                                     int64_t node);
+
 /// Body of a parallel loop: processes the indices [begin, end).
 typedef void (*dist_rt_parallel_fn_t)(void *ctx, int64_t begin, int64_t end);
 
