@@ -1159,6 +1159,15 @@ struct TriluLowering : OpConversionPattern<dist::TriluOp> {
 
 struct CumSumLowering : OpConversionPattern<dist::CumSumOp> {
   using OpConversionPattern::OpConversionPattern;
+
+  /// How element j of the summed axis compares with the output's i when it
+  /// is part of the sum.
+  static arith::CmpIPredicate summedWhen(bool reverse, bool exclusive) {
+    if (reverse)
+      return exclusive ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge;
+    return exclusive ? arith::CmpIPredicate::ult : arith::CmpIPredicate::ule;
+  }
+
   LogicalResult
   matchAndRewrite(dist::CumSumOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1196,11 +1205,7 @@ struct CumSumLowering : OpConversionPattern<dist::CumSumOp> {
                                 AffineMap::get(rank + 1, 0, outExprs, ctx)};
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
     iters.push_back(utils::IteratorType::reduction);
-    arith::CmpIPredicate pred =
-        reverse ? (exclusive ? arith::CmpIPredicate::ugt
-                             : arith::CmpIPredicate::uge)
-                : (exclusive ? arith::CmpIPredicate::ult
-                             : arith::CmpIPredicate::ule);
+    arith::CmpIPredicate pred = summedWhen(reverse, exclusive);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{resultType}, ValueRange{input},
         ValueRange{init}, maps, iters,
@@ -1272,11 +1277,7 @@ struct CumSumLowering : OpConversionPattern<dist::CumSumOp> {
         AffineMap::get(rank + 1, 0, outExprs, ctx)};
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
     iters.push_back(utils::IteratorType::reduction);
-    arith::CmpIPredicate pred =
-        reverse ? (exclusive ? arith::CmpIPredicate::ugt
-                             : arith::CmpIPredicate::uge)
-                : (exclusive ? arith::CmpIPredicate::ult
-                             : arith::CmpIPredicate::ule);
+    arith::CmpIPredicate pred = summedWhen(reverse, exclusive);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{resultType}, ValueRange{span},
         ValueRange{init}, maps, iters,
