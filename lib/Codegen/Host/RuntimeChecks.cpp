@@ -3,11 +3,13 @@
 //
 // ONNX runners feed every input at run time, also those whose values fix an
 // output's shape (Split's sizes, OneHot's depth, the axes of a reduction,
-// Squeeze or Unsqueeze). Where the model declares that output's shape, the
-// op takes it (the importer refines the result type) and the generated code
-// checks the values against it here, so that a disagreeing input fails the
-// run with a message naming the node and the input instead of reading or
-// writing outside a tensor.
+// Squeeze, Unsqueeze or CumSum, Pad's pads, Slice's axes and steps). Where
+// the model declares that output's shape, the op takes it (the importer
+// refines the result type) and the generated code checks the values
+// against it with these helpers, so that a disagreeing input fails the run
+// with a message naming the node and the input instead of reading or
+// writing outside a tensor. The runtime functions they call are in
+// runtime/lib/threads.cpp (dist_rt_value_error and its siblings).
 //
 //===----------------------------------------------------------------------===//
 
