@@ -616,7 +616,7 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
     if (op.getAxes()) {
       auto a = constInts(op.getAxes());
       if (!a)
-        return notSupported(op, "pad with non-constant axes");
+        return lowerRunTimePads(op, adaptor, {}, resultType, rewriter);
       for (int64_t x : *a) {
         auto n = normalizeAxis(x, rank);
         if (!n)
@@ -733,10 +733,12 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
                          elemTypeOf(op.getInput()));
   }
 
-  /// Pads fed at run time: one loop nest over the result whose source
-  /// indices take the pads as the program runs (negative pads crop first,
-  /// as above). Result extents the model declares are checked against the
-  /// pads; the others are computed from them.
+  /// Pads or axes fed at run time: one loop nest over the result whose
+  /// source indices take the pads as the program runs (negative pads crop
+  /// first, as above). `axes` are the constant axes, empty when the axes
+  /// operand is fed at run time (then distinct axes within the rank are
+  /// checked as the program runs). Result extents the model declares are
+  /// checked against the pads; the others are computed from them.
   LogicalResult lowerRunTimePads(dist::PadOp op, OpAdaptor adaptor,
                                  ArrayRef<int64_t> axes,
                                  RankedTensorType resultType,
@@ -744,7 +746,14 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     int64_t rank = resultType.getRank();
+    bool runTimeAxes = op.getAxes() && !constInts(op.getAxes());
     int64_t na = axes.size();
+    if (runTimeAxes) {
+      auto at = cast<RankedTensorType>(adaptor.getAxes().getType());
+      if (at.getRank() != 1 || at.isDynamicDim(0) || rank > 16)
+        return notSupported(op, "pad with a run-time number of axes");
+      na = at.getDimSize(0);
+    }
     auto padsType = cast<RankedTensorType>(adaptor.getPads().getType());
     if (padsType.getRank() != 1 || padsType.getDimSize(0) != 2 * na)
       return notSupported(op, "pad with a pads operand of the wrong length");
@@ -752,9 +761,34 @@ struct PadLowering : OpConversionPattern<dist::PadOp> {
     Type elem = resultType.getElementType();
     Value zero = cIdx(rewriter, loc, 0);
     SmallVector<Value> lo(rank, zero), hi(rank, zero);
-    for (int64_t k = 0; k < na; ++k) {
-      lo[axes[k]] = readIndexAt(rewriter, loc, adaptor.getPads(), k);
-      hi[axes[k]] = readIndexAt(rewriter, loc, adaptor.getPads(), k + na);
+    if (runTimeAxes) {
+      unsigned axesIndex = op->getNumOperands() - 1;
+      SmallVector<uint64_t> any =
+          axisSubsets(rank, na, [](uint64_t) { return true; });
+      checkAxesOperand(rewriter, loc, op, axesIndex, adaptor.getAxes(), rank,
+                       any);
+      for (int64_t k = 0; k < na; ++k) {
+        Value a = readIndexAt(rewriter, loc, adaptor.getAxes(), k);
+        a = arith::SelectOp::create(
+            rewriter, loc,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, a,
+                                  zero),
+            arith::AddIOp::create(rewriter, loc, a, cIdx(rewriter, loc, rank)),
+            a);
+        Value before = readIndexAt(rewriter, loc, adaptor.getPads(), k);
+        Value after = readIndexAt(rewriter, loc, adaptor.getPads(), k + na);
+        for (int64_t d = 0; d < rank; ++d) {
+          Value here = arith::CmpIOp::create(
+              rewriter, loc, arith::CmpIPredicate::eq, a, cIdx(rewriter, loc, d));
+          lo[d] = arith::SelectOp::create(rewriter, loc, here, before, lo[d]);
+          hi[d] = arith::SelectOp::create(rewriter, loc, here, after, hi[d]);
+        }
+      }
+    } else {
+      for (int64_t k = 0; k < na; ++k) {
+        lo[axes[k]] = readIndexAt(rewriter, loc, adaptor.getPads(), k);
+        hi[axes[k]] = readIndexAt(rewriter, loc, adaptor.getPads(), k + na);
+      }
     }
     SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input);
     // Per axis: the kept part of the input [cropLo, cropLo + n) and the

@@ -172,8 +172,7 @@ static bool takesDeclaredShape(Operation *op) {
   if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op))
     return runtime(unsqueeze.getAxes());
   if (auto pad = dyn_cast<PadOp>(op))
-    return runtime(pad.getPads()) &&
-           (!pad.getAxes() || pad.getAxes().getDefiningOp<ConstantOp>());
+    return runtime(pad.getPads()) || runtime(pad.getAxes());
   if (auto slice = dyn_cast<SliceOp>(op))
     return runtime(slice.getAxes()) || runtime(slice.getSteps());
   return false;
