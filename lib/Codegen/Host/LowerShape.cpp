@@ -743,11 +743,19 @@ private:
         SmallVector<AffineMap>{b.getMultiDimIdentityMap(rank)},
         SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
         [&](OpBuilder &nb, Location l, ValueRange) {
+          // Clamped: past a reported extent error the loops run to the
+          // declared extent, which may be more than the slice has.
           SmallVector<Value> src;
           for (int64_t d = 0; d < rank; ++d) {
             Value i = linalg::IndexOp::create(nb, l, d);
-            src.push_back(arith::AddIOp::create(
-                nb, l, startOf[d], arith::MulIOp::create(nb, l, i, stepOf[d])));
+            Value at = arith::AddIOp::create(
+                nb, l, startOf[d], arith::MulIOp::create(nb, l, i, stepOf[d]));
+            Value last = arith::SubIOp::create(
+                nb, l, dimValue(nb, l, input, d),
+                arith::ConstantIndexOp::create(nb, l, 1));
+            src.push_back(arith::MaxSIOp::create(
+                nb, l, arith::MinSIOp::create(nb, l, at, last),
+                arith::ConstantIndexOp::create(nb, l, 0)));
           }
           linalg::YieldOp::create(
               nb, l, tensor::ExtractOp::create(nb, l, input, src).getResult());
