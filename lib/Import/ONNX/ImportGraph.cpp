@@ -160,17 +160,22 @@ static bool takesDeclaredShape(Operation *op) {
   auto runtime = [](Value v) {
     return v && !v.getDefiningOp<ConstantOp>();
   };
+  // Split, the reductions, Squeeze and Unsqueeze check the shape-fixing
+  // input, not the data's extents: those must be known.
+  auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  bool staticData = t && t.hasStaticShape();
   if (auto split = dyn_cast<SplitOp>(op))
-    return runtime(split.getSplit());
+    return staticData && runtime(split.getSplit());
   if (auto oneHot = dyn_cast<OneHotOp>(op))
     return runtime(oneHot.getDepth());
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
           ReduceSumSquareOp, ReduceL2Op, ReduceLogSumExpOp>(op))
-    return runtime(op->getNumOperands() > 1 ? op->getOperand(1) : Value());
+    return staticData &&
+           runtime(op->getNumOperands() > 1 ? op->getOperand(1) : Value());
   if (auto squeeze = dyn_cast<SqueezeOp>(op))
-    return runtime(squeeze.getAxes());
+    return staticData && runtime(squeeze.getAxes());
   if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op))
-    return runtime(unsqueeze.getAxes());
+    return staticData && runtime(unsqueeze.getAxes());
   if (auto pad = dyn_cast<PadOp>(op))
     return runtime(pad.getPads()) || runtime(pad.getAxes());
   if (auto slice = dyn_cast<SliceOp>(op))
