@@ -162,7 +162,9 @@ static bool takesDeclaredShape(Operation *op) {
   };
   // Split, the reductions, Squeeze and Unsqueeze check the shape-fixing
   // input, not the data's extents: those must be known.
-  auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto t = op->getNumOperands()
+               ? dyn_cast<RankedTensorType>(op->getOperand(0).getType())
+               : RankedTensorType();
   bool staticData = t && t.hasStaticShape();
   if (auto split = dyn_cast<SplitOp>(op))
     return staticData && runtime(split.getSplit());
