@@ -362,6 +362,16 @@ dist_rt_status_t formatError(const char *path, const std::string &detail) {
   return makeStatus(DIST_RT_ERROR_FORMAT, "%s: %s", path, detail.c_str());
 }
 
+dist_rt_status_t truncatedData(const char *path, const std::string &shapeText,
+                               uint32_t dtype, uint64_t nbytes,
+                               uint64_t available) {
+  return makeStatus(DIST_RT_ERROR_FORMAT,
+                    "%s: truncated data: shape %s (%s) needs %" PRIu64
+                    " bytes of data but the file has %" PRIu64,
+                    path, shapeText.c_str(), dist_rt_dtype_name(dtype), nbytes,
+                    available);
+}
+
 /// Reads and checks the file; fills `array` on success.
 dist_rt_status_t readNpy(const char *path, dist_rt_npy_array_t &array) {
   int fd;
@@ -447,6 +457,18 @@ dist_rt_status_t readNpy(const char *path, dist_rt_npy_array_t &array) {
   if (overflow || nbytes > SIZE_MAX - kDataAlignment)
     return formatError(path, "shape " + shapeText + " is too large");
 
+  // A regular file is checked for the data before anything is allocated:
+  // a header of a few bytes must not make the reader ask for gigabytes.
+  // (Pipes cannot say; their data is read into what the shape needs.)
+  struct stat st;
+  off_t offset = ::lseek(fd, 0, SEEK_CUR);
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && offset >= 0) {
+    uint64_t available =
+        st.st_size > offset ? static_cast<uint64_t>(st.st_size - offset) : 0;
+    if (available < nbytes)
+      return truncatedData(path, shapeText, dtype, nbytes, available);
+  }
+
   auto rank = static_cast<uint32_t>(header.shape.size());
   int64_t *dims = nullptr;
   if (rank != 0) {
@@ -474,11 +496,8 @@ dist_rt_status_t readNpy(const char *path, dist_rt_npy_array_t &array) {
     std::free(dims);
     if (got < 0)
       return ioError(path, "cannot read", readError);
-    return makeStatus(DIST_RT_ERROR_FORMAT,
-                      "%s: truncated data: shape %s (%s) needs %" PRIu64
-                      " bytes of data but the file has %" PRId64,
-                      path, shapeText.c_str(), dist_rt_dtype_name(dtype),
-                      nbytes, got);
+    return truncatedData(path, shapeText, dtype, nbytes,
+                         static_cast<uint64_t>(got));
   }
   array.dtype = dtype;
   array.rank = rank;

@@ -320,6 +320,18 @@ TEST_F(NpyTest, TruncatedData) {
                   "needs 24 bytes of data but the file has 0");
 }
 
+TEST_F(NpyTest, ShapeLargerThanTheFile) {
+  // Found by dist-npy-fuzzer: a 138-byte file declaring 7 GB of data. The
+  // reader compares the shape with the file's size before it allocates.
+  expectReadError(
+      npyImage(1,
+               "{'descr': '<u8', 'fortran_order': False, 'shape': (5, 4, "
+               "44444444), }",
+               patternBytes(8)),
+      "truncated data: shape [5,4,44444444] (uint64) needs 7111111040 bytes "
+      "of data but the file has 8");
+}
+
 TEST_F(NpyTest, FortranOrder) {
   expectReadError(
       npyImage(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
