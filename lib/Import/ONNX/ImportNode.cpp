@@ -154,8 +154,11 @@ NodeResults mlir::dist::detail::importDirect(NodeImport &n) {
     if (!n.in[i] && i + 1 < n.in.size() && n.in[i + 1])
       return n.error() << n.type << " input #" << i
                        << " is empty but a later input is given";
-  return n.create(NodeImport::distName(n.entry.direct), present, n.attrs,
-                  n.entry.directResults);
+  std::string distName = NodeImport::distName(n.entry.direct);
+  if (unsigned least = n.imp.minOperands(distName); present.size() < least)
+    return n.error() << n.type << " needs at least " << least << " inputs, got "
+                     << present.size();
+  return n.create(distName, present, n.attrs, n.entry.directResults);
 }
 
 /// The op importers of every family, by ONNX op type.

@@ -99,12 +99,17 @@ public:
   Value constI64(ArrayRef<int64_t> values, Location loc, bool scalar = false);
   Value constScalar(Type elt, double value, Location loc);
   /// Creates `opName` with inferred result types, verifies it and folds it;
-  /// failure (diagnosed at `loc`) when inference or verification fails.
+  /// failure (diagnosed at `loc`) when inference or verification fails, or
+  /// when there are fewer operands than the op takes (minOperands).
   FailureOr<SmallVector<Value>> create(StringRef opName, Location loc,
                                        ArrayRef<Value> operands,
                                        ArrayRef<NamedAttribute> attrs,
                                        unsigned numResults,
                                        ArrayRef<int32_t> segments = {});
+
+  /// The fewest operands the dist op `opName` takes (from its ODS operand
+  /// count traits: NOperands, AtLeastNOperands, ...).
+  unsigned minOperands(StringRef opName);
 
 private:
   // Model-level steps.

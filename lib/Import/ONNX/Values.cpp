@@ -523,11 +523,40 @@ Value Importer::constScalar(Type elt, double value, Location loc) {
                             DenseElementsAttr::get(type, a));
 }
 
+namespace {
+template <unsigned N>
+bool takesAtLeast(OperationName name) {
+  return name.hasTrait<OpTrait::NOperands<N>::template Impl>() ||
+         name.hasTrait<OpTrait::AtLeastNOperands<N>::template Impl>();
+}
+template <unsigned... Ns>
+unsigned leastOperands(OperationName name,
+                       std::integer_sequence<unsigned, Ns...>) {
+  unsigned least = 0;
+  ((takesAtLeast<Ns + 2>(name) ? (void)(least = Ns + 2) : (void)0), ...);
+  return least;
+}
+} // namespace
+
+unsigned Importer::minOperands(StringRef opName) {
+  OperationName name(opName, ctx);
+  if (name.hasTrait<OpTrait::OneOperand>() ||
+      name.hasTrait<OpTrait::AtLeastNOperands<1>::Impl>())
+    return 1;
+  // ODS writes NOperands / AtLeastNOperands for two operands and more.
+  return leastOperands(name, std::make_integer_sequence<unsigned, 7>());
+}
+
 FailureOr<SmallVector<Value>> Importer::create(StringRef opName, Location loc,
                                                ArrayRef<Value> operands,
                                                ArrayRef<NamedAttribute> attrs,
                                                unsigned numResults,
                                                ArrayRef<int32_t> segments) {
+  // Inference reads the operands the op declares: a node short of them
+  // (an ONNX input left empty) is refused before it.
+  if (unsigned least = minOperands(opName); operands.size() < least)
+    return error(loc) << opName << " takes at least " << least
+                      << " operands, got " << operands.size();
   OperationState state(loc, opName);
   state.addOperands(operands);
   // Placeholder result types; inference replaces them below.
