@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Casting.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SMLoc.h"
 #include "llvm/Support/SourceMgr.h"
@@ -290,6 +291,16 @@ bool ClusterParser::readString(const YamlValue &value, StringRef field,
                                std::string &out) {
   if (value.kind != YamlValue::Kind::Scalar)
     return fail(value.loc, "expected a string for '" + field + "'");
+  // Names and models end up in reports, plan.json and plan.html: text only
+  // (bytes that are not UTF-8 do not survive being written as JSON and read
+  // back; control characters other than tabs cut or garble the reports).
+  if (!llvm::json::isUTF8(value.scalar) ||
+      llvm::any_of(value.scalar, [](char c) {
+        return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
+      }))
+    return fail(value.loc, "'" + field +
+                               "' must be UTF-8 text without control "
+                               "characters");
   out = value.scalar;
   return true;
 }

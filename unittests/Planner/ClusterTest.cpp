@@ -578,6 +578,26 @@ TEST(Cluster, BadUnitsAreReported) {
             "c.yaml:9:38: unknown unit 'GB' in '5GB'");
 }
 
+TEST(Cluster, NamesAreText) {
+  // Found by dist-cluster-fuzzer: a name that is not UTF-8 came back
+  // changed from clusterToJson; control characters are refused alike.
+  const std::string nodes = "nodes:\n  - name: n\n    devices: [{kind: cpu, "
+                            "memory: 1GiB, peak_flops: {f32: 1T}, "
+                            "memory_bandwidth: 1GB/s}]\n";
+  const std::string refused =
+      "'name' must be UTF-8 text without control characters";
+  EXPECT_EQ(parseError("name: \"a\x80\xfe\"\n" + nodes),
+            "c.yaml:1:7: " + refused);
+  EXPECT_EQ(parseError("name: \"a\\0b\"\n" + nodes), "c.yaml:1:7: " + refused);
+  EXPECT_EQ(parseError("name: c\nnodes:\n  - name: \"n\\e[31m\"\n"
+                       "    devices: [{kind: cpu, memory: 1GiB, "
+                       "peak_flops: {f32: 1T}, memory_bandwidth: 1GB/s}]\n"),
+            "c.yaml:3:11: " + refused);
+  // Any UTF-8 text and tabs are names.
+  ClusterSpec spec = parseOk("name: \"caf\xc3\xa9\\tx\"\n" + nodes, "c.yaml");
+  EXPECT_EQ(spec.name, "caf\xc3\xa9\tx");
+}
+
 TEST(Cluster, UnknownKindAndDuplicateNodes) {
   EXPECT_EQ(parseError("nodes:\n"
                        "  - name: n\n"
