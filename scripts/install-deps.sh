@@ -31,7 +31,7 @@ PKGS=(
   time
   # bench/cost_model.py reads the cluster files `dist-opt calibrate` writes.
   python3-yaml
-  # libFuzzer runtime for the importer fuzz target.
+  # Sanitizer and libFuzzer runtimes (scripts/test-sanitize.sh, scripts/fuzz.sh).
   libclang-rt-22-dev
 )
 

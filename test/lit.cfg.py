@@ -18,10 +18,15 @@ config.test_exec_root = os.path.join(config.dist_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = (
     "-enable-var-scope --allow-unused-prefixes=false")
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+# The sanitizers' settings reach the tools under a sanitizer build
+# (scripts/test-sanitize.sh).
+llvm_config.with_system_environment(["HOME", "TMPDIR", "ASAN_OPTIONS",
+                                     "UBSAN_OPTIONS", "LSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%python", config.python))
+# The C compiler driver that links artifacts (with a sanitizer build's flags).
+config.substitutions.append(("%cc", config.cc))
 config.substitutions.append(("%scripts", os.path.join(config.dist_src_root,
                                                       "scripts")))
 config.substitutions.append(("%onnx_node_data",
@@ -31,6 +36,14 @@ llvm_config.add_tool_substitutions(["dist-opt", "FileCheck", "not",
                                     "split-file", "count"], tool_dirs)
 config.substitutions.append(("%dist_tools", config.dist_tools_dir))
 config.substitutions.append(("%dist_opt", os.path.join(config.dist_tools_dir, "dist-opt")))
+
+# A sanitizer build (-DDIST_SANITIZE): `asan` where AddressSanitizer is on
+# (dist-opt then instruments the code it generates).
+sanitizers = [s for s in config.dist_sanitize.split(",") if s]
+if "address" in sanitizers:
+    config.available_features.add("asan")
+config.substitutions.append(("%asan_or_plain",
+                             "ASAN" if "address" in sanitizers else "PLAIN"))
 
 # The runtime's NCCL backend was built (nccl.h found at configure time).
 if config.dist_have_nccl:

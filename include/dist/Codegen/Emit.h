@@ -101,7 +101,7 @@ struct EmitOptions {
   std::string paramFileName;
   /// Runtime static library (libdist_rt.a) and public headers.
   std::string runtimeLib, runtimeInclude;
-  /// C compiler driver used to link ("cc" unless $CC is set).
+  /// C compiler driver used to link (defaultLinkDriver()).
   std::string cc;
   /// Symbol of the packed entry point in the object.
   std::string entrySymbol;
@@ -127,6 +127,10 @@ LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef name,
 /// source tree: what artifacts link against unless told otherwise.
 std::string defaultRuntimeLib();
 std::string defaultRuntimeInclude();
+/// The C compiler driver that links artifacts: $CC if set, else "cc", or in
+/// a sanitizer build (-DDIST_SANITIZE) the compiler the runtime was built
+/// with, whose sanitizer runtime the artifacts need.
+std::string defaultLinkDriver();
 
 /// Writes <outDir>/<name>.h and <name>.json, compiles the C glue and links
 /// <outDir>/<name> (executable) and <outDir>/lib<name>.so from `objPath`

@@ -21,9 +21,9 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/DiagnosticHandler.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/InstIterator.h"
@@ -45,6 +45,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 
@@ -204,6 +205,23 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+#if DIST_ARTIFACT_ADDRESS_SANITIZER
+  // A sanitizer build instruments the generated code too (it links the
+  // instrumented runtime): an access of a generated kernel outside a
+  // buffer is reported like one of the runtime's. Globals stay out of the
+  // linker's garbage collection so that the partitions of a split module
+  // (DIST_OPT_CODEGEN_THREADS) register theirs independently.
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration())
+      f.addFnAttr(llvm::Attribute::SanitizeAddress);
+  pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager &mpm,
+                                        llvm::OptimizationLevel,
+                                        llvm::ThinOrFullLTOPhase) {
+    mpm.addPass(llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions{},
+                                           /*UseGlobalGC=*/false,
+                                           /*UseOdrIndicator=*/false));
+  });
+#endif
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(*llvmModule, mam);
@@ -316,8 +334,7 @@ bool parallelCodegen(const llvm::Module &m, unsigned parts,
   }
   if (!ok)
     return false;
-  const char *ccEnv = std::getenv("CC");
-  std::string cc = ccEnv && *ccEnv ? ccEnv : "cc";
+  std::string cc = defaultLinkDriver();
   auto run = [](ArrayRef<std::string> args) {
     auto program = llvm::sys::findProgramByName(args[0]);
     if (!program)
@@ -792,6 +809,11 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
     if (!lib.empty())
       common.push_back(lib.str());
   common.insert(common.end(), {"-lstdc++", "-lm", "-lpthread", "-ldl"});
+  // A sanitizer build's runtime needs the sanitizers' own runtime.
+  for (llvm::StringRef flag :
+       llvm::split(llvm::StringRef(DIST_ARTIFACT_FLAGS), ' '))
+    if (!flag.empty())
+      common.push_back(flag.str());
   // Executable (linked to a temporary name first: nothing half-written is
   // left under the final name).
   std::string exe = path(o.name), exeTmp = exe + ".tmp";

@@ -20,6 +20,8 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <cstdlib>
+
 #define DEBUG_TYPE "dist-emit-artifacts"
 
 namespace mlir::dist {
@@ -39,6 +41,11 @@ std::string dist::defaultRuntimeLib() {
 }
 
 std::string dist::defaultRuntimeInclude() { return DIST_RUNTIME_INCLUDE_DIR; }
+
+std::string dist::defaultLinkDriver() {
+  const char *cc = std::getenv("CC");
+  return cc && *cc ? cc : DIST_ARTIFACT_CC;
+}
 
 namespace {
 struct EmitArtifactsPass
@@ -107,8 +114,7 @@ void EmitArtifactsPass::runOnOperation() {
   opts.runtimeLib = runtimeLib.empty() ? defaultRuntimeLib() : runtimeLib;
   opts.runtimeInclude =
       runtimeInclude.empty() ? defaultRuntimeInclude() : runtimeInclude;
-  const char *cc = getenv("CC");
-  opts.cc = cc && *cc ? cc : "cc";
+  opts.cc = defaultLinkDriver();
   // The symbols the wrappers were given when the module was lowered.
   opts.entrySymbol = sig->entrySymbol;
   if (sig->train)
