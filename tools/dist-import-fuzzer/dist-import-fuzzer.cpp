@@ -3,7 +3,7 @@
 //
 // Feeds arbitrary bytes to the ONNX importer, both as a binary model and as
 // ONNX text, and verifies whatever it accepts. Built only with
-// -DDIST_ENABLE_FUZZER=ON and clang; run through scripts/fuzz-importer.sh.
+// -DDIST_ENABLE_FUZZER=ON and clang; run through scripts/fuzz.sh import.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,41 @@
+//===- dist-cluster-fuzzer.cpp - libFuzzer target for cluster files -------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Feeds arbitrary bytes to the cluster file parser (YAML, or JSON as YAML
+// reads it) behind `dist-opt --cluster=FILE`. A rejected file must get a
+// one-line error; an accepted one, written back as YAML and as JSON, must
+// parse again to the same file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzUtil.h"
+
+#include "dist/Planner/Cluster.h"
+
+using namespace dist_fuzz;
+using namespace mlir::dist;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string text(reinterpret_cast<const char *>(data), size);
+  std::string error;
+  std::optional<ClusterSpec> spec = parseCluster(text, "fuzz.yaml", error);
+  if (!spec) {
+    checkOneLine(error);
+    return 0;
+  }
+  std::string yaml = clusterToYaml(*spec);
+  std::optional<ClusterSpec> fromYaml =
+      parseCluster(yaml, "written.yaml", error);
+  if (!fromYaml)
+    finding("the written YAML does not parse", error + "\n" + yaml);
+  if (clusterToYaml(*fromYaml) != yaml)
+    finding("the cluster changed when written and read back", yaml);
+  std::string json = clusterToJson(*spec);
+  std::optional<ClusterSpec> fromJson =
+      parseCluster(json, "written.json", error);
+  if (!fromJson)
+    finding("the written JSON does not parse", error + "\n" + json);
+  if (clusterToYaml(*fromJson) != yaml)
+    finding("the cluster changed when written as JSON and read back", json);
+  return 0;
+}
