@@ -302,6 +302,15 @@ LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
   return emitOptionalError(loc, msg);
 }
 
+/// What the op's definition requires of its attributes (present, of their
+/// declared kinds), checked before inference reads them: ops are inferred
+/// from whatever an importer hands over, and a missing required attribute
+/// would be read as null (found by scripts/fuzz.sh import).
+template <typename AdaptorT>
+LogicalResult verifyAttrs(AdaptorT &adaptor, std::optional<Location> loc) {
+  return loc ? adaptor.verify(*loc) : success();
+}
+
 int64_t mulDims(int64_t a, int64_t b) {
   if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
     return kDynamic;
@@ -448,6 +457,8 @@ LogicalResult inferWindow(std::optional<Location> loc, ArrayRef<int64_t> input,
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,          \
       SmallVectorImpl<Type> &types) {                                          \
+    if (failed(verifyAttrs(adaptor, loc)))                                     \
+      return failure();                                                        \
     (void)ctx;                                                                 \
     (void)loc;                                                                 \
     return CALL;                                                               \
@@ -458,9 +469,11 @@ LogicalResult inferWindow(std::optional<Location> loc, ArrayRef<int64_t> input,
 //===----------------------------------------------------------------------===//
 
 LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
-                                           std::optional<Location>,
+                                           std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   types.push_back(cast<TypedAttr>(adaptor.getValue()).getType());
   return success();
 }
@@ -468,6 +481,8 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
 LogicalResult ConstantOfShapeOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (auto r = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
       r && r.getRank() != 1)
     return fail(loc,
@@ -499,9 +514,11 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(
 //===----------------------------------------------------------------------===//
 
 #define DIST_SAME_AS_INPUT(OP)                                                 \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
+    if (failed(verifyAttrs(adaptor, loc)))                                     \
+      return failure();                                                        \
     return sameAsOperand(adaptor.getInput(), types);                           \
   }
 DIST_SAME_AS_INPUT(AbsOp)
@@ -543,8 +560,11 @@ DIST_SAME_AS_INPUT(MeshCopyOp)
 #undef DIST_SAME_AS_INPUT
 
 LogicalResult MeshCoordOp::inferReturnTypes(MLIRContext *ctx,
-                                            std::optional<Location>, Adaptor,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
   return success();
 }
@@ -553,6 +573,8 @@ LogicalResult GeluOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (adaptor.getApproximate() != "none" && adaptor.getApproximate() != "tanh")
     return fail(loc, "'approximate' must be \"none\" or \"tanh\", got \"" +
                          adaptor.getApproximate() + "\"");
@@ -575,6 +597,8 @@ LogicalResult ClipOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(
           checkScalarBound(loc, adaptor.getMin(), adaptor.getInput(), "min")) ||
       failed(
@@ -587,6 +611,8 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type to = adaptor.getTo();
   if (!to ||
       !(isa<FloatType>(to) || isa<IntegerType>(to) || isa<StringType>(to)))
@@ -596,9 +622,11 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult CastLikeOp::inferReturnTypes(MLIRContext *,
-                                           std::optional<Location>,
+                                           std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   types.push_back(
       makeTensor(shapeOf(adaptor.getInput()), eltOf(adaptor.getTarget())));
   return success();
@@ -619,6 +647,8 @@ static LogicalResult inferBinary(std::optional<Location> loc, AdaptorT adaptor,
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,          \
       SmallVectorImpl<Type> &types) {                                          \
+    if (failed(verifyAttrs(adaptor, loc)))                                     \
+      return failure();                                                        \
     (void)ctx;                                                                 \
     return inferBinary(loc, adaptor, ELT, types);                              \
   }
@@ -641,6 +671,8 @@ LogicalResult ModOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (isa<FloatType>(eltOf(adaptor.getLhs())) && adaptor.getFmod() != 1)
     return fail(loc, "'fmod' must be 1 for floating-point operands");
   return inferBinary(loc, adaptor, eltOf(adaptor.getLhs()), types);
@@ -666,6 +698,8 @@ LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (Shape x = shapeOf(adaptor.getInput()); x && x->size() < 2)
     return fail(loc, "input must have at least 2 dimensions, got shape " +
                          dimsToString(*x));
@@ -676,6 +710,8 @@ LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *,
                                                std::optional<Location> loc,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape x = shapeOf(adaptor.getInput());
   if (x && x->size() < 3)
     return fail(loc,
@@ -716,6 +752,8 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (eltOf(adaptor.getX()) != eltOf(adaptor.getY()))
     return fail(loc, "'x' and 'y' must have the same element type");
   Shape out;
@@ -731,6 +769,8 @@ LogicalResult PReluOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(checkUnidirectional(loc, shapeOf(adaptor.getSlope()),
                                  shapeOf(adaptor.getInput()), "slope")))
     return failure();
@@ -745,6 +785,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
   Type elt = eltOf(adaptor.getLhs());
   if (!a || !b) {
@@ -780,6 +822,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (adaptor.getInputs().empty())
     return fail(loc, "needs at least one operand");
   // Type inference runs before the verifier sees the required attribute.
@@ -837,6 +881,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape a = shapeOf(adaptor.getA()), b = shapeOf(adaptor.getB());
   Type elt = eltOf(adaptor.getA());
   if (eltOf(adaptor.getB()) != elt ||
@@ -949,6 +995,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   return inferConvLike(
       loc, adaptor, /*transposed=*/false, types,
       [&](ArrayRef<int64_t> spatial, const WindowParams &p, Dims &out) {
@@ -960,6 +1008,8 @@ LogicalResult ConvWeightGradOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> loc,
                                                  Adaptor adaptor,
                                                  SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape x = shapeOf(adaptor.getInput()), dy = shapeOf(adaptor.getOutputGrad());
   Type elt = eltOf(adaptor.getInput());
   if (eltOf(adaptor.getOutputGrad()) != elt)
@@ -991,6 +1041,8 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,
                                                 SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   auto spatialFn = [&](ArrayRef<int64_t> spatial, const WindowParams &p,
                        Dims &out) -> LogicalResult {
     size_t n = spatial.size();
@@ -1063,6 +1115,8 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Dims out;
   Type elt;
   if (failed(inferPool(loc, adaptor, out, elt)))
@@ -1077,6 +1131,8 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Dims out;
   Type elt;
   if (failed(inferPool(loc, adaptor, out, elt)))
@@ -1112,6 +1168,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape x = shapeOf(adaptor.getInput());
   if (x && x->size() < 2)
     return fail(loc,
@@ -1154,6 +1212,8 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape x = shapeOf(adaptor.getInput());
   Type stash = stashType(ctx, adaptor.getStashType(), Type());
   if (!stash)
@@ -1185,6 +1245,8 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(checkScalarBound(loc, adaptor.getRatio(), adaptor.getRatio(),
                               "ratio")))
     return failure();
@@ -1313,6 +1375,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(checkVector(loc, adaptor.getShape(), "shape")))
     return failure();
   Type elt = eltOf(adaptor.getInput());
@@ -1421,6 +1485,8 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   if (!x) {
@@ -1445,6 +1511,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   if (!x) {
@@ -1476,6 +1544,8 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   std::optional<Dims> axes;
@@ -1531,6 +1601,8 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   std::optional<Dims> axes = getConstantInts(adaptor.getAxes());
@@ -1568,6 +1640,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (adaptor.getInputs().empty())
     return fail(loc, "needs at least one operand");
   Type elt = eltOf(adaptor.getInputs().front());
@@ -1620,6 +1694,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   auto n = static_cast<int64_t>(adaptor.getNumOutputs());
   if (n < 1)
@@ -1697,6 +1773,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   if (!x) {
@@ -1762,6 +1840,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getData());
   Shape data = shapeOf(adaptor.getData());
   Shape indices = shapeOf(adaptor.getIndices());
@@ -1809,6 +1889,8 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> loc,
                                                  Adaptor adaptor,
                                                  SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(checkElementsAxis(loc, adaptor)))
     return failure();
   types.push_back(
@@ -1820,6 +1902,8 @@ LogicalResult
 ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                     Adaptor adaptor,
                                     SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(checkElementsAxis(loc, adaptor)))
     return failure();
   if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
@@ -1845,6 +1929,8 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   if (failed(checkVector(loc, adaptor.getShape(), "shape")))
     return failure();
   Type elt = eltOf(adaptor.getInput());
@@ -1869,6 +1955,8 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   if (!x) {
@@ -1895,6 +1983,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Shape x = shapeOf(adaptor.getInput());
   StringRef mode = adaptor.getMode();
@@ -1948,9 +2038,11 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
-                                        std::optional<Location>,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type i64 = IntegerType::get(ctx, 64);
   Shape x = shapeOf(adaptor.getInput());
   if (!x) {
@@ -1973,8 +2065,11 @@ LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 LogicalResult SizeOp::inferReturnTypes(MLIRContext *ctx,
-                                       std::optional<Location>, Adaptor,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
   return success();
 }
@@ -1983,6 +2078,8 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getStart());
   for (Value v : {adaptor.getStart(), adaptor.getLimit(), adaptor.getDelta()}) {
     if (eltOf(v) != elt)
@@ -2018,6 +2115,8 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getInput());
   Type i64 = IntegerType::get(ctx, 64);
   Shape x = shapeOf(adaptor.getInput());
@@ -2053,6 +2152,8 @@ LogicalResult CumSumOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Shape x = shapeOf(adaptor.getInput());
   if (std::optional<Dims> axis = getConstantInts(adaptor.getAxis())) {
     if (axis->size() != 1)
@@ -2068,6 +2169,8 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type elt = eltOf(adaptor.getValues());
   if (auto v = dyn_cast<RankedTensorType>(adaptor.getValues().getType()))
     if (v.hasStaticShape() && v.getNumElements() != 2)
@@ -2137,6 +2240,8 @@ static LogicalResult inferLoss(std::optional<Location> loc, Value scores,
 LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type out;
   if (failed(inferLoss(loc, adaptor.getScores(), adaptor.getLabels(),
                        adaptor.getWeights(), adaptor.getReduction(), out)))
@@ -2149,6 +2254,8 @@ LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
 LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
   Type out;
   if (failed(inferLoss(loc, adaptor.getInput(), adaptor.getTarget(),
                        adaptor.getWeight(), adaptor.getReduction(), out)))
