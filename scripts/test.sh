@@ -4,8 +4,10 @@
 #
 # On a fresh Debian 12 machine: installs the dependencies, builds dist-opt and
 # runs the lit suite (IR, importer, bad input, ONNX node tests, PyTorch
-# models, mutation robustness) and the GoogleTest suites. Each suite prints
-# its own summary; the last line is the total: `N passed, N failed`.
+# models, mutation robustness) and the GoogleTest suites, then a part of both
+# under AddressSanitizer and UndefinedBehaviorSanitizer and a short run of
+# every fuzzer. Each suite prints its own summary; the last line is the
+# total: `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -13,7 +15,9 @@ scripts/build.sh || exit 1
 
 lit_log=$(mktemp)
 unit_log=$(mktemp)
-trap 'rm -f "$lit_log" "$unit_log"' EXIT
+san_log=$(mktemp)
+fuzz_log=$(mktemp)
+trap 'rm -f "$lit_log" "$unit_log" "$san_log" "$fuzz_log"' EXIT
 
 echo "== lit =="
 /usr/lib/llvm-22/bin/lit -sv build/test 2>&1 | tee "$lit_log"
@@ -21,6 +25,16 @@ lit_status=${PIPESTATUS[0]}
 echo "== GoogleTest (ctest) =="
 (cd build && ctest --output-on-failure -E '^lit$' 2>&1) | tee "$unit_log"
 unit_status=${PIPESTATUS[0]}
+
+# The sanitized part (clang build in build-san/) and a short run of every
+# fuzzer (build-fuzz/); the whole of either: scripts/test-sanitize.sh,
+# scripts/fuzz.sh.
+echo "== sanitizers (scripts/test-sanitize.sh --quick) =="
+scripts/test-sanitize.sh --quick 2>&1 | tee "$san_log"
+san_status=${PIPESTATUS[0]}
+echo "== fuzzers (scripts/fuzz.sh --seconds ${DIST_FUZZ_SECONDS:-20}) =="
+scripts/fuzz.sh --seconds "${DIST_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log"
+fuzz_status=${PIPESTATUS[0]}
 
 count() { # count LABEL FILE: lit's "  Label: N (..%)" summary lines
   sed -n "s/^ *$1 *: *\([0-9]*\).*/\1/p" "$2" | tail -1
@@ -36,11 +50,22 @@ unit_fail=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$unit_log" | ta
 unit_total=${unit_total:-0}
 unit_fail=${unit_fail:-0}
 unit_pass=$(( unit_total - unit_fail ))
+san_pass=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$san_log" | tail -1)
+san_fail=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$san_log" | tail -1)
+san_pass=${san_pass:-0}
+san_fail=${san_fail:-0}
+fuzz_pass=$(grep -c '^fuzz .*no finding$' "$fuzz_log")
+fuzz_fail=$(grep -c '^fuzz .*FINDING' "$fuzz_log")
 # A suite that did not run at all counts as a failure.
+[ "$san_status" -ne 0 ] && [ "$san_fail" -eq 0 ] && san_fail=1
+[ "$fuzz_status" -ne 0 ] && [ "$fuzz_fail" -eq 0 ] && fuzz_fail=1
 [ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ] && lit_fail=1
 [ "$unit_status" -ne 0 ] && [ "$unit_fail" -eq 0 ] && unit_fail=1
 
 echo "lit: $lit_pass passed, $lit_fail failed"
 echo "GoogleTest: $unit_pass passed, $unit_fail failed"
-echo "$(( lit_pass + unit_pass )) passed, $(( lit_fail + unit_fail )) failed"
-[ "$lit_status" -eq 0 ] && [ "$unit_status" -eq 0 ]
+echo "sanitized (lit + GoogleTest): $san_pass passed, $san_fail failed"
+echo "fuzzers: $fuzz_pass passed, $fuzz_fail failed"
+echo "$(( lit_pass + unit_pass + san_pass + fuzz_pass )) passed, $(( lit_fail + unit_fail + san_fail + fuzz_fail )) failed"
+[ "$lit_status" -eq 0 ] && [ "$unit_status" -eq 0 ] && [ "$san_status" -eq 0 ] &&
+  [ "$fuzz_status" -eq 0 ]
