@@ -74,22 +74,8 @@ echo "== GoogleTest under sanitizers =="
 (cd "$build" && ctest --output-on-failure -E '^lit$' 2>&1) | tee "$unit_log"
 unit_status=${PIPESTATUS[0]}
 
-count() { # count LABEL FILE: lit's "  Label: N (..%)" summary lines
-  sed -n "s/^ *$1 *: *\([0-9]*\).*/\1/p" "$2" | tail -1
-}
-lit_pass=$(( $(count Passed "$lit_log" || echo 0) + 0 ))
-lit_fail=0
-for kind in Failed Unresolved 'Unexpectedly Passed' 'Timed Out'; do
-  n=$(count "$kind" "$lit_log")
-  lit_fail=$(( lit_fail + ${n:-0} ))
-done
-unit_total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$unit_log" | tail -1)
-unit_fail=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$unit_log" | tail -1)
-unit_total=${unit_total:-0}
-unit_fail=${unit_fail:-0}
-unit_pass=$(( unit_total - unit_fail ))
-[ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ] && lit_fail=1
-[ "$unit_status" -ne 0 ] && [ "$unit_fail" -eq 0 ] && unit_fail=1
+source scripts/test_counts.sh
+count_results "$lit_log" "$lit_status" "$unit_log" "$unit_status"
 
 echo "sanitized lit: $lit_pass passed, $lit_fail failed"
 echo "sanitized GoogleTest: $unit_pass passed, $unit_fail failed"

@@ -36,20 +36,8 @@ echo "== fuzzers (scripts/fuzz.sh --seconds ${DIST_FUZZ_SECONDS:-20}) =="
 scripts/fuzz.sh --seconds "${DIST_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzz_log"
 fuzz_status=${PIPESTATUS[0]}
 
-count() { # count LABEL FILE: lit's "  Label: N (..%)" summary lines
-  sed -n "s/^ *$1 *: *\([0-9]*\).*/\1/p" "$2" | tail -1
-}
-lit_pass=$(( $(count Passed "$lit_log" || echo 0) + 0 ))
-lit_fail=0
-for kind in Failed Unresolved 'Unexpectedly Passed' 'Timed Out'; do
-  n=$(count "$kind" "$lit_log")
-  lit_fail=$(( lit_fail + ${n:-0} ))
-done
-unit_total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$unit_log" | tail -1)
-unit_fail=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$unit_log" | tail -1)
-unit_total=${unit_total:-0}
-unit_fail=${unit_fail:-0}
-unit_pass=$(( unit_total - unit_fail ))
+source scripts/test_counts.sh
+count_results "$lit_log" "$lit_status" "$unit_log" "$unit_status"
 san_pass=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$san_log" | tail -1)
 san_fail=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$san_log" | tail -1)
 san_pass=${san_pass:-0}
@@ -59,8 +47,6 @@ fuzz_fail=$(grep -c '^fuzz .*FINDING' "$fuzz_log")
 # A suite that did not run at all counts as a failure.
 [ "$san_status" -ne 0 ] && [ "$san_fail" -eq 0 ] && san_fail=1
 [ "$fuzz_status" -ne 0 ] && [ "$fuzz_fail" -eq 0 ] && fuzz_fail=1
-[ "$lit_status" -ne 0 ] && [ "$lit_fail" -eq 0 ] && lit_fail=1
-[ "$unit_status" -ne 0 ] && [ "$unit_fail" -eq 0 ] && unit_fail=1
 
 echo "lit: $lit_pass passed, $lit_fail failed"
 echo "GoogleTest: $unit_pass passed, $unit_fail failed"
