@@ -295,6 +295,9 @@ def AddEntryWrapperPass : Pass<"dist-add-entry-wrapper", "::mlir::ModuleOp"> {
     `llvm.emit_c_interface`, adds `llvm.func @<symbol>(%args: !llvm.ptr)`
     that loads the argument pointers from the array `args` (params, then
     inputs, then the result buffer) and calls `_mlir_ciface_<entry>`.
+    When that C interface is the entry's only user, the entry becomes
+    internal and always inlined into it (its body compiled once, and no
+    call with one argument per descriptor field).
   }];
   let options = [
     Option<"entryName", "entry", "std::string", /*default=*/"\"main\"",

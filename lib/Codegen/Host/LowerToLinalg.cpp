@@ -876,11 +876,9 @@ struct LowerToLinalgPass
       return signalPassFailure();
     numLowered = count;
     // Public functions get a C interface: the runtime calls them through
-    // it. Kept out of that wrapper (noinline): inlined, a model's whole
-    // graph was compiled twice, the copy in the wrapper at five times the
-    // cost (DenseNet-121: 4 s of machine code generation for the copy, 0.7 s
-    // for the graph and 0.2 s for a wrapper that calls it with 1,657
-    // arguments).
+    // it. Kept out of that wrapper (noinline): a public function inlined
+    // there is compiled twice. The entries the runtime calls are made
+    // internal and inlined into their wrapper by dist-add-entry-wrapper.
     for (auto func : module.getOps<func::FuncOp>())
       if (func.isPublic() && !func.isExternal()) {
         func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
