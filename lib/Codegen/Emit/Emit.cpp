@@ -45,6 +45,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/IPO/GlobalDCE.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
@@ -137,10 +140,11 @@ struct DropOptimizationFailures : llvm::DiagnosticHandler {
   }
 };
 
-std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
-                                                   llvm::StringRef name,
-                                                   llvm::LLVMContext &llvmCtx,
-                                                   llvm::TargetMachine &tm) {
+/// The module in LLVM IR for `tm` before any optimisation, its
+/// floating-point operations allowed to contract.
+std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::StringRef name,
+                                        llvm::LLVMContext &llvmCtx,
+                                        llvm::TargetMachine &tm) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   llvmCtx.setDiagnosticHandler(std::make_unique<DropOptimizationFailures>());
@@ -168,6 +172,10 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
       continue;
+    // Nothing compares the addresses of the module's internal functions,
+    // so identical ones may become one (mergeAndInline).
+    if (f.hasLocalLinkage())
+      f.setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
     f.addFnAttr("target-cpu", tm.getTargetCPU());
     f.addFnAttr("target-features", tm.getTargetFeatureString());
     // Contraction forms FMAs, as onnxruntime's kernels do; NaN and
@@ -186,7 +194,36 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
         inst.setHasApproxFunc(true);
       }
   }
+  return llvmModule;
+}
 
+/// What must see the whole module before it is split for optimisation
+/// (optimizeAndCodegen): identical functions merged into one, and the
+/// always-inline ones (an entry inside its C interface, see
+/// dist-add-entry-wrapper) inlined. Outlined loop nests repeat in deep
+/// networks: DenseNet-121's 266 functions are 142 distinct ones (a dense
+/// block's layers share their shapes), and the copies were 73% of the
+/// instructions that LLVM optimised and compiled.
+void mergeAndInline(llvm::Module &m) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb;
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::MergeFunctionsPass());
+  mpm.addPass(llvm::AlwaysInlinerPass());
+  mpm.addPass(llvm::GlobalDCEPass());
+  mpm.run(m, mam);
+}
+
+/// LLVM's O3 pipeline for `tm` on `m`.
+void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -211,7 +248,7 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
   // buffer is reported like one of the runtime's. Globals stay out of the
   // linker's garbage collection so that the partitions of a split module
   // (DIST_OPT_CODEGEN_THREADS) register theirs independently.
-  for (llvm::Function &f : *llvmModule)
+  for (llvm::Function &f : m)
     if (!f.isDeclaration())
       f.addFnAttr(llvm::Attribute::SanitizeAddress);
   pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager &mpm,
@@ -224,8 +261,7 @@ std::unique_ptr<llvm::Module> translateAndOptimize(ModuleOp module,
 #endif
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*llvmModule, mam);
-  return llvmModule;
+  mpm.run(m, mam);
 }
 } // namespace
 
@@ -236,9 +272,11 @@ LogicalResult dist::emitLLVMIR(ModuleOp module, llvm::StringRef name,
   if (!tm)
     return module.emitError() << "no target for the host: " << err;
   llvm::LLVMContext llvmCtx;
-  auto llvmModule = translateAndOptimize(module, name, llvmCtx, *tm);
+  auto llvmModule = translate(module, name, llvmCtx, *tm);
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
+  mergeAndInline(*llvmModule);
+  optimize(*llvmModule, *tm);
   llvm::raw_string_ostream os(text);
   llvmModule->print(os, nullptr);
   return success();
@@ -257,23 +295,25 @@ bool codegen(llvm::Module &m, llvm::TargetMachine &tm,
   return true;
 }
 
-/// A module with at least this many instructions per available thread is
-/// worth splitting for code generation (the benchmark models have 2K-20K
-/// in all; DenseNet-121 190K).
-constexpr size_t kMinSplitInstructions = 20000;
+/// A module with at least this many instructions (before optimisation) per
+/// available thread is worth splitting (the benchmark models have 3K-30K
+/// in all; DenseNet-121 70K).
+constexpr size_t kMinSplitInstructions = 4000;
 
-/// Generates code for `m` in `parts` partitions on as many threads and
-/// combines their objects into `objPath` (`cc -r`, then the partitions'
-/// hidden symbols made local again with objcopy, so that two models' objects
-/// link into one program as before). Returns false, having written
-/// nothing, when a step fails: the caller then generates code on one
-/// thread. Code generation is a fifth to two thirds of a compile (LLVM's
-/// loop strength reduction and instruction selection, per function);
-/// upstream's splitCodeGen (llvm/CodeGen/ParallelCG.h) is gone from LLVM 22,
-/// so this is its recipe: SplitModule with local symbols externalised
-/// (hidden), each part through bitcode into a context of its own.
-bool parallelCodegen(const llvm::Module &m, unsigned parts,
-                     StringRef objPath) {
+/// Optimises `m` and generates its code in `parts` partitions on as many
+/// threads, and combines their objects into `objPath` (`cc -r`, then the
+/// partitions' hidden symbols made local again with objcopy, so that two
+/// models' objects link into one program as before). Returns false, having
+/// written nothing, when a step fails: the caller then works on one thread.
+/// LLVM's O3 pipeline and its code generation are two thirds of a compile
+/// and work function by function (DenseNet-121, one thread: 1.8 s and
+/// 1.3 s of 5.0 s); what needs the whole module ran before
+/// (mergeAndInline). Upstream's splitCodeGen (llvm/CodeGen/ParallelCG.h) is
+/// gone from LLVM 22, so this is its recipe: SplitModule with local symbols
+/// externalised (hidden), each part through bitcode into a context of its
+/// own.
+bool parallelOptimizeAndCodegen(const llvm::Module &m, unsigned parts,
+                                StringRef objPath) {
   // SplitModule externalises local symbols: on a copy, so that a fallback
   // on one thread generates the module as it was.
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
@@ -306,6 +346,7 @@ bool parallelCodegen(const llvm::Module &m, unsigned parts,
     for (size_t i = 0; i < bitcode.size(); ++i)
       threads.emplace_back([&, i] {
         llvm::LLVMContext ctx;
+        ctx.setDiagnosticHandler(std::make_unique<DropOptimizationFailures>());
         auto parsed = llvm::parseBitcodeFile(
             llvm::MemoryBufferRef(StringRef(bitcode[i].data(),
                                             bitcode[i].size()),
@@ -321,6 +362,7 @@ bool parallelCodegen(const llvm::Module &m, unsigned parts,
           ok = false;
           return;
         }
+        optimize(**parsed, *tm);
         if (!codegen(**parsed, *tm, out))
           ok = false;
         out.flush();
@@ -362,9 +404,10 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
   if (!tm)
     return module.emitError() << "no target for the host: " << err;
   llvm::LLVMContext llvmCtx;
-  auto llvmModule = translateAndOptimize(module, name, llvmCtx, *tm);
+  auto llvmModule = translate(module, name, llvmCtx, *tm);
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
+  mergeAndInline(*llvmModule);
   // Large modules: one partition per hardware thread, at least
   // kMinSplitInstructions each. DIST_OPT_CODEGEN_THREADS=N makes it N
   // partitions whatever the size (1: none).
@@ -381,7 +424,7 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
       parts = forced;
   }
   if (parts > 1) {
-    if (parallelCodegen(*llvmModule, parts, objPath))
+    if (parallelOptimizeAndCodegen(*llvmModule, parts, objPath))
       return success();
     module.emitWarning() << "code generation on " << parts
                          << " threads failed (cc -r or objcopy missing?); "
@@ -392,6 +435,7 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
   if (ec)
     return module.emitError()
            << "cannot write " << objPath << ": " << ec.message();
+  optimize(*llvmModule, *tm);
   if (!codegen(*llvmModule, *tm, out.os()))
     return module.emitError("the host target cannot emit object files");
   out.os().flush();
@@ -720,42 +764,81 @@ LogicalResult writeFile(ModuleOp module, StringRef path, StringRef text) {
   return success();
 }
 
-/// Runs `args` and fails with the tool's first output line on error.
-LogicalResult runTool(ModuleOp module, ArrayRef<std::string> args,
-                      StringRef what) {
-  auto program = llvm::sys::findProgramByName(args[0]);
-  if (!program)
-    return module.emitError() << "cannot " << what << ": '" << args[0]
-                              << "' not found (install gcc or set CC)";
-  SmallString<128> log;
-  llvm::sys::fs::createTemporaryFile("dist-opt-link", "log", log);
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  SmallVector<StringRef> argv(args.begin(), args.end());
-  std::string errMsg;
-  int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0,
-                                     0, &errMsg);
-  std::string firstLine;
-  if (rc != 0) {
-    auto buf = llvm::MemoryBuffer::getFile(log);
-    if (buf) {
-      StringRef text = (*buf)->getBuffer();
-      // The first line naming an undefined symbol or an error says most.
-      for (StringRef line : llvm::split(text, '\n'))
-        if (line.contains("undefined reference") ||
-            (line.contains("error") && !line.contains("collect2"))) {
-          firstLine = line.str();
-          break;
-        }
-      if (firstLine.empty())
-        firstLine = text.split('\n').first.str();
+/// A program to run: its arguments (args[0] the program) and what it does,
+/// for the error message.
+struct Tool {
+  std::vector<std::string> args;
+  StringRef what;
+};
+
+/// The line of a failed tool's output that says most: the first one naming
+/// an undefined symbol or an error, else the first.
+std::string firstErrorLine(StringRef logPath) {
+  auto buf = llvm::MemoryBuffer::getFile(logPath);
+  if (!buf)
+    return "";
+  StringRef text = (*buf)->getBuffer();
+  for (StringRef line : llvm::split(text, '\n'))
+    if (line.contains("undefined reference") ||
+        (line.contains("error") && !line.contains("collect2")))
+      return line.str();
+  return text.split('\n').first.str();
+}
+
+/// Runs `tools` side by side (the executable's and the shared library's
+/// links each take a core: on DenseNet-121 0.45 s and 0.43 s one after the
+/// other) and fails with the first failed tool's first output line.
+LogicalResult runTools(ModuleOp module, ArrayRef<Tool> tools) {
+  struct Running {
+    llvm::sys::ProcessInfo info;
+    SmallString<128> log;
+    std::string startError;
+  };
+  SmallVector<Running> running(tools.size());
+  auto removeLogs = llvm::make_scope_exit([&] {
+    for (Running &r : running)
+      if (!r.log.empty())
+        llvm::sys::fs::remove(r.log);
+  });
+  std::optional<std::string> error;
+  for (auto [tool, r] : llvm::zip_equal(tools, running)) {
+    auto program = llvm::sys::findProgramByName(tool.args[0]);
+    if (!program) {
+      error = ("cannot " + tool.what + ": '" + tool.args[0] +
+               "' not found (install gcc or set CC)")
+                  .str();
+      break;
+    }
+    llvm::sys::fs::createTemporaryFile("dist-opt-link", "log", r.log);
+    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(r.log),
+                                            StringRef(r.log)};
+    SmallVector<StringRef> argv(tool.args.begin(), tool.args.end());
+    bool failedToStart = false;
+    r.info = llvm::sys::ExecuteNoWait(*program, argv, std::nullopt, redirects,
+                                      0, &r.startError, &failedToStart);
+    if (failedToStart) {
+      error = ("cannot " + tool.what + ": " + tool.args[0] +
+               " failed: " + r.startError)
+                  .str();
+      break;
     }
   }
-  llvm::sys::fs::remove(log);
-  if (rc != 0)
-    return module.emitError()
-           << "cannot " << what << ": " << args[0] << " failed"
-           << (firstLine.empty() ? errMsg : ": " + firstLine);
+  // Every started tool is waited for, also after a failure.
+  for (auto [tool, r] : llvm::zip_equal(tools, running)) {
+    if (r.info.Pid == llvm::sys::ProcessInfo::InvalidPid)
+      continue;
+    std::string waitError;
+    llvm::sys::ProcessInfo done =
+        llvm::sys::Wait(r.info, std::nullopt, &waitError);
+    if (done.ReturnCode == 0 || error)
+      continue;
+    std::string line = firstErrorLine(r.log);
+    error = ("cannot " + tool.what + ": " + tool.args[0] + " failed" +
+             (line.empty() ? ": " + waitError : ": " + line))
+                .str();
+  }
+  if (error)
+    return module.emitError() << *error;
   return success();
 }
 } // namespace
@@ -819,10 +902,6 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
   std::string exe = path(o.name), exeTmp = exe + ".tmp";
   std::vector<std::string> exeArgs{o.cc, "-DDIST_MODEL_MAIN", "-o", exeTmp};
   exeArgs.insert(exeArgs.end(), common.begin(), common.end());
-  if (failed(runTool(module, exeArgs, "link the executable"))) {
-    llvm::sys::fs::remove(exeTmp);
-    return failure();
-  }
   // Shared library exporting only <name>_*.
   SmallString<128> vs;
   if (llvm::sys::fs::createTemporaryFile("dist-opt-exports", "map", fd, vs))
@@ -837,7 +916,8 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
       o.cc, "-shared", "-fPIC", "-Wl,--version-script=" + vs.str().str(),
       "-o", libTmp};
   libArgs.insert(libArgs.end(), common.begin(), common.end());
-  if (failed(runTool(module, libArgs, "link the shared library"))) {
+  if (failed(runTools(module, {{exeArgs, "link the executable"},
+                               {libArgs, "link the shared library"}}))) {
     llvm::sys::fs::remove(exeTmp);
     llvm::sys::fs::remove(libTmp);
     return failure();
