@@ -295,25 +295,30 @@ bool codegen(llvm::Module &m, llvm::TargetMachine &tm,
   return true;
 }
 
-/// A module with at least this many instructions (before optimisation) per
-/// available thread is worth splitting (the benchmark models have 3K-30K
-/// in all; DenseNet-121 70K).
-constexpr size_t kMinSplitInstructions = 4000;
+/// Instructions (before optimisation) of a partition worth a thread of its
+/// own: the benchmark models have 1K-4K in all, ViT-B/16 9K, DenseNet-121
+/// 16K (after mergeAndInline).
+constexpr size_t kMinPartInstructions = 2000;
+/// Partitions per thread: SplitModule assigns functions by their names'
+/// hashes, so a few partitions can be far apart in size; more of them, taken
+/// by the threads in turn, even out. DenseNet-121 on two threads, three runs
+/// each: 4.7-5.4 s with two partitions, 4.0-4.5 s with four or six.
+constexpr unsigned kPartsPerThread = 4;
 
-/// Optimises `m` and generates its code in `parts` partitions on as many
-/// threads, and combines their objects into `objPath` (`cc -r`, then the
-/// partitions' hidden symbols made local again with objcopy, so that two
-/// models' objects link into one program as before). Returns false, having
-/// written nothing, when a step fails: the caller then works on one thread.
-/// LLVM's O3 pipeline and its code generation are two thirds of a compile
-/// and work function by function (DenseNet-121, one thread: 1.8 s and
-/// 1.3 s of 5.0 s); what needs the whole module ran before
+/// Optimises `m` and generates its code in `parts` partitions on up to
+/// `threads` threads, and combines their objects into `objPath` (`cc -r`,
+/// then the partitions' hidden symbols made local again with objcopy, so
+/// that two models' objects link into one program as before). Returns
+/// false, having written nothing, when a step fails: the caller then works
+/// on one thread. LLVM's O3 pipeline and its code generation are two thirds
+/// of a compile and work function by function (DenseNet-121, one thread:
+/// 1.8 s and 1.3 s of 5.0 s); what needs the whole module ran before
 /// (mergeAndInline). Upstream's splitCodeGen (llvm/CodeGen/ParallelCG.h) is
 /// gone from LLVM 22, so this is its recipe: SplitModule with local symbols
 /// externalised (hidden), each part through bitcode into a context of its
 /// own.
 bool parallelOptimizeAndCodegen(const llvm::Module &m, unsigned parts,
-                                StringRef objPath) {
+                                unsigned threads, StringRef objPath) {
   // SplitModule externalises local symbols: on a copy, so that a fallback
   // on one thread generates the module as it was.
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
@@ -341,37 +346,40 @@ bool parallelOptimizeAndCodegen(const llvm::Module &m, unsigned parts,
     o = std::string(path);
   }
   std::atomic<bool> ok{true};
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < bitcode.size();) {
+      llvm::LLVMContext ctx;
+      ctx.setDiagnosticHandler(std::make_unique<DropOptimizationFailures>());
+      auto parsed = llvm::parseBitcodeFile(
+          llvm::MemoryBufferRef(StringRef(bitcode[i].data(), bitcode[i].size()),
+                                "part"),
+          ctx);
+      std::string err;
+      auto tm = hostTargetMachine(err);
+      std::error_code ec;
+      llvm::raw_fd_ostream out(objects[i], ec, llvm::sys::fs::OF_None);
+      if (!parsed || !tm || ec) {
+        if (!parsed)
+          llvm::consumeError(parsed.takeError());
+        ok = false;
+        return;
+      }
+      optimize(**parsed, *tm);
+      if (!codegen(**parsed, *tm, out))
+        ok = false;
+      out.flush();
+      if (out.has_error()) {
+        out.clear_error();
+        ok = false;
+      }
+    }
+  };
   {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < bitcode.size(); ++i)
-      threads.emplace_back([&, i] {
-        llvm::LLVMContext ctx;
-        ctx.setDiagnosticHandler(std::make_unique<DropOptimizationFailures>());
-        auto parsed = llvm::parseBitcodeFile(
-            llvm::MemoryBufferRef(StringRef(bitcode[i].data(),
-                                            bitcode[i].size()),
-                                  "part"),
-            ctx);
-        std::string err;
-        auto tm = hostTargetMachine(err);
-        std::error_code ec;
-        llvm::raw_fd_ostream out(objects[i], ec, llvm::sys::fs::OF_None);
-        if (!parsed || !tm || ec) {
-          if (!parsed)
-            llvm::consumeError(parsed.takeError());
-          ok = false;
-          return;
-        }
-        optimize(**parsed, *tm);
-        if (!codegen(**parsed, *tm, out))
-          ok = false;
-        out.flush();
-        if (out.has_error()) {
-          out.clear_error();
-          ok = false;
-        }
-      });
-    for (std::thread &t : threads)
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < std::min<size_t>(threads, bitcode.size()); ++t)
+      workers.emplace_back(work);
+    for (std::thread &t : workers)
       t.join();
   }
   if (!ok)
@@ -408,13 +416,15 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
   mergeAndInline(*llvmModule);
-  // Large modules: one partition per hardware thread, at least
-  // kMinSplitInstructions each. DIST_OPT_CODEGEN_THREADS=N makes it N
-  // partitions whatever the size (1: none).
+  // Large modules: up to kPartsPerThread partitions per hardware thread,
+  // of at least kMinPartInstructions each. DIST_OPT_CODEGEN_THREADS=N makes
+  // it N partitions whatever the size (1: none).
   size_t instructions = llvmModule->getInstructionCount();
-  unsigned parts = static_cast<unsigned>(std::min<size_t>(
-      llvm::hardware_concurrency().compute_thread_count(),
-      instructions / kMinSplitInstructions));
+  unsigned threads = llvm::hardware_concurrency().compute_thread_count();
+  unsigned parts = threads < 2 ? 1
+                               : static_cast<unsigned>(std::min<size_t>(
+                                     size_t(threads) * kPartsPerThread,
+                                     instructions / kMinPartInstructions));
   if (const char *env = std::getenv("DIST_OPT_CODEGEN_THREADS"); env && *env) {
     unsigned forced = 0;
     if (StringRef(env).getAsInteger(10, forced) || forced < 1 || forced > 64)
@@ -424,7 +434,7 @@ LogicalResult dist::emitObjectFile(ModuleOp module, llvm::StringRef name,
       parts = forced;
   }
   if (parts > 1) {
-    if (parallelOptimizeAndCodegen(*llvmModule, parts, objPath))
+    if (parallelOptimizeAndCodegen(*llvmModule, parts, threads, objPath))
       return success();
     module.emitWarning() << "code generation on " << parts
                          << " threads failed (cc -r or objcopy missing?); "
@@ -795,7 +805,7 @@ LogicalResult runTools(ModuleOp module, ArrayRef<Tool> tools) {
     std::string startError;
   };
   SmallVector<Running> running(tools.size());
-  auto removeLogs = llvm::make_scope_exit([&] {
+  llvm::scope_exit removeLogs([&] {
     for (Running &r : running)
       if (!r.log.empty())
         llvm::sys::fs::remove(r.log);
