@@ -867,8 +867,8 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
   SmallString<128> tmpDir;
   if (llvm::sys::fs::createUniqueDirectory("dist-opt-" + o.name, tmpDir))
     return module.emitError("cannot create a temporary directory");
-  auto removeTmp =
-      llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmpDir); });
+  llvm::scope_exit removeTmp(
+      [&] { llvm::sys::fs::remove_directories(tmpDir); });
   auto tmpPath = [&](const Twine &file) {
     SmallString<256> p(tmpDir);
     llvm::sys::path::append(p, file);
@@ -886,7 +886,7 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
   if (llvm::sys::fs::createTemporaryFile("dist-opt-" + o.name, "c", fd, glue))
     return module.emitError("cannot create a temporary file");
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeGlue = llvm::make_scope_exit([&] { llvm::sys::fs::remove(glue); });
+  llvm::scope_exit removeGlue([&] { llvm::sys::fs::remove(glue); });
   if (failed(writeFile(module, glue, glueSource(sig, o))))
     return failure();
 
@@ -917,7 +917,7 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
   if (llvm::sys::fs::createTemporaryFile("dist-opt-exports", "map", fd, vs))
     return module.emitError("cannot create a temporary file");
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeVs = llvm::make_scope_exit([&] { llvm::sys::fs::remove(vs); });
+  llvm::scope_exit removeVs([&] { llvm::sys::fs::remove(vs); });
   if (failed(
           writeFile(module, vs, "{ global: " + o.name + "_*; local: *; };\n")))
     return failure();

@@ -104,7 +104,7 @@ void EmitArtifactsPass::runOnOperation() {
     return signalPassFailure();
   }
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeObj = llvm::make_scope_exit([&] { llvm::sys::fs::remove(obj); });
+  llvm::scope_exit removeObj([&] { llvm::sys::fs::remove(obj); });
   if (failed(emitObjectFile(module, modelName, obj)))
     return signalPassFailure();
   EmitOptions opts;
