@@ -198,7 +198,7 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module, llvm::StringRef name,
 }
 
 /// What must see the whole module before it is split for optimisation
-/// (optimizeAndCodegen): identical functions merged into one, and the
+/// (parallelOptimizeAndCodegen): identical functions merged into one, and the
 /// always-inline ones (an entry inside its C interface, see
 /// dist-add-entry-wrapper) inlined. Outlined loop nests repeat in deep
 /// networks: DenseNet-121's 266 functions are 142 distinct ones (a dense
