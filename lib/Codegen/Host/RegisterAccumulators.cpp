@@ -15,11 +15,13 @@
 // loads and stores, and which loads and stores one memref at the same
 // loop-invariant indices, into a loop that carries the value as an
 // iter_arg: one load before the loop, one store after it (a loop that runs
-// no trip stores back the value it loaded). The loops come from bufferized
-// linalg ops, whose outputs never alias the inputs they read at other
-// indices (one-shot bufferization copies on such a conflict); as a guard,
-// a loop that reads another view of the accumulator's buffer (traced through
-// view-like ops to the allocation or argument) is left alone.
+// no trip stores back the value it loaded). Stores at indices that move
+// with the loop (an output written beside the sum) may stay, when nothing
+// in the loop reads their buffer and it is none of the accumulators'. The loops
+// come from bufferized linalg ops, whose outputs never alias the inputs they
+// read at other indices (one-shot bufferization copies on such a conflict); as
+// a guard, a loop that reads another view of the accumulator's buffer (traced
+// through view-like ops to the allocation or argument) is left alone.
 //
 // An `arith.addf` or `arith.mulf` that combines the carried value becomes
 // `reassoc`, and the loop gets LLVM's vectorize hint: LLVM then sums in
@@ -96,12 +98,20 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
       return {};
   }
   SmallVector<Accumulator> found;
+  SmallVector<memref::StoreOp> streaming;
   for (memref::StoreOp store : stores) {
     Value mem = store.getMemRef();
-    if (!loop.isDefinedOutsideOfLoop(mem) ||
-        !llvm::all_of(store.getIndices(),
-                      [&](Value i) { return loop.isDefinedOutsideOfLoop(i); }))
+    if (!loop.isDefinedOutsideOfLoop(mem))
       return {};
+    // A store at indices that move with the loop writes an output element
+    // by element (a softmax's exponentials beside their sum); checked
+    // below against the accumulators.
+    if (!llvm::all_of(store.getIndices(), [&](Value i) {
+          return loop.isDefinedOutsideOfLoop(i);
+        })) {
+      streaming.push_back(store);
+      continue;
+    }
     memref::LoadOp match;
     for (memref::LoadOp load : loads) {
       if (load.getMemRef() != mem)
@@ -122,6 +132,19 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
         }))
       return {};
     found.push_back({match, store});
+  }
+  // Streaming stores stay in the loop: their buffers must be apart from
+  // every accumulator's, and nothing in the loop may read them.
+  for (memref::StoreOp store : streaming) {
+    Value root = rootBuffer(store.getMemRef());
+    if (llvm::any_of(found,
+                     [&](Accumulator &a) {
+                       return rootBuffer(a.store.getMemRef()) == root;
+                     }) ||
+        llvm::any_of(loads, [&](memref::LoadOp l) {
+          return rootBuffer(l.getMemRef()) == root;
+        }))
+      return {};
   }
   return found;
 }

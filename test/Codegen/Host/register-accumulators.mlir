@@ -202,3 +202,57 @@ func.func @moving_average(%x: memref<64xf32>, %m: memref<1xf32>) {
   }
   return
 }
+
+// -----
+
+// A row sum written beside an output stored element by element (a
+// softmax's exponentials): the sum is carried in a register and the loop
+// marked for the vectoriser; the element stores stay in the loop.
+// CHECK-LABEL: func.func @sum_beside_output(
+// CHECK-SAME: %[[X:.*]]: memref<64x256xf32>, %[[E:.*]]: memref<64x256xf32>, %[[S:.*]]: memref<64xf32>)
+// CHECK: scf.for %[[J:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK: %[[EXP:.*]] = math.exp
+// CHECK-NEXT: %[[ADD:.*]] = arith.addf %[[ACC]], %[[EXP]] fastmath<reassoc>
+// CHECK-NEXT: memref.store %[[EXP]], %[[E]][%{{.*}}, %[[J]]]
+// CHECK-NEXT: scf.yield %[[ADD]]
+// CHECK-NEXT: } {loop_annotation = #[[$ANN]]}
+// CHECK-NEXT: memref.store %{{.*}}, %[[S]]
+
+#id2 = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @sum_beside_output(%x: memref<64x256xf32>, %e: memref<64x256xf32>,
+                             %s: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2, #row],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<64x256xf32>) outs(%e, %s : memref<64x256xf32>, memref<64xf32>) {
+  ^bb0(%a: f32, %old: f32, %acc: f32):
+    %v = math.exp %a : f32
+    %r = arith.addf %acc, %v : f32
+    linalg.yield %v, %r : f32, f32
+  }
+  return
+}
+
+// -----
+
+// An output the loop also reads (here the accumulator's own buffer, another
+// element of it) keeps every access in memory.
+// CHECK-LABEL: func.func @output_read_back(
+// CHECK-NOT: iter_args
+// CHECK: return
+func.func @output_read_back(%x: memref<64x256xf32>, %s: memref<64x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c64 step %c1 {
+    scf.for %j = %c1 to %c256 step %c1 {
+      %acc = memref.load %s[%i, %c0] : memref<64x256xf32>
+      %a = memref.load %x[%i, %j] : memref<64x256xf32>
+      %r = arith.addf %acc, %a : f32
+      memref.store %r, %s[%i, %c0] : memref<64x256xf32>
+      memref.store %r, %s[%i, %j] : memref<64x256xf32>
+    }
+  }
+  return
+}
