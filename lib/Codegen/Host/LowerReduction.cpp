@@ -705,6 +705,34 @@ struct SoftmaxLowering : OpConversionPattern<OpTy> {
                         Value v = convertScalar(b, l, a[0], elem, ct);
                         return sMax(b, l, v, a[1], false);
                       });
+    if (!IsLog && elem == ct) {
+      // exp(x - max) once per element: the pass that sums the
+      // exponentials also writes them (dist-register-accumulators keeps
+      // the sum in a register beside that store), and the last pass
+      // divides them in place.
+      SmallVector<OpFoldResult> kept = n.keptSizes();
+      Value sumInit = filledTensor(rewriter, loc, tensorOf(kept, ct), kept,
+                                   scalarConst(rewriter, loc, ct, 0));
+      Value expInit =
+          emptyTensor(rewriter, loc, tensorOf(n.sizes, ct), n.sizes);
+      SmallVector<Value> es = buildGeneric(
+          rewriter, loc, n.iterators(), ValueRange{x, m}, {id, km},
+          ValueRange{expInit, sumInit}, {id, km},
+          [&](OpBuilder &b, Location l, ValueRange a) {
+            Value d = arith::SubFOp::create(b, l, a[0], a[1]);
+            Value e = mathF<math::ExpOp>(b, l, d);
+            return SmallVector<Value>{e, arith::AddFOp::create(b, l, a[3], e)};
+          });
+      SmallVector<utils::IteratorType> par(n.rank(),
+                                           utils::IteratorType::parallel);
+      Value y = buildGeneric(
+          rewriter, loc, par, ValueRange{es[1]}, {km}, ValueRange{es[0]}, {id},
+          [&](OpBuilder &b, Location l, ValueRange a) {
+            return SmallVector<Value>{arith::DivFOp::create(b, l, a[1], a[0])};
+          })[0];
+      rewriter.replaceOp(op, castTensor(rewriter, loc, y, resTy));
+      return success();
+    }
     Value s = reduce1(rewriter, loc, n, ValueRange{x, m}, {id, km},
                       scalarConst(rewriter, loc, ct, 0),
                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {

@@ -66,18 +66,24 @@ func.func @arg_max(%x: tensor<?x10xf32>) -> tensor<?xi64> {
   return %0 : tensor<?xi64>
 }
 
-// Softmax: max, sum of exp(x - max), then exp(x - max) / sum.
+// Softmax: max, then e = exp(x - max) written while it is summed, then
+// e / sum in place of e: one exponential per element.
 // CHECK-LABEL: func.func @softmax
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction"]
 // CHECK: arith.maximumf
-// CHECK: linalg.generic
+// CHECK: %[[ES:.*]]:2 = linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction"]
-// CHECK: math.exp
+// CHECK: %[[E:.*]] = math.exp
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[E]]
+// CHECK: linalg.yield %[[E]], %[[S]]
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel"]
-// CHECK: math.exp
-// CHECK: arith.divf
+// CHECK-SAME: ins(%[[ES]]#1 : tensor<?xf32>) outs(%[[ES]]#0 : tensor<?x10xf32>)
+// CHECK-NOT: math.exp
+// CHECK: arith.divf %out, %in
+// CHECK-NOT: math.exp
+// CHECK: return
 func.func @softmax(%x: tensor<?x10xf32>) -> tensor<?x10xf32> {
   %0 = dist.softmax %x {axis = -1 : i64} : (tensor<?x10xf32>) -> tensor<?x10xf32>
   return %0 : tensor<?x10xf32>
