@@ -812,8 +812,10 @@ LogicalResult runTools(ModuleOp module, ArrayRef<Tool> tools) {
   });
   std::optional<std::string> error;
   for (auto [tool, r] : llvm::zip_equal(tools, running)) {
+    // findProgramByName takes a name with a slash (CC=/path/to/cc) as it
+    // is, there or not.
     auto program = llvm::sys::findProgramByName(tool.args[0]);
-    if (!program) {
+    if (!program || !llvm::sys::fs::can_execute(*program)) {
       error = ("cannot " + tool.what + ": '" + tool.args[0] +
                "' not found (install gcc or set CC)")
                   .str();
