@@ -17,11 +17,12 @@
 // iter_arg: one load before the loop, one store after it (a loop that runs
 // no trip stores back the value it loaded). Stores at indices that move
 // with the loop (an output written beside the sum) may stay, when nothing
-// in the loop reads their buffer and it is none of the accumulators'. The loops
-// come from bufferized linalg ops, whose outputs never alias the inputs they
-// read at other indices (one-shot bufferization copies on such a conflict); as
-// a guard, a loop that reads another view of the accumulator's buffer (traced
-// through view-like ops to the allocation or argument) is left alone.
+// in the loop reads their buffer and it is none of the accumulators'. The
+// loops come from bufferized linalg ops, whose outputs never alias the
+// inputs they read at other indices (one-shot bufferization copies on such
+// a conflict); as a guard, a loop that reads another view of the
+// accumulator's buffer (traced through view-like ops to the allocation or
+// argument) is left alone.
 //
 // An `arith.addf` or `arith.mulf` that combines the carried value becomes
 // `reassoc`, and the loop gets LLVM's vectorize hint: LLVM then sums in
