@@ -99,6 +99,26 @@ def ApproximateMathPass : Pass<"dist-approximate-math", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::math::MathDialect", "::mlir::arith::ArithDialect"];
 }
 
+def FuseRowsPass : Pass<"dist-fuse-rows", "::mlir::func::FuncOp"> {
+  let summary = "compute a normalisation's passes over blocks of rows in "
+                "one loop";
+  let description = [{
+    Finds all-parallel `linalg.generic` ops that read a row statistic (the
+    result of a reduction over trailing dimensions, directly or through
+    maps over the kept dimensions: a LayerNorm's mean and variance, a
+    softmax's maximum and sum) and tiles each over blocks of rows (about
+    16 KiB per row-wise tensor) with `scf.forall`, fusing into the loop
+    the producers that work row by row: the reductions, the maps between
+    them, their fills and elementwise producers. Each pass over a block
+    then reads it from L1 instead of the whole tensor from L2 or memory. A
+    fused producer with users outside the loop has its whole result
+    yielded by the loop; contractions are never fused.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HoistParallelDimsPass
     : Pass<"dist-hoist-parallel-dims", "::mlir::func::FuncOp"> {
   let summary = "order the parallel loops of a reduction before its "

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -34,6 +35,10 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   // After CSE: the fills that this pass makes of padded tensors must stay
   // one per pad (two merged fills would be copied, see FuseElementwise).
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addPass(createCanonicalizerPass());
+  // A normalisation's passes over blocks of rows in one loop (scf.forall,
+  // a parallel loop once bufferized).
+  pm.addNestedPass<func::FuncOp>(createFuseRowsPass());
   pm.addPass(createCanonicalizerPass());
 
   // Parameter updates of a training step (materialize_in_destination into
@@ -55,6 +60,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   bufferization::BufferDeallocationPipelineOptions deallocOpts;
   bufferization::buildBufferDeallocationPipeline(pm, deallocOpts);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createForallToParallelLoopPass());
   pm.addPass(createContractionsToRuntimePass());
 
   // Parallel dimensions become scf.parallel, whose outermost loops run on
