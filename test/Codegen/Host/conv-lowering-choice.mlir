@@ -39,3 +39,60 @@ func.func @weight_grad(%x: tensor<2x3x10x10xf32>, %dy: tensor<2x8x5x5xf32>) -> t
   %0 = dist.conv_weight_grad %x, %dy {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x3x10x10xf32>, tensor<2x8x5x5xf32>) -> tensor<8x3x3x3xf32>
   return %0 : tensor<8x3x3x3xf32>
 }
+
+// -----
+
+// A dilated 1-D convolution and a strided 3-D one become im2col columns
+// (a gather generic over (n, c, k..., o...)) and one product over
+// [F, C*K...] x [C*K..., O...], whichever kernel is asked for: no loop nest
+// over every tap (dist-contractions-to-runtime hands the product to the
+// runtime's GEMM).
+
+// DIRECT-LABEL: func.func @conv_1d_3d(
+// DIRECT: linalg.generic
+// DIRECT-SAME: ins(%{{.*}} : tensor<1x16x108xf32>) outs(%{{.*}} : tensor<1x16x3x100xf32>)
+// DIRECT: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3]] : tensor<1x16x3x100xf32> into tensor<1x48x100xf32>
+// DIRECT: linalg.generic
+// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// DIRECT-SAME: ins(%{{.*}}, %{{.*}} : tensor<32x48xf32>, tensor<1x48x100xf32>) outs(%{{.*}} : tensor<1x32x100xf32>)
+// DIRECT: linalg.generic
+// DIRECT-SAME: ins(%{{.*}} : tensor<2x4x9x9x9xf32>) outs(%{{.*}} : tensor<2x4x3x3x3x4x4x4xf32>)
+// DIRECT: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3, 4], [5, 6, 7]] : tensor<2x4x3x3x3x4x4x4xf32> into tensor<2x108x64xf32>
+// DIRECT: linalg.generic
+// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// DIRECT-SAME: ins(%{{.*}}, %{{.*}} : tensor<8x108xf32>, tensor<2x108x64xf32>) outs(%{{.*}} : tensor<2x8x64xf32>)
+// DIRECT: tensor.expand_shape
+// DIRECT-NOT: linalg.conv
+// DIRECT: return
+func.func @conv_1d_3d(%x: tensor<1x16x100xf32>, %w: tensor<32x16x3xf32>,
+                      %v: tensor<2x4x9x9x9xf32>, %u: tensor<8x4x3x3x3xf32>)
+    -> (tensor<1x32x100xf32>, tensor<2x8x4x4x4xf32>) {
+  %0 = dist.conv %x, %w {dilations = array<i64: 4>, kernel_shape = array<i64: 3>, pads = array<i64: 8, 0>} : (tensor<1x16x100xf32>, tensor<32x16x3xf32>) -> tensor<1x32x100xf32>
+  %1 = dist.conv %v, %u {kernel_shape = array<i64: 3, 3, 3>, strides = array<i64: 2, 2, 2>} : (tensor<2x4x9x9x9xf32>, tensor<8x4x3x3x3xf32>) -> tensor<2x8x4x4x4xf32>
+  return %0, %1 : tensor<1x32x100xf32>, tensor<2x8x4x4x4xf32>
+}
+
+// -----
+
+// A transposed convolution (one group, f32) is one product, every tap's
+// contribution cols[n, (f, k...), i...] = W^T in (the weight [C, F, 2, 2]
+// read as [C, F*4], transposed), then a col2im generic that sums each
+// output's taps into the bias broadcast: a loop over (n, f, oh, ow, kh,
+// kw) reading cols, no loop over the input channels.
+
+// DIRECT-LABEL: func.func @conv_transpose(
+// DIRECT: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : tensor<16x8x2x2xf32> into tensor<16x32xf32>
+// DIRECT: linalg.generic
+// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// DIRECT-SAME: ins(%{{.*}}, %{{.*}} : tensor<16x32xf32>, tensor<1x16x25xf32>) outs(%{{.*}} : tensor<1x32x25xf32>)
+// DIRECT: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2, 3], [4, 5]]
+// DIRECT-SAME: into tensor<1x8x2x2x5x5xf32>
+// DIRECT: linalg.generic
+// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// DIRECT-SAME: outs(%{{.*}} : tensor<1x8x10x10xf32>)
+// DIRECT: tensor.extract %{{.*}} : tensor<1x8x2x2x5x5xf32>
+// DIRECT: return
+func.func @conv_transpose(%x: tensor<1x16x5x5xf32>, %w: tensor<16x8x2x2xf32>, %b: tensor<8xf32>) -> tensor<1x8x10x10xf32> {
+  %0 = dist.conv_transpose %x, %w bias %b {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x16x5x5xf32>, tensor<16x8x2x2xf32>, tensor<8xf32>) -> tensor<1x8x10x10xf32>
+  return %0 : tensor<1x8x10x10xf32>
+}
