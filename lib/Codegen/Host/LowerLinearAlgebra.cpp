@@ -3,11 +3,14 @@
 //
 // Matrix products become contraction linalg.generic ops with a plain
 // multiply-accumulate body, so that dist-contractions-to-runtime can hand
-// the f32/f64 ones to BLAS after bufferization. 2-D f32/f64 convolutions
-// are rewritten as im2col (an affine gather generic) plus such a
-// contraction; other convolutions are direct generics over expanded group
-// dimensions. ConvTranspose is a direct generic reading the input at
-// (o + pad - k*d) / s.
+// the f32/f64 ones to BLAS after bufferization. 1-D, 2-D and 3-D f32/f64
+// convolutions with one group are rewritten as im2col (an affine gather
+// generic) plus such a contraction (2-D ones may run as the runtime's
+// direct kernel instead); grouped and other-typed convolutions are direct
+// generics over expanded group dimensions. A one-group f32/f64
+// ConvTranspose is one such contraction (every tap's contribution) and a
+// col2im generic that sums each output's taps; others are a direct generic
+// reading the input at (o + pad - k*d) / s.
 //
 //===----------------------------------------------------------------------===//
 
