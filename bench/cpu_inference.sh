@@ -26,7 +26,8 @@
 #
 # ITERATIONS defaults to 100 and WORK_DIR to /tmp/dist-bench. Environment:
 # DIST_OPT (default build/bin/dist-opt), THREADS (default "1 2"), ROUNDS
-# (default 3), MODELS
+# (default 3), WARMUP (onnxruntime's warm-up runs per round, default 10;
+# the executables always make 3), MODELS
 # (default "mlp gpt resnet dlrm"). Installs onnxruntime-node into
 # bench/node_modules (the version bench/package.json pins) when it is missing.
 # Exits with 0 if every model compiled, ran and matched onnxruntime, 1 if not
@@ -40,7 +41,7 @@ py=/usr/bin/python3
 dist_opt=${DIST_OPT:-$root/build/bin/dist-opt}
 read -ra threads <<<"${THREADS:-1 2}"
 read -ra models <<<"${MODELS:-mlp gpt resnet dlrm}"
-warmup=10
+warmup=${WARMUP:-10}
 step_timeout=600
 rounds=${ROUNDS:-3}
 
@@ -50,6 +51,7 @@ die() {
 }
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, not '$iters'"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$rounds'"
+[[ $warmup =~ ^[0-9]+$ ]] || die "WARMUP must be a count, not '$warmup'"
 per_round=$(((iters + rounds - 1) / rounds))
 command -v node >/dev/null || die "node is missing (apt-get install nodejs npm)"
 mkdir -p "$work" || die "cannot create $work"

@@ -25,6 +25,24 @@
 #                          mask, vocabulary 30522), ids[1|8,128] int64 and
 #                          mask[1|8,128] f32
 #
+# and the convolutional networks of bench/zoo.sh (issue 33), each at batch 1
+# and, with the suffix _b8, at batch 8:
+#
+#   resnet50, mobilenet_v2, efficientnet_b0, densenet121, convnext_tiny,
+#   shufflenet_v2, regnet_y_400mf
+#                          torchvision's ImageNet networks (residual,
+#                          depthwise-separable with squeeze-excitation,
+#                          dense concatenation, 7x7 depthwise, channel
+#                          shuffle, grouped), image[B,3,224,224]
+#   tcn1d                  a temporal network written here: causal 1-D
+#                          convolutions of kernel 3 dilated 1 to 16 with
+#                          residuals, x[B,64,2048]
+#   unet                   an encoder-decoder written here: strided 3x3
+#                          convolutions down, ConvTranspose 2x2 up, skip
+#                          concatenations, image[B,3,128,128]
+#   video3d                a 3-D convolutional network written here (3x3x3
+#                          convolutions, 3-D max pooling), clip[B,3,8,64,64]
+#
 # For each model it writes DIR/models/<model>.onnx, its inputs as
 # DIR/inputs/<model>/<input>.npy (with scripts/make_model_inputs.py; ids are
 # in range for every embedding table) and PyTorch's outputs on them as
@@ -52,6 +70,11 @@ import torch  # noqa: E402
 OPSET = 17
 MODELS = ("mlp", "gpt", "resnet", "dlrm")
 TRANSFORMERS = ("vit_b16", "vit_b16_b8", "bert_base", "bert_base_b8")
+TORCHVISION_CNNS = ("resnet50", "mobilenet_v2", "efficientnet_b0",
+                    "densenet121", "convnext_tiny", "shufflenet_v2",
+                    "regnet_y_400mf")
+OWN_CNNS = ("tcn1d", "unet", "video3d")
+CNNS = tuple(n + s for n in TORCHVISION_CNNS + OWN_CNNS for s in ("", "_b8"))
 GPT_VOCAB = 1024
 GPT_SEQ = 64
 DLRM_TABLES = (100000, 50000, 20000, 10000, 5000, 2000, 1000, 500)
@@ -129,6 +152,75 @@ class BertEncoder(torch.nn.Module):
         return x, torch.tanh(self.pool(x[:, 0]))
 
 
+class TemporalNet(torch.nn.Module):
+    """Causal dilated 1-D convolutions with residuals (a TCN/WaveNet-style
+    stack) and a per-step linear head."""
+
+    def __init__(self, channels=64, dilations=(1, 2, 4, 8, 16)):
+        super().__init__()
+        nn = torch.nn
+        self.dilations = dilations
+        self.convs = nn.ModuleList(
+            nn.Conv1d(channels, channels, 3, dilation=d) for d in dilations)
+        self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in dilations)
+        self.head = nn.Conv1d(channels, 16, 1)
+
+    def forward(self, x):
+        for d, conv, norm in zip(self.dilations, self.convs, self.norms):
+            # Left padding keeps the convolution causal.
+            y = conv(torch.nn.functional.pad(x, (2 * d, 0)))
+            x = x + torch.relu(norm(y))
+        return self.head(x)
+
+
+class EncoderDecoder(torch.nn.Module):
+    """A small U-Net: strided convolutions down, ConvTranspose up, skip
+    concatenations."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+
+        def block(cin, cout, stride=1):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1),
+                                 nn.BatchNorm2d(cout), nn.ReLU())
+        self.enc1 = block(3, 32)
+        self.enc2 = block(32, 64, 2)
+        self.enc3 = block(64, 128, 2)
+        self.up2 = nn.ConvTranspose2d(128, 64, 2, stride=2)
+        self.dec2 = block(128, 64)
+        self.up1 = nn.ConvTranspose2d(64, 32, 2, stride=2)
+        self.dec1 = block(64, 32)
+        self.out = nn.Conv2d(32, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(e1)
+        e3 = self.enc3(e2)
+        d2 = self.dec2(torch.cat([self.up2(e3), e2], 1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
+        return self.out(d1)
+
+
+class VideoNet(torch.nn.Module):
+    """3x3x3 convolutions and 3-D max pooling over short clips."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.features = nn.Sequential(
+            nn.Conv3d(3, 32, 3, padding=1), nn.BatchNorm3d(32), nn.ReLU(),
+            nn.MaxPool3d((1, 2, 2)),
+            nn.Conv3d(32, 64, 3, padding=1), nn.BatchNorm3d(64), nn.ReLU(),
+            nn.MaxPool3d(2),
+            nn.Conv3d(64, 128, 3, padding=1), nn.BatchNorm3d(128), nn.ReLU(),
+            nn.AdaptiveAvgPool3d(1))
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
 def make_bench_model(name):
     """Returns (module, input shapes, input names, output names, batch,
     the bound of integer inputs)."""
@@ -167,6 +259,22 @@ def make_bench_model(name):
         em.randomize_norms(model)
         return (model, [(batch, BERT_SEQ), (batch, BERT_SEQ)], ["ids", "mask"],
                 ["hidden", "pooled"], batch, BERT_VOCAB)
+    if name in CNNS:
+        batch = 8 if name.endswith("_b8") else 1
+        base = name[:-3] if name.endswith("_b8") else name
+        if base == "tcn1d":
+            model, shape, inp = TemporalNet(), (batch, 64, 2048), "x"
+        elif base == "unet":
+            model, shape, inp = EncoderDecoder(), (batch, 3, 128, 128), "image"
+        elif base == "video3d":
+            model, shape, inp = VideoNet(), (batch, 3, 8, 64, 64), "clip"
+        else:
+            import torchvision
+            ctor = {"shufflenet_v2": "shufflenet_v2_x1_0"}.get(base, base)
+            model = getattr(torchvision.models, ctor)()
+            shape, inp = (batch, 3, 224, 224), "image"
+        em.randomize_norms(model)
+        return model, [shape], [inp], ["out"], batch, None
     raise ValueError("unknown model %s" % name)
 
 
@@ -200,7 +308,7 @@ def main():
         description="Export the CPU benchmark models, their inputs and "
         "PyTorch's outputs.")
     p.add_argument("--out", required=True, help="work directory")
-    p.add_argument("--model", nargs="+", choices=MODELS + TRANSFORMERS,
+    p.add_argument("--model", nargs="+", choices=MODELS + TRANSFORMERS + CNNS,
                    default=list(MODELS))
     a = p.parse_args()
 

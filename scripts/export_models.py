@@ -227,10 +227,10 @@ def randomize_norms(model):
     that no norm is an identity and no two share a value."""
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
+            if isinstance(m, (nn.LayerNorm, nn.modules.batchnorm._BatchNorm)):
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.1, 0.1)
-            if isinstance(m, nn.BatchNorm2d):
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
                 m.running_mean.uniform_(-0.1, 0.1)
                 m.running_var.uniform_(0.5, 1.5)
 
