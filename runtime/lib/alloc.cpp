@@ -210,6 +210,62 @@ void copyRowAnySize(size_t elemSize, const char *src, int64_t srcStride,
   }
 }
 
+/// Contiguous rows at least this long, and copies at least this large in
+/// all, are spread over the runtime's threads (one memcpy per row): a
+/// batch-8 DenseNet-121's concatenation slices ran 3-6% slower at two
+/// threads on one than as parallel loops.
+constexpr size_t kSpreadRowBytes = 4096;
+constexpr size_t kSpreadTotalBytes = 256 * 1024;
+
+struct RowCopy {
+  size_t rowBytes;
+  uint32_t outer;
+  const int64_t *sizes;
+  const char *src;
+  const int64_t *srcStrides;
+  char *dst;
+  const int64_t *dstStrides;
+  size_t elemSize;
+
+  static void run(void *ctx, int64_t begin, int64_t end) {
+    const auto *c = static_cast<const RowCopy *>(ctx);
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t rest = row, srcOff = 0, dstOff = 0;
+      for (uint32_t d = c->outer; d-- > 0;) {
+        int64_t i = rest % c->sizes[d];
+        rest /= c->sizes[d];
+        srcOff += i * c->srcStrides[d];
+        dstOff += i * c->dstStrides[d];
+      }
+      std::memcpy(c->dst + dstOff * static_cast<int64_t>(c->elemSize),
+                  c->src + srcOff * static_cast<int64_t>(c->elemSize),
+                  c->rowBytes);
+    }
+  }
+};
+
+/// Copies the rows of a view whose innermost dimension is contiguous on
+/// both sides on the runtime's threads when they are long and many (see
+/// kSpreadRowBytes); false (nothing done) otherwise.
+bool spreadRows(size_t elemSize, uint32_t rank, const int64_t *sizes,
+                const char *src, const int64_t *srcStrides, char *dst,
+                const int64_t *dstStrides) {
+  if (rank < 2 || srcStrides[rank - 1] != 1 || dstStrides[rank - 1] != 1)
+    return false;
+  size_t rowBytes = static_cast<size_t>(sizes[rank - 1]) * elemSize;
+  int64_t rows = 1;
+  for (uint32_t d = 0; d + 1 < rank; ++d)
+    rows *= sizes[d];
+  if (rowBytes < kSpreadRowBytes || rows < 2 ||
+      rowBytes * static_cast<size_t>(rows) < kSpreadTotalBytes ||
+      dist_rt_get_num_threads() < 2)
+    return false;
+  RowCopy copy{rowBytes,   rank - 1, sizes,      src,
+               srcStrides, dst,      dstStrides, elemSize};
+  dist_rt_parallel_for(rows, &RowCopy::run, &copy);
+  return true;
+}
+
 /// The fixed part of an MLIR ranked memref descriptor; `rank` sizes and
 /// `rank` strides follow it.
 struct RankedDescriptorHeader {
@@ -258,6 +314,36 @@ void dist_rt::copyStrided(size_t elemSize, uint32_t rank, const int64_t *sizes,
     std::memcpy(dst, src, static_cast<size_t>(total) * elemSize);
     return;
   }
+
+  // Trailing dimensions laid out contiguously on both sides are one row:
+  // a batch's channel slice of an NCHW concatenation ([N, Cs, H, W] within
+  // [N, C, H, W]) is N memcpy calls of Cs*H*W elements, not N*Cs*H of W.
+  int64_t mergedSizes[16], mergedSrc[16], mergedDst[16];
+  if (rank <= 16) {
+    uint32_t r = rank;
+    for (uint32_t d = 0; d < rank; ++d) {
+      mergedSizes[d] = sizes[d];
+      mergedSrc[d] = srcStrides[d];
+      mergedDst[d] = dstStrides[d];
+    }
+    while (r > 1 && mergedSrc[r - 1] == 1 && mergedDst[r - 1] == 1 &&
+           mergedSrc[r - 2] == mergedSizes[r - 1] &&
+           mergedDst[r - 2] == mergedSizes[r - 1]) {
+      mergedSizes[r - 2] *= mergedSizes[r - 1];
+      mergedSrc[r - 2] = 1;
+      mergedDst[r - 2] = 1;
+      --r;
+    }
+    if (r < rank) {
+      rank = r;
+      sizes = mergedSizes;
+      srcStrides = mergedSrc;
+      dstStrides = mergedDst;
+    }
+  }
+
+  if (spreadRows(elemSize, rank, sizes, src, srcStrides, dst, dstStrides))
+    return;
 
   // Walk all but the innermost dimension with an odometer; copy one
   // innermost row per step. Offsets are kept in bytes.

@@ -266,6 +266,61 @@ TEST(MemrefCopyTest, StridedSourceAndTargetWithOffsets) {
   EXPECT_EQ(target, expected);
 }
 
+TEST(MemrefCopyTest, ChannelSliceOfABatch) {
+  // A contiguous [2, 3, 2, 2] into channels 1..3 of a [2, 5, 2, 2] target
+  // (a batch-2 concatenation's slice: the trailing three dims are one row
+  // per image), and a [2, 3, 2] into columns 0..1 of a [2, 3, 3] target
+  // (rows with a gap after each: nothing to merge past the innermost dim).
+  std::vector<float> source(24), target(40, -1.f);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<float>(i);
+  std::vector<int64_t> src =
+      memrefWords(nullptr, source.data(), 0, {2, 3, 2, 2}, {12, 4, 2, 1});
+  std::vector<int64_t> dst =
+      memrefWords(nullptr, target.data(), 4, {2, 3, 2, 2}, {20, 4, 2, 1});
+  copyMemref(sizeof(float), src, dst, 4);
+  std::vector<float> expected(40, -1.f);
+  for (int n = 0; n < 2; ++n)
+    for (int r = 0; r < 12; ++r)
+      expected[4 + n * 20 + r] = source[n * 12 + r];
+  EXPECT_EQ(target, expected);
+
+  std::vector<float> narrow(12), wide(18, -1.f);
+  for (size_t i = 0; i < narrow.size(); ++i)
+    narrow[i] = static_cast<float>(i) + 0.5f;
+  std::vector<int64_t> nsrc =
+      memrefWords(nullptr, narrow.data(), 0, {2, 3, 2}, {6, 2, 1});
+  std::vector<int64_t> wdst =
+      memrefWords(nullptr, wide.data(), 0, {2, 3, 2}, {9, 3, 1});
+  copyMemref(sizeof(float), nsrc, wdst, 3);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 3; ++j)
+      EXPECT_EQ(wide[i * 3 + j], j < 2 ? narrow[i * 2 + j] : -1.f)
+          << i << "," << j;
+}
+
+TEST(MemrefCopyTest, LongRowsOnTwoThreads) {
+  // 16 rows of 8,192 floats (32 KiB each, 512 KiB in all) into every other
+  // row of a target: spread over the runtime's threads, row by row.
+  int32_t saved = dist_rt_get_num_threads();
+  dist_rt_set_num_threads(2);
+  const int64_t rows = 16, cols = 8192;
+  std::vector<float> source(rows * cols), target(2 * rows * cols, -1.f);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<float>(i % 100003);
+  std::vector<int64_t> src =
+      memrefWords(nullptr, source.data(), 0, {4, 4, cols}, {4 * cols, cols, 1});
+  std::vector<int64_t> dst = memrefWords(nullptr, target.data(), cols,
+                                         {4, 4, cols}, {8 * cols, 2 * cols, 1});
+  copyMemref(sizeof(float), src, dst, 3);
+  dist_rt_set_num_threads(saved);
+  for (int64_t r = 0; r < 2 * rows; ++r)
+    for (int64_t j = 0; j < cols; j += 511) {
+      float expected = r % 2 ? source[(r / 2) * cols + j] : -1.f;
+      ASSERT_EQ(target[r * cols + j], expected) << r << "," << j;
+    }
+}
+
 TEST(MemrefCopyTest, BroadcastSourceRank3) {
   // A zero stride repeats the source along that dimension.
   std::vector<uint8_t> source = {1, 2, 3, 4, 5, 6};

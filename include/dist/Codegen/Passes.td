@@ -150,7 +150,10 @@ def StridedCopiesToLoopsPass
     interior of a padded buffer, an inserted slice) becomes `linalg.copy`,
     which lowers to parallel loops with a vectorised innermost row instead
     of the runtime's row-by-row memcpy walk on one thread. Copies between
-    identity-layout buffers stay `memref.copy` (one memcpy).
+    identity-layout buffers stay `memref.copy` (one memcpy), and so do
+    copies between contiguous views and copies whose rows (the trailing
+    dimensions contiguous on both sides) are at least 4 KiB: one memcpy
+    per row (a batch's concatenation slices).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

@@ -48,15 +48,35 @@ func.func @whole(%a: memref<64x512xf32>, %b: memref<64x512xf32>, %c: memref<?x51
 
 // A batch-1 concatenation's channel slice is contiguous (an offset, no
 // gaps): the copy into it stays memref.copy, which lowers to one memcpy.
-// A slice of a batch of 2 has a gap between its images: loops.
+// A slice of a batch of 2 has a gap between its images, but each image's
+// part is one contiguous row of 25 KiB: that copy stays memref.copy too
+// (one memcpy per image, see @long_rows).
 // CHECK-LABEL: func.func @contiguous_slice(
 // CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x32x14x14xf32> to memref<1x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
-// CHECK: linalg.copy ins(%{{.*}} : memref<2x32x14x14xf32>) outs(%{{.*}} : memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>)
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<2x32x14x14xf32> to memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
 // CHECK-NOT: linalg.copy
 func.func @contiguous_slice(%x: memref<1x32x14x14xf32>, %cat: memref<1x256x14x14xf32>, %x2: memref<2x32x14x14xf32>, %cat2: memref<2x256x14x14xf32>) {
   %v = memref.subview %cat[0, 64, 0, 0] [1, 32, 14, 14] [1, 1, 1, 1] : memref<1x256x14x14xf32> to memref<1x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
   memref.copy %x, %v : memref<1x32x14x14xf32> to memref<1x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
   %w = memref.subview %cat2[0, 64, 0, 0] [2, 32, 14, 14] [1, 1, 1, 1] : memref<2x256x14x14xf32> to memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
   memref.copy %x2, %w : memref<2x32x14x14xf32> to memref<2x32x14x14xf32, strided<[50176, 196, 14, 1], offset: 12544>>
+  return
+}
+
+// -----
+
+// A batch-8 concatenation's channel slice: rows of 32 x 7 x 7 floats
+// (6,272 bytes) contiguous on both sides, 8 of them. The copy stays
+// memref.copy (the runtime copies each row with one memcpy); rows of 7 x 7
+// floats (one channel) become linalg.copy.
+// CHECK-LABEL: func.func @long_rows(
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<8x32x7x7xf32> to memref<8x32x7x7xf32, strided<[3136, 49, 7, 1], offset: 1568>>
+// CHECK: linalg.copy ins(%{{.*}} : memref<8x1x7x7xf32>)
+// CHECK-NOT: memref.copy
+func.func @long_rows(%x: memref<8x32x7x7xf32>, %c: memref<8x64x7x7xf32>, %y: memref<8x1x7x7xf32>) {
+  %v = memref.subview %c[0, 32, 0, 0] [8, 32, 7, 7] [1, 1, 1, 1] : memref<8x64x7x7xf32> to memref<8x32x7x7xf32, strided<[3136, 49, 7, 1], offset: 1568>>
+  memref.copy %x, %v : memref<8x32x7x7xf32> to memref<8x32x7x7xf32, strided<[3136, 49, 7, 1], offset: 1568>>
+  %w = memref.subview %c[0, 5, 0, 0] [8, 1, 7, 7] [1, 1, 1, 1] : memref<8x64x7x7xf32> to memref<8x1x7x7xf32, strided<[3136, 49, 7, 1], offset: 245>>
+  memref.copy %y, %w : memref<8x1x7x7xf32> to memref<8x1x7x7xf32, strided<[3136, 49, 7, 1], offset: 245>>
   return
 }
