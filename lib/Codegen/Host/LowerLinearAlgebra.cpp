@@ -756,6 +756,36 @@ struct ConvWeightGradLowering : OpConversionPattern<dist::ConvWeightGradOp> {
   }
 };
 
+/// The input position a transposed convolution's output `o` reads through
+/// tap `k` along spatial dim `i`: q = (o + pad - k*d) / s when that divides
+/// and lies in [0, I). Returns q (0 where out of range) and ands its
+/// validity into `valid`.
+Value transposedSource(OpBuilder &b, Location l, Value o, Value k,
+                       const ConvGeometry &geo, int64_t i, Value &valid) {
+  Value zeroI = arith::ConstantIndexOp::create(b, l, 0);
+  Value t = arith::SubIOp::create(
+      b, l,
+      arith::AddIOp::create(
+          b, l, o, arith::ConstantIndexOp::create(b, l, geo.padBegin[i])),
+      arith::MulIOp::create(
+          b, l, k, arith::ConstantIndexOp::create(b, l, geo.dilations[i])));
+  Value sV = arith::ConstantIndexOp::create(b, l, geo.strides[i]);
+  Value nonNeg =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, zeroI);
+  Value tc = arith::SelectOp::create(b, l, nonNeg, t, zeroI);
+  Value q = arith::DivUIOp::create(b, l, tc, sV);
+  Value r = arith::RemUIOp::create(b, l, tc, sV);
+  Value divisible =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, r, zeroI);
+  Value inRange =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, q,
+                            arith::ConstantIndexOp::create(b, l, geo.in[i]));
+  valid = arith::AndIOp::create(b, l, valid, nonNeg);
+  valid = arith::AndIOp::create(b, l, valid, divisible);
+  valid = arith::AndIOp::create(b, l, valid, inRange);
+  return arith::SelectOp::create(b, l, inRange, q, zeroI);
+}
+
 struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -845,39 +875,16 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
           Value grp = arith::DivUIOp::create(b, l, oc, fgV);
           Value f = arith::RemUIOp::create(b, l, oc, fgV);
           Value ic = arith::AddIOp::create(
-              b, l, arith::MulIOp::create(
-                        b, l, grp, arith::ConstantIndexOp::create(b, l, Cg)),
+              b, l,
+              arith::MulIOp::create(b, l, grp,
+                                    arith::ConstantIndexOp::create(b, l, Cg)),
               c);
-          Value zeroI = arith::ConstantIndexOp::create(b, l, 0);
           Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
           SmallVector<Value> inIdx{n, ic}, wIdx{ic, f};
           for (int64_t i = 0; i < s; ++i) {
             Value o = linalg::IndexOp::create(b, l, 2 + i);
             Value k = linalg::IndexOp::create(b, l, 3 + s + i);
-            // t = o + pad - k*d; valid if t >= 0, t % s == 0, t/s < I.
-            Value t = arith::SubIOp::create(
-                b, l,
-                arith::AddIOp::create(
-                    b, l, o,
-                    arith::ConstantIndexOp::create(b, l, geo->padBegin[i])),
-                arith::MulIOp::create(
-                    b, l, k,
-                    arith::ConstantIndexOp::create(b, l, geo->dilations[i])));
-            Value sV = arith::ConstantIndexOp::create(b, l, geo->strides[i]);
-            Value nonNeg =
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, zeroI);
-            Value tc = arith::SelectOp::create(b, l, nonNeg, t, zeroI);
-            Value q = arith::DivUIOp::create(b, l, tc, sV);
-            Value r = arith::RemUIOp::create(b, l, tc, sV);
-            Value divisible =
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, r, zeroI);
-            Value inRange = arith::CmpIOp::create(
-                b, l, arith::CmpIPredicate::slt, q,
-                arith::ConstantIndexOp::create(b, l, geo->in[i]));
-            valid = arith::AndIOp::create(b, l, valid, nonNeg);
-            valid = arith::AndIOp::create(b, l, valid, divisible);
-            valid = arith::AndIOp::create(b, l, valid, inRange);
-            inIdx.push_back(arith::SelectOp::create(b, l, inRange, q, zeroI));
+            inIdx.push_back(transposedSource(b, l, o, k, *geo, i, valid));
             wIdx.push_back(k);
           }
           Value x = tensor::ExtractOp::create(b, l, input, inIdx);
@@ -977,7 +984,6 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
                                       AffineMap::get(loops, 0, oE, ctx)},
                iters,
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 Value zeroI = arith::ConstantIndexOp::create(nb, l, 0);
                  Value valid = arith::ConstantIntOp::create(nb, l, 1, 1);
                  SmallVector<Value> idx{linalg::IndexOp::create(nb, l, 0),
                                         linalg::IndexOp::create(nb, l, 1)};
@@ -986,33 +992,7 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
                    Value o = linalg::IndexOp::create(nb, l, 2 + i);
                    Value k = linalg::IndexOp::create(nb, l, 2 + s + i);
                    idx.push_back(k);
-                   // t = o + pad - k*d; valid if t >= 0, t % s == 0 and
-                   // t / s < I.
-                   Value t = arith::SubIOp::create(
-                       nb, l,
-                       arith::AddIOp::create(nb, l, o,
-                                             arith::ConstantIndexOp::create(
-                                                 nb, l, geo.padBegin[i])),
-                       arith::MulIOp::create(nb, l, k,
-                                             arith::ConstantIndexOp::create(
-                                                 nb, l, geo.dilations[i])));
-                   Value sV =
-                       arith::ConstantIndexOp::create(nb, l, geo.strides[i]);
-                   Value nonNeg = arith::CmpIOp::create(
-                       nb, l, arith::CmpIPredicate::sge, t, zeroI);
-                   Value tc = arith::SelectOp::create(nb, l, nonNeg, t, zeroI);
-                   Value q = arith::DivUIOp::create(nb, l, tc, sV);
-                   Value r = arith::RemUIOp::create(nb, l, tc, sV);
-                   Value divisible = arith::CmpIOp::create(
-                       nb, l, arith::CmpIPredicate::eq, r, zeroI);
-                   Value inRange = arith::CmpIOp::create(
-                       nb, l, arith::CmpIPredicate::slt, q,
-                       arith::ConstantIndexOp::create(nb, l, geo.in[i]));
-                   valid = arith::AndIOp::create(nb, l, valid, nonNeg);
-                   valid = arith::AndIOp::create(nb, l, valid, divisible);
-                   valid = arith::AndIOp::create(nb, l, valid, inRange);
-                   qs.push_back(
-                       arith::SelectOp::create(nb, l, inRange, q, zeroI));
+                   qs.push_back(transposedSource(nb, l, o, k, geo, i, valid));
                  }
                  idx.append(qs);
                  Value v = tensor::ExtractOp::create(nb, l, cols, idx);
