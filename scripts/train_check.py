@@ -25,6 +25,10 @@ Models (the classes come from scripts/export_models.py where it has them):
           Linear; image[8,3,16,16] float32, cross_entropy over logits [8,10];
           BatchNorm uses batch statistics and updates its running statistics
           (PyTorch train() mode, momentum 0.1)
+  conv_kinds
+          a dilated Conv1d, a stride-2 ConvTranspose1d and a Conv3d (the
+          signal viewed as [8,8,4,4,4]), mean, Linear; signal[8,4,32]
+          float32, cross_entropy over logits [8,10]
 
 The data set has 5 batches (numpy RandomState, see DATA_SEED); step i uses batch
 i mod 5, in file order, as the runtime does without --shuffle.
@@ -118,7 +122,7 @@ import export_models  # noqa: E402
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DIST_OPT = os.path.join(REPO_ROOT, "build", "bin", "dist-opt")
 
-MODELS = ("mlp", "gpt", "cnn_bn")
+MODELS = ("mlp", "gpt", "cnn_bn", "conv_kinds")
 # Models exported as exporters write them for deployment (dp_check.py):
 # a dynamic batch axis, Gemm with scales and either transposition, tied
 # weights. train_check.py runs them too.
@@ -166,6 +170,26 @@ class SmallCNN(nn.Module):
 
     def forward(self, image):
         return self.fc(torch.flatten(self.features(image), 1))
+
+
+class ConvKinds(nn.Module):
+    """signal[B,4,32] -> logits[B,10] through a dilated Conv1d, a strided
+    ConvTranspose1d and a Conv3d (the signal viewed as [B,8,4,4,4]): the
+    convolutions that run as im2col columns and one product (1-D, 3-D) or
+    as one product and col2im (transposed)."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv1d(4, 8, 3, dilation=2, padding=2)
+        self.up = nn.ConvTranspose1d(8, 8, 2, stride=2)
+        self.conv3 = nn.Conv3d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8, num_classes)
+
+    def forward(self, signal):
+        x = torch.relu(self.conv1(signal))           # [B, 8, 32]
+        x = torch.relu(self.up(x))                   # [B, 8, 64]
+        x = torch.relu(self.conv3(x.reshape(-1, 8, 4, 4, 4)))
+        return self.fc(x.mean(dim=(2, 3, 4)))
 
 
 class AddmmMLP(nn.Module):
@@ -311,6 +335,12 @@ def make_spec(name):
         x = rs.randn(n, 3, 16, 16).astype(np.float32)
         y = rs.randint(0, 10, size=n).astype(np.int64)
         return Spec(name, module, "image", batch, x, y, 10)
+    if name == "conv_kinds":
+        batch = 8
+        n = batch * STEPS_PER_EPOCH
+        x = rs.randn(n, 4, 32).astype(np.float32)
+        y = rs.randint(0, 10, size=n).astype(np.int64)
+        return Spec(name, ConvKinds(), "signal", batch, x, y, 10)
     if name == "mlp_dyn":
         # nn.Sequential of nn.Linear (Gemm, transB=1), batch axis dynamic.
         batch = 16
