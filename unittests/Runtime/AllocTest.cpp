@@ -299,6 +299,24 @@ TEST(MemrefCopyTest, ChannelSliceOfABatch) {
           << i << "," << j;
 }
 
+TEST(MemrefCopyTest, UnitDimensionsWithAnyStride) {
+  // [2, 1, 3, 4] whose extent-1 dim has a stride that addresses nothing,
+  // into rows 0 and 2 of a [4, 12] target.
+  std::vector<float> source(24), target(48, -1.f);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = static_cast<float>(i) * 2.f;
+  std::vector<int64_t> src =
+      memrefWords(nullptr, source.data(), 0, {2, 1, 3, 4}, {12, 999, 4, 1});
+  std::vector<int64_t> dst =
+      memrefWords(nullptr, target.data(), 0, {2, 1, 3, 4}, {24, 7, 4, 1});
+  copyMemref(sizeof(float), src, dst, 4);
+  std::vector<float> expected(48, -1.f);
+  for (int n = 0; n < 2; ++n)
+    for (int r = 0; r < 12; ++r)
+      expected[n * 24 + r] = source[n * 12 + r];
+  EXPECT_EQ(target, expected);
+}
+
 TEST(MemrefCopyTest, LongRowsOnTwoThreads) {
   // 16 rows of 8,192 floats (32 KiB each, 512 KiB in all) into every other
   // row of a target: spread over the runtime's threads, row by row.

@@ -345,11 +345,15 @@ struct FuseRowsPass : public dist::impl::FuseRowsPassBase<FuseRowsPass> {
     scf::SCFTileAndFuseOptions options;
     options.setTilingOptions(tiling);
     llvm::SmallPtrSet<Operation *, 8> fused;
+    llvm::SmallPtrSet<Operation *, 16> kernel = kernelOf(op);
     options.setFusionControlFn(
         [&](tensor::ExtractSliceOp slice, OpResult producer, bool)
             -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
           Operation *p = producer.getOwner();
-          if (!mayJoin(p))
+          // A block that reads the whole of a producer (a statistic over
+          // the rows, a scaled weight vector) would compute all of it once
+          // per block: it stays outside.
+          if (!mayJoin(p) || isWhole(slice))
             return std::nullopt;
           // A producer that two fused ops read is fused for each (the copies
           // compute the same block; CSE merges them). Users outside the
@@ -359,7 +363,7 @@ struct FuseRowsPass : public dist::impl::FuseRowsPassBase<FuseRowsPass> {
           bool outside = false;
           Operation *loop = slice->getParentOfType<scf::ForallOp>();
           for (Operation *u : p->getUsers()) {
-            if (isInKernel(u, op) || (loop && loop->isAncestor(u)))
+            if (kernel.contains(u) || (loop && loop->isAncestor(u)))
               continue;
             if (u->getBlock() != op->getBlock() || !op->isBeforeInBlock(u))
               return std::nullopt;
@@ -403,25 +407,38 @@ struct FuseRowsPass : public dist::impl::FuseRowsPassBase<FuseRowsPass> {
     return loop;
   }
 
-  /// Whether `user` is part of the row kernel of `consumer`: the consumer
-  /// itself or one of its transitive linalg producers that may join.
-  static bool isInKernel(Operation *user, Operation *consumer) {
-    if (user == consumer)
-      return true;
+  /// The row kernel of `consumer`: it and its transitive linalg producers
+  /// that may join.
+  static llvm::SmallPtrSet<Operation *, 16> kernelOf(Operation *consumer) {
+    llvm::SmallPtrSet<Operation *, 16> kernel{consumer};
     SmallVector<Operation *> work{consumer};
-    llvm::SmallPtrSet<Operation *, 16> seen;
     while (!work.empty()) {
       Operation *cur = work.pop_back_val();
       for (Value v : cur->getOperands()) {
         Operation *def = v.getDefiningOp();
-        if (!def || !mayJoin(def) || !seen.insert(def).second)
-          continue;
-        if (def == user)
-          return true;
-        work.push_back(def);
+        if (def && mayJoin(def) && kernel.insert(def).second)
+          work.push_back(def);
       }
     }
-    return false;
+    return kernel;
+  }
+
+  /// Whether `slice` takes all of its source (zero offsets, full static
+  /// sizes, unit strides): a block that does not depend on the loop.
+  static bool isWhole(tensor::ExtractSliceOp slice) {
+    auto source = slice.getSourceType();
+    if (!source.hasStaticShape())
+      return false;
+    for (auto [offset, size, stride, dim] :
+         llvm::zip_equal(slice.getMixedOffsets(), slice.getMixedSizes(),
+                         slice.getMixedStrides(), source.getShape())) {
+      std::optional<int64_t> o = getConstantIntValue(offset),
+                             n = getConstantIntValue(size),
+                             st = getConstantIntValue(stride);
+      if (!o || !n || !st || *o != 0 || *n != dim || *st != 1)
+        return false;
+    }
+    return true;
   }
 };
 

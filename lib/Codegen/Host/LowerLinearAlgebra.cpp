@@ -433,6 +433,8 @@ Value columns(OpBuilder &b, Location loc, Value padded,
     cK.push_back(2 + i);
     o.push_back(2 + s + i);
   }
+  if (pointwise && s == 1)
+    return padded;
   if (pointwise) {
     ReassociationIndices spatial;
     for (int64_t i = 0; i < s; ++i)

@@ -246,3 +246,45 @@ func.func @normalised_twice(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
   } -> tensor<64x256xf32>
   return %y2 : tensor<64x256xf32>
 }
+
+// -----
+
+// A statistic over the rows (a column sum, read whole by every block) stays
+// a reduction of its own before the loop: fused, each block would compute
+// all of it again.
+
+// CHECK-LABEL: func.func @column_statistic(
+// CHECK: %[[C:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]
+// CHECK: scf.forall
+// CHECK-NOT: iterator_types = ["reduction", "parallel"]
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: ins(%{{.*}}, %{{.*}}, %[[C]] :
+// CHECK: scf.forall.in_parallel
+#id_e = affine_map<(d0, d1) -> (d0, d1)>
+#row_e = affine_map<(d0, d1) -> (d0)>
+#col_e = affine_map<(d0, d1) -> (d1)>
+func.func @column_statistic(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ec = tensor.empty() : tensor<256xf32>
+  %fc = linalg.fill ins(%zero : f32) outs(%ec : tensor<256xf32>) -> tensor<256xf32>
+  %cs = linalg.generic {indexing_maps = [#id_e, #col_e], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<64x256xf32>) outs(%fc : tensor<256xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<256xf32>
+  %er = tensor.empty() : tensor<64xf32>
+  %fr = linalg.fill ins(%zero : f32) outs(%er : tensor<64xf32>) -> tensor<64xf32>
+  %rs = linalg.generic {indexing_maps = [#id_e, #row_e], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<64x256xf32>) outs(%fr : tensor<64xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %e0 = tensor.empty() : tensor<64x256xf32>
+  %y = linalg.generic {indexing_maps = [#id_e, #row_e, #col_e, #id_e], iterator_types = ["parallel", "parallel"]} ins(%x, %rs, %cs : tensor<64x256xf32>, tensor<64xf32>, tensor<256xf32>) outs(%e0 : tensor<64x256xf32>) {
+  ^bb0(%p: f32, %r: f32, %c: f32, %o: f32):
+    %d = arith.divf %p, %r : f32
+    %m = arith.mulf %d, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<64x256xf32>
+  return %y : tensor<64x256xf32>
+}
