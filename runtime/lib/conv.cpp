@@ -3,7 +3,8 @@
 //
 // Implements dist_rt_conv2d_f32, an NCHW convolution of an already padded
 // input computed directly, without the im2col columns that the GEMM route
-// materialises, and its weight gradient dist_rt_conv2d_wgrad_f32.
+// materialises, its grouped form dist_rt_conv2d_group_f32 (depthwise
+// included) and the weight gradient dist_rt_conv2d_wgrad_f32.
 //
 // Why not im2col + OpenBLAS: on the CPU benchmark's residual CNN (3x3
 // convolutions with 3 to 32 channels on 32x32 to 8x8 images, batch 8) the
@@ -56,6 +57,17 @@
 // 0.31 ms, filter-vectorised 0.25 ms (the 3x3 ones on 16 channels at 165 to
 // 180 GFLOP/s; the machine's FMA peak measured 175 to 230 GFLOP/s).
 //
+// Grouped convolutions (dist_rt_conv2d_group_f32) run the
+// position-vectorised tiles per group, blocks of 4 or 8 filters within a
+// group: RegNetY-400MF's 8-channel groups at 44 to 96 GFLOP/s on one thread
+// (Intel Xeon, family 6 model 207), where generated loops ran them at 2 to
+// 7 and oneDNN's grouped primitive on NHWC at 50 to 70 (oneDNN 2.6 on NCHW:
+// 4 to 13, its blocked layouts refuse 8-channel groups). Depthwise ones (one
+// input channel a group) run by output rows instead, four vectors of 16
+// columns at a time: MobileNetV2's 3x3 layers at 10 to 35 GFLOP/s, oneDNN's
+// NHWC depthwise kernel 14 to 74 (planes of 7x7 and 14x14 are where it
+// leads: a plane's rows fill few lanes).
+//
 // Machines without AVX-512 run a plain loop with the same results (the
 // compiler emits these calls only for a target with AVX-512F unless
 // `dist-opt --conv=direct` asks for them).
@@ -91,38 +103,42 @@ namespace {
 /// Set by tests to pick a kernel (dist_rt::ConvKernel).
 std::atomic<int> forcedKernel{0};
 
-/// A convolution call's geometry and operand strides (elements).
+/// A convolution call's geometry and operand strides (elements). With
+/// groups, `c` and `f` count the channels and filters of one group.
 struct Geometry {
   int64_t n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow;
-  /// Input strides of images, channels and rows (columns: 1).
-  int64_t inN, inC, inH;
-  /// Output strides of images, filters and rows (columns: 1).
-  int64_t outN, outF, outH;
+  int64_t groups = 1;
+  /// Input strides of images, groups, channels and rows (columns: 1).
+  int64_t inN, inG = 0, inC, inH;
+  /// Output strides of images, groups, filters and rows (columns: 1).
+  int64_t outN, outG = 0, outF, outH;
   bool accumulate, relu;
 };
 
-/// out[n, f, oh, ow] (+)= bias[f] + sum over c, kh, kw of
-/// wt[f, c, kh, kw] * in[n, c, oh*sh + kh*dh, ow*sw + kw*dw], then ReLU.
+/// out[n, g, f, oh, ow] (+)= bias[g, f] + sum over c, kh, kw of
+/// wt[g, f, c, kh, kw] * in[n, g, c, oh*sh + kh*dh, ow*sw + kw*dw], then
+/// ReLU.
 void convPlain(const Geometry &g, const float *in, const float *wt,
                const float *bias, float *out, int64_t begin, int64_t end) {
   for (int64_t item = begin; item < end; ++item) {
-    int64_t b = item / g.f, f = item % g.f;
-    const float *x = in + b * g.inN;
-    float *o = out + b * g.outN + f * g.outF;
+    int64_t b = item / (g.groups * g.f), gf = item % (g.groups * g.f);
+    int64_t grp = gf / g.f, f = gf % g.f;
+    const float *x = in + b * g.inN + grp * g.inG;
+    float *o = out + b * g.outN + grp * g.outG + f * g.outF;
     for (int64_t y = 0; y < g.oh; ++y)
       for (int64_t xo = 0; xo < g.ow; ++xo) {
         float acc = 0.0f;
         for (int64_t c = 0; c < g.c; ++c)
           for (int64_t i = 0; i < g.kh; ++i)
             for (int64_t j = 0; j < g.kw; ++j)
-              acc += wt[((f * g.c + c) * g.kh + i) * g.kw + j] *
+              acc += wt[((gf * g.c + c) * g.kh + i) * g.kw + j] *
                      x[c * g.inC + (y * g.sh + i * g.dh) * g.inH + xo * g.sw +
                        j * g.dw];
         float &dst = o[y * g.outH + xo];
         float v = g.accumulate ? dst : 0.0f;
         v += acc;
         if (bias)
-          v += bias[f];
+          v += bias[gf];
         if (g.relu && !(v > 0.0f))
           v = v != v ? v : 0.0f;
         dst = v;
@@ -183,7 +199,10 @@ struct Plan {
   /// Tap offsets into an image's planes, k = (c, kh, kw).
   const int64_t *taps;
   int64_t k;
-  /// Weights packed per filter block: wp[(fb * k + t) * FB + i].
+  /// Offset of a group's first channel in an image of `x`.
+  int64_t groupStride = 0;
+  /// Weights packed per group and filter block:
+  /// wp[((grp * filterBlocks + blk) * k + t) * FB + i].
   const float *wp;
   int fb = 0, v = 0;
   int64_t filterBlocks, chunks, positions;
@@ -228,11 +247,11 @@ storeLanes(const Plan &pl, __m512 acc, __mmask16 kept, float *dst, int64_t f) {
   _mm512_mask_storeu_ps(dst, head, r);
 }
 
-/// One FB x (16 * V) tile: filters [f0, f0 + FB) of image `b`, positions
-/// [p0, p0 + 16 * V).
+/// One FB x (16 * V) tile: filters [f0, f0 + FB) of group `grp` of image
+/// `b`, positions [p0, p0 + 16 * V).
 template <int FB, int V>
-__attribute__((target("avx512f"))) void convTile(const Plan &pl, int64_t b,
-                                                 int64_t blk, int64_t p0) {
+__attribute__((target("avx512f"))) void
+convTile(const Plan &pl, int64_t b, int64_t grp, int64_t blk, int64_t p0) {
   const Geometry &g = pl.g;
   __m512 acc[FB][V];
 #pragma GCC unroll 8
@@ -250,8 +269,8 @@ __attribute__((target("avx512f"))) void convTile(const Plan &pl, int64_t b,
               : left <= 0 ? static_cast<__mmask16>(0)
                           : static_cast<__mmask16>((1u << left) - 1);
   }
-  const float *x = pl.x + b * pl.imageStride + p0;
-  const float *w = pl.wp + blk * pl.k * FB;
+  const float *x = pl.x + b * pl.imageStride + grp * pl.groupStride + p0;
+  const float *w = pl.wp + (grp * pl.filterBlocks + blk) * pl.k * FB;
   for (int64_t t = 0; t < pl.k; ++t) {
     const float *xt = x + pl.taps[t];
     __m512 in[V];
@@ -267,7 +286,9 @@ __attribute__((target("avx512f"))) void convTile(const Plan &pl, int64_t b,
     }
   }
   int64_t f0 = blk * FB;
-  float *outImage = pl.out + b * g.outN + f0 * g.outF;
+  // The bias index of filter f0 (bias is [groups, f]).
+  int64_t fb0 = grp * g.f + f0;
+  float *outImage = pl.out + b * g.outN + grp * g.outG + f0 * g.outF;
 #pragma GCC unroll 8
   for (int v = 0; v < V; ++v) {
     int64_t p = p0 + 16 * v;
@@ -282,7 +303,7 @@ __attribute__((target("avx512f"))) void convTile(const Plan &pl, int64_t b,
       for (int i = 0; i < FB; ++i)
         if (f0 + i < g.f)
           storeLanes(pl, acc[i][v], kept, outImage + i * g.outF + first,
-                     f0 + i);
+                     fb0 + i);
       continue;
     }
     // One store per output row the vector covers.
@@ -296,7 +317,7 @@ __attribute__((target("avx512f"))) void convTile(const Plan &pl, int64_t b,
         for (int i = 0; i < FB; ++i)
           if (f0 + i < g.f)
             storeLanes(pl, acc[i][v], seg,
-                       outImage + i * g.outF + row * g.outH + col, f0 + i);
+                       outImage + i * g.outF + row * g.outH + col, fb0 + i);
       }
       lane += inRow;
       ++row;
@@ -312,8 +333,10 @@ __attribute__((target("avx512f"))) void tileChunk(void *ctx, int64_t begin,
   for (int64_t item = begin; item < end; ++item) {
     int64_t chunk = item % pl.chunks;
     int64_t rest = item / pl.chunks;
-    int64_t blk = rest % pl.filterBlocks, b = rest / pl.filterBlocks;
-    convTile<FB, V>(pl, b, blk, chunk * 16 * V);
+    int64_t blk = rest % pl.filterBlocks;
+    rest /= pl.filterBlocks;
+    int64_t grp = rest % pl.g.groups, b = rest / pl.g.groups;
+    convTile<FB, V>(pl, b, grp, blk, chunk * 16 * V);
   }
 }
 
@@ -376,8 +399,11 @@ void phaseChunk(void *ctx, int64_t begin, int64_t end) {
   const PhaseCtx &p = *static_cast<const PhaseCtx *>(ctx);
   const Geometry &g = *p.g;
   int64_t plane = p.hq * p.wq;
+  int64_t channels = g.groups * g.c;
   for (int64_t bc = begin; bc < end; ++bc) {
-    const float *src = p.in + (bc / g.c) * g.inN + (bc % g.c) * g.inC;
+    int64_t ch = bc % channels;
+    const float *src = p.in + (bc / channels) * g.inN + (ch / g.c) * g.inG +
+                       (ch % g.c) * g.inC;
     float *dst = p.x + bc * g.sh * g.sw * plane;
     // Rows of a phase plane past the input's last row are zero.
     for (int64_t ph = 0; ph < g.sh; ++ph) {
@@ -463,30 +489,41 @@ void packFilters(const float *wt, int64_t f, int64_t k, int block, float *wp) {
     }
 }
 
-/// The packed weights of packFilters for `wt`, 64-byte aligned: derived
+/// packFilters for each of `groups` [f, k] weights one after the other.
+void packGroups(const float *wt, int64_t groups, int64_t f, int64_t k,
+                int block, float *wp) {
+  int64_t packed = (f + block - 1) / block * k * block;
+  for (int64_t grp = 0; grp < groups; ++grp)
+    packFilters(wt + grp * f * k, f, k, block, wp + grp * packed);
+}
+
+/// The packed weights of packGroups for `wt`, 64-byte aligned: derived
 /// once per weight and cached when it is constant (an inference's
 /// parameter file; packing was 2% of the benchmark CNN's inference at one
 /// thread, all of it on the calling thread at two), else packed into
 /// `scratch`.
-const float *packedFilters(const float *wt, int64_t f, int64_t k, int block,
-                           std::vector<float> &scratch) {
+const float *packedFilters(const float *wt, int64_t groups, int64_t f,
+                           int64_t k, int block, std::vector<float> &scratch) {
   struct Args {
     const float *wt;
-    int64_t f, k;
+    int64_t groups, f, k;
     int block;
-  } args{wt, f, k, block};
-  size_t count = size_t((f + block - 1) / block * k * block);
-  const int64_t key[3] = {f, k, block};
+  } args{wt, groups, f, k, block};
+  size_t count = size_t(groups * ((f + block - 1) / block) * k * block);
+  // The block size (below 256) and the groups share the key's last word.
+  const int64_t key[3] = {f, k, groups << 8 | block};
   if (const void *cached = dist_rt::derivedConstant(
-          wt, size_t(f * k) * sizeof(float), key, count * sizeof(float),
+          wt, size_t(groups * f * k) * sizeof(float), key,
+          count * sizeof(float),
           [](void *dst, const void *ctx) {
             const auto &a = *static_cast<const Args *>(ctx);
-            packFilters(a.wt, a.f, a.k, a.block, static_cast<float *>(dst));
+            packGroups(a.wt, a.groups, a.f, a.k, a.block,
+                       static_cast<float *>(dst));
           },
           &args))
     return static_cast<const float *>(cached);
   float *wp = alignedScratch(scratch, count);
-  packFilters(wt, f, k, block, wp);
+  packGroups(wt, groups, f, k, block, wp);
   return wp;
 }
 
@@ -655,7 +692,7 @@ void convChannels(const Geometry &g, const float *in, const float *wt,
   pl.taps = inputTaps(g, taps);
   pl.blocks = (g.f + 15) / 16;
   // 64-byte aligned rows of 16 weights.
-  pl.wp = packedFilters(wt, g.f, pl.k, 16, packed);
+  pl.wp = packedFilters(wt, 1, g.f, pl.k, 16, packed);
   int r = 16 / p;
   pl.rowTiles = (g.oh + r - 1) / r;
   pl.colTiles = (g.ow + p - 1) / p;
@@ -663,6 +700,118 @@ void convChannels(const Geometry &g, const float *in, const float *wt,
                : p == 8 ? chanFn<8>(g.sw)
                         : chanFn<4>(g.sw);
   dist_rt_parallel_for(g.n * pl.blocks * pl.rowTiles * pl.colTiles, fn, &pl);
+}
+
+//===----------------------------------------------------------------------===//
+// Depthwise rows
+//===----------------------------------------------------------------------===//
+
+/// A convolution with one input channel a group (depthwise, with any
+/// number of filters per group), by output rows: per vector of 16 output
+/// columns, one load and one multiply-add per tap, the kernel's weights
+/// broadcast. The position-vectorised tiles ran MobileNetV2's depthwise
+/// layers at 4 to 11 GFLOP/s here (their per-vector lane bookkeeping and
+/// stores spread over only the 9 taps of one filter); these rows run them
+/// at the speed of the loads.
+struct DwPlan {
+  const Geometry *g;
+  const float *in, *wt, *bias;
+  float *out;
+};
+
+__attribute__((target("avx512f"), always_inline)) inline __mmask16
+firstLanes(int64_t n) {
+  return n >= 16  ? static_cast<__mmask16>(0xffff)
+         : n <= 0 ? static_cast<__mmask16>(0)
+                  : static_cast<__mmask16>((1u << n) - 1);
+}
+
+/// Planes [begin, end) (image, group, filter) with column stride SW (1 or
+/// 2) and, when KH and KW are not 0, that kernel size. A plane's vectors
+/// of 16 output columns, row after row, go four at a time: four
+/// independent multiply-add chains (one chain per vector left the kernel
+/// waiting on the multiply-add latency: 2.5x slower on 112x112 planes).
+template <int SW, int KH, int KW>
+__attribute__((target("avx512f"))) void dwChunk(void *ctx, int64_t begin,
+                                                int64_t end) {
+  constexpr int V = 4;
+  const DwPlan &pl = *static_cast<const DwPlan *>(ctx);
+  const Geometry g = *pl.g;
+  const int64_t kh = KH ? KH : g.kh, kw = KW ? KW : g.kw;
+  const int64_t rowStep = g.sh * g.inH, tapRow = g.dh * g.inH, dw = g.dw;
+  const int64_t perRow = (g.ow + 15) / 16, vectors = g.oh * perRow;
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
+                                        10, 8, 6, 4, 2, 0);
+  const bool accumulate = g.accumulate, relu = g.relu;
+  int64_t planes = g.groups * g.f;
+  for (int64_t item = begin; item < end; ++item) {
+    int64_t b = item / planes, gf = item % planes, grp = gf / g.f;
+    const float *x = pl.in + b * g.inN + grp * g.inG;
+    float *o = pl.out + b * g.outN + grp * g.outG + gf % g.f * g.outF;
+    const float *w = pl.wt + gf * kh * kw;
+    __m512 bias = _mm512_set1_ps(pl.bias ? pl.bias[gf] : 0.0f);
+    for (int64_t v0 = 0; v0 < vectors; v0 += V) {
+      const float *src[V];
+      float *dst[V];
+      __mmask16 keep[V], lo[V], hi[V];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        int64_t at = std::min(v0 + v, vectors - 1);
+        int64_t y = at / perRow, x0 = at % perRow * 16;
+        int64_t n = v0 + v < vectors ? std::min<int64_t>(16, g.ow - x0) : 0;
+        keep[v] = firstLanes(n);
+        // Input columns the kept lanes read from a tap's first one.
+        lo[v] = firstLanes(n ? SW * (n - 1) + 1 : 0);
+        hi[v] = firstLanes(n ? SW * (n - 1) + 1 - 16 : 0);
+        src[v] = x + y * rowStep + x0 * SW;
+        dst[v] = o + y * g.outH + x0;
+      }
+      __m512 acc[V];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v)
+        acc[v] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < kh; ++i) {
+#pragma GCC unroll 8
+        for (int64_t j = 0; j < kw; ++j) {
+          __m512 wv = _mm512_set1_ps(w[i * kw + j]);
+          int64_t off = i * tapRow + j * dw;
+#pragma GCC unroll 4
+          for (int v = 0; v < V; ++v) {
+            __m512 in;
+            if (SW == 1)
+              in = _mm512_maskz_loadu_ps(keep[v], src[v] + off);
+            else
+              in = _mm512_permutex2var_ps(
+                  _mm512_maskz_loadu_ps(lo[v], src[v] + off), even,
+                  _mm512_maskz_loadu_ps(hi[v], src[v] + off + 16));
+            acc[v] = _mm512_fmadd_ps(wv, in, acc[v]);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        __m512 r = acc[v];
+        if (accumulate)
+          r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(keep[v], dst[v]));
+        r = _mm512_add_ps(r, bias);
+        if (relu) {
+          __m512 zero = _mm512_setzero_ps();
+          r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ),
+                                 zero);
+        }
+        _mm512_mask_storeu_ps(dst[v], keep[v], r);
+      }
+    }
+  }
+}
+
+template <int SW>
+ChunkFn dwFn(int64_t kh, int64_t kw) {
+  if (kh == 3 && kw == 3)
+    return dwChunk<SW, 3, 3>;
+  if (kh == 5 && kw == 5)
+    return dwChunk<SW, 5, 5>;
+  return dwChunk<SW, 0, 0>;
 }
 
 void convAvx512(const Geometry &g, const float *in, const float *wt,
@@ -676,7 +825,17 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
       g.n, g.c, g.h, g.w, g.f, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, g.inH,
       forced == dist_rt::ConvKernel::Filters     ? 1
       : forced == dist_rt::ConvKernel::Positions ? 2
-                                                 : 0);
+                                                 : 0,
+      g.groups);
+  // Depthwise convolutions with column strides of 1 or 2 by rows.
+  if (g.groups > 1 && g.c == 1 && (g.sw == 1 || g.sw == 2) &&
+      forced != dist_rt::ConvKernel::Positions) {
+    DwPlan dp{&g, in, wt, bias, out};
+    dist_rt_parallel_for(g.n * g.groups * g.f,
+                         g.sw == 1 ? dwFn<1>(g.kh, g.kw) : dwFn<2>(g.kh, g.kw),
+                         &dp);
+    return;
+  }
   Plan pl;
   pl.hq = fp.phaseRows;
   pl.wq = fp.pitch;
@@ -698,9 +857,12 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
   if (unit) {
     pl.x = in;
     pl.imageStride = g.inN;
+    pl.groupStride = g.inG;
     channelStride = g.inC;
   } else {
-    float *x = scratch(phases, size_t(g.n * g.c * g.sh * g.sw * pl.hq * pl.wq));
+    int64_t channels = g.groups * g.c;
+    float *x =
+        scratch(phases, size_t(g.n * channels * g.sh * g.sw * pl.hq * pl.wq));
     // The phases the taps read (all of them for kernels wider than the
     // stride, only (0, 0) for a 1x1 one).
     char *used = scratch(usedPhases, size_t(g.sh * g.sw));
@@ -709,11 +871,12 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
       for (int64_t j = 0; j < g.kw; ++j)
         used[(i * g.dh % g.sh) * g.sw + j * g.dw % g.sw] = 1;
     PhaseCtx pc{&g, in, x, pl.hq, pl.wq, used};
-    dist_rt_parallel_for(g.n * g.c, phaseChunk, &pc);
+    dist_rt_parallel_for(g.n * channels, phaseChunk, &pc);
     pl.x = x;
     phaseStride = pl.hq * pl.wq;
     channelStride = g.sh * g.sw * phaseStride;
-    pl.imageStride = g.c * channelStride;
+    pl.imageStride = channels * channelStride;
+    pl.groupStride = g.c * channelStride;
   }
   pl.k = g.c * g.kh * g.kw;
   int64_t *tp = scratch(taps, size_t(pl.k));
@@ -728,9 +891,11 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
   pl.taps = tp;
   pl.filterBlocks = (g.f + pl.fb - 1) / pl.fb;
   pl.chunks = ((pl.positions + 15) / 16 + pl.v - 1) / pl.v;
-  pl.wp = packedFilters(wt, g.f, pl.k, pl.fb, packed);
-  ChunkFn fn = pl.fb == 8 ? tileFn<8>(pl.v) : tileFn<4>(pl.v);
-  dist_rt_parallel_for(g.n * pl.filterBlocks * pl.chunks, fn, &pl);
+  pl.wp = packedFilters(wt, g.groups, g.f, pl.k, pl.fb, packed);
+  ChunkFn fn = pl.fb == 8   ? tileFn<8>(pl.v)
+               : pl.fb == 4 ? tileFn<4>(pl.v)
+                            : tileFn<1>(pl.v);
+  dist_rt_parallel_for(g.n * g.groups * pl.filterBlocks * pl.chunks, fn, &pl);
 }
 
 //===----------------------------------------------------------------------===//
@@ -891,20 +1056,13 @@ void dist_rt::setConvKernel(ConvKernel kernel) {
   forcedKernel.store(static_cast<int>(kernel));
 }
 
-extern "C" void
-dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
-                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
-                   int64_t dw, int64_t oh, int64_t ow, int64_t in_ptr,
-                   int64_t in_sn, int64_t in_sc, int64_t in_sh, int64_t w_ptr,
-                   int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
-                   int64_t out_sf, int64_t out_sh, int64_t flags) {
-  if (n <= 0 || f <= 0 || oh <= 0 || ow <= 0)
+namespace {
+
+/// Both forward entry points: `g` without its flags and pointers.
+void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
+                 int64_t out_ptr, int64_t flags) {
+  if (g.n <= 0 || g.f <= 0 || g.groups <= 0 || g.oh <= 0 || g.ow <= 0)
     return;
-  Geometry g;
-  g.n = n, g.c = c, g.h = h, g.w = w, g.f = f, g.kh = kh, g.kw = kw;
-  g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.oh = oh, g.ow = ow;
-  g.inN = in_sn, g.inC = in_sc, g.inH = in_sh;
-  g.outN = out_sn, g.outF = out_sf, g.outH = out_sh;
   g.accumulate = (flags & DIST_RT_CONV_ACCUMULATE) != 0;
   g.relu = (flags & DIST_RT_CONV_RELU) != 0;
   const auto *in =
@@ -918,13 +1076,46 @@ dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
   if (haveAvx512() &&
       forcedKernel.load(std::memory_order_relaxed) !=
           static_cast<int>(dist_rt::ConvKernel::Plain) &&
-      c > 0 && kh > 0 && kw > 0) {
+      g.c > 0 && g.kh > 0 && g.kw > 0) {
     convAvx512(g, in, wt, bias, out);
     return;
   }
 #endif
   PlainCtx ctx{&g, in, wt, bias, out};
-  dist_rt_parallel_for(n * f, plainChunk, &ctx);
+  dist_rt_parallel_for(g.n * g.groups * g.f, plainChunk, &ctx);
+}
+
+} // namespace
+
+extern "C" void
+dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                   int64_t dw, int64_t oh, int64_t ow, int64_t in_ptr,
+                   int64_t in_sn, int64_t in_sc, int64_t in_sh, int64_t w_ptr,
+                   int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
+                   int64_t out_sf, int64_t out_sh, int64_t flags) {
+  Geometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.f = f, g.kh = kh, g.kw = kw;
+  g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.oh = oh, g.ow = ow;
+  g.inN = in_sn, g.inC = in_sc, g.inH = in_sh, g.inG = c * in_sc;
+  g.outN = out_sn, g.outF = out_sf, g.outH = out_sh, g.outG = f * out_sf;
+  convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, flags);
+}
+
+extern "C" void dist_rt_conv2d_group_f32(
+    int64_t groups, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+    int64_t oh, int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sg,
+    int64_t in_sc, int64_t in_sh, int64_t w_ptr, int64_t bias_ptr,
+    int64_t out_ptr, int64_t out_sn, int64_t out_sg, int64_t out_sf,
+    int64_t out_sh, int64_t flags) {
+  Geometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.f = f, g.kh = kh, g.kw = kw;
+  g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.oh = oh, g.ow = ow;
+  g.groups = groups;
+  g.inN = in_sn, g.inG = in_sg, g.inC = in_sc, g.inH = in_sh;
+  g.outN = out_sn, g.outG = out_sg, g.outF = out_sf, g.outH = out_sh;
+  convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, flags);
 }
 
 extern "C" void dist_rt_conv2d_wgrad_f32(

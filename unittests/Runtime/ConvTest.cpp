@@ -29,6 +29,9 @@ namespace {
 
 struct ConvCase {
   int64_t n, c, h, w, f, kh, kw, sh, sw, dh, dw;
+  /// Groups (c and f count all of them); above 1 the case runs through
+  /// dist_rt_conv2d_group_f32.
+  int64_t groups = 1;
   int64_t oh() const { return (h - (kh - 1) * dh - 1) / sh + 1; }
   int64_t ow() const { return (w - (kw - 1) * dw - 1) / sw + 1; }
   std::string name() const {
@@ -37,7 +40,7 @@ struct ConvCase {
            std::to_string(f) + " k" + std::to_string(kh) + "x" +
            std::to_string(kw) + " s" + std::to_string(sh) + "," +
            std::to_string(sw) + " d" + std::to_string(dh) + "," +
-           std::to_string(dw);
+           std::to_string(dw) + " g" + std::to_string(groups);
   }
 };
 
@@ -61,8 +64,9 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
           inN = cc.c * inC + inPad;
   int64_t outH = ow + outPad, outF = oh * outH + outPad,
           outN = cc.f * outF + outPad;
+  int64_t cg = cc.c / cc.groups, fg = cc.f / cc.groups;
   std::vector<float> in(size_t(cc.n * inN));
-  std::vector<float> wt(size_t(cc.f * cc.c * cc.kh * cc.kw));
+  std::vector<float> wt(size_t(cc.f * cg * cc.kh * cc.kw));
   std::vector<float> bias(size_t(cc.f));
   std::vector<float> out(size_t(cc.n * outN));
   fill(in, seed);
@@ -70,25 +74,34 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
   fill(bias, seed + 2);
   fill(out, seed + 3);
   std::vector<float> old = out;
-  dist_rt_conv2d_f32(
-      cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, cc.sh, cc.sw, cc.dh, cc.dw,
-      oh, ow, reinterpret_cast<intptr_t>(in.data()), inN, inC, inH,
-      reinterpret_cast<intptr_t>(wt.data()),
-      withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
-      reinterpret_cast<intptr_t>(out.data()), outN, outF, outH, flags);
+  if (cc.groups == 1)
+    dist_rt_conv2d_f32(
+        cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, cc.sh, cc.sw, cc.dh, cc.dw,
+        oh, ow, reinterpret_cast<intptr_t>(in.data()), inN, inC, inH,
+        reinterpret_cast<intptr_t>(wt.data()),
+        withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
+        reinterpret_cast<intptr_t>(out.data()), outN, outF, outH, flags);
+  else
+    dist_rt_conv2d_group_f32(
+        cc.groups, cc.n, cg, cc.h, cc.w, fg, cc.kh, cc.kw, cc.sh, cc.sw, cc.dh,
+        cc.dw, oh, ow, reinterpret_cast<intptr_t>(in.data()), inN, cg * inC,
+        inC, inH, reinterpret_cast<intptr_t>(wt.data()),
+        withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
+        reinterpret_cast<intptr_t>(out.data()), outN, fg * outF, outF, outH,
+        flags);
   int64_t bad = 0;
   for (int64_t b = 0; b < cc.n; ++b)
     for (int64_t f = 0; f < cc.f; ++f)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x) {
           double acc = 0.0, mag = 0.0;
-          for (int64_t c = 0; c < cc.c; ++c)
+          int64_t c0 = f / fg * cg;
+          for (int64_t c = 0; c < cg; ++c)
             for (int64_t i = 0; i < cc.kh; ++i)
               for (int64_t j = 0; j < cc.kw; ++j) {
                 double p =
-                    double(
-                        wt[size_t(((f * cc.c + c) * cc.kh + i) * cc.kw + j)]) *
-                    double(in[size_t(b * inN + c * inC +
+                    double(wt[size_t(((f * cg + c) * cc.kh + i) * cc.kw + j)]) *
+                    double(in[size_t(b * inN + (c0 + c) * inC +
                                      (y * cc.sh + i * cc.dh) * inH + x * cc.sw +
                                      j * cc.dw)]);
                 acc += p;
@@ -143,6 +156,19 @@ const ConvCase kCases[] = {
     {2, 4, 15, 16, 8, 3, 2, 2, 3, 2, 2},
     {1, 3, 20, 20, 6, 1, 1, 1, 1, 1, 1},
     {1, 2, 21, 22, 5, 7, 7, 2, 2, 1, 1},
+    // Depthwise (one channel and filter a group): 3x3 at unit and double
+    // strides, 5x5, dilated, rows wider than several vectors.
+    {2, 6, 10, 10, 6, 3, 3, 1, 1, 1, 1, 6},
+    {1, 5, 17, 17, 5, 3, 3, 2, 2, 1, 1, 5},
+    {2, 3, 11, 40, 3, 5, 5, 1, 1, 1, 1, 3},
+    {1, 4, 14, 13, 4, 3, 3, 1, 1, 2, 2, 4},
+    {1, 3, 9, 9, 3, 7, 7, 2, 1, 1, 1, 3},
+    // Grouped: 8 channels a group (blocks of 8 filters), 2 filters a
+    // group from 1 channel (a channel multiplier), odd group sizes.
+    {2, 16, 10, 10, 16, 3, 3, 1, 1, 1, 1, 2},
+    {1, 4, 9, 12, 8, 3, 3, 1, 1, 1, 1, 4},
+    {2, 9, 8, 11, 15, 3, 3, 2, 2, 1, 1, 3},
+    {1, 12, 7, 7, 24, 1, 1, 1, 1, 1, 1, 4},
 };
 
 class ConvTest : public ::testing::TestWithParam<dist_rt::ConvKernel> {
@@ -292,7 +318,11 @@ TEST_P(ConvTest, WeightGradientMatchesNaiveLoop) {
   uint32_t seed = 2000;
   for (int threads : {1, 2, 3}) {
     dist_rt_set_num_threads(threads);
-    for (const ConvCase &cc : kCases)
+    for (const ConvCase &cc : kCases) {
+      // The weight gradient has no groups (codegen runs a grouped one as
+      // loops).
+      if (cc.groups != 1)
+        continue;
       for (bool accumulate : {false, true})
         for (int64_t gap : {0, 3}) {
           ++seed;
@@ -300,6 +330,7 @@ TEST_P(ConvTest, WeightGradientMatchesNaiveLoop) {
               << cc.name() << " accumulate " << accumulate << " gap " << gap
               << " threads " << threads;
         }
+    }
   }
 }
 

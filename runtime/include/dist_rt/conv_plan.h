@@ -31,24 +31,28 @@ inline int64_t filterTiles(int64_t n, int64_t f, int64_t oh, int64_t ow,
 }
 
 /// The position-vectorised tile shape for `positions` output positions per
-/// image: sets `fb` (filters per tile) and `v` (vectors of 16 positions),
-/// returns the estimated cost per tap in the units of filterTiles * 16.
+/// image and `f` filters (per group, of `groups`): sets `fb` (filters per
+/// tile) and `v` (vectors of 16 positions), returns the estimated cost per
+/// tap in the units of filterTiles * 16.
 inline int64_t positionCost(int64_t n, int64_t f, int64_t positions, int &fb,
-                            int &v) {
-  // The fewest estimated cycles over filter blocks of 4 or 8 and 1 to
-  // 24 / FB vectors, counting per tap and tile the larger of the FB * V
-  // multiply-adds and twice the V loads and FB broadcasts (half a cycle
-  // each). Measured on the benchmark CNN's layers: wide tiles win even when
-  // they waste a vector of positions.
+                            int &v, int64_t groups = 1) {
+  // The fewest estimated cycles over filter blocks of 4 or 8 (or 1, for
+  // fewer than 4 filters a group: a depthwise convolution) and 1 to
+  // min(6, 24 / FB) vectors, counting per tap and tile the larger of the
+  // FB * V multiply-adds and twice the V loads and FB broadcasts (half a
+  // cycle each). Measured on the benchmark CNN's layers: wide tiles win
+  // even when they waste a vector of positions.
   int64_t vectors = (positions + 15) / 16;
   int64_t best = -1;
   fb = 8;
   v = 1;
-  for (int b : {8, 4}) {
+  for (int b : {8, 4, 1}) {
+    if (b == 1 && f >= 4)
+      continue;
     int64_t blocks = (f + b - 1) / b;
-    for (int w = 1; w <= 24 / b; ++w) {
-      int64_t cost =
-          n * blocks * ((vectors + w - 1) / w) * std::max(b * w, 2 * (b + w));
+    for (int w = 1; w <= std::min(6, 24 / b); ++w) {
+      int64_t cost = n * groups * blocks * ((vectors + w - 1) / w) *
+                     std::max(b * w, 2 * (b + w));
       if (best < 0 || cost < best || (cost == best && b * w > fb * v)) {
         best = cost;
         fb = b;
@@ -80,24 +84,26 @@ struct ForwardPlan {
 /// The kernel the runtime picks for an n x c x h x w input (padded, row
 /// pitch `rowPitch`), f filters of kh x kw, strides sh x sw, giving oh x
 /// ow outputs; `force` is 0 (estimate), 1 (filter-vectorised where it
-/// applies) or 2 (position-vectorised).
+/// applies) or 2 (position-vectorised). With `groups`, c and f count one
+/// group's channels and filters, and only position-vectorised tiles apply.
 inline ForwardPlan forwardPlan(int64_t n, int64_t c, int64_t h, int64_t w,
                                int64_t f, int64_t kh, int64_t kw, int64_t sh,
                                int64_t sw, int64_t oh, int64_t ow,
-                               int64_t rowPitch, int force = 0) {
+                               int64_t rowPitch, int force = 0,
+                               int64_t groups = 1) {
   ForwardPlan pl;
   bool unit = sh == 1 && sw == 1;
   pl.phaseRows = unit ? h : (h + sh - 1) / sh;
   pl.pitch = unit ? rowPitch : (w + sw - 1) / sw;
   pl.positions = (oh - 1) * pl.pitch + ow;
-  int64_t positionUnits = positionCost(n, f, pl.positions, pl.fb, pl.v);
+  int64_t positionUnits = positionCost(n, f, pl.positions, pl.fb, pl.v, groups);
   // The filter-vectorised tiles waste no lanes on the columns between
   // output rows (2 of 18 for a padded 16x16 image, 2 of 10 for 8x8) nor
   // copy strided inputs into phase planes, but waste lanes when the filters
   // are not a multiple of 16: the cheaper of the two by the same estimate
   // (16 x 16 tiles: 16 multiply-adds per 1 load and 16 broadcasts), the
   // phase copy counted as a tenth more.
-  int64_t tiles = filterTiles(n, f, oh, ow, pl.p);
+  int64_t tiles = groups == 1 ? filterTiles(n, f, oh, ow, pl.p) : -1;
   if (!unit)
     positionUnits += positionUnits / 10;
   pl.filters = tiles > 0 && tiles * 16 <= positionUnits;
@@ -111,7 +117,7 @@ inline ForwardPlan forwardPlan(int64_t n, int64_t c, int64_t h, int64_t w,
     pl.tileTaps = static_cast<double>(tiles) * static_cast<double>(k);
   } else {
     int64_t chunks = ((pl.positions + 15) / 16 + pl.v - 1) / pl.v;
-    pl.items = n * ((f + pl.fb - 1) / pl.fb) * chunks;
+    pl.items = n * groups * ((f + pl.fb - 1) / pl.fb) * chunks;
     pl.tileTaps = static_cast<double>(positionUnits) / 16.0 * k;
   }
   return pl;

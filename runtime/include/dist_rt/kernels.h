@@ -147,6 +147,27 @@ dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
                    int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
                    int64_t out_sf, int64_t out_sh, int64_t flags);
 
+/// dist_rt_conv2d_f32 over `groups` groups of c channels and f filters
+/// each (a grouped or depthwise convolution): for every image b, group g,
+/// filter o in [0, f) of the group and output position (y, x),
+///   out[b, g, o, y, x] = sum over ci in [0, c), i, j of
+///       w[g, o, ci, i, j] * in[b, g, ci, y*sh + i*dh, x*sw + j*dw]
+/// plus bias[g * f + o] when `bias_ptr` is not 0, with the flags and
+/// conditions of dist_rt_conv2d_f32, `w` a contiguous [groups, f, c, kh,
+/// kw] array and group strides `in_sg` and `out_sg`:
+///   in[b, g, ci, r, x] = in_ptr[b*in_sn + g*in_sg + ci*in_sc + r*in_sh + x]
+///   out[b, g, o, y, x] = out_ptr[b*out_sn + g*out_sg + o*out_sf + y*out_sh
+///                                + x]
+/// With AVX-512 it runs the position-vectorised tiles of one filter (a
+/// depthwise convolution) or blocks of 4 or 8 filters of a group.
+DIST_RT_API void dist_rt_conv2d_group_f32(
+    int64_t groups, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+    int64_t oh, int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sg,
+    int64_t in_sc, int64_t in_sh, int64_t w_ptr, int64_t bias_ptr,
+    int64_t out_ptr, int64_t out_sn, int64_t out_sg, int64_t out_sf,
+    int64_t out_sh, int64_t flags);
+
 /// The weight gradient of dist_rt_conv2d_f32 (same geometry): for every
 /// filter o, channel ci and kernel position (i, j),
 ///   dw[o, ci, i, j] = sum over b, y, x of dy[b, o, y, x] *
