@@ -26,8 +26,9 @@ Models (the classes come from scripts/export_models.py where it has them):
           BatchNorm uses batch statistics and updates its running statistics
           (PyTorch train() mode, momentum 0.1)
   conv_kinds
-          a dilated Conv1d, a stride-2 ConvTranspose1d and a Conv3d (the
-          signal viewed as [8,8,4,4,4]), mean, Linear; signal[8,4,32]
+          a dilated Conv1d, a stride-2 ConvTranspose1d, a Conv3d (the
+          signal viewed as [8,8,4,4,4]), a stride-2 depthwise Conv2d and a
+          4-group Conv2d (viewed as [8,8,8,8]), mean, Linear; signal[8,4,32]
           float32, cross_entropy over logits [8,10]
 
 The data set has 5 batches (numpy RandomState, see DATA_SEED); step i uses batch
@@ -174,22 +175,28 @@ class SmallCNN(nn.Module):
 
 class ConvKinds(nn.Module):
     """signal[B,4,32] -> logits[B,10] through a dilated Conv1d, a strided
-    ConvTranspose1d and a Conv3d (the signal viewed as [B,8,4,4,4]): the
-    convolutions that run as im2col columns and one product (1-D, 3-D) or
-    as one product and col2im (transposed)."""
+    ConvTranspose1d, a Conv3d (the signal viewed as [B,8,4,4,4]), then a
+    strided depthwise Conv2d and a grouped one (viewed as [B,8,8,8]): the
+    convolutions that run as im2col columns and one product (1-D, 3-D), as
+    one product and col2im (transposed) or as the runtime's grouped kernel
+    (depthwise, grouped)."""
 
     def __init__(self, num_classes=10):
         super().__init__()
         self.conv1 = nn.Conv1d(4, 8, 3, dilation=2, padding=2)
         self.up = nn.ConvTranspose1d(8, 8, 2, stride=2)
         self.conv3 = nn.Conv3d(8, 8, 3, padding=1)
-        self.fc = nn.Linear(8, num_classes)
+        self.depthwise = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
+        self.grouped = nn.Conv2d(8, 16, 3, padding=1, groups=4)
+        self.fc = nn.Linear(16, num_classes)
 
     def forward(self, signal):
         x = torch.relu(self.conv1(signal))           # [B, 8, 32]
         x = torch.relu(self.up(x))                   # [B, 8, 64]
         x = torch.relu(self.conv3(x.reshape(-1, 8, 4, 4, 4)))
-        return self.fc(x.mean(dim=(2, 3, 4)))
+        x = torch.relu(self.depthwise(x.reshape(-1, 8, 8, 8)))  # [B, 8, 4, 4]
+        x = torch.relu(self.grouped(x))              # [B, 16, 4, 4]
+        return self.fc(x.mean(dim=(2, 3)))
 
 
 class AddmmMLP(nn.Module):

@@ -401,10 +401,12 @@ void addFillBytes(PhaseWork &work, double bytes) {
 /// Whether codegen may run a 2-D f32 convolution of `input` with a `kernel`
 /// as the runtime's direct kernel on a host with AVX-512
 /// (runtime_abi::directConvApplies, as LowerLinearAlgebra.cpp asks it),
-/// for the convolution (one group) and its weight gradient alike.
+/// for the convolution (with `groups`) and its weight gradient (one group)
+/// alike.
 bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
                   std::optional<ArrayRef<int64_t>> strides,
-                  std::optional<ArrayRef<int64_t>> pads, bool samePad) {
+                  std::optional<ArrayRef<int64_t>> pads, bool samePad,
+                  int64_t groups = 1) {
   auto in = dyn_cast<ShapedType>(input.getType());
   if (!in || !in.hasStaticShape() || in.getRank() != 4 ||
       !in.getElementType().isF32() || kernel.size() != 2)
@@ -419,16 +421,18 @@ bool mayRunDirect(Value input, ArrayRef<int64_t> kernel,
     h += kernel[0] - 1;
     w += kernel[1] - 1;
   }
-  return runtime_abi::directConvApplies(in.getDimSize(1), h, w, kernel[0],
-                                        kernel[1], sh, sw);
+  if (groups <= 0 || in.getDimSize(1) % groups)
+    return false;
+  return runtime_abi::directConvApplies(in.getDimSize(1) / groups, h, w,
+                                        kernel[0], kernel[1], sh, sw, groups);
 }
 
 bool mayRunDirect(ConvOp conv, bool im2colConvs) {
   auto w = dyn_cast<ShapedType>(conv.getWeight().getType());
-  return !im2colConvs && w && w.hasStaticShape() && conv.getGroup() == 1 &&
+  return !im2colConvs && w && w.hasStaticShape() &&
          mayRunDirect(conv.getInput(), w.getShape().drop_front(2),
                       conv.getStrides(), conv.getPads(),
-                      conv.getAutoPad().starts_with("SAME"));
+                      conv.getAutoPad().starts_with("SAME"), conv.getGroup());
 }
 
 bool mayRunDirect(ConvWeightGradOp grad, bool im2colConvs) {
@@ -456,9 +460,11 @@ void describeDirect(ConvOp conv, double scale, GemmWork &product) {
   auto strides = conv.getStrides();
   int64_t sh = strides && strides->size() == 2 ? (*strides)[0] : 1;
   int64_t sw = strides && strides->size() == 2 ? (*strides)[1] : 1;
+  int64_t groups = conv.getGroup();
   dist_rt::conv_plan::ForwardPlan plan = dist_rt::conv_plan::forwardPlan(
-      in.getDimSize(0), in.getDimSize(1), h, wd, w.getDimSize(0), kh, kw, sh,
-      sw, out.getDimSize(2), out.getDimSize(3), wd);
+      in.getDimSize(0), in.getDimSize(1) / groups, h, wd,
+      w.getDimSize(0) / groups, kh, kw, sh, sw, out.getDimSize(2),
+      out.getDimSize(3), wd, /*force=*/0, groups);
   product.directTileTaps = plan.tileTaps * scale;
   product.directItems = static_cast<double>(plan.items) * scale;
   product.directNarrow = !plan.filters || plan.p < 16;
@@ -470,8 +476,10 @@ void describeDirect(ConvOp conv, double scale, GemmWork &product) {
 bool reluOfDirectConv(Operation *op, bool im2colConvs) {
   if (!isa<ReluOp>(op))
     return false;
+  // Only one group's convolution applies it (a grouped one's output view
+  // splits the channels).
   auto conv = op->getOperand(0).getDefiningOp<ConvOp>();
-  return conv && mayRunDirect(conv, im2colConvs) &&
+  return conv && conv.getGroup() == 1 && mayRunDirect(conv, im2colConvs) &&
          conv->getResult(0).hasOneUse() &&
          !llvm::any_of(op->getResult(0).getUsers(), isFusibleConsumer);
 }

@@ -28,19 +28,26 @@ inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
 /// in_sh, weight, bias, out, out_sn, out_sf, out_sh, flags), all i64; flag 1
 /// accumulates into out, 2 applies ReLU.
 inline constexpr llvm::StringLiteral kConv2dF32 = "dist_rt_conv2d_f32";
-/// Whether a 2-D f32 convolution (one group) or its weight gradient goes to
-/// the direct kernels above on a host with AVX-512, given its input's
-/// channels and padded image size, kernel and strides: not when it is 1x1
-/// with unit strides (a plain product on the input, no columns to write),
-/// nor when one padded image exceeds 256 KiB (the kernels have no cache
-/// blocking over channels; only small layers were measured against im2col
-/// + BLAS: the CPU benchmark's CNN, 3 to 32 channels on 8x8 to 32x32
-/// images). Code generation (LowerLinearAlgebra.cpp) and the cost model
-/// (LayerCosts.cpp) both follow it.
+/// The same over groups (dist_rt/kernels.h): conv2d_group(groups, n, c, h,
+/// w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sg, in_sc, in_sh,
+/// weight, bias, out, out_sn, out_sg, out_sf, out_sh, flags), all i64, c
+/// and f counting one group's channels and filters.
+inline constexpr llvm::StringLiteral kConv2dGroupF32 =
+    "dist_rt_conv2d_group_f32";
+/// Whether a 2-D f32 convolution or its weight gradient (one group only)
+/// goes to the direct kernels above on a host with AVX-512, given its
+/// groups, one group's input channels, the padded image size, kernel and
+/// strides: not when it is 1x1 with unit strides and one group (a plain
+/// product on the input, no columns to write), nor when one group's padded
+/// image exceeds 256 KiB (the kernels have no cache blocking over
+/// channels; only small layers were measured against im2col + BLAS: the
+/// CPU benchmark's CNN, 3 to 32 channels on 8x8 to 32x32 images). Code
+/// generation (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp)
+/// both follow it.
 inline bool directConvApplies(int64_t channels, int64_t paddedH,
                               int64_t paddedW, int64_t kh, int64_t kw,
-                              int64_t sh, int64_t sw) {
-  if (kh == 1 && kw == 1 && sh == 1 && sw == 1)
+                              int64_t sh, int64_t sw, int64_t groups = 1) {
+  if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1)
     return false;
   return channels * paddedH * paddedW * 4 <= 256 * 1024;
 }

@@ -39,14 +39,17 @@ namespace {
 /// The op that last wrote `out` before `op`, when only `op` observes what
 /// it wrote: the last use of `out` before op (in op's block, nested uses
 /// counted at their ancestor there), with no view of `out` made before op
-/// (a view could be read in between). `out` must be a fresh allocation, so
-/// that nothing else aliases it. Null otherwise.
-Operation *lastUseBefore(Operation *op, Value out) {
+/// (a view could be read in between) other than `ignoreView`. `out` must
+/// be a fresh allocation, so that nothing else aliases it. Null otherwise.
+Operation *lastUseBefore(Operation *op, Value out,
+                         Operation *ignoreView = nullptr) {
   if (!out.getDefiningOp<memref::AllocOp>())
     return {};
   Block *block = op->getBlock();
   Operation *last = nullptr;
   for (Operation *user : out.getUsers()) {
+    if (user == ignoreView)
+      continue;
     Operation *at = block->findAncestorOpInBlock(*user);
     if (!at)
       return {};
@@ -143,6 +146,62 @@ bool overwritesWithoutReading(Operation *op, Value v) {
   return g.getRegion().front().getArguments().back().use_empty();
 }
 
+/// How a convolution `conv` finds its output buffer `whole` (NCHW) when
+/// the runtime call can take the initialisation over: a zero fill or a
+/// broadcast of a per-filter bias (the lowering's init) that only `conv`
+/// observes (see lastUseBefore; `ignoreView` is the view `conv` writes
+/// through, if any). `op` is that init (null when the call must
+/// accumulate into what is there), `bias` the bias buffer if any.
+struct ConvInit {
+  Operation *op = nullptr;
+  Value bias;
+  bool overwrite = false;
+};
+
+ConvInit convInit(Operation *conv, Value whole,
+                  Operation *ignoreView = nullptr) {
+  ConvInit ci;
+  Operation *init = lastUseBefore(conv, whole, ignoreView);
+  auto zeroFill = [&]() -> Operation * {
+    auto fill = dyn_cast_or_null<linalg::FillOp>(init);
+    if (!fill || fill.getOutputs().front() != whole)
+      return nullptr;
+    auto cst = fill.getInputs().front().getDefiningOp<arith::ConstantOp>();
+    auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+    return value && value.getValue().isPosZero() ? fill : nullptr;
+  };
+  if (Operation *fill = zeroFill()) {
+    ci.op = fill;
+    ci.overwrite = true;
+    return ci;
+  }
+  auto g = dyn_cast_or_null<linalg::GenericOp>(init);
+  if (!g)
+    return ci;
+  MLIRContext *ctx = conv->getContext();
+  AffineMap channel = AffineMap::get(4, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  Block &body = g.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getDpsInitOperand(0)->get() != whole || g.getNumParallelLoops() != 4 ||
+      g.getNumLoops() != 4 || g.getIndexingMapsArray()[0] != channel ||
+      !g.getIndexingMapsArray()[1].isIdentity() ||
+      body.getOperations().size() != 1 ||
+      yield.getOperand(0) != body.getArgument(0))
+    return ci;
+  Value b = g.getDpsInputOperand(0)->get();
+  auto bt = cast<MemRefType>(b.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!bt.getElementType().isF32() ||
+      failed(bt.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return ci;
+  ci.op = g;
+  ci.bias = b;
+  ci.overwrite = true;
+  return ci;
+}
+
 /// Builds the i64 arguments of a runtime call at `b`'s insertion point.
 struct CallArgs {
   OpBuilder &b;
@@ -194,11 +253,14 @@ struct ContractionsToRuntimePass
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> candidates;
     SmallVector<linalg::Conv2DNchwFchwOp> convs;
+    SmallVector<linalg::Conv2DNgchwGfchwOp> groupedConvs;
     getOperation().walk([&](Operation *op) {
       if (auto g = dyn_cast<linalg::GenericOp>(op))
         candidates.push_back(g);
       else if (auto c = dyn_cast<linalg::Conv2DNchwFchwOp>(op))
         convs.push_back(c);
+      else if (auto gc = dyn_cast<linalg::Conv2DNgchwGfchwOp>(op))
+        groupedConvs.push_back(gc);
     });
     for (linalg::GenericOp op : candidates)
       if (succeeded(rewriteWeightGrad(op)) || succeeded(rewrite(op)))
@@ -206,6 +268,107 @@ struct ContractionsToRuntimePass
     for (linalg::Conv2DNchwFchwOp op : convs)
       if (succeeded(rewriteConv(op)))
         ++numCalls;
+    for (linalg::Conv2DNgchwGfchwOp op : groupedConvs)
+      if (succeeded(rewriteGroupedConv(op)))
+        ++numCalls;
+  }
+
+  /// Whether `in` and `out` have unit column strides and `wt` is
+  /// contiguous, all f32, as the direct convolution calls need.
+  static bool directOperands(Value in, Value wt, Value out) {
+    for (Value v : {in, wt, out})
+      if (!cast<MemRefType>(v.getType()).getElementType().isF32())
+        return false;
+    for (Value v : {in, out}) {
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(cast<MemRefType>(v.getType())
+                     .getStridesAndOffset(strides, offset)) ||
+          strides.back() != 1)
+        return false;
+    }
+    return cast<MemRefType>(wt.getType()).getLayout().isIdentity() &&
+           out != in && out != wt;
+  }
+
+  /// A bufferized f32 linalg.conv_2d_ngchw_gfchw (a grouped or depthwise
+  /// convolution, see LowerLinearAlgebra.cpp) becomes a call of
+  /// dist_rt_conv2d_group_f32, under rewriteConv's conditions on the
+  /// operands. Its output is a memref.expand_shape splitting the channels
+  /// of an NCHW buffer; when that buffer is fresh and its init (a zero fill
+  /// or a bias broadcast) only this op observes, the call writes it
+  /// instead, as rewriteConv does. No ReLU fusion (the ReLU reads the
+  /// ungrouped view).
+  LogicalResult rewriteGroupedConv(linalg::Conv2DNgchwGfchwOp op) {
+    if (!op.hasPureBufferSemantics())
+      return failure();
+    Value in = op.getDpsInputOperand(0)->get();
+    Value wt = op.getDpsInputOperand(1)->get();
+    Value out = op.getDpsInitOperand(0)->get();
+    if (!directOperands(in, wt, out))
+      return failure();
+
+    ConvInit ci;
+    if (auto expand = out.getDefiningOp<memref::ExpandShapeOp>()) {
+      // The view must not be used before the op (a use there could read
+      // or write the init).
+      Block *block = op->getBlock();
+      bool usedBefore = llvm::any_of(expand->getUsers(), [&](Operation *u) {
+        Operation *at = block->findAncestorOpInBlock(*u);
+        return !at || (at != op && at->isBeforeInBlock(op));
+      });
+      if (!usedBefore && expand->getBlock() == block)
+        ci = convInit(op, expand.getSrc(), expand);
+    }
+
+    OpBuilder b(op);
+    CallArgs call{b, op.getLoc()};
+    SmallVector<Value> inS, wS, outS, biasS;
+    Value inPtr = call.pointer(in, 4, inS), wPtr = call.pointer(wt, 4, wS),
+          outPtr = call.pointer(out, 4, outS);
+    Value biasPtr =
+        ci.bias ? call.pointer(ci.bias, 4, biasS) : call.constant(0);
+    SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
+    SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
+    // DIST_RT_CONV_ACCUMULATE (1).
+    int64_t flags = ci.overwrite ? 0 : 1;
+    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
+    auto cst = [&](int64_t v) { return call.constant(v); };
+    // in [N, G, C, H, W], wt [G, F, C, KH, KW], out [N, G, F, OH, OW].
+    SmallVector<Value> args{dim(out, 1),
+                            dim(out, 0),
+                            dim(in, 2),
+                            dim(in, 3),
+                            dim(in, 4),
+                            dim(out, 2),
+                            dim(wt, 3),
+                            dim(wt, 4),
+                            cst(strides[0]),
+                            cst(strides[1]),
+                            cst(dilations[0]),
+                            cst(dilations[1]),
+                            dim(out, 3),
+                            dim(out, 4),
+                            inPtr,
+                            inS[0],
+                            inS[1],
+                            inS[2],
+                            inS[3],
+                            wPtr,
+                            biasPtr,
+                            outPtr,
+                            outS[0],
+                            outS[1],
+                            outS[2],
+                            outS[3],
+                            cst(flags)};
+    func::FuncOp callee =
+        runtimeFunction(op, dist::runtime_abi::kConv2dGroupF32, args.size());
+    func::CallOp::create(b, call.loc, callee, args);
+    op.erase();
+    if (ci.op && ci.overwrite)
+      ci.op->erase();
+    return success();
   }
 
   /// A bufferized f32 linalg.conv_2d_nchw_fchw becomes a call of
@@ -222,58 +385,15 @@ struct ContractionsToRuntimePass
     Value in = op.getDpsInputOperand(0)->get();
     Value wt = op.getDpsInputOperand(1)->get();
     Value out = op.getDpsInitOperand(0)->get();
-    auto inType = cast<MemRefType>(in.getType());
-    auto wType = cast<MemRefType>(wt.getType());
-    auto outType = cast<MemRefType>(out.getType());
-    for (MemRefType t : {inType, wType, outType})
-      if (!t.getElementType().isF32())
-        return failure();
     // Unit column strides (checked statically), a contiguous weight.
-    for (MemRefType t : {inType, outType}) {
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      if (failed(t.getStridesAndOffset(strides, offset)) || strides.back() != 1)
-        return failure();
-    }
-    if (!wType.getLayout().isIdentity())
-      return failure();
-    if (out == in || out == wt)
+    if (!directOperands(in, wt, out))
       return failure();
 
     // The op that initialised the output, if the call can take it over.
-    Operation *init = lastUseBefore(op, out);
-    Value bias;
-    bool overwrite = false;
-    if (zeroFillConsumedBy(op, out)) {
-      overwrite = true;
-    } else if (auto g = dyn_cast_or_null<linalg::GenericOp>(init)) {
-      MLIRContext *ctx = op.getContext();
-      AffineMap channel = AffineMap::get(4, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      Block &body = g.getRegion().front();
-      auto yield = cast<linalg::YieldOp>(body.getTerminator());
-      if (g.getNumDpsInputs() == 1 && g.getNumDpsInits() == 1 &&
-          g.getDpsInitOperand(0)->get() == out &&
-          g.getNumParallelLoops() == 4 && g.getNumLoops() == 4 &&
-          g.getIndexingMapsArray()[0] == channel &&
-          g.getIndexingMapsArray()[1].isIdentity() &&
-          body.getOperations().size() == 1 &&
-          yield.getOperand(0) == body.getArgument(0)) {
-        Value b = g.getDpsInputOperand(0)->get();
-        auto bt = cast<MemRefType>(b.getType());
-        SmallVector<int64_t> strides;
-        int64_t offset;
-        if (bt.getElementType().isF32() &&
-            succeeded(bt.getStridesAndOffset(strides, offset)) &&
-            strides.back() == 1) {
-          bias = b;
-          overwrite = true;
-        }
-      }
-    }
-    if (overwrite && !bias)
-      init = zeroFillConsumedBy(op, out);
-    else if (!overwrite)
-      init = nullptr;
+    ConvInit ci = convInit(op, out);
+    Operation *init = ci.op;
+    Value bias = ci.bias;
+    bool overwrite = ci.overwrite;
 
     // The ReLU the call applies, and where the call goes and writes.
     Operation *at = op;

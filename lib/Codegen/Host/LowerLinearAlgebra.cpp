@@ -476,13 +476,63 @@ Value columns(OpBuilder &b, Location loc, Value padded,
 /// Whether a 2-D f32 convolution runs as the runtime's direct convolution
 /// (dist_rt_conv2d_f32, see runtime/lib/conv.cpp) rather than im2col + GEMM:
 /// when the target has AVX-512 (`direct`) and runtime_abi's rule takes it.
+/// With `groups`, of `groupChannels` input channels each.
 bool useDirectConv(bool direct, RankedTensorType paddedType,
-                   const ConvGeometry &geo) {
+                   const ConvGeometry &geo, int64_t groups = 1,
+                   int64_t groupChannels = 0) {
   return direct && paddedType.getElementType().isF32() &&
          dist::runtime_abi::directConvApplies(
-             paddedType.getDimSize(1), paddedType.getDimSize(2),
-             paddedType.getDimSize(3), geo.kernel[0], geo.kernel[1],
-             geo.strides[0], geo.strides[1]);
+             groups == 1 ? paddedType.getDimSize(1) : groupChannels,
+             paddedType.getDimSize(2), paddedType.getDimSize(3), geo.kernel[0],
+             geo.kernel[1], geo.strides[0], geo.strides[1], groups);
+}
+
+/// A grouped convolution's operands with their channels split into groups:
+/// the padded input [N, G*Cg, ...] as [N, G, Cg, ...], the weight
+/// [G*Fg, Cg, k...] as [G, Fg, Cg, k...] and the output's init
+/// [N, G*Fg, ...] as [N, G, Fg, ...].
+struct GroupedOperands {
+  Value input, weight, init;
+};
+
+GroupedOperands groupOperands(OpBuilder &b, Location loc, Value padded,
+                              Value weight, Value init, int64_t G, int64_t Cg,
+                              int64_t Fg) {
+  // Dim 1 of `v` split into (G, inner), the others kept.
+  auto expandCh = [&](Value v, int64_t inner) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<OpFoldResult> sizesIn = sizesOf(b, loc, v);
+    SmallVector<int64_t> shape{t.getDimSize(0), G, inner};
+    SmallVector<OpFoldResult> sizes{sizesIn[0], b.getIndexAttr(G),
+                                    b.getIndexAttr(inner)};
+    SmallVector<ReassociationIndices> re{{0}, {1, 2}};
+    for (int64_t i = 2; i < t.getRank(); ++i) {
+      shape.push_back(t.getDimSize(i));
+      sizes.push_back(sizesIn[i]);
+      re.push_back({i + 1});
+    }
+    auto nt = RankedTensorType::get(shape, t.getElementType());
+    return tensor::ExpandShapeOp::create(b, loc, nt, v, re, sizes).getResult();
+  };
+  auto wt = cast<RankedTensorType>(weight.getType());
+  SmallVector<int64_t> wshape{G, Fg};
+  SmallVector<ReassociationIndices> wre{{0, 1}};
+  for (int64_t i = 1; i < wt.getRank(); ++i) {
+    wshape.push_back(wt.getDimSize(i));
+    wre.push_back({i + 1});
+  }
+  Value w5 = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(wshape, wt.getElementType()), weight, wre);
+  return {expandCh(padded, Cg), w5, expandCh(init, Fg)};
+}
+
+/// The grouped result [N, G, Fg, ...] as [N, G*Fg, ...] (`outType`).
+Value ungroup(OpBuilder &b, Location loc, Value grouped,
+              RankedTensorType outType) {
+  SmallVector<ReassociationIndices> re{{0}, {1, 2}};
+  for (int64_t i = 2; i < outType.getRank(); ++i)
+    re.push_back({i + 1});
+  return tensor::CollapseShapeOp::create(b, loc, outType, grouped, re);
 }
 
 struct ConvLowering : OpConversionPattern<dist::ConvOp> {
@@ -525,15 +575,32 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
                              adaptor.getBias(), zero);
 
     bool blasType = elem.isF32() || elem.isF64();
-    if (G == 1 && s == 2 &&
+    auto i64Pair = [&](ArrayRef<int64_t> v) {
+      return DenseIntElementsAttr::get(
+          RankedTensorType::get({2}, rewriter.getI64Type()), v);
+    };
+    bool runDirect =
+        s == 2 &&
         useDirectConv(directConv, cast<RankedTensorType>(padded.getType()),
-                      *geo)) {
+                      *geo, G, Cg);
+    if (G > 1 && runDirect) {
+      // Grouped and depthwise: the named grouped op, which
+      // dist-contractions-to-runtime turns into dist_rt_conv2d_group_f32
+      // (generated loops ran RegNetY-400MF's 8-channel groups at 2 to 7
+      // GFLOP/s and MobileNetV2's depthwise layers alike).
+      GroupedOperands ops =
+          groupOperands(rewriter, loc, padded, weight, init, G, Cg, Fg);
+      auto conv = linalg::Conv2DNgchwGfchwOp::create(
+          rewriter, loc, TypeRange{ops.init.getType()},
+          ValueRange{ops.input, ops.weight}, ValueRange{ops.init},
+          i64Pair(geo->strides), i64Pair(geo->dilations));
+      rewriter.replaceOp(op,
+                         ungroup(rewriter, loc, conv.getResult(0), outType));
+      return success();
+    }
+    if (G == 1 && runDirect) {
       // Named op: dist-contractions-to-runtime turns it into the runtime
       // call once bufferized (or it lowers to loops like any linalg op).
-      auto i64Pair = [&](ArrayRef<int64_t> v) {
-        return DenseIntElementsAttr::get(
-            RankedTensorType::get({2}, rewriter.getI64Type()), v);
-      };
       auto conv = linalg::Conv2DNchwFchwOp::create(
           rewriter, loc, TypeRange{outType}, ValueRange{padded, weight},
           ValueRange{init}, i64Pair(geo->strides), i64Pair(geo->dilations));
@@ -609,46 +676,9 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
                       const ConvGeometry &geo, int64_t G, int64_t Cg,
                       int64_t Fg, Type origElem) {
     MLIRContext *ctx = b.getContext();
-    auto pt = cast<RankedTensorType>(padded.getType());
-    auto wt = cast<RankedTensorType>(weight.getType());
-    Type elem = pt.getElementType();
-    int64_t s = pt.getRank() - 2;
-    // Expand channels into (G, Cg) / (G, Fg).
-    auto expandCh = [&](Value v, RankedTensorType t, int64_t inner,
-                        ArrayRef<OpFoldResult> sizesIn) {
-      SmallVector<int64_t> shape;
-      SmallVector<ReassociationIndices> re;
-      SmallVector<OpFoldResult> sizes;
-      int64_t r = t.getRank();
-      // Dim 0 stays, dim 1 -> (G, inner), rest stay.
-      shape.push_back(t.getDimSize(0));
-      sizes.push_back(sizesIn[0]);
-      re.push_back({0});
-      shape.push_back(G);
-      shape.push_back(inner);
-      sizes.push_back(b.getIndexAttr(G));
-      sizes.push_back(b.getIndexAttr(inner));
-      re.push_back({1, 2});
-      for (int64_t i = 2; i < r; ++i) {
-        shape.push_back(t.getDimSize(i));
-        sizes.push_back(sizesIn[i]);
-        re.push_back({i + 1});
-      }
-      auto nt = RankedTensorType::get(shape, elem);
-      return tensor::ExpandShapeOp::create(b, loc, nt, v, re, sizes)
-          .getResult();
-    };
-    Value in5 = expandCh(padded, pt, Cg, sizesOf(b, loc, padded));
-    // Weight [G*Fg, Cg, k...] -> [G, Fg, Cg, k...].
-    SmallVector<int64_t> wshape{G, Fg};
-    SmallVector<ReassociationIndices> wre{{0, 1}};
-    for (int64_t i = 1; i < wt.getRank(); ++i) {
-      wshape.push_back(wt.getDimSize(i));
-      wre.push_back({i + 1});
-    }
-    Value w5 = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(wshape, elem), weight, wre);
-    Value out5 = expandCh(init, outType, Fg, sizesOf(b, loc, init));
+    int64_t s = cast<RankedTensorType>(padded.getType()).getRank() - 2;
+    GroupedOperands ops =
+        groupOperands(b, loc, padded, weight, init, G, Cg, Fg);
     // Loops: n, g, f, o_1..o_s, c, k_1..k_s.
     int64_t numLoops = 3 + s + 1 + s;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
@@ -664,16 +694,12 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     }
     SmallVector<IT> iters(3 + s, IT::parallel);
     iters.append(1 + s, IT::reduction);
-    Value r = buildContraction(
-        b, loc, in5, w5, out5,
-        {AffineMap::get(numLoops, 0, inE, ctx),
-         AffineMap::get(numLoops, 0, wE, ctx),
-         AffineMap::get(numLoops, 0, oE, ctx)},
-        iters, origElem);
-    SmallVector<ReassociationIndices> ore{{0}, {1, 2}};
-    for (int64_t i = 0; i < s; ++i)
-      ore.push_back({3 + i});
-    return tensor::CollapseShapeOp::create(b, loc, outType, r, ore);
+    Value r = buildContraction(b, loc, ops.input, ops.weight, ops.init,
+                               {AffineMap::get(numLoops, 0, inE, ctx),
+                                AffineMap::get(numLoops, 0, wE, ctx),
+                                AffineMap::get(numLoops, 0, oE, ctx)},
+                               iters, origElem);
+    return ungroup(b, loc, r, outType);
   }
 };
 

@@ -96,3 +96,37 @@ func.func @conv_transpose(%x: tensor<1x16x5x5xf32>, %w: tensor<16x8x2x2xf32>, %b
   %0 = dist.conv_transpose %x, %w bias %b {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x16x5x5xf32>, tensor<16x8x2x2xf32>, tensor<8xf32>) -> tensor<1x8x10x10xf32>
   return %0 : tensor<1x8x10x10xf32>
 }
+
+// -----
+
+// Grouped and depthwise 2-D f32 convolutions with conv=direct become
+// linalg.conv_2d_ngchw_gfchw on the padded input, its channels split into
+// groups (input [N, G, C/G, ...], weight [G, F/G, C/G, ...], the bias
+// broadcast [N, G, F/G, ...]), the result collapsed back; a grouped 1x1 one
+// too (each group's product is small). f64 and conv=im2col keep the loop
+// nest over groups.
+
+// DIRECT-LABEL: func.func @grouped(
+// DIRECT: tensor.pad
+// DIRECT-DAG: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2], [3], [4]] output_shape [4, 4, 2, 3, 3] : tensor<16x2x3x3xf32> into tensor<4x4x2x3x3xf32>
+// DIRECT-DAG: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] output_shape [2, 4, 2, 10, 10] : tensor<2x8x10x10xf32> into tensor<2x4x2x10x10xf32>
+// DIRECT-DAG: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] output_shape [2, 4, 4, 8, 8] : tensor<2x16x8x8xf32> into tensor<2x4x4x8x8xf32>
+// DIRECT: linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<2x4x2x10x10xf32>, tensor<4x4x2x3x3xf32>) outs(%{{.*}} : tensor<2x4x4x8x8xf32>)
+// DIRECT: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] : tensor<2x4x4x8x8xf32> into tensor<2x16x8x8xf32>
+// DIRECT: linalg.conv_2d_ngchw_gfchw {dilations = dense<2> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<2x8x1x13x13xf32>, tensor<8x1x1x3x3xf32>) outs(%{{.*}} : tensor<2x8x1x5x5xf32>)
+// DIRECT: linalg.conv_2d_ngchw_gfchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x2x4x8x8xf32>, tensor<2x4x4x1x1xf32>) outs(%{{.*}} : tensor<2x2x4x8x8xf32>)
+// DIRECT-NOT: linalg.conv_2d_ngchw_gfchw
+// DIRECT: return
+// IM2COL-LABEL: func.func @grouped(
+// IM2COL-NOT: linalg.conv_2d_ngchw_gfchw
+// IM2COL: return
+func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor<16xf32>,
+                   %wd: tensor<8x1x3x3xf32>, %w1: tensor<8x4x1x1xf32>,
+                   %xd: tensor<2x8x8x8xf64>, %wdd: tensor<8x1x3x3xf64>)
+    -> (tensor<2x16x8x8xf32>, tensor<2x8x5x5xf32>, tensor<2x8x8x8xf32>, tensor<2x8x6x6xf64>) {
+  %0 = dist.conv %x, %w bias %b {group = 4 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<16x2x3x3xf32>, tensor<16xf32>) -> tensor<2x16x8x8xf32>
+  %1 = dist.conv %x, %wd {group = 8 : i64, dilations = array<i64: 2, 2>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 3, 3, 3, 3>, strides = array<i64: 2, 2>} : (tensor<2x8x8x8xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x5x5xf32>
+  %2 = dist.conv %x, %w1 {group = 2 : i64, kernel_shape = array<i64: 1, 1>} : (tensor<2x8x8x8xf32>, tensor<8x4x1x1xf32>) -> tensor<2x8x8x8xf32>
+  %3 = dist.conv %xd, %wdd {group = 8 : i64, kernel_shape = array<i64: 3, 3>} : (tensor<2x8x8x8xf64>, tensor<8x1x3x3xf64>) -> tensor<2x8x6x6xf64>
+  return %0, %1, %2, %3 : tensor<2x16x8x8xf32>, tensor<2x8x5x5xf32>, tensor<2x8x8x8xf32>, tensor<2x8x6x6xf64>
+}

@@ -252,3 +252,83 @@ func.func @not_a_weight_grad(%xp: memref<2x3x11x11xf32>, %dy: memref<2x8x5x5xf32
   }
   return
 }
+
+// -----
+
+// A grouped f32 linalg.conv_2d_ngchw_gfchw becomes dist_rt_conv2d_group_f32
+// (27 arguments: groups, n, c, h, w, f per group, kh, kw, sh, sw, dh, dw,
+// oh, ow, in, 4 input strides, weight, bias, out, 4 output strides,
+// flags). It writes through the view that splits a fresh NCHW buffer's
+// channels: the bias broadcast into that buffer goes (bias passed, flags
+// 0), and so does a zero fill; a view read before the op, or a view of an
+// argument, keeps the init and accumulates (flags 1). f64 stays.
+// CHECK-LABEL: func.func @grouped_bias(
+// CHECK-NOT: linalg.generic
+// CHECK: memref.extract_aligned_pointer_as_index %arg2
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c1_i64, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, {{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.conv_2d_ngchw_gfchw
+// CHECK: return
+// CHECK-LABEL: func.func @grouped_zero_fill(
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK-LABEL: func.func @grouped_view_read_before(
+// CHECK: linalg.fill
+// CHECK: memref.load
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+// CHECK-LABEL: func.func @grouped_argument_output(
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+// CHECK-LABEL: func.func @grouped_f64(
+// CHECK: linalg.conv_2d_ngchw_gfchw
+// CHECK-NOT: call
+#gbias = affine_map<(n, f, h, w) -> (f)>
+#gid = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @grouped_bias(%x: memref<2x4x2x10x10xf32>, %w: memref<4x3x2x3x3xf32>, %b: memref<12xf32>, %o: memref<2x12x8x8xf32>) {
+  %acc = memref.alloc() : memref<2x12x8x8xf32>
+  linalg.generic {indexing_maps = [#gbias, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : memref<12xf32>) outs(%acc : memref<2x12x8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [2, 4, 3, 8, 8] : memref<2x12x8x8xf32> into memref<2x4x3x8x8xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<2x4x2x10x10xf32>, memref<4x3x2x3x3xf32>) outs(%g : memref<2x4x3x8x8xf32>)
+  %c = memref.collapse_shape %g [[0], [1, 2], [3], [4]] : memref<2x4x3x8x8xf32> into memref<2x12x8x8xf32>
+  memref.copy %c, %o : memref<2x12x8x8xf32> to memref<2x12x8x8xf32>
+  memref.dealloc %acc : memref<2x12x8x8xf32>
+  return
+}
+func.func @grouped_zero_fill(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @grouped_view_read_before(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) -> f32 {
+  %zero = arith.constant 0.000000e+00 : f32
+  %i = arith.constant 0 : index
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  %v = memref.load %g[%i, %i, %i, %i, %i] : memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return %v : f32
+}
+func.func @grouped_argument_output(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %g = memref.expand_shape %o [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  return
+}
+func.func @grouped_f64(%x: memref<1x8x1x9x9xf64>, %w: memref<8x1x1x3x3xf64>, %o: memref<1x8x1x4x4xf64>) {
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf64>, memref<8x1x1x3x3xf64>) outs(%o : memref<1x8x1x4x4xf64>)
+  return
+}
