@@ -863,10 +863,10 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
           }
         }
       }
-      // The output starts as the bias broadcast into it (a kernel), then
-      // the GEMM accumulates into it; without a bias the GEMM sets it
-      // (dist-contractions-to-runtime drops the zero fill).
-      // A direct convolution adds the bias itself.
+      // The GEMM sets the output (dist-contractions-to-runtime drops the
+      // zero fill), then the bias is added (a kernel, which
+      // dist-fuse-elementwise joins with an activation after it when there
+      // is one). A direct convolution adds the bias itself.
       if (op.getNumOperands() > 2) {
         auto conv = dyn_cast<ConvOp>(op);
         double bytes = static_cast<double>(resultBytes);

@@ -36,43 +36,67 @@ using namespace mlir;
 
 namespace {
 
+/// The buffer `out` covers whole: `out` itself, or the source of a reshape
+/// view (memref.expand_shape or collapse_shape: the same elements) made in
+/// `op`'s block, returned in `view`.
+Value wholeBuffer(Operation *op, Value out, Operation *&view) {
+  view = nullptr;
+  Operation *def = out.getDefiningOp();
+  if (!def || !isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def) ||
+      def->getBlock() != op->getBlock())
+    return out;
+  view = def;
+  return cast<ViewLikeOpInterface>(def).getViewSource();
+}
+
 /// The op that last wrote `out` before `op`, when only `op` observes what
 /// it wrote: the last use of `out` before op (in op's block, nested uses
 /// counted at their ancestor there), with no view of `out` made before op
-/// (a view could be read in between) other than `ignoreView`. `out` must
-/// be a fresh allocation, so that nothing else aliases it. Null otherwise.
-Operation *lastUseBefore(Operation *op, Value out,
-                         Operation *ignoreView = nullptr) {
-  if (!out.getDefiningOp<memref::AllocOp>())
+/// (a view could be read in between). `out` must be a fresh allocation, so
+/// that nothing else aliases it, or a reshape view of one (wholeBuffer),
+/// whose uses and the allocation's then count alike. Null otherwise.
+Operation *lastUseBefore(Operation *op, Value out) {
+  Operation *view;
+  Value whole = wholeBuffer(op, out, view);
+  if (!whole.getDefiningOp<memref::AllocOp>())
     return {};
   Block *block = op->getBlock();
   Operation *last = nullptr;
-  for (Operation *user : out.getUsers()) {
-    if (user == ignoreView)
-      continue;
-    Operation *at = block->findAncestorOpInBlock(*user);
-    if (!at)
-      return {};
-    if (at == op || !at->isBeforeInBlock(op))
-      continue;
-    // The metadata that an earlier runtime call of this pass took the
-    // buffer's pointer from (its base buffer unused) is no view: it counts
-    // as a use where it is, like the call it feeds.
-    auto md = dyn_cast<memref::ExtractStridedMetadataOp>(user);
-    if (isa<ViewLikeOpInterface>(user) &&
-        !(md && md.getBaseBuffer().use_empty()))
-      return {};
-    if (!last || last->isBeforeInBlock(at))
-      last = at;
+  SmallVector<Value, 2> values{whole};
+  if (view)
+    values.push_back(out);
+  for (Value v : values) {
+    for (Operation *user : v.getUsers()) {
+      if (user == view)
+        continue;
+      Operation *at = block->findAncestorOpInBlock(*user);
+      if (!at)
+        return {};
+      if (at == op || !at->isBeforeInBlock(op))
+        continue;
+      // The metadata that an earlier runtime call of this pass took the
+      // buffer's pointer from (its base buffer unused) is no view: it
+      // counts as a use where it is, like the call it feeds.
+      auto md = dyn_cast<memref::ExtractStridedMetadataOp>(user);
+      if (isa<ViewLikeOpInterface>(user) &&
+          !(md && md.getBaseBuffer().use_empty()))
+        return {};
+      if (!last || last->isBeforeInBlock(at))
+        last = at;
+    }
   }
   return last;
 }
 
-/// The linalg.fill of +0.0 into `out` that only `op` observes (see
-/// lastUseBefore). Null otherwise.
+/// The linalg.fill of +0.0 into `out` (or into the whole buffer it views,
+/// see wholeBuffer) that only `op` observes (see lastUseBefore). Null
+/// otherwise.
 linalg::FillOp zeroFillConsumedBy(Operation *op, Value out) {
+  Operation *view;
+  Value whole = wholeBuffer(op, out, view);
   auto fill = dyn_cast_or_null<linalg::FillOp>(lastUseBefore(op, out));
-  if (!fill || fill.getOutputs().front() != out)
+  if (!fill ||
+      (fill.getOutputs().front() != whole && fill.getOutputs().front() != out))
     return {};
   auto cst = fill.getInputs().front().getDefiningOp<arith::ConstantOp>();
   auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
@@ -146,36 +170,28 @@ bool overwritesWithoutReading(Operation *op, Value v) {
   return g.getRegion().front().getArguments().back().use_empty();
 }
 
-/// How a convolution `conv` finds its output buffer `whole` (NCHW) when
-/// the runtime call can take the initialisation over: a zero fill or a
-/// broadcast of a per-filter bias (the lowering's init) that only `conv`
-/// observes (see lastUseBefore; `ignoreView` is the view `conv` writes
-/// through, if any). `op` is that init (null when the call must
-/// accumulate into what is there), `bias` the bias buffer if any.
+/// How a convolution `conv` finds its output `out` (NCHW, or a reshape
+/// view of the NCHW buffer, see wholeBuffer) when the runtime call can
+/// take the initialisation over: a zero fill or a broadcast of a
+/// per-filter bias (the lowering's init) that only `conv` observes (see
+/// lastUseBefore). `op` is that init (null when the call must accumulate
+/// into what is there), `bias` the bias buffer if any.
 struct ConvInit {
   Operation *op = nullptr;
   Value bias;
   bool overwrite = false;
 };
 
-ConvInit convInit(Operation *conv, Value whole,
-                  Operation *ignoreView = nullptr) {
+ConvInit convInit(Operation *conv, Value out) {
   ConvInit ci;
-  Operation *init = lastUseBefore(conv, whole, ignoreView);
-  auto zeroFill = [&]() -> Operation * {
-    auto fill = dyn_cast_or_null<linalg::FillOp>(init);
-    if (!fill || fill.getOutputs().front() != whole)
-      return nullptr;
-    auto cst = fill.getInputs().front().getDefiningOp<arith::ConstantOp>();
-    auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
-    return value && value.getValue().isPosZero() ? fill : nullptr;
-  };
-  if (Operation *fill = zeroFill()) {
+  if (linalg::FillOp fill = zeroFillConsumedBy(conv, out)) {
     ci.op = fill;
     ci.overwrite = true;
     return ci;
   }
-  auto g = dyn_cast_or_null<linalg::GenericOp>(init);
+  Operation *view;
+  Value whole = wholeBuffer(conv, out, view);
+  auto g = dyn_cast_or_null<linalg::GenericOp>(lastUseBefore(conv, out));
   if (!g)
     return ci;
   MLIRContext *ctx = conv->getContext();
@@ -308,18 +324,7 @@ struct ContractionsToRuntimePass
     if (!directOperands(in, wt, out))
       return failure();
 
-    ConvInit ci;
-    if (auto expand = out.getDefiningOp<memref::ExpandShapeOp>()) {
-      // The view must not be used before the op (a use there could read
-      // or write the init).
-      Block *block = op->getBlock();
-      bool usedBefore = llvm::any_of(expand->getUsers(), [&](Operation *u) {
-        Operation *at = block->findAncestorOpInBlock(*u);
-        return !at || (at != op && at->isBeforeInBlock(op));
-      });
-      if (!usedBefore && expand->getBlock() == block)
-        ci = convInit(op, expand.getSrc(), expand);
-    }
+    ConvInit ci = convInit(op, out);
 
     OpBuilder b(op);
     CallArgs call{b, op.getLoc()};

@@ -406,6 +406,28 @@ Value channelInit(OpBuilder &b, Location loc, RankedTensorType outType,
       .getResult(0);
 }
 
+/// `value` [N, C, ...] plus the per-channel float `bias` [C], broadcast
+/// over the other dims.
+Value addChannelBias(OpBuilder &b, Location loc, Value value, Value bias) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rank = type.getRank();
+  Value empty = emptyTensor(b, loc, type, sizesOf(b, loc, value));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{value, bias},
+             ValueRange{empty},
+             SmallVector<AffineMap>{
+                 b.getMultiDimIdentityMap(rank),
+                 AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx),
+                 b.getMultiDimIdentityMap(rank)},
+             SmallVector<IT>(rank, IT::parallel),
+             [](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l, arith::AddFOp::create(nb, l, a[0], a[1]).getResult());
+             })
+      .getResult(0);
+}
+
 /// The im2col columns of a convolution's padded input [N, C, I_1..I_s]
 /// (s = 1, 2 or 3 spatial dims): col[n, (c, k_1..k_s), (o_1..o_s)] =
 /// in[n, c, o_i*s_i + k_i*d_i], as [N, C*K_1*..*K_s, O_1*..*O_s]. A
@@ -571,8 +593,10 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     for (int64_t i = 0; i < s; ++i)
       outSizes[i + 2] = rewriter.getIndexAttr(geo->out[i]);
 
-    Value init = channelInit(rewriter, loc, outType, outSizes,
-                             adaptor.getBias(), zero);
+    auto biasInit = [&] {
+      return channelInit(rewriter, loc, outType, outSizes, adaptor.getBias(),
+                         zero);
+    };
 
     bool blasType = elem.isF32() || elem.isF64();
     auto i64Pair = [&](ArrayRef<int64_t> v) {
@@ -589,7 +613,7 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
       // (generated loops ran RegNetY-400MF's 8-channel groups at 2 to 7
       // GFLOP/s and MobileNetV2's depthwise layers alike).
       GroupedOperands ops =
-          groupOperands(rewriter, loc, padded, weight, init, G, Cg, Fg);
+          groupOperands(rewriter, loc, padded, weight, biasInit(), G, Cg, Fg);
       auto conv = linalg::Conv2DNgchwGfchwOp::create(
           rewriter, loc, TypeRange{ops.init.getType()},
           ValueRange{ops.input, ops.weight}, ValueRange{ops.init},
@@ -603,20 +627,33 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
       // call once bufferized (or it lowers to loops like any linalg op).
       auto conv = linalg::Conv2DNchwFchwOp::create(
           rewriter, loc, TypeRange{outType}, ValueRange{padded, weight},
-          ValueRange{init}, i64Pair(geo->strides), i64Pair(geo->dilations));
+          ValueRange{biasInit()}, i64Pair(geo->strides),
+          i64Pair(geo->dilations));
       rewriter.replaceOp(op, conv.getResult(0));
       return success();
     }
     // 1-D and 3-D alike: columns and one product (the runtime's GEMM)
     // instead of a loop nest over every tap (a dilated 1-D temporal
     // network ran 10x slower than onnxruntime that way, a 3-D one 25x).
+    // The product sets its output (a zero init, which the runtime's GEMM
+    // does not read) and the bias comes after, as an elementwise add that
+    // dist-fuse-elementwise joins with the activation that usually follows:
+    // broadcasting the bias into the output first and accumulating cost
+    // MobileNetV2 a pass over every 1x1 convolution's output.
     if (G == 1 && s <= 3 && blasType) {
-      rewriter.replaceOp(op, im2col(rewriter, loc, padded, weight, init,
-                                    outType, *geo, elemTypeOf(op.getInput())));
+      Value product =
+          im2col(rewriter, loc, padded, weight,
+                 filledTensor(rewriter, loc, outType, outSizes, zero), outType,
+                 *geo, elemTypeOf(op.getInput()));
+      rewriter.replaceOp(
+          op, adaptor.getBias()
+                  ? addChannelBias(rewriter, loc, product, adaptor.getBias())
+                  : product);
       return success();
     }
-    rewriter.replaceOp(op, direct(rewriter, loc, padded, weight, init, outType,
-                                  *geo, G, Cg, Fg, elemTypeOf(op.getInput())));
+    rewriter.replaceOp(op, direct(rewriter, loc, padded, weight, biasInit(),
+                                  outType, *geo, G, Cg, Fg,
+                                  elemTypeOf(op.getInput())));
     return success();
   }
 

@@ -108,3 +108,71 @@ func.func @negative_zero(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %o: memref<4
   memref.dealloc %acc : memref<4x16xf32>
   return
 }
+
+// -----
+
+// Through a reshape view of a fresh buffer (a 1x1 convolution's product
+// into its NCHW output collapsed to [N, F, H*W]): the view and the buffer
+// count as one, so a zero fill of either, untouched since, goes and the
+// product sets the buffer. A read of the buffer in between keeps the fill.
+// CHECK-LABEL: func.func @fill_through_view(
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK-LABEL: func.func @fill_of_whole(
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK-LABEL: func.func @view_read_between(
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: call @dist_rt_gemm_f32(
+#va = affine_map<(n, f, p, c) -> (f, c)>
+#vb = affine_map<(n, f, p, c) -> (n, c, p)>
+#vc = affine_map<(n, f, p, c) -> (n, f, p)>
+func.func @fill_through_view(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: memref<1x4x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x4x4x4xf32>
+  %v = memref.collapse_shape %acc [[0], [1], [2, 3]] : memref<1x4x4x4xf32> into memref<1x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<1x4x16xf32>)
+  linalg.generic {indexing_maps = [#va, #vb, #vc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<4x8xf32>, memref<1x8x16xf32>) outs(%v : memref<1x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %acc, %o : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  memref.dealloc %acc : memref<1x4x4x4xf32>
+  return
+}
+func.func @fill_of_whole(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: memref<1x4x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x4x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x4x4x4xf32>)
+  %v = memref.collapse_shape %acc [[0], [1], [2, 3]] : memref<1x4x4x4xf32> into memref<1x4x16xf32>
+  linalg.generic {indexing_maps = [#va, #vb, #vc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<4x8xf32>, memref<1x8x16xf32>) outs(%v : memref<1x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %acc, %o : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  memref.dealloc %acc : memref<1x4x4x4xf32>
+  return
+}
+func.func @view_read_between(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: memref<1x4x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x4x4x4xf32>
+  %v = memref.collapse_shape %acc [[0], [1], [2, 3]] : memref<1x4x4x4xf32> into memref<1x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<1x4x16xf32>)
+  memref.copy %acc, %o : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  linalg.generic {indexing_maps = [#va, #vb, #vc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<4x8xf32>, memref<1x8x16xf32>) outs(%v : memref<1x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %acc : memref<1x4x4x4xf32>
+  return
+}

@@ -130,3 +130,31 @@ func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor
   %3 = dist.conv %xd, %wdd {group = 8 : i64, kernel_shape = array<i64: 3, 3>} : (tensor<2x8x8x8xf64>, tensor<8x1x3x3xf64>) -> tensor<2x8x6x6xf64>
   return %0, %1, %2, %3 : tensor<2x16x8x8xf32>, tensor<2x8x5x5xf32>, tensor<2x8x8x8xf32>, tensor<2x8x6x6xf64>
 }
+
+// -----
+
+// A convolution run as a product (here 1x1: no columns) starts from zeros,
+// which the runtime's GEMM sets without reading, and adds its bias after,
+// elementwise, where dist-fuse-elementwise can join it with an activation;
+// no bias broadcast into the output first.
+
+// DIRECT-LABEL: func.func @product_then_bias(
+// DIRECT: linalg.fill
+// DIRECT: linalg.generic
+// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// DIRECT: linalg.generic
+// DIRECT-SAME: ins(%{{.*}}, %{{.*}} : tensor<2x8x10x10xf32>, tensor<8xf32>)
+// DIRECT: arith.addf
+// DIRECT: return
+// IM2COL-LABEL: func.func @product_then_bias(
+// IM2COL: linalg.fill
+// IM2COL: linalg.generic
+// IM2COL-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// IM2COL: linalg.generic
+// IM2COL-SAME: ins(%{{.*}}, %{{.*}} : tensor<2x8x10x10xf32>, tensor<8xf32>)
+// IM2COL: arith.addf
+// IM2COL: return
+func.func @product_then_bias(%x: tensor<2x3x10x10xf32>, %w: tensor<8x3x1x1xf32>, %b: tensor<8xf32>) -> tensor<2x8x10x10xf32> {
+  %0 = dist.conv %x, %w bias %b {kernel_shape = array<i64: 1, 1>} : (tensor<2x3x10x10xf32>, tensor<8x3x1x1xf32>, tensor<8xf32>) -> tensor<2x8x10x10xf32>
+  return %0 : tensor<2x8x10x10xf32>
+}
