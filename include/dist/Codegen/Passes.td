@@ -99,6 +99,23 @@ def ApproximateMathPass : Pass<"dist-approximate-math", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::math::MathDialect", "::mlir::arith::ArithDialect"];
 }
 
+def FillBordersPass : Pass<"dist-fill-borders", "::mlir::func::FuncOp"> {
+  let summary = "fill only the border of a padded buffer whose interior is "
+                "overwritten next";
+  let description = [{
+    A zero pad bufferizes to a fill of the whole padded buffer, then the
+    operand's producer (or a copy) writing the interior. Where the next
+    write through the buffer is an op that overwrites a static unit-stride
+    interior subview without reading it (an all-parallel `linalg.generic`
+    whose output block argument is unused, or a `memref.copy` into it), and
+    nothing else uses the buffer in between, the fill becomes fills of the
+    border slabs around that interior: the interior is written once instead
+    of twice.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FuseRowsPass : Pass<"dist-fuse-rows", "::mlir::func::FuncOp"> {
   let summary = "compute a normalisation's passes over blocks of rows in "
                 "one loop";

@@ -61,6 +61,8 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm, deallocOpts);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createForallToParallelLoopPass());
+  // Before the runtime calls replace the ops that write padded interiors.
+  pm.addNestedPass<func::FuncOp>(createFillBordersPass());
   pm.addPass(createContractionsToRuntimePass());
 
   // Parallel dimensions become scf.parallel, whose outermost loops run on

@@ -1,0 +1,168 @@
+//===- FillBorders.cpp - fill only a padded buffer's border ---------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A zero pad (tensor.pad, or the fill + insert_slice that
+// dist-fuse-elementwise makes of it) bufferizes to a linalg.fill of the
+// whole padded buffer followed by the op that writes the interior: the
+// operand's producer writing in place, or a copy. The fill writes the
+// interior once for nothing: MobileNetV2's depthwise convolutions pad 17
+// buffers of 0.5 to 5 MB per image, and memset was 7.6% of its inference
+// (one thread, Intel Xeon family 6 model 207). This pass rewrites such a
+// fill into fills of the slabs around the interior, one low and one high
+// slab per padded dimension (for NCHW images: the top and bottom rows,
+// then the left and right columns of the rows between).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#define DEBUG_TYPE "dist-fill-borders"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_FILLBORDERSPASS
+#include "dist/Codegen/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+
+namespace {
+
+/// Whether `op` writes every element of `view` without reading any: an
+/// all-parallel generic whose only output is `view` through an identity
+/// map, not read as an input and with its block argument unused, or a copy
+/// into `view`.
+bool overwrites(Operation *op, Value view) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return copy.getTarget() == view && copy.getSource() != view;
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 ||
+      g.getDpsInitOperand(0)->get() != view ||
+      g.getNumParallelLoops() != g.getNumLoops() ||
+      !g.getIndexingMapsArray().back().isIdentity())
+    return false;
+  for (OpOperand *in : g.getDpsInputOperands())
+    if (in->get() == view)
+      return false;
+  return g.getRegion().front().getArguments().back().use_empty();
+}
+
+/// The ancestor of `user` in `block`, or null.
+Operation *inBlock(Block *block, Operation *user) {
+  return block->findAncestorOpInBlock(*user);
+}
+
+/// The interior subview whose overwrite makes `fill`'s interior dead, and
+/// that overwriting op, when the fill's buffer is a fresh static allocation
+/// used by nothing else between the fill and that op (and viewed by nothing
+/// made before the fill).
+struct Interior {
+  memref::SubViewOp view;
+  Operation *writer = nullptr;
+};
+
+std::optional<Interior> findInterior(linalg::FillOp fill) {
+  Value buf = fill.getOutputs().front();
+  auto alloc = buf.getDefiningOp<memref::AllocOp>();
+  if (!alloc || !alloc.getType().hasStaticShape())
+    return std::nullopt;
+  Block *block = fill->getBlock();
+  // The next use of the buffer after the fill must be a static unit-stride
+  // subview, and its first use the overwrite.
+  Operation *next = nullptr;
+  for (Operation *user : buf.getUsers()) {
+    Operation *at = inBlock(block, user);
+    if (!at)
+      return std::nullopt;
+    // A view made before the fill could be read after it.
+    if (at->isBeforeInBlock(fill) && isa<ViewLikeOpInterface>(user))
+      return std::nullopt;
+    if (at == fill.getOperation() || at->isBeforeInBlock(fill))
+      continue;
+    if (!next || at->isBeforeInBlock(next))
+      next = at;
+  }
+  auto view = dyn_cast_or_null<memref::SubViewOp>(next);
+  if (!view || !view.hasUnitStride() ||
+      !llvm::all_of(
+          view.getMixedOffsets(),
+          [](OpFoldResult f) { return getConstantIntValue(f).has_value(); }) ||
+      !view.getType().hasStaticShape())
+    return std::nullopt;
+  Operation *writer = nullptr;
+  for (Operation *user : view->getUsers()) {
+    Operation *at = inBlock(block, user);
+    if (!at)
+      return std::nullopt;
+    if (!writer || at->isBeforeInBlock(writer))
+      writer = at;
+  }
+  if (!writer || !overwrites(writer, view.getResult()))
+    return std::nullopt;
+  // No other use of the buffer between the fill and the writer.
+  for (Operation *user : buf.getUsers()) {
+    Operation *at = inBlock(block, user);
+    if (at == fill.getOperation() || at == view.getOperation() ||
+        at->isBeforeInBlock(fill) || writer->isBeforeInBlock(at))
+      continue;
+    if (at != writer)
+      return std::nullopt;
+  }
+  return Interior{view, writer};
+}
+
+struct FillBordersPass
+    : public dist::impl::FillBordersPassBase<FillBordersPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp f) {
+      if (f.hasPureBufferSemantics())
+        fills.push_back(f);
+    });
+    for (linalg::FillOp fill : fills) {
+      std::optional<Interior> in = findInterior(fill);
+      if (!in)
+        continue;
+      rewrite(fill, in->view);
+    }
+  }
+
+  /// Replaces `fill` by fills of the slabs of its buffer around `view`:
+  /// for each dim d, the elements below and above the interior along d
+  /// whose dims before d lie inside the interior (dims after d: all).
+  static void rewrite(linalg::FillOp fill, memref::SubViewOp view) {
+    OpBuilder b(fill);
+    Location loc = fill.getLoc();
+    Value buf = fill.getOutputs().front();
+    Value value = fill.getInputs().front();
+    ArrayRef<int64_t> shape = cast<MemRefType>(buf.getType()).getShape();
+    ArrayRef<int64_t> sizes = view.getType().getShape();
+    SmallVector<int64_t> offsets;
+    for (OpFoldResult f : view.getMixedOffsets())
+      offsets.push_back(*getConstantIntValue(f));
+    int64_t rank = static_cast<int64_t>(shape.size());
+    auto slab = [&](int64_t d, int64_t begin, int64_t extent) {
+      if (extent <= 0)
+        return;
+      SmallVector<OpFoldResult> off, size, stride(rank, b.getIndexAttr(1));
+      for (int64_t i = 0; i < rank; ++i) {
+        int64_t o = i < d ? offsets[i] : i == d ? begin : 0;
+        int64_t s = i < d ? sizes[i] : i == d ? extent : shape[i];
+        off.push_back(b.getIndexAttr(o));
+        size.push_back(b.getIndexAttr(s));
+      }
+      Value part = memref::SubViewOp::create(b, loc, buf, off, size, stride);
+      linalg::FillOp::create(b, loc, value, part);
+    };
+    for (int64_t d = 0; d < rank; ++d) {
+      slab(d, 0, offsets[d]);
+      slab(d, offsets[d] + sizes[d], shape[d] - offsets[d] - sizes[d]);
+    }
+    fill.erase();
+  }
+};
+
+} // namespace
