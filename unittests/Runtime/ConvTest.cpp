@@ -156,6 +156,9 @@ const ConvCase kCases[] = {
     {2, 4, 15, 16, 8, 3, 2, 2, 3, 2, 2},
     {1, 3, 20, 20, 6, 1, 1, 1, 1, 1, 1},
     {1, 2, 21, 22, 5, 7, 7, 2, 2, 1, 1},
+    // An image past 256 KiB padded (codegen sends such layers here when
+    // their im2col columns would be large).
+    {1, 4, 136, 136, 8, 3, 3, 1, 1, 1, 1},
     // Depthwise (one channel and filter a group): 3x3 at unit and double
     // strides, 5x5, dilated, rows wider than several vectors.
     {2, 6, 10, 10, 6, 3, 3, 1, 1, 1, 1, 6},

@@ -38,10 +38,16 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// goes to the direct kernels above on a host with AVX-512, given its
 /// groups, one group's input channels, the padded image size, kernel and
 /// strides: not when it is 1x1 with unit strides and one group (a plain
-/// product on the input, no columns to write), nor when one group's padded
-/// image exceeds 256 KiB (the kernels have no cache blocking over
-/// channels; only small layers were measured against im2col + BLAS: the
-/// CPU benchmark's CNN, 3 to 32 channels on 8x8 to 32x32 images). Code
+/// product on the input, no columns to write). Otherwise when one group's
+/// padded image is at most 256 KiB (the kernels have no cache blocking over
+/// channels; measured against im2col + BLAS on the CPU benchmark's CNN, 3
+/// to 32 channels on 8x8 to 32x32 images), or when im2col's columns for one
+/// image would exceed 12 MiB, where writing and re-reading them from memory
+/// costs more than the library's faster product gains (one thread, Intel
+/// Xeon family 6 model 207: a U-Net's 3x3 layers on 128x128 images with 64
+/// channels, 38 MB of columns, ran the model 1.5x faster direct;
+/// DenseNet-121's 128 channels on 56x56, 14 MB, 10% faster; ResNet-50's 64
+/// channels on 56x56, 7 MB, 8% slower, so those stay im2col). Code
 /// generation (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp)
 /// both follow it.
 inline bool directConvApplies(int64_t channels, int64_t paddedH,
@@ -49,7 +55,11 @@ inline bool directConvApplies(int64_t channels, int64_t paddedH,
                               int64_t sh, int64_t sw, int64_t groups = 1) {
   if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1)
     return false;
-  return channels * paddedH * paddedW * 4 <= 256 * 1024;
+  if (channels * paddedH * paddedW * 4 <= 256 * 1024)
+    return true;
+  int64_t oh = paddedH >= kh ? (paddedH - kh) / sh + 1 : 0;
+  int64_t ow = paddedW >= kw ? (paddedW - kw) / sw + 1 : 0;
+  return channels * kh * kw * oh * ow * 4 > 12 * 1024 * 1024;
 }
 
 /// Its weight gradient: conv2d_wgrad(n, c, h, w, f, kh, kw, sh, sw, dh, dw,

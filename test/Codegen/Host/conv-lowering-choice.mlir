@@ -158,3 +158,20 @@ func.func @product_then_bias(%x: tensor<2x3x10x10xf32>, %w: tensor<8x3x1x1xf32>,
   %0 = dist.conv %x, %w bias %b {kernel_shape = array<i64: 1, 1>} : (tensor<2x3x10x10xf32>, tensor<8x3x1x1xf32>, tensor<8xf32>) -> tensor<2x8x10x10xf32>
   return %0 : tensor<2x8x10x10xf32>
 }
+
+// -----
+
+// Images past 256 KiB padded: direct when im2col's columns for one image
+// would pass 12 MiB (64 channels on 128x128: 36 MiB), im2col when not (64
+// channels on 56x56: 7 MiB).
+
+// DIRECT-LABEL: func.func @large_images(
+// DIRECT: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x64x130x130xf32>, tensor<64x64x3x3xf32>)
+// DIRECT-NOT: linalg.conv_2d_nchw_fchw
+// DIRECT: return
+func.func @large_images(%x: tensor<1x64x128x128xf32>, %y: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>)
+    -> (tensor<1x64x128x128xf32>, tensor<1x64x56x56xf32>) {
+  %0 = dist.conv %x, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x128x128xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x128x128xf32>
+  %1 = dist.conv %y, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x56x56xf32>
+  return %0, %1 : tensor<1x64x128x128xf32>, tensor<1x64x56x56xf32>
+}
