@@ -153,23 +153,6 @@ bool isReluOf(linalg::GenericOp g, Value in) {
   return value && value.getValue().isPosZero();
 }
 
-/// Whether the op writes all of `v` without reading it: a fill, or a
-/// parallel generic whose only output is `v` through an identity map and
-/// whose body ignores the output's old value.
-bool overwritesWithoutReading(Operation *op, Value v) {
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return fill.getOutputs().front() == v;
-  auto g = dyn_cast<linalg::GenericOp>(op);
-  if (!g || g.getNumDpsInits() != 1 || g.getDpsInitOperand(0)->get() != v ||
-      g.getNumParallelLoops() != g.getNumLoops() ||
-      !g.getIndexingMapsArray().back().isIdentity())
-    return false;
-  for (OpOperand *in : g.getDpsInputOperands())
-    if (in->get() == v)
-      return false;
-  return g.getRegion().front().getArguments().back().use_empty();
-}
-
 /// How a convolution `conv` finds its output `out` (NCHW, or a reshape
 /// view of the NCHW buffer, see wholeBuffer) when the runtime call can
 /// take the initialisation over: a zero fill or a broadcast of a
@@ -307,6 +290,37 @@ struct ContractionsToRuntimePass
            out != in && out != wt;
   }
 
+  /// The arguments of dist_rt_conv2d_f32 (in [N, C, H, W], wt [F, C, KH,
+  /// KW], out [N, F, OH, OW]) or, `grouped`, of dist_rt_conv2d_group_f32
+  /// (a group dim after N, first in wt), with out's pointer and strides
+  /// taken from `dst` (out's shape; the buffer the call writes).
+  static SmallVector<Value> convArgs(CallArgs &call, Value in, Value wt,
+                                     Value out, Value dst, Value bias,
+                                     ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> dilations, int64_t flags,
+                                     bool grouped) {
+    SmallVector<Value> inS, wS, outS, biasS;
+    Value inPtr = call.pointer(in, 4, inS), wPtr = call.pointer(wt, 4, wS),
+          outPtr = call.pointer(dst, 4, outS);
+    Value biasPtr = bias ? call.pointer(bias, 4, biasS) : call.constant(0);
+    int64_t g = grouped ? 1 : 0;
+    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
+    SmallVector<Value> args;
+    if (grouped)
+      args.push_back(dim(out, 1));
+    args.append({dim(out, 0), dim(in, 1 + g), dim(in, 2 + g), dim(in, 3 + g),
+                 dim(out, 1 + g), dim(wt, 2 + g), dim(wt, 3 + g)});
+    for (int64_t v : {strides[0], strides[1], dilations[0], dilations[1]})
+      args.push_back(call.constant(v));
+    args.append({dim(out, 2 + g), dim(out, 3 + g), inPtr});
+    // Every stride but the columns' (unit, checked by directOperands).
+    args.append(inS.begin(), inS.end() - 1);
+    args.append({wPtr, biasPtr, outPtr});
+    args.append(outS.begin(), outS.end() - 1);
+    args.push_back(call.constant(flags));
+    return args;
+  }
+
   /// A bufferized f32 linalg.conv_2d_ngchw_gfchw (a grouped or depthwise
   /// convolution, see LowerLinearAlgebra.cpp) becomes a call of
   /// dist_rt_conv2d_group_f32, under rewriteConv's conditions on the
@@ -328,45 +342,12 @@ struct ContractionsToRuntimePass
 
     OpBuilder b(op);
     CallArgs call{b, op.getLoc()};
-    SmallVector<Value> inS, wS, outS, biasS;
-    Value inPtr = call.pointer(in, 4, inS), wPtr = call.pointer(wt, 4, wS),
-          outPtr = call.pointer(out, 4, outS);
-    Value biasPtr =
-        ci.bias ? call.pointer(ci.bias, 4, biasS) : call.constant(0);
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
     // DIST_RT_CONV_ACCUMULATE (1).
-    int64_t flags = ci.overwrite ? 0 : 1;
-    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
-    auto cst = [&](int64_t v) { return call.constant(v); };
-    // in [N, G, C, H, W], wt [G, F, C, KH, KW], out [N, G, F, OH, OW].
-    SmallVector<Value> args{dim(out, 1),
-                            dim(out, 0),
-                            dim(in, 2),
-                            dim(in, 3),
-                            dim(in, 4),
-                            dim(out, 2),
-                            dim(wt, 3),
-                            dim(wt, 4),
-                            cst(strides[0]),
-                            cst(strides[1]),
-                            cst(dilations[0]),
-                            cst(dilations[1]),
-                            dim(out, 3),
-                            dim(out, 4),
-                            inPtr,
-                            inS[0],
-                            inS[1],
-                            inS[2],
-                            inS[3],
-                            wPtr,
-                            biasPtr,
-                            outPtr,
-                            outS[0],
-                            outS[1],
-                            outS[2],
-                            outS[3],
-                            cst(flags)};
+    SmallVector<Value> args =
+        convArgs(call, in, wt, out, out, ci.bias, strides, dilations,
+                 ci.overwrite ? 0 : 1, /*grouped=*/true);
     func::FuncOp callee =
         runtimeFunction(op, dist::runtime_abi::kConv2dGroupF32, args.size());
     func::CallOp::create(b, call.loc, callee, args);
@@ -409,42 +390,14 @@ struct ContractionsToRuntimePass
 
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
-    SmallVector<Value> inS, wS, outS, biasS;
-    Value inPtr = call.pointer(in, 4, inS), wPtr = call.pointer(wt, 4, wS),
-          outPtr = call.pointer(dst, 4, outS);
-    Value biasPtr = bias ? call.pointer(bias, 4, biasS) : call.constant(0);
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
     // DIST_RT_CONV_ACCUMULATE (1), DIST_RT_CONV_RELU (2).
-    int64_t flags = (overwrite ? 0 : 1) | (relu ? 2 : 0);
-    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
-    auto cst = [&](int64_t v) { return call.constant(v); };
-    SmallVector<Value> args{dim(out, 0),
-                            dim(in, 1),
-                            dim(in, 2),
-                            dim(in, 3),
-                            dim(out, 1),
-                            dim(wt, 2),
-                            dim(wt, 3),
-                            cst(strides[0]),
-                            cst(strides[1]),
-                            cst(dilations[0]),
-                            cst(dilations[1]),
-                            dim(out, 2),
-                            dim(out, 3),
-                            inPtr,
-                            inS[0],
-                            inS[1],
-                            inS[2],
-                            wPtr,
-                            biasPtr,
-                            outPtr,
-                            outS[0],
-                            outS[1],
-                            outS[2],
-                            cst(flags)};
-    StringRef name = dist::runtime_abi::kConv2dF32;
-    func::FuncOp callee = runtimeFunction(op, name, args.size());
+    SmallVector<Value> args =
+        convArgs(call, in, wt, out, dst, bias, strides, dilations,
+                 (overwrite ? 0 : 1) | (relu ? 2 : 0), /*grouped=*/false);
+    func::FuncOp callee =
+        runtimeFunction(op, dist::runtime_abi::kConv2dF32, args.size());
     func::CallOp::create(b, call.loc, callee, args);
     op.erase();
     if (init)
@@ -603,7 +556,7 @@ struct ContractionsToRuntimePass
       return {};
     if (Operation *after = nextUseAfter(relu, out))
       if (!isa<memref::DeallocOp>(after) &&
-          !overwritesWithoutReading(after, out))
+          !dist::codegen::overwritesWithoutReading(after, out))
         return {};
     auto type = cast<MemRefType>(target.getType());
     SmallVector<int64_t> strides;

@@ -16,6 +16,8 @@
 
 #include "dist/Codegen/Passes.h"
 
+#include "Lowering.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -30,25 +32,6 @@ namespace mlir::dist {
 using namespace mlir;
 
 namespace {
-
-/// Whether `op` writes every element of `view` without reading any: an
-/// all-parallel generic whose only output is `view` through an identity
-/// map, not read as an input and with its block argument unused, or a copy
-/// into `view`.
-bool overwrites(Operation *op, Value view) {
-  if (auto copy = dyn_cast<memref::CopyOp>(op))
-    return copy.getTarget() == view && copy.getSource() != view;
-  auto g = dyn_cast<linalg::GenericOp>(op);
-  if (!g || !g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 ||
-      g.getDpsInitOperand(0)->get() != view ||
-      g.getNumParallelLoops() != g.getNumLoops() ||
-      !g.getIndexingMapsArray().back().isIdentity())
-    return false;
-  for (OpOperand *in : g.getDpsInputOperands())
-    if (in->get() == view)
-      return false;
-  return g.getRegion().front().getArguments().back().use_empty();
-}
 
 /// The ancestor of `user` in `block`, or null.
 Operation *inBlock(Block *block, Operation *user) {
@@ -100,7 +83,8 @@ std::optional<Interior> findInterior(linalg::FillOp fill) {
     if (!writer || at->isBeforeInBlock(writer))
       writer = at;
   }
-  if (!writer || !overwrites(writer, view.getResult()))
+  if (!writer ||
+      !dist::codegen::overwritesWithoutReading(writer, view.getResult()))
     return std::nullopt;
   // No other use of the buffer between the fill and the writer.
   for (Operation *user : buf.getUsers()) {

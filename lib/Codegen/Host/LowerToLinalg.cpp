@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
@@ -79,6 +80,22 @@ LogicalResult codegen::notSupported(Operation *op, const Twine &what) {
 SmallVector<OpFoldResult> codegen::sizesOf(OpBuilder &b, Location loc,
                                            Value v) {
   return tensor::getMixedSizes(b, loc, v);
+}
+
+bool codegen::overwritesWithoutReading(Operation *op, Value v) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs().front() == v;
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return copy.getTarget() == v && copy.getSource() != v;
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  if (!g || g.getNumDpsInits() != 1 || g.getDpsInitOperand(0)->get() != v ||
+      g.getNumParallelLoops() != g.getNumLoops() ||
+      !g.getIndexingMapsArray().back().isIdentity())
+    return false;
+  for (OpOperand *in : g.getDpsInputOperands())
+    if (in->get() == v)
+      return false;
+  return g.getRegion().front().getArguments().back().use_empty();
 }
 
 bool codegen::isMulAddBody(linalg::GenericOp op) {

@@ -66,6 +66,10 @@ Value ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr);
 /// with float ops, in either operand order: a contraction that
 /// dist-contractions-to-runtime turns into a GEMM call.
 bool isMulAddBody(linalg::GenericOp op);
+/// Whether `op` writes all of `v` without reading it: a fill, a copy into
+/// it, or a parallel generic whose only output is `v` through an identity
+/// map, not also an input, and whose body ignores the output's old value.
+bool overwritesWithoutReading(Operation *op, Value v);
 
 /// Loops of a contraction as the runtime's strided batched GEMM sees them:
 /// out[batch, m, n] += lhs[batch, m, k] * rhs[batch, k, n], each operand's
