@@ -68,12 +68,14 @@ std::optional<Interior> findInterior(linalg::FillOp fill) {
     if (!next || at->isBeforeInBlock(next))
       next = at;
   }
+  // Static offsets and sizes in the buffer's rank (a rank-reducing view's
+  // type drops unit dims).
   auto view = dyn_cast_or_null<memref::SubViewOp>(next);
-  if (!view || !view.hasUnitStride() ||
-      !llvm::all_of(
-          view.getMixedOffsets(),
-          [](OpFoldResult f) { return getConstantIntValue(f).has_value(); }) ||
-      !view.getType().hasStaticShape())
+  auto isStatic = [](ArrayRef<int64_t> v) {
+    return llvm::none_of(v, ShapedType::isDynamic);
+  };
+  if (!view || !view.hasUnitStride() || !isStatic(view.getStaticOffsets()) ||
+      !isStatic(view.getStaticSizes()))
     return std::nullopt;
   Operation *writer = nullptr;
   for (Operation *user : view->getUsers()) {
@@ -123,10 +125,8 @@ struct FillBordersPass
     Value buf = fill.getOutputs().front();
     Value value = fill.getInputs().front();
     ArrayRef<int64_t> shape = cast<MemRefType>(buf.getType()).getShape();
-    ArrayRef<int64_t> sizes = view.getType().getShape();
-    SmallVector<int64_t> offsets;
-    for (OpFoldResult f : view.getMixedOffsets())
-      offsets.push_back(*getConstantIntValue(f));
+    ArrayRef<int64_t> sizes = view.getStaticSizes();
+    ArrayRef<int64_t> offsets = view.getStaticOffsets();
     int64_t rank = static_cast<int64_t>(shape.size());
     auto slab = [&](int64_t d, int64_t begin, int64_t extent) {
       if (extent <= 0)

@@ -109,3 +109,25 @@ func.func @argument(%x: memref<1x2x4x4xf32>, %buf: memref<1x2x6x6xf32>) {
   memref.copy %x, %in : memref<1x2x4x4xf32> to memref<1x2x4x4xf32, strided<[72, 36, 6, 1], offset: 7>>
   return
 }
+
+// -----
+
+// A rank-reducing interior view (the batch dim dropped): the slabs are
+// still cut in the buffer's rank, from the view's offsets and sizes.
+// CHECK-LABEL: func.func @rank_reducing_view(
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<1x2x4x4xf32>
+// CHECK: memref.subview %[[BUF]][0, 0, 0, 0] [1, 2, 1, 4] [1, 1, 1, 1]
+// CHECK: memref.subview %[[BUF]][0, 0, 3, 0] [1, 2, 1, 4] [1, 1, 1, 1]
+// CHECK: memref.subview %[[BUF]][0, 0, 1, 0] [1, 2, 2, 1] [1, 1, 1, 1]
+// CHECK: memref.subview %[[BUF]][0, 0, 1, 3] [1, 2, 2, 1] [1, 1, 1, 1]
+// CHECK-NOT: linalg.fill {{.*}} outs(%[[BUF]] :
+// CHECK: memref.copy
+func.func @rank_reducing_view(%x: memref<2x2x2xf32>, %o: memref<1x2x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %buf = memref.alloc() : memref<1x2x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%buf : memref<1x2x4x4xf32>)
+  %in = memref.subview %buf[0, 0, 1, 1] [1, 2, 2, 2] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<2x2x2xf32, strided<[16, 4, 1], offset: 5>>
+  memref.copy %x, %in : memref<2x2x2xf32> to memref<2x2x2xf32, strided<[16, 4, 1], offset: 5>>
+  memref.copy %buf, %o : memref<1x2x4x4xf32> to memref<1x2x4x4xf32>
+  return
+}
