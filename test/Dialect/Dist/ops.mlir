@@ -657,3 +657,13 @@ func.func @sequence_and_optional(%s: !dist.sequence<tensor<?x4xf32>>, %o: !dist.
   %1 = dist.identity %o : (!dist.optional<tensor<5xf32>>) -> !dist.optional<tensor<5xf32>>
   return %0, %1 : !dist.sequence<tensor<?x4xf32>>, !dist.optional<tensor<5xf32>>
 }
+
+// Transfers between pipeline stages.
+// CHECK-LABEL: func.func @send_recv
+// CHECK: %[[H:.+]] = dist.recv from 0 tag 3 : tensor<8x16xf32>
+// CHECK: dist.send %[[H]] to 2 tag 4 : tensor<8x16xf32>
+func.func @send_recv() attributes {dist.pipeline_action = {action = "forward", stage = 1 : i64}} {
+  %h = dist.recv from 0 tag 3 : tensor<8x16xf32>
+  dist.send %h to 2 tag 4 : tensor<8x16xf32>
+  return
+}

@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -84,6 +85,37 @@ static LogicalResult verifyVariadic(OpTy op) {
     return op.emitOpError("needs at least one operand");
   return success();
 }
+
+/// The stage of the pipeline function around `op` (dist.pipeline_action),
+/// or -1 outside one.
+static int64_t enclosingStage(Operation *op) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  if (!func)
+    return -1;
+  auto action = func->getAttrOfType<DictionaryAttr>("dist.pipeline_action");
+  if (!action)
+    return -1;
+  auto stage = action.getAs<IntegerAttr>("stage");
+  return stage ? stage.getInt() : -1;
+}
+
+template <typename OpT>
+static LogicalResult verifyTransfer(OpT op) {
+  // I64Attr's accessors return the bits as uint64_t.
+  auto peer = static_cast<int64_t>(op.getPeer());
+  auto tag = static_cast<int64_t>(op.getTag());
+  if (peer < 0)
+    return op.emitOpError("peer stage must not be negative, got ") << peer;
+  if (tag < 0)
+    return op.emitOpError("tag must not be negative, got ") << tag;
+  if (peer == enclosingStage(op))
+    return op.emitOpError("peer stage ")
+           << peer << " is the stage of the enclosing function";
+  return success();
+}
+
+LogicalResult SendOp::verify() { return verifyTransfer(*this); }
+LogicalResult RecvOp::verify() { return verifyTransfer(*this); }
 
 LogicalResult MaxOp::verify() { return verifyVariadic(*this); }
 LogicalResult MinOp::verify() { return verifyVariadic(*this); }

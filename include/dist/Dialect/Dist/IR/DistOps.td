@@ -121,6 +121,44 @@ def Dist_SetParamOp : Dist_Op<"set_param", [
   let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
 }
 
+def Dist_SendOp : Dist_Op<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "sends a tensor to another pipeline stage";
+  let description = [{
+    Inside a pipeline stage's function (`dist-split-stages`): hands `value`
+    to stage `peer` for the micro-batch the function runs on. `tag` names
+    the transfer: the stage `peer` receives it with the `dist.recv` of the
+    same tag, in the function of its schedule action that needs it (an
+    activation in a forward, a gradient in a backward). The send does not
+    wait for the receiver.
+
+    ```mlir
+    dist.send %h to 1 tag 0 : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value, I64Attr:$peer,
+                       I64Attr:$tag);
+  let assemblyFormat =
+      "$value `to` $peer `tag` $tag attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Dist_RecvOp : Dist_Op<"recv", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "receives a tensor from another pipeline stage";
+  let description = [{
+    Inside a pipeline stage's function: the tensor stage `peer` sent with
+    the `dist.send` of the same `tag`, for the micro-batch the function runs
+    on. Waits until it is there.
+
+    ```mlir
+    %h = dist.recv from 0 tag 0 : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$peer, I64Attr:$tag);
+  let results = (outs AnyStaticShapeTensor:$output);
+  let assemblyFormat = "`from` $peer `tag` $tag attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
 def Dist_ConstantOp : Dist_Op<"constant", [ConstantLike, Pure,
     Dist_InferType]> {
   let summary = "constant tensor";
