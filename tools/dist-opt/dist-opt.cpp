@@ -22,6 +22,7 @@
 
 namespace mlir::dist::test {
 void registerTestPlanPasses();
+void registerTestPipelineSchedulePass();
 } // namespace mlir::dist::test
 
 using namespace mlir;
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
   dist::registerDistDialects(registry);
   dist::registerDistPassesAndPipelines();
   dist::test::registerTestPlanPasses();
+  dist::test::registerTestPipelineSchedulePass();
 
   if (argc >= 2 && llvm::StringRef(argv[1]) == "calibrate")
     return dist::calibrateMain(argc - 1, argv + 1, registry);

@@ -15,6 +15,7 @@
 #include "dist/Dialect/Dist/Transforms/Batch.h"
 #include "dist/Planner/Planner.h"
 #include "dist/Support/EnumOption.h"
+#include "dist/Transforms/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"

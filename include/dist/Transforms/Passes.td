@@ -155,6 +155,76 @@ def TensorParallelPass : Pass<"dist-tensor-parallel", "ModuleOp"> {
   ];
 }
 
+def SplitStagesPass : Pass<"dist-split-stages", "ModuleOp"> {
+  let summary = "cut a training step into pipeline stages: per-stage forward, backward and update functions with explicit send/recv";
+  let description = [{
+    Rewrites the training step (the function marked `dist.train_step`,
+    built at one micro-batch's size) into the functions the ranks of a
+    pipeline run, one per stage and schedule action:
+    `<step>_s<k>_forward`, `_backward` (or, for a schedule that splits it,
+    `_backward_input` and `_backward_weight`) and `_update`, each marked
+    `dist.pipeline_action = {stage, action}`; the step goes, and the module
+    gets `dist.pipeline = {stages, micro_batches, schedule, train}`.
+
+    Stages: every layer (ops grouped by ONNX node scope, as the cost model
+    groups them) goes to a stage: the planner's `dist.stage` on its forward
+    ops, else the `split` option (layer counts per stage, e.g. `3,5`, or the
+    names of the first layer of stages 1..p-1), else contiguous stages of
+    about equal forward and backward FLOPs. Ops outside a layer follow their
+    operands (forward ops go to the latest stage an operand comes from,
+    backward ops to the earliest); constants, parameter reads and scalar
+    arithmetic on the step's inputs are copied into every stage that uses
+    them. The loss is the last stage's.
+
+    Values crossing a cut travel by `dist.send` / `dist.recv` with one tag
+    per value and pair of stages: activations from a forward to the
+    forward of each later stage that reads them (so values that skip
+    stages, residuals and masks, go straight to their reader), gradients
+    from a backward to the backward of each earlier stage. A value a later
+    action of the same stage reads (a forward's activations read by its
+    backward) is returned by the earlier function and taken as an argument
+    (`dist.stash`) by the later one. Parameter gradients are summed over the
+    micro-batches into accumulators (`dist.param ... {state}`, named
+    `<stage>.grad_acc.<k>`), which the update divides by the number of
+    micro-batches (the step's loss is a mean, so the result is the global
+    batch's) and sets back to zero.
+
+    With a schedule that splits the backward (zb-h1), a backward op belongs
+    to backward-input when a gradient another stage reads depends on it,
+    else to backward-weight.
+
+    Fails, naming the value or option, for: a step whose shapes are not
+    static; a trainable parameter read in two stages (tied weights); an
+    update that reads values of another stage (global gradient-norm
+    clipping); a split that does not give every stage a layer.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", "0",
+           "pipeline stages (default: the module's mesh axis pp, else the "
+           "planner's stages)">,
+    Option<"microBatches", "micro-batches", "int64_t", "0",
+           "micro-batches per step (default: the planner's, else 2 per "
+           "stage)">,
+    Option<"schedule", "schedule", "::mlir::dist::PipelineSchedule",
+           "::mlir::dist::PipelineSchedule::OneFOneB",
+           "the pipeline schedule",
+           "::mlir::dist::enumOptionValues<::mlir::dist::PipelineSchedule>()">,
+    Option<"split", "split", "std::string", "\"\"",
+           "stage boundaries: layer counts per stage (e.g. 3,5) or the names "
+           "of the layers that start stages 1.. (default: balanced FLOPs)">,
+  ];
+  let statistics = [
+    Statistic<"numTransfers", "transfers",
+              "values sent between stages (per micro-batch)">,
+    Statistic<"numStashed", "stashed",
+              "values kept between a stage's actions">,
+    Statistic<"numAccumulators", "accumulators",
+              "gradient accumulators over micro-batches">,
+  ];
+}
+
 def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
   let summary = "split a model over a device mesh (SPMD, one program for all ranks)";
   let description = [{

@@ -1739,8 +1739,8 @@ func.func @expert_axis_mesh_axis(%x: tensor<4xf32>) {
 // -----
 
 func.func @mesh_axis(%x: tensor<4xf32>) {
-  // expected-error @+1 {{unknown mesh axis 'pp' (expected dp: data parallel, tp: tensor parallel)}}
-  %0 = dist.relu %x {dist.mesh = #dist.mesh<pp = 2>} : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{unknown mesh axis 'ep' (expected dp: data parallel, tp: tensor parallel, pp: pipeline stages)}}
+  %0 = dist.relu %x {dist.mesh = #dist.mesh<ep = 2>} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
 
@@ -1782,5 +1782,29 @@ func.func @plan_stage_units(%x: tensor<4xf32>) {
 func.func @sequence_into_relu(%s: !dist.sequence<tensor<4xf32>>) {
   // expected-error @+1 {{operand #0 must be tensor of}}
   %0 = dist.relu %s : (!dist.sequence<tensor<4xf32>>) -> !dist.sequence<tensor<4xf32>>
+  return
+}
+
+// -----
+
+func.func @send_to_itself(%x: tensor<4xf32>) attributes {dist.pipeline_action = {action = "forward", stage = 1 : i64}} {
+  // expected-error @+1 {{'dist.send' op peer stage 1 is the stage of the enclosing function}}
+  dist.send %x to 1 tag 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @recv_negative_tag() {
+  // expected-error @+1 {{'dist.recv' op tag must not be negative, got -1}}
+  %0 = dist.recv from 0 tag -1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @send_dynamic(%x: tensor<?xf32>) {
+  // expected-error @+1 {{'dist.send' op operand #0 must be statically shaped tensor of any type values, but got 'tensor<?xf32>'}}
+  dist.send %x to 1 tag 0 : tensor<?xf32>
   return
 }
