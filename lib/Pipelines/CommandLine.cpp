@@ -224,6 +224,21 @@ struct CompileCommandLine::Flags {
       cl::desc("Size of a fused gradient all-reduce bucket in MiB (default "
                "4)"),
       cl::init(4.0), cl::cat(cat(Distribution))};
+  cl::opt<int64_t> microBatches{
+      "micro-batches",
+      cl::desc("Micro-batches per training step of a pipeline (mesh axis "
+               "pp; default 2 per stage)"),
+      cl::init(0), cl::cat(cat(Distribution))};
+  cl::opt<PipelineSchedule> schedule{
+      "schedule", cl::desc("Pipeline schedule (default 1f1b)"),
+      cl::init(PipelineSchedule::OneFOneB),
+      enumOptionValues<PipelineSchedule>(), cl::cat(cat(Distribution))};
+  cl::opt<std::string> ppSplit{
+      "pp-split",
+      cl::desc("Pipeline stage boundaries: layers per stage (e.g. 3,5) or "
+               "the names of the layers that start stages 1.. (default: "
+               "stages of equal FLOPs)"),
+      cl::value_desc("counts|names"), cl::cat(cat(Distribution))};
   cl::opt<int64_t> zero{
       "zero",
       cl::desc("ZeRO stage: 1 shards the optimizer state over the dp ranks "
@@ -293,6 +308,9 @@ struct CompileCommandLine::Flags {
             {Distribution, std::addressof(mesh)},
             {Distribution, std::addressof(gradBucketMb)},
             {Distribution, std::addressof(zero)},
+            {Distribution, std::addressof(microBatches)},
+            {Distribution, std::addressof(schedule)},
+            {Distribution, std::addressof(ppSplit)},
             {Output, std::addressof(output)},
             {Output, std::addressof(compileTo)},
             {Output, std::addressof(emit)},
@@ -468,6 +486,22 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   if (planning)
     options.planning = std::move(p);
 
+  // Pipeline stages: the mesh's pp axis.
+  int64_t stagesAsked = options.mesh ? options.mesh->sizeOf("pp") : 1;
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &f.microBatches, &f.schedule, &f.ppSplit})
+    if (o->getNumOccurrences() && stagesAsked < 2)
+      return fail("--" + o->ArgStr +
+                  " needs pipeline stages (e.g. --mesh pp=2)");
+  if (stagesAsked > 1 && !f.train)
+    return fail("--mesh: pipeline stages (pp=" + Twine(stagesAsked) +
+                ") need --train; pipelined inference is not supported yet");
+  if (f.microBatches.getNumOccurrences() && f.microBatches < 1)
+    return fail("--micro-batches: must be at least 1, got " +
+                Twine(f.microBatches.getValue()));
+  options.schedule = f.schedule;
+  options.ppSplit = f.ppSplit;
+
   // Training.
   for (cl::Option *o : std::initializer_list<cl::Option *>{
            &f.loss, &f.lossOutput, &f.ignoreIndex, &f.optimizer, &f.lr,
@@ -480,6 +514,10 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
     if (f.weightDecay.getNumOccurrences() && !(f.weightDecay >= 0))
       return fail("--weight-decay: must not be negative");
     TrainOptions &t = options.train.emplace(TrainOptions::from(f));
+    if (stagesAsked > 1)
+      t.microBatches = f.microBatches.getNumOccurrences()
+                           ? f.microBatches.getValue()
+                           : 2 * stagesAsked;
     std::string option;
     std::string why = checkTrainStepOptions(t.toPassOptions(), option);
     if (!why.empty())

@@ -89,6 +89,7 @@ BuildTrainStepPassOptions TrainOptions::toPassOptions() const {
   o.eps = eps;
   o.weightDecay = weightDecay;
   o.clipGradNorm = clipGradNorm;
+  o.microBatches = microBatches;
   o.freeze.assign(freeze.begin(), freeze.end());
   return o;
 }
@@ -169,6 +170,11 @@ void dist::buildPartitionPipeline(OpPassManager &pm,
   TensorParallelPassOptions tp;
   tp.report = true;
   pm.addPass(createTensorParallelPass(tp));
+  // Pipeline stages (mesh axis pp) cut the step into per-stage programs.
+  SplitStagesPassOptions stages;
+  stages.schedule = options.schedule;
+  stages.split = options.ppSplit;
+  pm.addPass(createSplitStagesPass(stages));
   PartitionPassOptions partition;
   partition.bucketBytes = options.gradBucketBytes;
   partition.zero = options.zero;

@@ -1,7 +1,7 @@
 // RUN: dist-opt %s --split-input-file --verify-diagnostics --dist-tensor-parallel | FileCheck %s
-// RUN: not dist-opt %s --split-input-file --dist-tensor-parallel=mesh=pp=2 2>&1 \
+// RUN: not dist-opt %s --split-input-file --dist-tensor-parallel=mesh=ep=2 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
-// BAD: error: dist-tensor-parallel: mesh: unknown mesh axis 'pp' (expected dp: data parallel, tp: tensor parallel)
+// BAD: error: dist-tensor-parallel: mesh: unknown mesh axis 'ep' (expected dp: data parallel, tp: tensor parallel, pp: pipeline stages)
 
 // The module's mesh has tp=2: the first product is split by columns (each
 // rank keeps 4 of 8 output features), the second by rows, and their

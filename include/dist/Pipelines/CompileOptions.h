@@ -72,6 +72,8 @@ struct TrainOptions {
   double weightDecay = -1;
   double clipGradNorm = 0;
   std::vector<std::string> freeze;
+  /// Micro-batches of a pipelined step (--micro-batches; 1 without stages).
+  int64_t microBatches = 1;
 
   /// The pass options these choices make.
   BuildTrainStepPassOptions toPassOptions() const;
@@ -162,6 +164,9 @@ struct CompileOptions {
   //===--- Distribution ---------------------------------------------------===//
   /// --mesh, parsed once.
   std::optional<MeshSpec> mesh;
+  /// Pipeline stages (mesh axis pp): --schedule and --pp-split.
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  std::string ppSplit;
   int64_t gradBucketBytes = 4 << 20;
   /// ZeRO stage (0 or 1).
   int64_t zero = 0;

@@ -83,6 +83,12 @@ std::string dist::getTrainStepName(ModuleOp module) {
 
 FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   ModelSignature sig;
+  if (module->hasAttr("dist.pipeline")) {
+    module.emitError("pipeline stages are partitioned (dist-opt "
+                     "--compile-to=partition prints the stage functions), but "
+                     "code generation for them is not written yet");
+    return failure();
+  }
   if (std::optional<MeshSpec> mesh = getModuleMesh(module)) {
     sig.meshAxes = mesh->axes;
     sig.meshShape = mesh->shape;

@@ -26,14 +26,15 @@ int64_t MeshSpec::sizeOf(StringRef name) const {
 }
 
 bool dist::isKnownMeshAxis(StringRef name) {
-  return name == "dp" || name == "tp";
+  return name == "dp" || name == "tp" || name == "pp";
 }
 
 std::string dist::checkMeshAxis(ArrayRef<std::string> before, StringRef name,
                                 int64_t size, int64_t &total) {
   if (!isKnownMeshAxis(name))
     return ("unknown mesh axis '" + name +
-            "' (expected dp: data parallel, tp: tensor parallel)")
+            "' (expected dp: data parallel, tp: tensor parallel, pp: pipeline "
+            "stages)")
         .str();
   if (llvm::is_contained(before, name.str()))
     return ("axis '" + name + "' appears twice").str();

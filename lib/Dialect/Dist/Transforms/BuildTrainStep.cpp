@@ -451,17 +451,40 @@ void BuildTrainStepPass::runOnOperation() {
   // static batch B, the step is built from the forward function at one
   // rank's batch B / dp (shapes the backward pass derives from the batch
   // follow), and the forward function (inference) keeps B.
+  // A pipeline (dist-split-stages) runs the step once per micro-batch: it
+  // is built at B / (dp * micro-batches).
   int64_t dp = 1;
   if (MeshAttr mesh = getRequestedMesh(module))
     dp = mesh.getSize("dp");
-  int64_t batch = dp > 1 ? getStaticBatch(entry) : 0;
+  if (microBatches < 1) {
+    module.emitError("dist-build-train-step option micro-batches: must be at "
+                     "least 1, got ")
+        << static_cast<int64_t>(microBatches);
+    return signalPassFailure();
+  }
+  int64_t parts = dp * static_cast<int64_t>(microBatches);
+  int64_t batch = parts > 1 ? getStaticBatch(entry) : 0;
+  if (batch == 0 && microBatches > 1) {
+    entry.emitError("pipeline micro-batches need a static batch, and the "
+                    "model's batch is dynamic (export it with a fixed batch)");
+    return signalPassFailure();
+  }
+  if (microBatches > 1 && batch % parts != 0) {
+    entry.emitError("the batch of ")
+        << batch << " samples cannot be split into "
+        << static_cast<int64_t>(microBatches) << " micro-batches"
+        << (dp > 1 ? " on each of " : "")
+        << (dp > 1 ? std::to_string(dp) + " dp ranks" : std::string())
+        << " (pick --micro-batches dividing " << batch / dp << ")";
+    return signalPassFailure();
+  }
   if (batch == 0) {
     if (failed(buildStep(module, entry)))
       return signalPassFailure();
     return;
   }
   OwningOpRef<func::FuncOp> saved(entry.clone());
-  if (failed(rebatchFunction(entry, batch, dp)) ||
+  if (failed(rebatchFunction(entry, batch, parts)) ||
       failed(buildStep(module, entry)))
     return signalPassFailure();
   entry.getBody().takeBody(saved->getBody());
@@ -471,6 +494,10 @@ void BuildTrainStepPass::runOnOperation() {
   NamedAttrList train(step->getAttrOfType<DictionaryAttr>("dist.train"));
   train.set("batch_split_dp",
             IntegerAttr::get(IntegerType::get(&getContext(), 64), dp));
+  if (microBatches > 1)
+    train.set(
+        "micro_batches",
+        IntegerAttr::get(IntegerType::get(&getContext(), 64), microBatches));
   step->setAttr("dist.train", train.getDictionary(&getContext()));
 }
 

@@ -84,6 +84,9 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
            "weight decay (negative: the optimizer's PyTorch default, 0.01 for adamw, else 0)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0",
            "clip the global gradient norm to this value (0: off)">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "micro-batches per step of a pipeline (dist-split-stages): a "
+           "static batch B is built at B / (dp * micro-batches)">,
     ListOption<"freeze", "freeze", "std::string",
                "initializers (names or glob patterns) kept as they are: no "
                "gradient, no update">,
