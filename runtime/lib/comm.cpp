@@ -728,6 +728,43 @@ extern "C" dist_rt_status_t dist_rt_send(dist_rt_comm_t comm, const void *buf,
   });
 }
 
+dist_rt_status_t dist_rt::commStartSend(dist_rt_comm_t comm, const void *buf,
+                                        int64_t count, uint32_t dtype,
+                                        int32_t peer, int32_t tag,
+                                        void **out_request) {
+  const char *name = "send";
+  *out_request = nullptr;
+  size_t bytes = 0;
+  DIST_RT_CHECK(
+      checkPointToPoint(comm, name, buf, count, dtype, peer, tag, &bytes));
+  return dist_rt::guardStatus(name, [&]() -> dist_rt_status_t {
+    if (peer == comm->backend->rank()) {
+      dist_rt_comm::Message message;
+      message.dtype = dtype;
+      message.count = count;
+      const char *bytesIn = static_cast<const char *>(buf);
+      message.bytes.assign(bytesIn, bytesIn + bytes);
+      comm->selfMessages[tag].push_back(std::move(message));
+      return nullptr;
+    }
+    return fromBackend(comm, comm->backend->startSend(
+                                 name, buf, count, dtype, peer, tag,
+                                 Deadline(comm->timeoutSeconds), out_request));
+  });
+}
+
+dist_rt_status_t dist_rt::commTestSend(dist_rt_comm_t comm, void *request,
+                                       bool *out_done) {
+  *out_done = true;
+  if (!request)
+    return nullptr;
+  return fromBackend(comm, comm->backend->testSend("send", request, out_done));
+}
+
+double dist_rt::commTimeoutSeconds(dist_rt_comm_t comm) {
+  return comm->timeoutSeconds;
+}
+
 extern "C" dist_rt_status_t dist_rt_recv(dist_rt_comm_t comm, void *buf,
                                          int64_t count, uint32_t dtype,
                                          int32_t peer, int32_t tag) {

@@ -128,6 +128,26 @@ public:
   virtual dist_rt_status_t recv(const char *op, void *buf, int64_t count,
                                 uint32_t dtype, int32_t peer, int32_t tag,
                                 const Deadline &deadline) = 0;
+  /// Starts sending to another rank and returns without waiting for the
+  /// receiver: `*out_request` is then polled with testSend until the buffer
+  /// may be reused (null: the send is complete already). Pipeline stages
+  /// send this way, since two stages that each send before they receive
+  /// would otherwise wait for each other. The default sends and waits.
+  virtual dist_rt_status_t startSend(const char *op, const void *buf,
+                                     int64_t count, uint32_t dtype,
+                                     int32_t peer, int32_t tag,
+                                     const Deadline &deadline,
+                                     void **out_request) {
+    *out_request = nullptr;
+    return send(op, buf, count, dtype, peer, tag, deadline);
+  }
+  /// Sets `*out_done` once the send of `request` has completed (and frees
+  /// the request then).
+  virtual dist_rt_status_t testSend(const char *op, void *request,
+                                    bool *out_done) {
+    *out_done = true;
+    return nullptr;
+  }
   virtual dist_rt_status_t barrier(const char *op,
                                    const Deadline &deadline) = 0;
 

@@ -37,6 +37,9 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <limits>
+#include <memory>
+
 #include <atomic>
 #include <cinttypes>
 #include <climits>
@@ -358,6 +361,35 @@ public:
                          n, mpiType(dtype), peer, tag, comm, request);
       });
     });
+  }
+
+  dist_rt_status_t startSend(const char *op, const void *buf, int64_t count,
+                             uint32_t dtype, int32_t peer, int32_t tag,
+                             const Deadline &deadline,
+                             void **out_request) override {
+    *out_request = nullptr;
+    if (count > std::numeric_limits<int>::max())
+      return send(op, buf, count, dtype, peer, tag, deadline);
+    auto request = std::make_unique<MPI_Request>();
+    int rc = MPI_Isend(buf, static_cast<int>(count), mpiType(dtype), peer, tag,
+                       comm, request.get());
+    if (rc != MPI_SUCCESS)
+      return mpiError(op, rc);
+    *out_request = request.release();
+    return nullptr;
+  }
+
+  dist_rt_status_t testSend(const char *op, void *request,
+                            bool *out_done) override {
+    auto *r = static_cast<MPI_Request *>(request);
+    int done = 0;
+    int rc = MPI_Test(r, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+      return mpiError(op, rc);
+    *out_done = done != 0;
+    if (done)
+      delete r;
+    return nullptr;
   }
 
   dist_rt_status_t recv(const char *op, void *buf, int64_t count,

@@ -16,6 +16,7 @@
 
 #include "status.h"
 
+#include "dist_rt/comm.h"
 #include "dist_rt/model.h"
 
 #include <atomic>
@@ -38,6 +39,23 @@
 namespace dist_rt {
 
 //===----------------------------------------------------------------------===//
+// Communicators (comm.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Starts sending `count` elements to `peer` without waiting for it (see
+/// CommBackend::startSend; dist_rt_send's checks); `*out_request` (null
+/// when already complete) must then be polled with commTestSend, and `buf`
+/// kept, until done.
+dist_rt_status_t commStartSend(dist_rt_comm_t comm, const void *buf,
+                               int64_t count, uint32_t dtype, int32_t peer,
+                               int32_t tag, void **out_request);
+/// Sets `*out_done` once the send `request` has completed.
+dist_rt_status_t commTestSend(dist_rt_comm_t comm, void *request,
+                              bool *out_done);
+/// The deadline of each operation on `comm` in seconds (0: none).
+double commTimeoutSeconds(dist_rt_comm_t comm);
+
+//===----------------------------------------------------------------------===//
 // Mesh (mesh.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +64,17 @@ namespace dist_rt {
 /// Collective over the axis; runs after the collectives already started.
 dist_rt_status_t meshGatherBytes(int64_t axis, const void *src, void *dst,
                                  int64_t bytes);
+
+/// Seconds this process has waited in dist_rt_pp_recv so far.
+double pipelineRecvWaitSeconds();
+
+/// Waits until every pipeline send (dist_rt_pp_send) of this rank has been
+/// received, or the deadline of the pipeline communicator passes.
+dist_rt_status_t pipelineFinishSends();
+
+/// Copies `bytes` bytes of `buf` on the rank of pipeline stage `rootStage`
+/// to every stage's rank (nothing when one process runs every stage).
+dist_rt_status_t pipelineBroadcast(void *buf, int64_t bytes, int64_t rootStage);
 
 //===----------------------------------------------------------------------===//
 // Errors met by generated code during a run (threads.cpp)

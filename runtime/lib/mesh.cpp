@@ -508,3 +508,161 @@ extern "C" int dist_rt_mesh_finish(int exit_code) {
   }
   return exit_code;
 }
+
+//===----------------------------------------------------------------------===//
+// Pipeline transfers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A send to another stage still in flight: the copy it reads and the
+/// backend's request.
+struct PendingSend {
+  std::vector<char> bytes;
+  void *request = nullptr;
+  int64_t peer = 0, tag = 0;
+};
+
+double &recvWaitSeconds() {
+  static double seconds = 0;
+  return seconds;
+}
+
+std::vector<PendingSend> &pendingSends() {
+  static auto *sends = new std::vector<PendingSend>(); // Never destroyed.
+  return *sends;
+}
+
+/// The communicator of the pipeline axis "pp" and the rank on it of stage
+/// `stage`: alone (one process running every stage), the world and 0.
+dist_rt_comm_t pipelineComm(int64_t stage, int32_t &rank) {
+  Mesh &m = mesh();
+  rank = 0;
+  if (!m.active)
+    abortJob("a pipeline transfer of the model ran before its mesh was set "
+             "up (dist_rt_mesh_setup)");
+  if (m.alone)
+    return m.world;
+  for (size_t a = 0; a < m.names.size(); ++a)
+    if (m.names[a] == "pp") {
+      rank = static_cast<int32_t>(stage);
+      return m.axisComms[a];
+    }
+  abortJob("rank " + std::to_string(m.worldRank) +
+           ": a pipeline transfer in a model whose mesh has no axis pp");
+}
+
+/// Drops the sends that have completed; with `wait`, polls until all have
+/// or the communicator's deadline passes.
+dist_rt_status_t reapSends(bool wait) {
+  std::vector<PendingSend> &sends = pendingSends();
+  if (sends.empty())
+    return nullptr;
+  int32_t unused = 0;
+  dist_rt_comm_t comm = pipelineComm(0, unused);
+  double limit = dist_rt::commTimeoutSeconds(comm);
+  Clock::time_point begin = Clock::now();
+  for (;;) {
+    size_t kept = 0;
+    for (size_t i = 0; i < sends.size(); ++i) {
+      bool done = false;
+      if (dist_rt_status_t s =
+              dist_rt::commTestSend(comm, sends[i].request, &done))
+        return s;
+      if (done)
+        continue;
+      // (A vector moved onto itself would free the bytes MPI still reads.)
+      if (kept != i)
+        sends[kept] = std::move(sends[i]);
+      ++kept;
+    }
+    sends.resize(kept);
+    if (!wait || sends.empty())
+      return nullptr;
+    if (limit > 0 && secondsBetween(begin, Clock::now()) > limit)
+      return makeStatus(DIST_RT_ERROR_COMM,
+                        "rank %d: pipeline send of tag %lld to stage %lld "
+                        "timed out after %g s waiting for it to receive",
+                        static_cast<int>(mesh().worldRank),
+                        static_cast<long long>(sends.front().tag),
+                        static_cast<long long>(sends.front().peer), limit);
+    std::this_thread::yield();
+  }
+}
+
+[[noreturn]] void abortWith(dist_rt_status_t s) {
+  std::string message = dist_rt_status_message(s);
+  dist_rt_status_free(s);
+  abortJob(message);
+}
+
+} // namespace
+
+extern "C" void dist_rt_pp_send(int64_t data, int64_t bytes, int64_t peer,
+                                int64_t tag) {
+  int32_t rank = 0;
+  dist_rt_comm_t comm = pipelineComm(peer, rank);
+  if (dist_rt_status_t s = reapSends(/*wait=*/false))
+    abortWith(s);
+  // Moved as 32-bit words (the communicators' smallest element), the
+  // copy padded to a whole word.
+  PendingSend send;
+  const char *from =
+      reinterpret_cast<const char *>(static_cast<intptr_t>(data));
+  send.bytes.assign(from, from + bytes);
+  send.bytes.resize(static_cast<size_t>((bytes + 3) / 4 * 4), 0);
+  send.peer = peer;
+  send.tag = tag;
+  if (dist_rt_status_t s = dist_rt::commStartSend(
+          comm, send.bytes.data(), (bytes + 3) / 4, DIST_RT_DTYPE_INT32, rank,
+          static_cast<int32_t>(tag), &send.request))
+    abortWith(s);
+  if (send.request)
+    pendingSends().push_back(std::move(send));
+  mesh().stats.ops += 1;
+  mesh().stats.bytes += bytes;
+}
+
+extern "C" void dist_rt_pp_recv(int64_t data, int64_t bytes, int64_t peer,
+                                int64_t tag) {
+  int32_t rank = 0;
+  dist_rt_comm_t comm = pipelineComm(peer, rank);
+  Clock::time_point begin = Clock::now();
+  void *into = reinterpret_cast<void *>(static_cast<intptr_t>(data));
+  std::vector<char> padded;
+  if (bytes % 4 != 0) {
+    padded.resize(static_cast<size_t>((bytes + 3) / 4 * 4));
+    into = padded.data();
+  }
+  if (dist_rt_status_t s =
+          dist_rt_recv(comm, into, (bytes + 3) / 4, DIST_RT_DTYPE_INT32, rank,
+                       static_cast<int32_t>(tag)))
+    abortWith(s);
+  if (!padded.empty())
+    std::memcpy(reinterpret_cast<void *>(static_cast<intptr_t>(data)),
+                padded.data(), static_cast<size_t>(bytes));
+  double waited = secondsBetween(begin, Clock::now());
+  mesh().stats.wait_seconds += waited;
+  recvWaitSeconds() += waited;
+}
+
+double dist_rt::pipelineRecvWaitSeconds() { return recvWaitSeconds(); }
+
+dist_rt_status_t dist_rt::pipelineFinishSends() {
+  return reapSends(/*wait=*/true);
+}
+
+dist_rt_status_t dist_rt::pipelineBroadcast(void *buf, int64_t bytes,
+                                            int64_t rootStage) {
+  int32_t rank = 0;
+  dist_rt_comm_t comm = pipelineComm(rootStage, rank);
+  if (mesh().alone)
+    return nullptr;
+  std::vector<char> padded(static_cast<size_t>((bytes + 3) / 4 * 4), 0);
+  std::memcpy(padded.data(), buf, static_cast<size_t>(bytes));
+  dist_rt_status_t status = dist_rt_broadcast(
+      comm, padded.data(), (bytes + 3) / 4, DIST_RT_DTYPE_INT32, rank);
+  if (!status)
+    std::memcpy(buf, padded.data(), static_cast<size_t>(bytes));
+  return status;
+}

@@ -110,6 +110,12 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
                           training.argOffsets[train->num_inputs + s],
                       &model->trainScalars[s], 0, nullptr);
     maxOutputs = std::max(maxOutputs, train->num_outputs);
+    if (train->pipeline) {
+      if (dist_rt_status_t status = setUpPipeline(*model))
+        return status;
+      for (uint32_t f = 0; f < train->pipeline->num_fns; ++f)
+        maxOutputs = std::max(maxOutputs, train->pipeline->fns[f].num_outputs);
+    }
   }
 
   size_t outputDims = 0;

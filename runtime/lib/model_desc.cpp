@@ -72,15 +72,69 @@ dist_rt_status_t checkTensorGroup(const dist_rt_model_desc_t &desc,
   return nullptr;
 }
 
+/// Checks the pipeline stages of a training step: every stage has a
+/// forward, a backward (whole or as input and weight parts, as the schedule
+/// runs it) and an update function, and each is well formed.
+dist_rt_status_t checkPipelineDesc(const dist_rt_model_desc_t &desc) {
+  const dist_rt_pipeline_desc_t &pp = *desc.train->pipeline;
+  const char *model = desc.name;
+  auto bad = [&](const char *what) {
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': malformed pipeline: %s", model, what);
+  };
+  if (pp.stages < 1 || pp.micro_batches < 1)
+    return bad("no stages or no micro-batches");
+  if (pp.schedule > 2)
+    return bad("unknown schedule");
+  if (pp.num_fns != 0 && !pp.fns)
+    return bad("functions declared but the array is NULL");
+  if (desc.num_params != 0 && !pp.param_stages)
+    return bad("no parameter stages");
+  for (uint32_t i = 0; i < desc.num_params; ++i)
+    if (pp.param_stages[i] < -1 ||
+        pp.param_stages[i] >= static_cast<int32_t>(pp.stages))
+      return bad("a parameter's stage is out of range");
+  bool split = pp.schedule == 2;
+  for (uint32_t s = 0; s < pp.stages; ++s) {
+    uint32_t seen = 0;
+    for (uint32_t f = 0; f < pp.num_fns; ++f)
+      if (pp.fns[f].stage == s && pp.fns[f].action <= DIST_RT_PIPELINE_UPDATE)
+        seen |= 1u << pp.fns[f].action;
+    uint32_t need = (1u << DIST_RT_PIPELINE_FORWARD) |
+                    (1u << DIST_RT_PIPELINE_UPDATE) |
+                    (split ? (1u << DIST_RT_PIPELINE_BACKWARD_INPUT) |
+                                 (1u << DIST_RT_PIPELINE_BACKWARD_WEIGHT)
+                           : (1u << DIST_RT_PIPELINE_BACKWARD));
+    if ((seen & need) != need)
+      return bad("a stage lacks a function its schedule runs");
+  }
+  for (uint32_t f = 0; f < pp.num_fns; ++f) {
+    const dist_rt_pipeline_fn_t &fn = pp.fns[f];
+    if (!fn.name || !fn.entry || fn.stage >= pp.stages ||
+        fn.action > DIST_RT_PIPELINE_UPDATE)
+      return bad("a function without a name or entry, or out of range");
+    if (dist_rt_status_t status =
+            checkTensorGroup(desc, "stage input", fn.num_inputs, fn.inputs))
+      return status;
+    if (dist_rt_status_t status =
+            checkTensorGroup(desc, "stage output", fn.num_outputs, fn.outputs))
+      return status;
+  }
+  return nullptr;
+}
+
 /// Checks the training step of the descriptor (parameters and inputs are
 /// checked already).
 dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
   const dist_rt_train_desc_t &train = *desc.train;
   const char *model = desc.name;
-  if (!train.entry)
+  if (!train.entry && !train.pipeline)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s': the training step has no entry function",
                       model);
+  if (train.pipeline)
+    if (dist_rt_status_t status = checkPipelineDesc(desc))
+      return status;
   if (desc.num_params != 0 && !train.param_roles)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s': the training step has no parameter roles",

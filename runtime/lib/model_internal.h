@@ -20,6 +20,7 @@
 #include "dist_rt/kernels.h"
 #include "dist_rt/model.h"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,16 @@ struct ReturnedOutput {
   /// `allocated` is a live allocator block that the entry function created
   /// (not an input's buffer), so the runtime must free or keep it.
   bool fresh;
+};
+
+/// One bar of a --trace timeline: an action of a pipeline stage (or a whole
+/// step), from `startUs` (since the run's start) for `durUs`, of which
+/// `waitUs` waiting for another stage's data.
+struct TraceEvent {
+  const char *name = "";
+  int32_t stage = -1, microBatch = -1;
+  int64_t step = 0;
+  double startUs = 0, durUs = 0, waitUs = 0;
 };
 
 /// The signature and argument buffers of one entry function: inference, or
@@ -121,6 +132,15 @@ struct dist_rt_model {
   std::vector<dist_rt_tensor_t> sliceTensors;
   std::vector<int64_t> sliceTensorDims;
   std::vector<char> gatherSend, gatherRecv;
+  /// A training step cut into pipeline stages (desc->train->pipeline): the
+  /// functions this process runs (its stage's, or every stage's when it
+  /// runs alone: pipelineStage -1) and their calls, in the same order.
+  std::vector<const dist_rt_pipeline_fn_t *> pipelineFns;
+  std::vector<dist_rt::model_impl::EntryCall> pipelineCalls;
+  int32_t pipelineStage = -1;
+  /// Where the pipeline's actions are recorded (--trace), or null.
+  std::vector<dist_rt::model_impl::TraceEvent> *trace = nullptr;
+  std::chrono::steady_clock::time_point traceEpoch;
   /// The learning rate and step number of the training step in progress,
   /// behind the two rank-0 descriptors of training.argWords.
   float trainScalars[2] = {0, 0};
@@ -260,6 +280,24 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
 dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                            size_t numInputs, float lr, int64_t step,
                            float *out_loss);
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages (model_pipeline.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Finds this process's stage (its coordinate on mesh axis "pp", or every
+/// stage when it runs alone) and lays out the calls of its functions.
+dist_rt_status_t setUpPipeline(dist_rt_model &model);
+
+/// Runs one training step of a pipelined model on checked inputs.
+dist_rt_status_t pipelineStep(dist_rt_model &model,
+                              const dist_rt_tensor_t *inputs, size_t numInputs,
+                              float lr, int64_t step, float *out_loss);
+
+/// Gives every rank the current value of each parameter from the stage
+/// that updates it (before checkpoints and saves). Collective over the
+/// pipeline axis; nothing to do for a process that runs every stage.
+dist_rt_status_t syncPipelineParams(dist_rt_model &model);
 
 } // namespace model_impl
 } // namespace dist_rt

@@ -84,6 +84,8 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                         inputs[0].dims[0], call.inputs[0].name);
   if (dist_rt_status_t status = checkLabels(desc, call, inputs))
     return status;
+  if (desc.train->pipeline)
+    return pipelineStep(model, inputs, numInputs, lr, step, out_loss);
   model.trainScalars[0] = lr;
   model.trainScalars[1] = static_cast<float>(step);
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);

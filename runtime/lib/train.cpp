@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "model_internal.h"
 #include "train_internal.h"
 
 #include "dist_rt/kernels.h"
@@ -84,6 +85,35 @@ std::string formatDuration(double seconds) {
 struct FileCloser {
   void operator()(FILE *file) const { std::fclose(file); }
 };
+
+/// Writes `events` as a Chrome trace (chrome://tracing, Perfetto): one
+/// process per rank, steps on thread 0 and pipeline actions on thread 1.
+bool writeTrace(std::unique_ptr<FILE, FileCloser> f, const std::string &path,
+                const std::vector<dist_rt::model_impl::TraceEvent> &events,
+                std::string &error) {
+  int rank = dist_rt_mesh_world_rank();
+  std::fprintf(f.get(), "{\"traceEvents\": [\n");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const dist_rt::model_impl::TraceEvent &e = events[i];
+    bool step = e.stage < 0;
+    std::fprintf(
+        f.get(),
+        "{\"name\": \"%s%s\", \"ph\": \"X\", \"pid\": %d, "
+        "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": "
+        "{\"step\": %" PRId64 ", \"stage\": %d, "
+        "\"micro_batch\": %d, \"wait_us\": %.3f}}%s\n",
+        e.name,
+        step || e.microBatch < 0 ? "" : std::to_string(e.microBatch).c_str(),
+        rank, step ? 0 : 1, e.startUs, e.durUs, e.step, e.stage, e.microBatch,
+        e.waitUs, i + 1 < events.size() ? "," : "");
+  }
+  std::fprintf(f.get(), "]}\n");
+  if (std::fflush(f.get()) != 0 || std::ferror(f.get())) {
+    error = errnoMessage("--trace: cannot write '" + path + "'", errno);
+    return false;
+  }
+  return true;
+}
 
 /// Writes the metrics log and the progress shown on stdout: a bar redrawn
 /// in place on a terminal, else a line every tenth of the run.
@@ -200,6 +230,31 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   int64_t dp = dist_rt_mesh_axis_size("dp");
   int64_t dpRank = dist_rt_mesh_axis_coord("dp");
   bool lead = dist_rt_mesh_world_rank() == 0;
+  // --trace: every rank writes its own timeline.
+  std::vector<dist_rt::model_impl::TraceEvent> trace;
+  std::string tracePath = cl.tracePath;
+  if (!tracePath.empty()) {
+    if (dist_rt_mesh_world_size() > 1) {
+      size_t dot = tracePath.rfind('.');
+      size_t slash = tracePath.rfind('/');
+      std::string rank = ".rank" + std::to_string(dist_rt_mesh_world_rank());
+      if (dot == std::string::npos ||
+          (slash != std::string::npos && dot < slash))
+        tracePath += rank;
+      else
+        tracePath.insert(dot, rank);
+    }
+    model->trace = &trace;
+    model->traceEpoch = std::chrono::steady_clock::now();
+  }
+  // Opened now, so that an unusable path fails before the training.
+  std::unique_ptr<FILE, FileCloser> traceFile;
+  if (!tracePath.empty()) {
+    traceFile.reset(std::fopen(tracePath.c_str(), "w"));
+    if (!traceFile)
+      return fail(
+          errnoMessage("--trace: cannot write '" + tracePath + "'", errno));
+  }
   // Split parameters (tensor parallelism, ZeRO) are gathered by every rank
   // where rank 0 saves them, so the other ranks keep these two settings.
   bool gatherAtEnd = !cl.saveParamsDir.empty() || !cl.exportOnnxPath.empty();
@@ -308,6 +363,16 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
         model.get(), batcher.tensors().data(), batcher.tensors().size(),
         static_cast<float>(lr), step + 1, &loss);
     double stepSeconds = secondsSince(stepStart);
+    if (model->trace) {
+      dist_rt::model_impl::TraceEvent e;
+      e.name = "step";
+      e.step = step + 1;
+      e.startUs = std::chrono::duration<double, std::micro>(stepStart -
+                                                            model->traceEpoch)
+                      .count();
+      e.durUs = stepSeconds * 1e6;
+      trace.push_back(e);
+    }
     bool ok =
         !status && progress.record(step + 1, loss, lr, stepSeconds, error);
     if (ok && !std::isfinite(loss)) {
@@ -332,6 +397,8 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   progress.finish();
   double seconds = secondsSince(start);
 
+  if (traceFile && !writeTrace(std::move(traceFile), tracePath, trace, error))
+    return fail(error);
   WholeParams whole;
   if (gatherAtEnd && !whole.gather(model.get(), /*withState=*/false, error))
     return fail(error);

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "model_internal.h"
 #include "train_internal.h"
 
 #include <algorithm>
@@ -39,6 +40,13 @@ bool WholeParams::gather(dist_rt_model_t model, bool withState,
                          std::string &error) {
   model_ = model;
   const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
+  // Pipeline stages: each parameter's current value is on its stage's rank.
+  if (dist_rt_status_t status =
+          dist_rt::model_impl::syncPipelineParams(*model)) {
+    error = dist_rt_status_message(status);
+    dist_rt_status_free(status);
+    return false;
+  }
   bytes_.assign(desc.num_params, {});
   dims_.assign(desc.num_params, {});
   for (uint32_t i = 0; i < desc.num_params; ++i) {

@@ -79,6 +79,9 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --log FILE             write each step's loss, learning rate and "
       "samples/s to FILE as JSON lines, appended to on --resume (default: no "
       "log)\n"
+      "  --trace FILE           write the timeline of every step (and of each "
+      "pipeline stage's actions) as a Chrome trace; on several ranks, rank r "
+      "writes FILE with .rank<r> before its extension (default: none)\n"
       "  --save-params DIR      write the trained parameters to DIR as .npy "
       "files when done, for --params of inference (default: not saved)\n"
       "  --export-onnx FILE     write the ONNX model with the trained "
@@ -160,6 +163,8 @@ bool parseTrainCommandLine(int argc, char **argv,
       return parseThreads(value, cl.threads, error);
     else if (flag == "--log")
       return path(flag, value, cl.logPath, error);
+    else if (flag == "--trace")
+      return path(flag, value, cl.tracePath, error);
     else if (flag == "--save-params")
       return path(flag, value, cl.saveParamsDir, error);
     else if (flag == "--export-onnx")
@@ -187,6 +192,7 @@ bool parseTrainCommandLine(int argc, char **argv,
                      {"--checkpoint-every", true},
                      {"--threads", true},
                      {"--log", true},
+                     {"--trace", true},
                      {"--save-params", true},
                      {"--export-onnx", true},
                      {"--checkpoint-dir", true},

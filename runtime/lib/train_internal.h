@@ -43,6 +43,8 @@ struct TrainCommandLine {
   int64_t seed = 0;
   int32_t threads = 0;
   std::string logPath;
+  /// --trace: the Chrome trace to write ("" when not given).
+  std::string tracePath;
   std::string saveParamsDir;
   std::string exportOnnxPath;
   std::string checkpointDir;

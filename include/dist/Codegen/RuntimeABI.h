@@ -107,6 +107,12 @@ inline constexpr llvm::StringLiteral kMeshAllReduceWait =
 inline constexpr llvm::StringLiteral kMeshAllGather = "dist_rt_mesh_all_gather";
 /// coord(axis) -> this rank's coordinate along mesh axis `axis`.
 inline constexpr llvm::StringLiteral kMeshCoord = "dist_rt_mesh_coord";
+/// Pipeline transfers (dist_rt/kernels.h): send(ptr, bytes, peer, tag)
+/// hands a copy of the bytes to stage `peer` without waiting for it;
+/// recv(ptr, bytes, peer, tag) waits for the bytes stage `peer` sent with
+/// that tag, for the micro-batch the runtime is running. All i64.
+inline constexpr llvm::StringLiteral kPipelineSend = "dist_rt_pp_send";
+inline constexpr llvm::StringLiteral kPipelineRecv = "dist_rt_pp_recv";
 /// Reduction codes of dist_rt_mesh_all_reduce_start (DIST_RT_MESH_REDUCE_*).
 inline constexpr int64_t kReduceSum = 0;
 inline constexpr int64_t kReduceMax = 1;
@@ -123,7 +129,7 @@ inline constexpr llvm::StringLiteral kAlloc = "_mlir_memref_to_llvm_alloc";
 inline constexpr llvm::StringLiteral kFree = "_mlir_memref_to_llvm_free";
 
 /// Model descriptor type and entry calling convention (dist_rt/model.h).
-inline constexpr unsigned kModelABIVersion = 7;
+inline constexpr unsigned kModelABIVersion = 8;
 inline constexpr llvm::StringLiteral kModelDescType = "dist_rt_model_desc_t";
 inline constexpr llvm::StringLiteral kTensorDescType = "dist_rt_tensor_desc_t";
 inline constexpr llvm::StringLiteral kModelHeader = "dist_rt/model.h";

@@ -334,6 +334,20 @@ DIST_RT_API void dist_rt_mesh_all_gather(int64_t src, int64_t dst,
                                          int64_t count, int64_t dtype,
                                          int64_t axis_mask);
 
+/// Pipeline transfers of a model cut into stages (mesh axis "pp"): hands
+/// `bytes` bytes at `data` (an intptr_t as int64) to stage `peer` under
+/// `tag`, and returns without waiting for it (the runtime keeps a copy
+/// until it is received); and receives into `data` the bytes stage `peer`
+/// sent under `tag`, waiting for them. Messages of one tag between two
+/// stages arrive in the order they were sent (one per micro-batch). When
+/// one process runs every stage, they go through memory. A failure or a
+/// peer that does not answer before the deadline ends the job with an
+/// error naming the rank.
+DIST_RT_API void dist_rt_pp_send(int64_t data, int64_t bytes, int64_t peer,
+                                 int64_t tag);
+DIST_RT_API void dist_rt_pp_recv(int64_t data, int64_t bytes, int64_t peer,
+                                 int64_t tag);
+
 /// Starts reducing `count` elements at `data` (an intptr_t as int64; dtype
 /// DIST_RT_DTYPE_FLOAT or DIST_RT_DTYPE_DOUBLE) in place over the mesh axes
 /// whose bits are set in `axis_mask` (bit a: axis a; all bits of the mesh:

@@ -56,7 +56,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 7
+#define DIST_RT_MODEL_ABI_VERSION 8
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -123,6 +123,53 @@ enum {
   DIST_RT_LR_WARMUP_LINEAR = 2,
 };
 
+/// What a function of a pipeline stage runs for one micro-batch (the update
+/// runs once per step). The first four are dist_rt/pipeline_schedule.h's
+/// compute actions.
+enum {
+  DIST_RT_PIPELINE_FORWARD = 0,
+  DIST_RT_PIPELINE_BACKWARD = 1,
+  DIST_RT_PIPELINE_BACKWARD_INPUT = 2,
+  DIST_RT_PIPELINE_BACKWARD_WEIGHT = 3,
+  DIST_RT_PIPELINE_UPDATE = 4,
+};
+
+/// One function of a pipeline stage (dist-opt --mesh pp=N): called like a
+/// training step (all parameter descriptors, then the inputs, then the
+/// output buffer), with inputs and outputs named by role: a data input of
+/// the step (sliced to one micro-batch), "lr" and "step" (rank-0 float32),
+/// "loss" (the micro-batch's loss), or "stash.<from>.<to>.<k>": a value the
+/// stage's action <from> returns for its later action <to> of the same
+/// micro-batch (the runtime keeps it in between). Transfers between stages
+/// happen inside, through dist_rt_pp_send / dist_rt_pp_recv.
+typedef struct dist_rt_pipeline_fn_t {
+  const char *name;
+  uint32_t stage;
+  /// DIST_RT_PIPELINE_*.
+  uint32_t action;
+  uint32_t num_inputs;
+  const dist_rt_tensor_desc_t *inputs;
+  uint32_t num_outputs;
+  const dist_rt_tensor_desc_t *outputs;
+  dist_rt_entry_fn_t entry;
+} dist_rt_pipeline_fn_t;
+
+/// A training step cut into pipeline stages: rank r of the mesh axis "pp"
+/// runs stage r's functions in the order of the schedule
+/// (dist_rt/pipeline_schedule.h's ScheduleKind) over `micro_batches` equal
+/// slices of its batch, then its update.
+typedef struct dist_rt_pipeline_desc_t {
+  uint32_t stages;
+  uint32_t micro_batches;
+  uint32_t schedule;
+  uint32_t num_fns;
+  const dist_rt_pipeline_fn_t *fns;
+  /// Per parameter of the model descriptor: the stage that updates it (the
+  /// ranks of other stages hold a stale copy until checkpoints and saves
+  /// fetch it), or -1.
+  const int32_t *param_stages;
+} dist_rt_pipeline_desc_t;
+
 /// The training step of a model compiled with `dist-opt --train`.
 ///
 /// Calling convention of `entry(args)`: args holds num_params (of the model
@@ -145,7 +192,7 @@ typedef struct dist_rt_train_desc_t {
   /// Outputs of a step; the first is "loss", a float32 scalar.
   uint32_t num_outputs;
   const dist_rt_tensor_desc_t *outputs;
-  /// The compiled step.
+  /// The compiled step (NULL for a pipelined step, see `pipeline`).
   dist_rt_entry_fn_t entry;
   /// Base learning rate, schedule (DIST_RT_LR_*) and warm-up steps.
   double lr;
@@ -165,6 +212,9 @@ typedef struct dist_rt_train_desc_t {
   /// the logits). 0 when labels are not class indices.
   int64_t label_classes;
   int64_t label_ignore_index;
+  /// Pipeline stages (dist-opt --mesh pp=N): then `entry` is NULL and the
+  /// step runs these functions; else NULL.
+  const dist_rt_pipeline_desc_t *pipeline;
 } dist_rt_train_desc_t;
 
 /// Everything the runtime needs to know about a compiled model. Defined as

@@ -1,0 +1,354 @@
+//===- model_pipeline.cpp - Training steps cut into pipeline stages -*- C++
+//-*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Runs one training step of a model compiled with `dist-opt --mesh pp=N`
+// (dist_rt_pipeline_desc_t): the rank of stage s on the mesh axis "pp" runs
+// s's functions in the order of the schedule's action list
+// (dist_rt/pipeline_schedule.h, the same list the compiler prints), over
+// equal micro-batches of its batch, then its update. Activations and
+// gradients cross between stages inside the functions (dist_rt_pp_send /
+// dist_rt_pp_recv); what a stage's later action needs from its earlier one
+// (the "stash.*" outputs and inputs) is kept here, per micro-batch, from
+// the call that returns it to the call that takes it.
+//
+// A process that is the only rank of its job runs every stage itself:
+// every micro-batch's forwards in stage order, then the backwards in
+// reverse stage order, then the updates, with the transfers going through
+// memory; the result is the same as on N ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "model_internal.h"
+
+#include "dist_rt/pipeline_schedule.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace dist_rt {
+namespace model_impl {
+
+namespace {
+
+namespace pl = ::dist_rt::pipeline;
+
+/// The function of the calls that runs `action` on `stage`, or -1.
+int findCall(const dist_rt_model &model, uint32_t stage, uint32_t action) {
+  for (size_t i = 0; i < model.pipelineFns.size(); ++i)
+    if (model.pipelineFns[i]->stage == stage &&
+        model.pipelineFns[i]->action == action)
+      return static_cast<int>(i);
+  return -1;
+}
+
+/// A value kept from one action of a stage to a later one, by stage,
+/// name and micro-batch.
+using StashKey = std::tuple<uint32_t, std::string, int32_t>;
+
+struct Buffer {
+  std::unique_ptr<void, dist_rt::FreeDeleter> data;
+  std::vector<int64_t> dims;
+};
+
+/// One step's state: its inputs, scalars, the values kept in between and
+/// the loss of the micro-batches run here.
+struct StepState {
+  const dist_rt_tensor_t *inputs = nullptr;
+  size_t numInputs = 0;
+  int64_t microBatch = 0; ///< samples per micro-batch
+  float lr = 0, stepNumber = 0;
+  std::map<StashKey, Buffer> stash;
+  double lossSum = 0;
+  int32_t losses = 0;
+};
+
+bool startsWith(const char *s, const char *prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
+/// Runs function `index` of the calls on micro-batch `mb` (-1: the update).
+dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
+                           int32_t mb, int64_t step) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  const dist_rt_train_desc_t &train = *desc.train;
+  const dist_rt_pipeline_fn_t &fn = *model.pipelineFns[index];
+  EntryCall &call = model.pipelineCalls[index];
+  std::vector<dist_rt_tensor_t> args(fn.num_inputs);
+  std::vector<std::vector<int64_t>> dims(fn.num_inputs);
+  std::vector<StashKey> consumed;
+  for (uint32_t i = 0; i < fn.num_inputs; ++i) {
+    const dist_rt_tensor_desc_t &in = fn.inputs[i];
+    dist_rt_tensor_t &t = args[i];
+    t.dtype = in.dtype;
+    t.rank = in.rank;
+    if (std::strcmp(in.name, "lr") == 0 || std::strcmp(in.name, "step") == 0) {
+      t.dims = nullptr;
+      t.data = in.name[0] == 'l' ? &st.lr : &st.stepNumber;
+      continue;
+    }
+    if (startsWith(in.name, "stash.")) {
+      StashKey key{fn.stage, in.name, mb};
+      auto it = st.stash.find(key);
+      if (it == st.stash.end())
+        return makeStatus(DIST_RT_ERROR_INTERNAL,
+                          "model '%s': stage %" PRIu32 " function '%s' needs "
+                          "'%s' of micro-batch %" PRId32
+                          ", which no earlier action returned",
+                          desc.name, fn.stage, fn.name, in.name, mb);
+      t.dims = it->second.dims.data();
+      t.data = it->second.data.get();
+      consumed.push_back(key);
+      continue;
+    }
+    // A data input of the step: this micro-batch's rows.
+    uint32_t d = 0;
+    while (d < train.num_inputs && std::strcmp(train.inputs[d].name, in.name))
+      ++d;
+    if (d == train.num_inputs || d >= st.numInputs)
+      return makeStatus(DIST_RT_ERROR_INTERNAL,
+                        "model '%s': stage function '%s' takes '%s', which "
+                        "is not an input of the training step",
+                        desc.name, fn.name, in.name);
+    const dist_rt_tensor_t &whole = st.inputs[d];
+    dims[i].assign(whole.dims, whole.dims + whole.rank);
+    dims[i][0] = st.microBatch;
+    uint64_t rowBytes = dist_rt_dtype_size(whole.dtype);
+    for (uint32_t r = 1; r < whole.rank; ++r)
+      rowBytes *= static_cast<uint64_t>(whole.dims[r]);
+    t.dtype = whole.dtype;
+    t.rank = whole.rank;
+    t.dims = dims[i].data();
+    t.data = static_cast<char *>(whole.data) +
+             rowBytes * static_cast<uint64_t>(st.microBatch) *
+                 static_cast<uint64_t>(mb < 0 ? 0 : mb);
+  }
+  if (dist_rt_status_t status =
+          bindInputs(model, call, args.data(), args.size()))
+    return status;
+  std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
+  dist_rt::RunErrors errors;
+  auto begin = std::chrono::steady_clock::now();
+  double waited = dist_rt::pipelineRecvWaitSeconds();
+  {
+    dist_rt::RunErrorScope scope(errors);
+    fn.entry(call.args.data());
+  }
+  if (model.trace) {
+    static const char *names[] = {"F", "B", "I", "W", "U"};
+    TraceEvent e;
+    e.name = fn.action <= DIST_RT_PIPELINE_UPDATE ? names[fn.action] : "?";
+    e.stage = static_cast<int32_t>(fn.stage);
+    e.microBatch = mb;
+    e.step = step;
+    auto end = std::chrono::steady_clock::now();
+    e.startUs =
+        std::chrono::duration<double, std::micro>(begin - model.traceEpoch)
+            .count();
+    e.durUs = std::chrono::duration<double, std::micro>(end - begin).count();
+    e.waitUs = (dist_rt::pipelineRecvWaitSeconds() - waited) * 1e6;
+    model.trace->push_back(e);
+  }
+  if (dist_rt_status_t status = receiveOutputs(model, call, args.data()))
+    return status;
+  for (uint32_t o = 0; o < fn.num_outputs; ++o) {
+    const dist_rt_tensor_desc_t &out = fn.outputs[o];
+    const ReturnedOutput &r = model.returned[o];
+    size_t elem = dist_rt_dtype_size(out.dtype);
+    const char *source = r.aligned + r.offset * static_cast<int64_t>(elem);
+    if (std::strcmp(out.name, "loss") == 0) {
+      float value = 0;
+      std::memcpy(&value, source, sizeof(float));
+      st.lossSum += value;
+      ++st.losses;
+      continue;
+    }
+    Buffer b;
+    b.dims.assign(r.sizes, r.sizes + out.rank);
+    uint64_t bytes = 0;
+    byteSize(out.rank, b.dims.data(), elem, bytes);
+    b.data.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64));
+    if (!b.data) {
+      freeBlocks(model.returnedBlocks, {});
+      return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
+                        "model '%s': out of memory keeping '%s' (%" PRIu64
+                        " bytes) between pipeline actions",
+                        desc.name, out.name, bytes);
+    }
+    std::vector<int64_t> strides(out.rank);
+    int64_t stride = 1;
+    for (uint32_t d = out.rank; d-- > 0;) {
+      strides[d] = stride;
+      stride *= b.dims[d];
+    }
+    dist_rt::copyStrided(elem, out.rank, b.dims.data(), source, r.strides,
+                         static_cast<char *>(b.data.get()), strides.data());
+    st.stash[StashKey{fn.stage, out.name, mb}] = std::move(b);
+  }
+  freeBlocks(model.returnedBlocks, {});
+  for (const StashKey &key : consumed)
+    st.stash.erase(key);
+  if (errors.failed)
+    return generatedCodeError(desc, errors, step);
+  return nullptr;
+}
+
+uint32_t actionCode(pl::ActionKind kind) {
+  switch (kind) {
+  case pl::ActionKind::Forward:
+    return DIST_RT_PIPELINE_FORWARD;
+  case pl::ActionKind::Backward:
+    return DIST_RT_PIPELINE_BACKWARD;
+  case pl::ActionKind::BackwardInput:
+    return DIST_RT_PIPELINE_BACKWARD_INPUT;
+  default:
+    return DIST_RT_PIPELINE_BACKWARD_WEIGHT;
+  }
+}
+
+} // namespace
+
+dist_rt_status_t setUpPipeline(dist_rt_model &model) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  const dist_rt_pipeline_desc_t &pp = *desc.train->pipeline;
+  int64_t axis = dist_rt_mesh_axis_size("pp");
+  if (axis == static_cast<int64_t>(pp.stages)) {
+    model.pipelineStage = static_cast<int32_t>(dist_rt_mesh_axis_coord("pp"));
+  } else if (dist_rt_mesh_world_size() == 1) {
+    model.pipelineStage = -1; // Alone: every stage here.
+  } else {
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' has %" PRIu32 " pipeline stages; run it "
+                      "with mpirun -np %" PRIu32 " (one rank per stage) or "
+                      "as one process, not on %" PRId32 " ranks",
+                      desc.name, pp.stages, pp.stages,
+                      dist_rt_mesh_world_size());
+  }
+  model.pipelineFns.clear();
+  for (uint32_t f = 0; f < pp.num_fns; ++f)
+    if (model.pipelineStage < 0 ||
+        pp.fns[f].stage == static_cast<uint32_t>(model.pipelineStage))
+      model.pipelineFns.push_back(&pp.fns[f]);
+  model.pipelineCalls.clear();
+  model.pipelineCalls.resize(model.pipelineFns.size());
+  for (size_t i = 0; i < model.pipelineFns.size(); ++i) {
+    const dist_rt_pipeline_fn_t &fn = *model.pipelineFns[i];
+    EntryCall &call = model.pipelineCalls[i];
+    call.inputKind = "stage input";
+    call.numInputs = fn.num_inputs;
+    call.inputs = fn.inputs;
+    call.numOutputs = fn.num_outputs;
+    call.outputs = fn.outputs;
+    layOutCall(model, call, 0);
+  }
+  return nullptr;
+}
+
+dist_rt_status_t pipelineStep(dist_rt_model &model,
+                              const dist_rt_tensor_t *inputs, size_t numInputs,
+                              float lr, int64_t step, float *out_loss) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  const dist_rt_pipeline_desc_t &pp = *desc.train->pipeline;
+  auto p = static_cast<int32_t>(pp.stages);
+  auto m = static_cast<int32_t>(pp.micro_batches);
+  StepState st;
+  st.inputs = inputs;
+  st.numInputs = numInputs;
+  st.lr = lr;
+  st.stepNumber = static_cast<float>(step);
+  int64_t batch = numInputs ? inputs[0].dims[0] : m;
+  if (batch % m != 0)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': a batch of %" PRId64
+                      " samples cannot be split into the %" PRId32
+                      " micro-batches the pipeline was compiled for",
+                      desc.name, batch, m);
+  st.microBatch = batch / m;
+  auto kind = static_cast<pl::ScheduleKind>(pp.schedule);
+  auto run = [&](uint32_t stage, uint32_t action,
+                 int32_t mb) -> dist_rt_status_t {
+    int index = findCall(model, stage, action);
+    if (index < 0)
+      return makeStatus(DIST_RT_ERROR_INTERNAL,
+                        "model '%s': stage %" PRIu32 " has no function for "
+                        "pipeline action %" PRIu32,
+                        desc.name, stage, action);
+    return runAction(model, st, index, mb, step);
+  };
+  if (model.pipelineStage < 0) {
+    // Alone: forwards in stage order, backwards in reverse, then updates.
+    bool split = pl::splitsBackward(kind);
+    for (int32_t i = 0; i < m; ++i)
+      for (int32_t s = 0; s < p; ++s)
+        if (dist_rt_status_t status = run(s, DIST_RT_PIPELINE_FORWARD, i))
+          return status;
+    for (int32_t i = 0; i < m; ++i)
+      for (int32_t s = p; s-- > 0;) {
+        if (dist_rt_status_t status =
+                run(s,
+                    split ? DIST_RT_PIPELINE_BACKWARD_INPUT
+                          : DIST_RT_PIPELINE_BACKWARD,
+                    i))
+          return status;
+        if (split)
+          if (dist_rt_status_t status =
+                  run(s, DIST_RT_PIPELINE_BACKWARD_WEIGHT, i))
+            return status;
+      }
+    for (int32_t s = 0; s < p; ++s)
+      if (dist_rt_status_t status = run(s, DIST_RT_PIPELINE_UPDATE, -1))
+        return status;
+  } else {
+    uint32_t stage = static_cast<uint32_t>(model.pipelineStage);
+    for (const pl::Action &a :
+         pl::computeActions(kind, model.pipelineStage, p, m))
+      if (dist_rt_status_t status =
+              run(stage, actionCode(a.kind), a.microBatch))
+        return status;
+    if (dist_rt_status_t status = run(stage, DIST_RT_PIPELINE_UPDATE, -1))
+      return status;
+    if (dist_rt_status_t status = dist_rt::pipelineFinishSends())
+      return status;
+  }
+  if (!st.stash.empty())
+    return makeStatus(DIST_RT_ERROR_INTERNAL,
+                      "model '%s': %zu values kept between pipeline actions "
+                      "were never used",
+                      desc.name, st.stash.size());
+  // The mean over micro-batches (the last stage's), on every rank.
+  float loss = st.losses ? static_cast<float>(st.lossSum / st.losses) : 0.0f;
+  if (model.pipelineStage >= 0)
+    if (dist_rt_status_t status =
+            dist_rt::pipelineBroadcast(&loss, sizeof(loss), p - 1))
+      return status;
+  *out_loss = loss;
+  return nullptr;
+}
+
+dist_rt_status_t syncPipelineParams(dist_rt_model &model) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  if (!desc.train || !desc.train->pipeline || model.pipelineStage < 0)
+    return nullptr;
+  const dist_rt_pipeline_desc_t &pp = *desc.train->pipeline;
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    if (pp.param_stages[i] < 0)
+      continue;
+    dist_rt_tensor_t t;
+    describeParam(model, i, t);
+    uint64_t bytes = 0;
+    byteSize(t.rank, t.dims, dist_rt_dtype_size(t.dtype), bytes);
+    if (dist_rt_status_t status = dist_rt::pipelineBroadcast(
+            t.data, static_cast<int64_t>(bytes), pp.param_stages[i]))
+      return status;
+  }
+  return nullptr;
+}
+
+} // namespace model_impl
+} // namespace dist_rt
