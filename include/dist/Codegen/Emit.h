@@ -51,11 +51,34 @@ struct TrainSignature {
   int64_t ignoreIndex = -100;
 };
 
+/// One function of a pipeline stage (dist-split-stages): the function, the
+/// packed entry point dist-add-entry-wrapper gives it, its stage and
+/// DIST_RT_PIPELINE_* action, and its inputs and outputs by name (see
+/// dist_rt_pipeline_fn_t).
+struct PipelineFunctionSignature {
+  std::string funcName, symbol;
+  unsigned stage = 0, action = 0;
+  std::vector<TensorSignature> inputs, outputs;
+};
+
+/// A training step cut into pipeline stages.
+struct PipelineSignature {
+  int64_t stages = 1, microBatches = 1;
+  /// dist_rt::pipeline::ScheduleKind.
+  unsigned schedule = 0;
+  std::vector<PipelineFunctionSignature> functions;
+  /// Per parameter, the stage whose functions write it, or -1.
+  std::vector<int64_t> paramStages;
+};
+
 /// The model's interface: parameters (in the entry function's argument
 /// order), inputs and outputs, and the training step when there is one.
 struct ModelSignature {
   std::vector<TensorSignature> params, inputs, outputs;
   std::optional<TrainSignature> train;
+  /// The training step's pipeline stages, when it was cut into them (then
+  /// `train` describes the whole step: its data inputs and loss).
+  std::optional<PipelineSignature> pipeline;
   /// The mesh the module was partitioned for (`shard.grid @mesh` with
   /// `dist.mesh_axes`, see dist-partition); empty when it was not.
   std::vector<std::string> meshAxes;

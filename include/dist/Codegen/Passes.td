@@ -338,8 +338,14 @@ def AddEntryWrapperPass : Pass<"dist-add-entry-wrapper", "::mlir::ModuleOp"> {
     When that C interface is the entry's only user, the entry becomes
     internal and always inlined into it (its body compiled once, and no
     call with one argument per descriptor field).
+
+    With `pipeline`, wraps instead every function of a pipeline stage that
+    the module's recorded signature (`dist.signature`) lists, each under
+    the symbol recorded for it.
   }];
   let options = [
+    Option<"pipeline", "pipeline", "bool", "false",
+           "wrap the pipeline stages' functions of dist.signature">,
     Option<"entryName", "entry", "std::string", /*default=*/"\"main\"",
            "name of the function to wrap">,
     Option<"symbolName", "symbol", "std::string",

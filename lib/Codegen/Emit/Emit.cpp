@@ -494,8 +494,11 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "'. */\n"
      << "#include \"dist_rt/dist_rt.h\"\n#include \"dist_rt/model.h\"\n\n"
      << "extern void " << o.entrySymbol << "(void **args);\n";
-  if (sig.train)
+  if (sig.train && !sig.pipeline)
     os << "extern void " << o.trainEntrySymbol << "(void **args);\n";
+  if (sig.pipeline)
+    for (const PipelineFunctionSignature &fn : sig.pipeline->functions)
+      os << "extern void " << fn.symbol << "(void **args);\n";
   os << "\n";
   auto table = [&](StringRef kind, const std::vector<TensorSignature> &ts) {
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -528,6 +531,27 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
     return ts.empty() ? std::string("0, NULL")
                       : std::to_string(ts.size()) + ", " + kind.str() + "s";
   };
+  if (sig.pipeline) {
+    const PipelineSignature &pp = *sig.pipeline;
+    for (auto [k, fn] : llvm::enumerate(pp.functions)) {
+      table("pp" + std::to_string(k) + "_input", fn.inputs);
+      table("pp" + std::to_string(k) + "_output", fn.outputs);
+    }
+    os << "static const dist_rt_pipeline_fn_t pipeline_fns[] = {\n";
+    for (auto [k, fn] : llvm::enumerate(pp.functions))
+      os << "  {" << cString(fn.funcName) << ", " << fn.stage << ", "
+         << fn.action << ", "
+         << ref("pp" + std::to_string(k) + "_input", fn.inputs) << ", "
+         << ref("pp" + std::to_string(k) + "_output", fn.outputs) << ", "
+         << fn.symbol << "},\n";
+    os << "};\nstatic const int32_t param_stages[] = {";
+    for (int64_t s : pp.paramStages)
+      os << s << ", ";
+    os << "0};\n";
+    os << "static const dist_rt_pipeline_desc_t pipeline_desc = {" << pp.stages
+       << ", " << pp.microBatches << ", " << pp.schedule << ", "
+       << pp.functions.size() << ", pipeline_fns, param_stages};\n";
+  }
   if (sig.train) {
     const TrainSignature &t = *sig.train;
     table("train_input", t.inputs);
@@ -538,13 +562,15 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
     os << "0};\n";
     os << "static const dist_rt_train_desc_t train_desc = {\n"
        << "  param_roles,\n  " << ref("train_input", t.inputs) << ",\n  "
-       << ref("train_output", t.outputs) << ",\n  " << o.trainEntrySymbol
-       << ",\n  " << llvm::formatv("{0:e}", t.lr).str() << ", " << t.lrSchedule
-       << ", " << t.warmupSteps << ",\n  " << cString(t.optimizer) << ", "
+       << ref("train_output", t.outputs) << ",\n  "
+       << (sig.pipeline ? std::string("NULL") : o.trainEntrySymbol) << ",\n  "
+       << llvm::formatv("{0:e}", t.lr).str() << ", " << t.lrSchedule << ", "
+       << t.warmupSteps << ",\n  " << cString(t.optimizer) << ", "
        << cString(t.loss) << ",\n  "
        << (o.onnxFileName.empty() ? std::string("NULL")
                                   : cString(o.onnxFileName))
-       << ",\n  " << t.labelClasses << ", " << t.ignoreIndex << "};\n";
+       << ",\n  " << t.labelClasses << ", " << t.ignoreIndex << ",\n  "
+       << (sig.pipeline ? "&pipeline_desc" : "NULL") << "};\n";
   }
   if (!sig.meshShape.empty()) {
     os << "static const int64_t mesh_shape[] = {";

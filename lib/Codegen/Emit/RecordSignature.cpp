@@ -14,10 +14,12 @@
 #include "dist/Codegen/RuntimeABI.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
 #include "dist/Dialect/Dist/IR/Mesh.h"
+#include "dist/Transforms/PipelineSchedule.h"
 #include "dist_rt/model.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #define DEBUG_TYPE "dist-record-signature"
 
@@ -59,7 +61,8 @@ static std::optional<unsigned> onnxDType(Type t) {
 FailureOr<std::string> dist::getEntryName(ModuleOp module) {
   func::FuncOp entry;
   for (auto f : module.getOps<func::FuncOp>()) {
-    if (f.isExternal() || !f.isPublic() || f->hasAttr("dist.train_step"))
+    if (f.isExternal() || !f.isPublic() || f->hasAttr("dist.train_step") ||
+        f->hasAttr(kPipelineActionAttr))
       continue;
     if (entry) {
       module.emitError("the module has more than one public function");
@@ -81,14 +84,14 @@ std::string dist::getTrainStepName(ModuleOp module) {
   return "";
 }
 
+static void readTrainConfig(DictionaryAttr cfg, TrainSignature &train);
+template <typename DescribeFunc>
+static FailureOr<ModelSignature>
+getPipelineSignature(ModuleOp module, DictionaryAttr attr, ModelSignature sig,
+                     DescribeFunc &describeFunc);
+
 FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   ModelSignature sig;
-  if (module->hasAttr("dist.pipeline")) {
-    module.emitError("pipeline stages are partitioned (dist-opt "
-                     "--compile-to=partition prints the stage functions), but "
-                     "code generation for them is not written yet");
-    return failure();
-  }
   if (std::optional<MeshSpec> mesh = getModuleMesh(module)) {
     sig.meshAxes = mesh->axes;
     sig.meshShape = mesh->shape;
@@ -188,6 +191,8 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
                  entry->getAttrOfType<StringAttr>(kInferBatchWholeAttr)) {
     sig.batchWhole = whole.str();
   }
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("dist.pipeline"))
+    return getPipelineSignature(module, pipeline, std::move(sig), describeFunc);
   std::string trainName = getTrainStepName(module);
   if (trainName.empty())
     return sig;
@@ -205,7 +210,12 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
     train.paramRoles.push_back(p.getState()       ? DIST_RT_PARAM_STATE
                                : p.getTrainable() ? DIST_RT_PARAM_TRAINED
                                                   : DIST_RT_PARAM_FROZEN);
-  auto cfg = step->getAttrOfType<DictionaryAttr>("dist.train");
+  readTrainConfig(step->getAttrOfType<DictionaryAttr>("dist.train"), train);
+  sig.train = std::move(train);
+  return sig;
+}
+
+static void readTrainConfig(DictionaryAttr cfg, TrainSignature &train) {
   if (cfg) {
     if (auto a = cfg.getAs<StringAttr>("optimizer"))
       train.optimizer = a.str();
@@ -225,7 +235,86 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
     if (auto a = cfg.getAs<IntegerAttr>("ignore_index"))
       train.ignoreIndex = a.getInt();
   }
+}
+
+/// The action code (DIST_RT_PIPELINE_*) of a stage function's action name.
+static std::optional<unsigned> pipelineActionCode(StringRef action) {
+  return llvm::StringSwitch<std::optional<unsigned>>(action)
+      .Case("forward", DIST_RT_PIPELINE_FORWARD)
+      .Case("backward", DIST_RT_PIPELINE_BACKWARD)
+      .Case("backward_input", DIST_RT_PIPELINE_BACKWARD_INPUT)
+      .Case("backward_weight", DIST_RT_PIPELINE_BACKWARD_WEIGHT)
+      .Case("update", DIST_RT_PIPELINE_UPDATE)
+      .Default(std::nullopt);
+}
+
+template <typename DescribeFunc>
+static FailureOr<ModelSignature>
+getPipelineSignature(ModuleOp module, DictionaryAttr attr, ModelSignature sig,
+                     DescribeFunc &describeFunc) {
+  auto stages = attr.getAs<IntegerAttr>("stages");
+  auto micro = attr.getAs<IntegerAttr>("micro_batches");
+  auto schedule = attr.getAs<StringAttr>("schedule");
+  std::optional<PipelineSchedule> kind =
+      schedule ? symbolizeEnumOption<PipelineSchedule>(schedule.getValue())
+               : std::nullopt;
+  if (!stages || !micro || !kind)
+    return module.emitError("malformed dist.pipeline ") << attr, failure();
+  PipelineSignature pp;
+  pp.stages = stages.getInt();
+  pp.microBatches = micro.getInt();
+  pp.schedule = static_cast<unsigned>(*kind);
+  TrainSignature train;
+  llvm::StringMap<int64_t> writer;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    auto action = f->getAttrOfType<DictionaryAttr>(kPipelineActionAttr);
+    if (!action)
+      continue;
+    auto stage = action.getAs<IntegerAttr>("stage");
+    auto name = action.getAs<StringAttr>("action");
+    std::optional<unsigned> code =
+        name ? pipelineActionCode(name.getValue()) : std::nullopt;
+    if (!stage || !code || stage.getInt() < 0 || stage.getInt() >= pp.stages)
+      return f.emitError("malformed ") << kPipelineActionAttr << " " << action,
+             failure();
+    PipelineFunctionSignature fn;
+    fn.funcName = f.getSymName().str();
+    fn.stage = static_cast<unsigned>(stage.getInt());
+    fn.action = *code;
+    if (failed(describeFunc(f, 0, fn.inputs, fn.outputs)))
+      return failure();
+    // The step's data inputs: every input a stage function reads that is
+    // neither a scalar of the step nor kept between actions.
+    for (const TensorSignature &t : fn.inputs) {
+      StringRef n = t.name;
+      if (n == "lr" || n == "step" || n.starts_with("stash."))
+        continue;
+      if (llvm::none_of(train.inputs, [&](const TensorSignature &in) {
+            return in.name == t.name;
+          }))
+        train.inputs.push_back(t);
+    }
+    f.walk([&](dist::SetParamOp set) { writer[set.getName()] = fn.stage; });
+    pp.functions.push_back(std::move(fn));
+  }
+  // The data loader reads the model's inputs at the whole batch.
+  for (TensorSignature &t : train.inputs)
+    if (!t.dims.empty() && t.dims[0] >= 0)
+      t.dims[0] *= pp.microBatches;
+  TensorSignature loss;
+  loss.name = "loss";
+  loss.dtype = 1;
+  train.outputs.push_back(loss);
+  for (auto p : module.getOps<dist::ParamOp>()) {
+    train.paramRoles.push_back(p.getState()       ? DIST_RT_PARAM_STATE
+                               : p.getTrainable() ? DIST_RT_PARAM_TRAINED
+                                                  : DIST_RT_PARAM_FROZEN);
+    auto it = writer.find(p.getSymName());
+    pp.paramStages.push_back(it == writer.end() ? -1 : it->second);
+  }
+  readTrainConfig(attr.getAs<DictionaryAttr>("train"), train);
   sig.train = std::move(train);
+  sig.pipeline = std::move(pp);
   return sig;
 }
 
@@ -327,6 +416,30 @@ DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
   if (!sig.trainSymbol.empty())
     entries.push_back(
         b.getNamedAttr("train_symbol", b.getStringAttr(sig.trainSymbol)));
+  if (sig.pipeline) {
+    const PipelineSignature &pp = *sig.pipeline;
+    SmallVector<Attribute> fns;
+    for (const PipelineFunctionSignature &fn : pp.functions)
+      fns.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("func", b.getStringAttr(fn.funcName)),
+          b.getNamedAttr("symbol", b.getStringAttr(fn.symbol)),
+          b.getNamedAttr("stage", b.getI64IntegerAttr(fn.stage)),
+          b.getNamedAttr("action", b.getI64IntegerAttr(fn.action)),
+          b.getNamedAttr("inputs", tensorsToAttr(b, fn.inputs)),
+          b.getNamedAttr("outputs", tensorsToAttr(b, fn.outputs)),
+      }));
+    entries.push_back(b.getNamedAttr(
+        "pipeline",
+        b.getDictionaryAttr({
+            b.getNamedAttr("stages", b.getI64IntegerAttr(pp.stages)),
+            b.getNamedAttr("micro_batches",
+                           b.getI64IntegerAttr(pp.microBatches)),
+            b.getNamedAttr("schedule", b.getI64IntegerAttr(pp.schedule)),
+            b.getNamedAttr("param_stages",
+                           b.getDenseI64ArrayAttr(pp.paramStages)),
+            b.getNamedAttr("functions", b.getArrayAttr(fns)),
+        })));
+  }
   if (sig.train) {
     const TrainSignature &t = *sig.train;
     SmallVector<int64_t> roles(t.paramRoles.begin(), t.paramRoles.end());
@@ -386,6 +499,41 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
     sig.entrySymbol = symbol.str();
   if (auto symbol = dict.getAs<StringAttr>("train_symbol"))
     sig.trainSymbol = symbol.str();
+  if (auto pipeline = dict.getAs<DictionaryAttr>("pipeline")) {
+    PipelineSignature pp;
+    auto stages = pipeline.getAs<IntegerAttr>("stages");
+    auto micro = pipeline.getAs<IntegerAttr>("micro_batches");
+    auto schedule = pipeline.getAs<IntegerAttr>("schedule");
+    auto paramStages = pipeline.getAs<DenseI64ArrayAttr>("param_stages");
+    auto fns = pipeline.getAs<ArrayAttr>("functions");
+    if (!stages || !micro || !schedule || !paramStages || !fns)
+      return malformed();
+    pp.stages = stages.getInt();
+    pp.microBatches = micro.getInt();
+    pp.schedule = static_cast<unsigned>(schedule.getInt());
+    pp.paramStages.assign(paramStages.asArrayRef().begin(),
+                          paramStages.asArrayRef().end());
+    for (Attribute a : fns) {
+      auto fd = dyn_cast<DictionaryAttr>(a);
+      if (!fd)
+        return malformed();
+      PipelineFunctionSignature fn;
+      auto func = fd.getAs<StringAttr>("func");
+      auto symbol = fd.getAs<StringAttr>("symbol");
+      auto stage = fd.getAs<IntegerAttr>("stage");
+      auto action = fd.getAs<IntegerAttr>("action");
+      if (!func || !symbol || !stage || !action ||
+          !tensorsFromAttr(fd.get("inputs"), fn.inputs) ||
+          !tensorsFromAttr(fd.get("outputs"), fn.outputs))
+        return malformed();
+      fn.funcName = func.str();
+      fn.symbol = symbol.str();
+      fn.stage = static_cast<unsigned>(stage.getInt());
+      fn.action = static_cast<unsigned>(action.getInt());
+      pp.functions.push_back(std::move(fn));
+    }
+    sig.pipeline = std::move(pp);
+  }
   if (auto train = dict.getAs<DictionaryAttr>("train")) {
     TrainSignature t;
     auto roles = train.getAs<DenseI64ArrayAttr>("param_roles");
@@ -430,8 +578,11 @@ struct RecordSignaturePass
     if (failed(sig))
       return signalPassFailure();
     sig->entrySymbol = entrySymbol;
-    if (sig->train)
+    if (sig->train && !sig->pipeline)
       sig->trainSymbol = trainSymbol;
+    if (sig->pipeline)
+      for (auto [k, fn] : llvm::enumerate(sig->pipeline->functions))
+        fn.symbol = (trainSymbol + "_pp" + Twine(k)).str();
     numParams += sig->params.size();
     numTensors += sig->inputs.size() + sig->outputs.size();
     module->setAttr(kSignatureAttr, signatureToAttr(&getContext(), *sig));

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dist/Codegen/Emit.h"
 #include "dist/Codegen/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -39,15 +40,33 @@ struct AddEntryWrapperPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::string cifaceName = "_mlir_ciface_" + entryName;
+    if (!pipeline) {
+      if (failed(wrap(module, entryName, symbolName, ifPresent)))
+        return signalPassFailure();
+      return;
+    }
+    FailureOr<dist::ModelSignature> sig = dist::getRecordedSignature(module);
+    if (failed(sig))
+      return signalPassFailure();
+    if (!sig->pipeline)
+      return;
+    for (const dist::PipelineFunctionSignature &fn : sig->pipeline->functions)
+      if (failed(wrap(module, fn.funcName, fn.symbol, false)))
+        return signalPassFailure();
+  }
+
+  /// Adds `symbolName` wrapping `entryName`'s C interface.
+  LogicalResult wrap(ModuleOp module, StringRef entryName, StringRef symbolName,
+                     bool ifPresent) {
+    std::string cifaceName = ("_mlir_ciface_" + entryName).str();
     auto ciface = module.lookupSymbol<LLVM::LLVMFuncOp>(cifaceName);
     auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(entryName);
     if (!entry && ifPresent)
-      return;
+      return success();
     if (!ciface || !entry) {
       module.emitError() << "no C interface for entry function '" << entryName
                          << "'";
-      return signalPassFailure();
+      return failure();
     }
     // The C interface takes a leading result pointer when the original
     // function returns anything.
@@ -58,7 +77,7 @@ struct AddEntryWrapperPass
       if (!isa<LLVM::LLVMPointerType>(t)) {
         module.emitError() << "entry function '" << entryName
                            << "' has a non-memref argument";
-        return signalPassFailure();
+        return failure();
       }
     MLIRContext *ctx = &getContext();
     OpBuilder b(module.getBodyRegion());
@@ -84,6 +103,7 @@ struct AddEntryWrapperPass
     LLVM::CallOp::create(b, loc, ciface, callArgs);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     inlineIntoInterface(module, entry, ciface);
+    return success();
   }
 
   /// Makes `entry` internal and always inlined when the C interface is its

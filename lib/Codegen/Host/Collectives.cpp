@@ -2,8 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Bufferization of `shard.all_reduce` on tensors into a start/wait pair of
-// runtime calls (dist_rt/kernels.h); dist-strip-mesh (StripMesh.cpp) drops
-// the mesh declarations once nothing refers to them.
+// runtime calls (dist_rt/kernels.h), of the other mesh collectives, and of
+// the pipeline transfers `dist.send` / `dist.recv` into dist_rt_pp_send /
+// dist_rt_pp_recv calls; dist-strip-mesh (StripMesh.cpp) drops the mesh
+// declarations once nothing refers to them.
 //
 // Why not upstream's convert-shard-to-mpi: it lowers only all_reduce, and
 // with OpenMPI it links to a wrong symbol and truncates communicator
@@ -22,6 +24,7 @@
 
 #include "dist/Codegen/Passes.h"
 #include "dist/Codegen/RuntimeABI.h"
+#include "dist/Dialect/Dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -348,9 +351,107 @@ struct AllSliceBufferization
   }
 };
 
+/// Bytes of a static-shape memref type.
+int64_t staticBytes(MemRefType type) {
+  return type.getNumElements() *
+         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+}
+
+/// dist.send: a call that hands the operand's bytes (a contiguous copy of
+/// a strided view) to the runtime, which copies them before it returns.
+struct SendBufferization
+    : public BufferizableOpInterface::ExternalModel<SendBufferization,
+                                                    dist::SendOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto send = cast<dist::SendOp>(op);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, send.getValue(), options, state);
+    if (failed(buffer))
+      return failure();
+    Location loc = op->getLoc();
+    Value buf = contiguous(rewriter, loc, *buffer);
+    auto type = cast<MemRefType>(buf.getType());
+    if (type.getElementTypeBitWidth() % 8 != 0)
+      return op->emitOpError("codegen sends whole bytes, not ")
+             << type.getElementType();
+    Type i64 = rewriter.getI64Type();
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, i64, v);
+    };
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buf);
+    func::FuncOp fn =
+        declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
+                               dist::runtime_abi::kPipelineSend, 4, false);
+    func::CallOp::create(
+        rewriter, loc, fn,
+        ValueRange{arith::IndexCastOp::create(rewriter, loc, i64, base),
+                   cst(staticBytes(type)),
+                   cst(static_cast<int64_t>(send.getPeer())),
+                   cst(static_cast<int64_t>(send.getTag()))});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// dist.recv: a fresh buffer the runtime fills.
+struct RecvBufferization
+    : public BufferizableOpInterface::ExternalModel<RecvBufferization,
+                                                    dist::RecvOp> {
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &,
+                          BufferizationState &) const {
+    auto recv = cast<dist::RecvOp>(op);
+    auto tensorType = cast<RankedTensorType>(recv.getType());
+    auto type =
+        MemRefType::get(tensorType.getShape(), tensorType.getElementType());
+    if (type.getElementTypeBitWidth() % 8 != 0)
+      return op->emitOpError("codegen receives whole bytes, not ")
+             << type.getElementType();
+    Location loc = op->getLoc();
+    Value buf = memref::AllocOp::create(rewriter, loc, type);
+    Type i64 = rewriter.getI64Type();
+    auto cst = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, i64, v);
+    };
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buf);
+    func::FuncOp fn =
+        declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
+                               dist::runtime_abi::kPipelineRecv, 4, false);
+    func::CallOp::create(
+        rewriter, loc, fn,
+        ValueRange{arith::IndexCastOp::create(rewriter, loc, i64, base),
+                   cst(staticBytes(type)),
+                   cst(static_cast<int64_t>(recv.getPeer())),
+                   cst(static_cast<int64_t>(recv.getTag()))});
+    replaceOpWithBufferizedValues(rewriter, op, buf);
+    return success();
+  }
+};
+
 } // namespace
 
 void dist::registerCollectiveBufferization(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, dist::DistDialect *) {
+    dist::SendOp::attachInterface<SendBufferization>(*ctx);
+    dist::RecvOp::attachInterface<RecvBufferization>(*ctx);
+  });
   registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
     shard::AllReduceOp::attachInterface<AllReduceBufferization>(*ctx);
     shard::AllGatherOp::attachInterface<AllGatherBufferization>(*ctx);

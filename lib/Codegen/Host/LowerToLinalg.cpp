@@ -863,6 +863,8 @@ struct LowerToLinalgPass
                            shard::ShardDialect>();
     // The node names of index checks (LowerIndexing.cpp).
     target.addLegalOp<LLVM::GlobalOp, LLVM::AddressOfOp, LLVM::PtrToIntOp>();
+    // Pipeline transfers bufferize into runtime calls (Collectives.cpp).
+    target.addLegalOp<dist::SendOp, dist::RecvOp>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return converter.isSignatureLegal(f.getFunctionType()) &&
              converter.isLegal(&f.getBody());
@@ -873,7 +875,8 @@ struct LowerToLinalgPass
     // An op without any lowering pattern gets a clear error up front.
     bool missing = false;
     module.walk([&](Operation *op) {
-      if (!missing && isa<dist::DistDialect>(op->getDialect())) {
+      if (!missing && isa<dist::DistDialect>(op->getDialect()) &&
+          !isa<dist::SendOp, dist::RecvOp>(op)) {
         bool has = false;
         for (const auto &pat : patterns.getNativePatterns())
           if (pat->getRootKind() == op->getName()) {

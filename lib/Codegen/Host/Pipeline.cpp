@@ -110,4 +110,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
     trainOpts.ifPresent = true;
     pm.addPass(createAddEntryWrapperPass(trainOpts));
   }
+  AddEntryWrapperPassOptions stageOpts;
+  stageOpts.pipeline = true;
+  pm.addPass(createAddEntryWrapperPass(stageOpts));
 }

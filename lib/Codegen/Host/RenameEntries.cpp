@@ -2,14 +2,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // dist-rename-entries: the public entry function becomes
-// `dist_graph_<name>` and the training step `dist_train_<name>`, with every
-// use, so that neither clashes with C's `main` nor with the symbols of
+// `dist_graph_<name>`, the training step `dist_train_<name>` and the
+// functions of its pipeline stages `dist_train_<name>_s<k>_<action>`, with
+// every use, so that none clashes with C's `main` nor with the symbols of
 // another model linked into the same process.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dist/Codegen/Emit.h"
 #include "dist/Codegen/Passes.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -51,6 +53,20 @@ struct RenameEntriesPass
     if (!step.empty() &&
         failed(rename(module, step, "dist_train_" + modelName)))
       return signalPassFailure();
+    // The functions of pipeline stages: dist_train_<name>_s<k>_<action>.
+    SmallVector<std::string> stageFuncs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr(kPipelineActionAttr))
+        stageFuncs.push_back(f.getSymName().str());
+    for (const std::string &name : stageFuncs) {
+      StringRef suffix = name;
+      if (!suffix.consume_front("train_step"))
+        suffix = "";
+      std::string to = "dist_train_" + modelName +
+                       (suffix.empty() ? "_" + name : suffix.str());
+      if (failed(rename(module, name, to)))
+        return signalPassFailure();
+    }
   }
 };
 } // namespace

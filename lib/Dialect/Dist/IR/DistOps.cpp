@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -92,7 +93,7 @@ static int64_t enclosingStage(Operation *op) {
   auto func = op->getParentOfType<FunctionOpInterface>();
   if (!func)
     return -1;
-  auto action = func->getAttrOfType<DictionaryAttr>("dist.pipeline_action");
+  auto action = func->getAttrOfType<DictionaryAttr>(kPipelineActionAttr);
   if (!action)
     return -1;
   auto stage = action.getAs<IntegerAttr>("stage");

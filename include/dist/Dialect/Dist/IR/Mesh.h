@@ -43,6 +43,9 @@ inline constexpr llvm::StringLiteral kInferBatchSplitAttr =
 /// whole on every rank: a string saying why it cannot be split.
 inline constexpr llvm::StringLiteral kInferBatchWholeAttr =
     "dist.infer_batch_whole";
+/// On a function of a pipeline stage (dist-split-stages): {stage, action}.
+inline constexpr llvm::StringLiteral kPipelineActionAttr =
+    "dist.pipeline_action";
 
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {
