@@ -73,6 +73,10 @@ def check(model_name, optimizer, mesh, args, work):
     dp = os.path.join(d, "dp")
     run([args.dist_opt, onnx_path] + flags + ["-o", one, "--name", "model"],
         args.timeout, "dist-opt --train", args.verbose)
+    # Pipeline stages build the step at one micro-batch: a dynamic batch
+    # is bound to the global batch the runs use.
+    if "pp=" in mesh and spec.dynamic_batch:
+        flags = flags + ["--global-batch", str(spec.batch)]
     run([args.dist_opt, onnx_path] + flags +
         args.compile_flag + ["--mesh", mesh, "--grad-bucket-mb",
          str(args.bucket_mb), "-o", dp, "--name", "model"],
@@ -147,7 +151,7 @@ def main(argv=None):
     p.add_argument("--dist-opt", default=train_check.DEFAULT_DIST_OPT)
     p.add_argument("--work", required=True, metavar="DIR")
     p.add_argument("--model", nargs="+",
-                   choices=("mlp", "gpt") + train_check.EXPORT_VARIANTS,
+                   choices=train_check.MODELS + train_check.EXPORT_VARIANTS,
                    default=["mlp", "gpt"])
     p.add_argument("--optimizer", nargs="+", choices=train_check.OPTIMIZERS,
                    default=["sgd", "adamw"])

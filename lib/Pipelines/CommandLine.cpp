@@ -514,10 +514,12 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
     if (f.weightDecay.getNumOccurrences() && !(f.weightDecay >= 0))
       return fail("--weight-decay: must not be negative");
     TrainOptions &t = options.train.emplace(TrainOptions::from(f));
-    if (stagesAsked > 1)
+    if (stagesAsked > 1) {
       t.microBatches = f.microBatches.getNumOccurrences()
                            ? f.microBatches.getValue()
                            : 2 * stagesAsked;
+      t.globalBatch = f.globalBatch;
+    }
     std::string option;
     std::string why = checkTrainStepOptions(t.toPassOptions(), option);
     if (!why.empty())

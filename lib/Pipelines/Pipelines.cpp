@@ -90,6 +90,7 @@ BuildTrainStepPassOptions TrainOptions::toPassOptions() const {
   o.weightDecay = weightDecay;
   o.clipGradNorm = clipGradNorm;
   o.microBatches = microBatches;
+  o.globalBatch = globalBatch;
   o.freeze.assign(freeze.begin(), freeze.end());
   return o;
 }
@@ -142,7 +143,11 @@ void dist::buildPlanPipeline(OpPassManager &pm, const CompileOptions &options) {
     pm.addPass(createPlanPass(plan));
     return;
   }
+  // The planner prices the whole step (a pipeline's micro-batches are its
+  // own decision), at the global batch.
   TrainOptions train = *options.train;
+  train.microBatches = 1;
+  train.globalBatch = 0;
   pm.addPass(createPlanPass(
       plan, [train](OpPassManager &step) { addTrainStepPasses(step, train); }));
 }
@@ -198,16 +203,17 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
     cg.trainEntrySymbol = "dist_model_train_" + options.name;
   }
   // The interface is read while the functions still have their tensor
-  // types and names; the emit phase writes the descriptor from it.
-  RecordSignaturePassOptions record;
-  record.entrySymbol = cg.entrySymbol;
-  record.trainSymbol = cg.trainEntrySymbol;
-  pm.addPass(createRecordSignaturePass(record));
+  // types (after their final names: it names the pipeline stages'); the
+  // emit phase writes the descriptor from it.
   if (!options.name.empty()) {
     RenameEntriesPassOptions rename;
     rename.modelName = options.name;
     pm.addPass(createRenameEntriesPass(rename));
   }
+  RecordSignaturePassOptions record;
+  record.entrySymbol = cg.entrySymbol;
+  record.trainSymbol = cg.trainEntrySymbol;
+  pm.addPass(createRecordSignaturePass(record));
   buildHostCodegenPipeline(pm, cg);
 }
 

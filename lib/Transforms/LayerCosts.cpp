@@ -512,39 +512,6 @@ func::FuncOp mlir::dist::findPlannedFunction(ModuleOp module) {
   return entry;
 }
 
-LogicalResult mlir::dist::bindBatch(func::FuncOp func, int64_t batch) {
-  Block &body = func.getBody().front();
-  SmallVector<Type> types;
-  for (BlockArgument arg : body.getArguments()) {
-    Type t = arg.getType();
-    if (auto ranked = dyn_cast<RankedTensorType>(t);
-        ranked && ranked.getRank() > 0 &&
-        ShapedType::isDynamic(ranked.getDimSize(0))) {
-      SmallVector<int64_t> shape(ranked.getShape());
-      shape[0] = batch;
-      t = RankedTensorType::get(shape, ranked.getElementType(),
-                                ranked.getEncoding());
-      arg.setType(t);
-    }
-    types.push_back(t);
-  }
-  func.setFunctionType(
-      FunctionType::get(func.getContext(), types, func.getResultTypes()));
-  if (failed(inferShapes(func)))
-    return failure();
-  WalkResult r = func.walk([&](Operation *op) {
-    for (Type t : op->getResultTypes())
-      if (auto s = dyn_cast<ShapedType>(t); s && !s.hasStaticShape()) {
-        op->emitError("shape ")
-            << t << " stays dynamic with the batch bound to " << batch
-            << "; fix it with --input-shape";
-        return WalkResult::interrupt();
-      }
-    return WalkResult::advance();
-  });
-  return failure(r.wasInterrupted());
-}
-
 FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
                                                        bool psTables,
                                                        bool im2colConvs) {

@@ -732,6 +732,9 @@ void SplitStagesPass::runOnOperation() {
       layerStage[layer] = std::max(layerStage[layer], attr.getIndex());
     }
   }
+  // A plan of one stage (the layout of a mesh without pp) is no pipeline.
+  if (planned <= 1)
+    planned = 0;
   if (p == 0)
     p = planned;
   if (p <= 1)

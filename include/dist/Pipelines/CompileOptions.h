@@ -74,6 +74,9 @@ struct TrainOptions {
   std::vector<std::string> freeze;
   /// Micro-batches of a pipelined step (--micro-batches; 1 without stages).
   int64_t microBatches = 1;
+  /// The global batch of a pipelined step when the model's is dynamic
+  /// (--global-batch; 0: the model's).
+  int64_t globalBatch = 0;
 
   /// The pass options these choices make.
   BuildTrainStepPassOptions toPassOptions() const;

@@ -60,11 +60,6 @@ FailureOr<FunctionCosts> collectLayerCosts(func::FuncOp func,
                                            bool psTables = false,
                                            bool im2colConvs = false);
 
-/// Sets every dynamic leading dimension of `func`'s tensor arguments to
-/// `batch` and re-infers the shapes of the body. Fails (with an error) if
-/// inference fails or shapes stay dynamic.
-LogicalResult bindBatch(func::FuncOp func, int64_t batch);
-
 /// The function the planner works on: the training step (marked
 /// `dist.train_step`), else the first public function with a body; null
 /// when there is none.

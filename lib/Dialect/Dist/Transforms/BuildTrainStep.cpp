@@ -464,10 +464,17 @@ void BuildTrainStepPass::runOnOperation() {
   }
   int64_t parts = dp * static_cast<int64_t>(microBatches);
   int64_t batch = parts > 1 ? getStaticBatch(entry) : 0;
+  bool bind = false;
   if (batch == 0 && microBatches > 1) {
-    entry.emitError("pipeline micro-batches need a static batch, and the "
-                    "model's batch is dynamic (export it with a fixed batch)");
-    return signalPassFailure();
+    if (globalBatch <= 0) {
+      entry.emitError("pipeline micro-batches need a static batch, and the "
+                      "model's batch is dynamic (give the global batch with "
+                      "--global-batch, or export the model with a fixed "
+                      "batch)");
+      return signalPassFailure();
+    }
+    batch = globalBatch;
+    bind = true;
   }
   if (microBatches > 1 && batch % parts != 0) {
     entry.emitError("the batch of ")
@@ -484,7 +491,8 @@ void BuildTrainStepPass::runOnOperation() {
     return;
   }
   OwningOpRef<func::FuncOp> saved(entry.clone());
-  if (failed(rebatchFunction(entry, batch, parts)) ||
+  if ((bind && failed(bindBatch(entry, batch))) ||
+      failed(rebatchFunction(entry, batch, parts)) ||
       failed(buildStep(module, entry)))
     return signalPassFailure();
   entry.getBody().takeBody(saved->getBody());

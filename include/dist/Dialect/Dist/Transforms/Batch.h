@@ -26,6 +26,11 @@ int64_t getStaticBatch(func::FuncOp func);
 /// exporting with a dynamic batch) when a shape does not follow.
 LogicalResult rebatchFunction(func::FuncOp func, int64_t batch, int64_t dp);
 
+/// Sets every dynamic leading dimension of `func`'s tensor arguments to
+/// `batch` and re-infers the shapes of the body. Fails (with an error) if
+/// inference fails or shapes stay dynamic.
+LogicalResult bindBatch(func::FuncOp func, int64_t batch);
+
 } // namespace mlir::dist
 
 #endif // DIST_DIALECT_DIST_TRANSFORMS_BATCH_H

@@ -87,6 +87,9 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", "1",
            "micro-batches per step of a pipeline (dist-split-stages): a "
            "static batch B is built at B / (dp * micro-batches)">,
+    Option<"globalBatch", "global-batch", "int64_t", "0",
+           "the global batch a pipelined step is built for when the model's "
+           "batch is dynamic (0: the model's)">,
     ListOption<"freeze", "freeze", "std::string",
                "initializers (names or glob patterns) kept as they are: no "
                "gradient, no update">,
