@@ -54,6 +54,8 @@ struct TraceEvent {
   int32_t stage = -1, microBatch = -1;
   int64_t step = 0;
   double startUs = 0, durUs = 0, waitUs = 0;
+  /// A pipelined step: the most bytes kept between actions at once.
+  int64_t heldBytes = 0;
 };
 
 /// The signature and argument buffers of one entry function: inference, or
@@ -138,6 +140,8 @@ struct dist_rt_model {
   std::vector<const dist_rt_pipeline_fn_t *> pipelineFns;
   std::vector<dist_rt::model_impl::EntryCall> pipelineCalls;
   int32_t pipelineStage = -1;
+  /// Most bytes the last pipelined step kept between actions at once.
+  int64_t pipelineHeldBytes = 0;
   /// Where the pipeline's actions are recorded (--trace), or null.
   std::vector<dist_rt::model_impl::TraceEvent> *trace = nullptr;
   std::chrono::steady_clock::time_point traceEpoch;

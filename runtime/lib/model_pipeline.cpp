@@ -23,6 +23,7 @@
 
 #include "dist_rt/pipeline_schedule.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdlib>
@@ -55,6 +56,7 @@ using StashKey = std::tuple<uint32_t, std::string, int32_t>;
 struct Buffer {
   std::unique_ptr<void, dist_rt::FreeDeleter> data;
   std::vector<int64_t> dims;
+  int64_t bytes = 0;
 };
 
 /// One step's state: its inputs, scalars, the values kept in between and
@@ -67,6 +69,8 @@ struct StepState {
   std::map<StashKey, Buffer> stash;
   double lossSum = 0;
   int32_t losses = 0;
+  /// Bytes in `stash` now and at most during the step.
+  int64_t heldBytes = 0, peakHeldBytes = 0;
 };
 
 bool startsWith(const char *s, const char *prefix) {
@@ -80,6 +84,10 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
   const dist_rt_train_desc_t &train = *desc.train;
   const dist_rt_pipeline_fn_t &fn = *model.pipelineFns[index];
   EntryCall &call = model.pipelineCalls[index];
+  // The action's time for --trace: from binding its inputs to keeping its
+  // outputs, the waits for other stages' data counted apart.
+  auto begin = std::chrono::steady_clock::now();
+  double waited = dist_rt::pipelineRecvWaitSeconds();
   std::vector<dist_rt_tensor_t> args(fn.num_inputs);
   std::vector<std::vector<int64_t>> dims(fn.num_inputs);
   std::vector<StashKey> consumed;
@@ -134,26 +142,9 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     return status;
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
   dist_rt::RunErrors errors;
-  auto begin = std::chrono::steady_clock::now();
-  double waited = dist_rt::pipelineRecvWaitSeconds();
   {
     dist_rt::RunErrorScope scope(errors);
     fn.entry(call.args.data());
-  }
-  if (model.trace) {
-    static const char *names[] = {"F", "B", "I", "W", "U"};
-    TraceEvent e;
-    e.name = fn.action <= DIST_RT_PIPELINE_UPDATE ? names[fn.action] : "?";
-    e.stage = static_cast<int32_t>(fn.stage);
-    e.microBatch = mb;
-    e.step = step;
-    auto end = std::chrono::steady_clock::now();
-    e.startUs =
-        std::chrono::duration<double, std::micro>(begin - model.traceEpoch)
-            .count();
-    e.durUs = std::chrono::duration<double, std::micro>(end - begin).count();
-    e.waitUs = (dist_rt::pipelineRecvWaitSeconds() - waited) * 1e6;
-    model.trace->push_back(e);
   }
   if (dist_rt_status_t status = receiveOutputs(model, call, args.data()))
     return status;
@@ -189,11 +180,32 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     }
     dist_rt::copyStrided(elem, out.rank, b.dims.data(), source, r.strides,
                          static_cast<char *>(b.data.get()), strides.data());
+    b.bytes = static_cast<int64_t>(bytes);
+    st.heldBytes += b.bytes;
+    st.peakHeldBytes = std::max(st.peakHeldBytes, st.heldBytes);
     st.stash[StashKey{fn.stage, out.name, mb}] = std::move(b);
   }
   freeBlocks(model.returnedBlocks, {});
-  for (const StashKey &key : consumed)
-    st.stash.erase(key);
+  for (const StashKey &key : consumed) {
+    auto it = st.stash.find(key);
+    st.heldBytes -= it->second.bytes;
+    st.stash.erase(it);
+  }
+  if (model.trace) {
+    static const char *names[] = {"F", "B", "I", "W", "U"};
+    TraceEvent e;
+    e.name = fn.action <= DIST_RT_PIPELINE_UPDATE ? names[fn.action] : "?";
+    e.stage = static_cast<int32_t>(fn.stage);
+    e.microBatch = mb;
+    e.step = step;
+    auto end = std::chrono::steady_clock::now();
+    e.startUs =
+        std::chrono::duration<double, std::micro>(begin - model.traceEpoch)
+            .count();
+    e.durUs = std::chrono::duration<double, std::micro>(end - begin).count();
+    e.waitUs = (dist_rt::pipelineRecvWaitSeconds() - waited) * 1e6;
+    model.trace->push_back(e);
+  }
   if (errors.failed)
     return generatedCodeError(desc, errors, step);
   return nullptr;
@@ -321,6 +333,7 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
                       "model '%s': %zu values kept between pipeline actions "
                       "were never used",
                       desc.name, st.stash.size());
+  model.pipelineHeldBytes = st.peakHeldBytes;
   // The mean over micro-batches (the last stage's), on every rank.
   float loss = st.losses ? static_cast<float>(st.lossSum / st.losses) : 0.0f;
   if (model.pipelineStage >= 0)

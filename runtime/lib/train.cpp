@@ -101,11 +101,12 @@ bool writeTrace(std::unique_ptr<FILE, FileCloser> f, const std::string &path,
         "{\"name\": \"%s%s\", \"ph\": \"X\", \"pid\": %d, "
         "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": "
         "{\"step\": %" PRId64 ", \"stage\": %d, "
-        "\"micro_batch\": %d, \"wait_us\": %.3f}}%s\n",
+        "\"micro_batch\": %d, \"wait_us\": %.3f, \"held_bytes\": %" PRId64
+        "}}%s\n",
         e.name,
         step || e.microBatch < 0 ? "" : std::to_string(e.microBatch).c_str(),
         rank, step ? 0 : 1, e.startUs, e.durUs, e.step, e.stage, e.microBatch,
-        e.waitUs, i + 1 < events.size() ? "," : "");
+        e.waitUs, e.heldBytes, i + 1 < events.size() ? "," : "");
   }
   std::fprintf(f.get(), "]}\n");
   if (std::fflush(f.get()) != 0 || std::ferror(f.get())) {
@@ -371,6 +372,7 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
                                                             model->traceEpoch)
                       .count();
       e.durUs = stepSeconds * 1e6;
+      e.heldBytes = model->pipelineHeldBytes;
       trace.push_back(e);
     }
     bool ok =

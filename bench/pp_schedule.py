@@ -1,0 +1,336 @@
+#!/usr/bin/python3
+#===- bench/pp_schedule.py - pipeline schedules measured and predicted ----===#
+# SPDX-License-Identifier: Apache-2.0
+#
+# Pipeline-parallel training of the GPT-style LM of the CPU benchmarks
+# (bench/export_bench_models.py: 2 layers, d=256, 4 heads, vocab 1024, 64
+# tokens) at a global batch of 32 on this machine, AdamW:
+#
+# 1. For p = 2 ranks (one thread each, `mpirun -np 2`) and m = 4, 8, 16
+#    micro-batches, each schedule (gpipe, 1f1b, zb-h1): the measured bubble
+#    ((step time - busy time) / busy time per rank, busy time being the
+#    stage functions' time less their waits for another stage's data, from
+#    `train --trace`; mean over the ranks, median over the steps) beside the
+#    schedule's simulation with the measured per-stage action times
+#    (bench/pp_simulate.cpp, the code the runtime runs the schedule by) and
+#    the analytic (p - 1) / m; the measured step time beside the simulated
+#    one; the most bytes a rank kept between its actions (activations held
+#    for the backward) beside the micro-batches the simulation holds.
+# 2. For p = 4 and 8 (more ranks than this machine has cores): predicted
+#    only, from the simulation at equal stage times.
+# 3. Throughput: dist-opt pp=2 (its best schedule) against one dist-opt
+#    process of one thread, and PyTorch (Debian's 1.13 has no
+#    torch.distributed.pipelining): one process, and a hand-written GPipe
+#    over two gloo processes of one thread (stage 0: embeddings and the
+#    first block; stage 1: the second block and the head), same m.
+#
+#   /usr/bin/python3 bench/pp_schedule.py [--steps 20] [--micro-batches 4 8 16]
+#       [--work /tmp/dist-pp-bench]
+#
+# Figures depend on this 2-core machine's mood: run it twice and read the
+# spread. Exits with 0 when every run worked, 1 otherwise.
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+          "self,vader", "--bind-to", "none"]
+WARMUP = 3
+BATCH = 32
+SCHEDULES = ("gpipe", "1f1b", "zb-h1")
+
+TORCH_GPIPE = r"""
+import os, sys, json, time
+os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = "1"
+import numpy as np, torch
+import torch.nn.functional as F
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+import export_bench_models as ebm
+d, batch, steps, m, world = (sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+                             int(sys.argv[6]), int(sys.argv[7]))
+rank = int(os.environ.get("RANK", "0"))
+torch.set_num_threads(1)
+model = ebm.make_bench_model("gpt")[0]
+model.load_state_dict(torch.load(d + "/init.pt"))
+model.train()
+idx = torch.from_numpy(np.load(d + "/idx.npy"))
+label = torch.from_numpy(np.load(d + "/label.npy"))
+nb = idx.shape[0] // batch
+times = []
+if world == 1:
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for s in range(steps):
+        b = s % nb
+        x, y = idx[b * batch:(b + 1) * batch], label[b * batch:(b + 1) * batch]
+        t0 = time.perf_counter()
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+else:
+    import torch.distributed as dist
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    if rank == 0:
+        mods = [model.wte, model.wpe, model.blocks[0]]
+    else:
+        mods = [model.blocks[1], model.ln_f, model.lm_head]
+    params = [p for mod in mods for p in mod.parameters()]
+    opt = torch.optim.AdamW(params, lr=1e-3)
+    mb = batch // m
+    T = idx.shape[1]
+    d_model = model.wte.weight.shape[1]
+    for s in range(steps):
+        b = s % nb
+        x, y = idx[b * batch:(b + 1) * batch], label[b * batch:(b + 1) * batch]
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        outs, ins = [], []
+        for i in range(m):  # GPipe: every forward, then every backward
+            if rank == 0:
+                xi = x[i * mb:(i + 1) * mb]
+                h = model.wte(xi) + model.wpe(torch.arange(T))
+                h = model.blocks[0](h)
+                dist.send(h.detach(), 1)
+                outs.append(h)
+            else:
+                h = torch.empty(mb, T, d_model)
+                dist.recv(h, 0)
+                h.requires_grad_()
+                out = model.lm_head(model.ln_f(model.blocks[1](h)))
+                yi = y[i * mb:(i + 1) * mb]
+                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                       yi.reshape(-1)) / m
+                outs.append(loss)
+                ins.append(h)
+        for i in range(m):
+            if rank == 1:
+                outs[i].backward()
+                dist.send(ins[i].grad, 0)
+            else:
+                g = torch.empty(mb, T, d_model)
+                dist.recv(g, 1)
+                outs[i].backward(g)
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    dist.destroy_process_group()
+if rank == 0:
+    print(json.dumps({"times": times}))
+"""
+
+
+def run(cmd, env=None, timeout=1800):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])} ... exited with "
+                           f"{p.returncode}: {p.stderr.strip()[-400:]}")
+    return p.stdout
+
+
+def train(exe, files, steps, ranks, work, tag):
+    """Runs `steps` steps; returns the rows of the log and, with several
+    ranks, each rank's trace events."""
+    log = os.path.join(work, f"{tag}.jsonl")
+    trace = os.path.join(work, f"{tag}.trace.json")
+    cmd = [exe, "train", "--data", f"idx={files['idx']}", "--data",
+           f"label={files['label']}", "--batch-size", str(BATCH), "--steps",
+           str(steps), "--threads", "1", "--log", log, "--quiet"]
+    if ranks > 1:
+        cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--trace", trace]
+    run(cmd)
+    rows = [json.loads(line) for line in open(log)]
+    traces = []
+    for r in range(ranks if ranks > 1 else 0):
+        path = trace.replace(".json", f".rank{r}.json")
+        traces.append(json.load(open(path))["traceEvents"])
+    return rows, traces
+
+
+def analyse(traces, schedule, m, simulate):
+    """Measured and simulated figures of one pipelined run."""
+    steps = sorted({e["args"]["step"] for e in traces[0]
+                    if e["name"] == "step"})[WARMUP:]
+    step_s, bubbles, held, tails = [], [], [], []
+    for s in steps:
+        dur = max(e["dur"] for t in traces for e in t
+                  if e["name"] == "step" and e["args"]["step"] == s) / 1e6
+        step_s.append(dur)
+        per_rank = []
+        tail = 0.0
+        for t in traces:
+            # The update after the last backward is the step's tail, outside
+            # the schedule's bubble.
+            update = sum(e["dur"] for e in t
+                         if e["args"]["step"] == s and e["name"] == "U") / 1e6
+            busy = sum(e["dur"] - e["args"]["wait_us"] for e in t
+                       if e["args"]["step"] == s and e["name"] != "step" and
+                       e["name"] != "U") / 1e6
+            per_rank.append((dur - update - busy) / busy)
+            tail = max(tail, update)
+        tails.append(tail)
+        bubbles.append(statistics.mean(per_rank))
+    for t in traces:
+        held.append(max(e["args"]["held_bytes"] for e in t
+                        if e["name"] == "step"))
+    # Per-stage action times (per micro-batch), for the simulation.
+    times = []
+    for t in traces:
+        def mean_of(kind):
+            v = [(e["dur"] - e["args"]["wait_us"]) / 1e6 for e in t
+                 if e["name"].startswith(kind) and e["name"] != "step" and
+                 e["args"]["step"] in steps]
+            return statistics.mean(v) if v else 0.0
+        f = mean_of("F")
+        if schedule == "zb-h1":
+            i, w = mean_of("I"), mean_of("W")
+        else:
+            i, w = mean_of("B"), 0.0
+        times.append(f"{f:.9f},{i:.9f},{w:.9f}")
+    sim = json.loads(run([simulate, schedule, str(m)] + times))
+    # The simulated step with the measured update after it.
+    sim["step_s"] += statistics.median(tails)
+    return {"step_s": statistics.median(step_s),
+            "bubble": statistics.median(bubbles), "held_bytes": held,
+            "sim": sim}
+
+
+def torch_run(d, steps, m, world):
+    script = os.path.join(d, "gpipe_child.py")
+    with open(script, "w") as f:
+        f.write(TORCH_GPIPE)
+    args = [sys.executable, script, os.path.join(REPO_ROOT, "bench"),
+            os.path.join(REPO_ROOT, "scripts"), d, str(BATCH), str(steps),
+            str(m), str(world)]
+    if world == 1:
+        out = run(args)
+    else:
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29519",
+                   WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
+        procs = [subprocess.Popen(args, env=dict(env, RANK=str(r)),
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE,
+                                  universal_newlines=True)
+                 for r in range(world)]
+        outs = [p.communicate(timeout=1800) for p in procs]
+        for p, (o, e) in zip(procs, outs):
+            if p.returncode != 0:
+                raise RuntimeError(f"GPipe rank exited with {p.returncode}: "
+                                   f"{e.strip()[-400:]}")
+        out = outs[0][0]
+    times = json.loads(out.strip().splitlines()[-1])["times"]
+    return statistics.median(times[WARMUP:])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--micro-batches", type=int, nargs="+", default=[4, 8, 16])
+    p.add_argument("--work", default="/tmp/dist-pp-bench")
+    p.add_argument("--dist-opt",
+                   default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
+    args = p.parse_args()
+    simulate = os.path.join(os.path.dirname(args.dist_opt), "dist-pp-simulate")
+    import cpu_training
+    import numpy as np
+    os.makedirs(args.work, exist_ok=True)
+    onnx_path, _, files, label = cpu_training.export_and_data(
+        "gpt", args.work, BATCH)
+    files = dict(files, label=label)
+    d = os.path.dirname(onnx_path)
+    rng = np.random.RandomState(1)
+    idx = np.load(files["idx"])
+    for key in ("idx", "label"):
+        np.save(files[key], rng.randint(0, 1024, size=(BATCH * 4,) +
+                                        idx.shape[1:]).astype(np.int64))
+    flags = ["--train", "--loss=cross_entropy", "--optimizer=adamw",
+             "--lr=1e-3"]
+    failed = False
+
+    def compile_(tag, extra):
+        out = os.path.join(d, "gpt_" + tag)
+        run([args.dist_opt, onnx_path] + flags + extra +
+            ["-o", out, "--name", "gpt"])
+        return os.path.join(out, "gpt")
+
+    print(f"GPT-style LM (d=256, 2 layers, 64 tokens), AdamW, global batch "
+          f"{BATCH}, p=2 ranks of one thread")
+    print(f"{'m':>3} {'schedule':>8}  {'bubble':>7} {'sim':>6} "
+          f"{'(p-1)/m':>7}  {'step ms':>8} {'sim ms':>7} {'err':>5}  "
+          f"{'held MB (rank 0, 1)':>19} {'sim mb held':>11}")
+    best = {}
+    for m in args.micro_batches:
+        for sched in SCHEDULES:
+            try:
+                exe = compile_(f"pp2_{sched}_m{m}",
+                               ["--mesh", "pp=2", "--schedule", sched,
+                                "--micro-batches", str(m)])
+                _, traces = train(exe, files, args.steps, 2, args.work,
+                                  f"pp2_{sched}_m{m}")
+                a = analyse(traces, sched, m, simulate)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"{m:>3} {sched:>8}  error: {e}")
+                failed = True
+                continue
+            sim = a["sim"]
+            err = abs(sim["step_s"] - a["step_s"]) / a["step_s"]
+            held = ", ".join(f"{b / 1e6:.2f}" for b in a["held_bytes"])
+            print(f"{m:>3} {sched:>8}  {a['bubble']:>7.3f} "
+                  f"{sim['mean_bubble']:>6.3f} {sim['analytic']:>7.3f}  "
+                  f"{a['step_s'] * 1e3:>8.1f} {sim['step_s'] * 1e3:>7.1f} "
+                  f"{err:>5.0%}  {held:>19} "
+                  f"{str(sim['held_whole']):>11}", flush=True)
+            if m not in best or a["step_s"] < best[m][1]:
+                best[m] = (sched, a["step_s"])
+
+    print("\npredicted only (equal stage times, F = I = W = 1): bubble")
+    print(f"{'p':>3} {'m':>3}  " + "  ".join(f"{s:>7}" for s in SCHEDULES))
+    for pp in (4, 8):
+        for m in args.micro_batches:
+            row = []
+            for sched in SCHEDULES:
+                sim = json.loads(run([simulate, sched, str(m)] +
+                                     ["1,1,1"] * pp))
+                row.append(f"{sim['mean_bubble']:>7.3f}")
+            print(f"{pp:>3} {m:>3}  " + "  ".join(row))
+
+    print("\nthroughput, samples/s (one thread per process)")
+    try:
+        one = compile_("one", [])
+        rows, _ = train(one, files, args.steps, 1, args.work, "one")
+        one_s = statistics.median(BATCH / r["samples_per_s"]
+                                  for r in rows[WARMUP:])
+        torch_one = torch_run(d, args.steps, 1, 1)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"error: {e}")
+        return 1
+    print(f"{'m':>3}  {'dist-opt 1':>10} {'dist-opt pp=2':>13} {'x':>5}  "
+          f"{'torch 1':>8} {'torch GPipe 2':>13} {'x':>5}")
+    for m in args.micro_batches:
+        if m not in best:
+            continue
+        try:
+            tg = torch_run(d, args.steps, m, 2)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print(f"{m:>3}  error: {e}")
+            failed = True
+            continue
+        sched, s = best[m]
+        print(f"{m:>3}  {BATCH / one_s:>10.1f} {BATCH / s:>13.1f} "
+              f"{one_s / s:>5.2f}  {BATCH / torch_one:>8.1f} "
+              f"{BATCH / tg:>13.1f} {torch_one / tg:>5.2f}  "
+              f"(dist-opt: {sched})", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
