@@ -705,10 +705,16 @@ dist_rt_status_t checkPointToPoint(dist_rt_comm_t comm, const char *name,
 }
 } // namespace
 
-extern "C" dist_rt_status_t dist_rt_send(dist_rt_comm_t comm, const void *buf,
-                                         int64_t count, uint32_t dtype,
-                                         int32_t peer, int32_t tag) {
+namespace {
+/// dist_rt_send (`out_request` null: waits until the message is received)
+/// and commStartSend (returns a request to poll). A message to itself is
+/// kept by the communicator.
+dist_rt_status_t sendMessage(dist_rt_comm_t comm, const void *buf,
+                             int64_t count, uint32_t dtype, int32_t peer,
+                             int32_t tag, void **out_request) {
   const char *name = "send";
+  if (out_request)
+    *out_request = nullptr;
   size_t bytes = 0;
   DIST_RT_CHECK(
       checkPointToPoint(comm, name, buf, count, dtype, peer, tag, &bytes));
@@ -722,35 +728,28 @@ extern "C" dist_rt_status_t dist_rt_send(dist_rt_comm_t comm, const void *buf,
       comm->selfMessages[tag].push_back(std::move(message));
       return nullptr;
     }
-    return fromBackend(comm,
-                       comm->backend->send(name, buf, count, dtype, peer, tag,
-                                           Deadline(comm->timeoutSeconds)));
+    Deadline deadline(comm->timeoutSeconds);
+    return fromBackend(
+        comm, out_request
+                  ? comm->backend->startSend(name, buf, count, dtype, peer, tag,
+                                             deadline, out_request)
+                  : comm->backend->send(name, buf, count, dtype, peer, tag,
+                                        deadline));
   });
+}
+} // namespace
+
+extern "C" dist_rt_status_t dist_rt_send(dist_rt_comm_t comm, const void *buf,
+                                         int64_t count, uint32_t dtype,
+                                         int32_t peer, int32_t tag) {
+  return sendMessage(comm, buf, count, dtype, peer, tag, nullptr);
 }
 
 dist_rt_status_t dist_rt::commStartSend(dist_rt_comm_t comm, const void *buf,
                                         int64_t count, uint32_t dtype,
                                         int32_t peer, int32_t tag,
                                         void **out_request) {
-  const char *name = "send";
-  *out_request = nullptr;
-  size_t bytes = 0;
-  DIST_RT_CHECK(
-      checkPointToPoint(comm, name, buf, count, dtype, peer, tag, &bytes));
-  return dist_rt::guardStatus(name, [&]() -> dist_rt_status_t {
-    if (peer == comm->backend->rank()) {
-      dist_rt_comm::Message message;
-      message.dtype = dtype;
-      message.count = count;
-      const char *bytesIn = static_cast<const char *>(buf);
-      message.bytes.assign(bytesIn, bytesIn + bytes);
-      comm->selfMessages[tag].push_back(std::move(message));
-      return nullptr;
-    }
-    return fromBackend(comm, comm->backend->startSend(
-                                 name, buf, count, dtype, peer, tag,
-                                 Deadline(comm->timeoutSeconds), out_request));
-  });
+  return sendMessage(comm, buf, count, dtype, peer, tag, out_request);
 }
 
 dist_rt_status_t dist_rt::commTestSend(dist_rt_comm_t comm, void *request,

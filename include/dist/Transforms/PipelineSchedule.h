@@ -15,6 +15,10 @@
 #include "dist/Support/EnumOption.h"
 #include "dist_rt/pipeline_schedule.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <optional>
+
 namespace mlir::dist {
 
 using PipelineSchedule = ::dist_rt::pipeline::ScheduleKind;
@@ -35,6 +39,26 @@ struct EnumOptionTraits<PipelineSchedule> {
   static constexpr const char *passPrefix = "dist-split-stages option ";
   static constexpr bool nounNamesFlag = false;
 };
+
+/// What the module attribute `dist.pipeline` (dist-split-stages) says.
+struct PipelineInfo {
+  int64_t stages = 1, microBatches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+};
+
+/// Reads `dist.pipeline`; nullopt when a key is missing or malformed.
+inline std::optional<PipelineInfo> readPipelineAttr(DictionaryAttr attr) {
+  auto stages = attr ? attr.getAs<IntegerAttr>("stages") : IntegerAttr();
+  auto micro = attr ? attr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
+  auto name = attr ? attr.getAs<StringAttr>("schedule") : StringAttr();
+  if (!stages || !micro || !name)
+    return std::nullopt;
+  std::optional<PipelineSchedule> kind =
+      symbolizeEnumOption<PipelineSchedule>(name.getValue());
+  if (!kind || stages.getInt() < 1 || micro.getInt() < 1)
+    return std::nullopt;
+  return PipelineInfo{stages.getInt(), micro.getInt(), *kind};
+}
 
 } // namespace mlir::dist
 

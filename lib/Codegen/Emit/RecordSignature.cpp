@@ -252,18 +252,13 @@ template <typename DescribeFunc>
 static FailureOr<ModelSignature>
 getPipelineSignature(ModuleOp module, DictionaryAttr attr, ModelSignature sig,
                      DescribeFunc &describeFunc) {
-  auto stages = attr.getAs<IntegerAttr>("stages");
-  auto micro = attr.getAs<IntegerAttr>("micro_batches");
-  auto schedule = attr.getAs<StringAttr>("schedule");
-  std::optional<PipelineSchedule> kind =
-      schedule ? symbolizeEnumOption<PipelineSchedule>(schedule.getValue())
-               : std::nullopt;
-  if (!stages || !micro || !kind)
+  std::optional<PipelineInfo> info = readPipelineAttr(attr);
+  if (!info)
     return module.emitError("malformed dist.pipeline ") << attr, failure();
   PipelineSignature pp;
-  pp.stages = stages.getInt();
-  pp.microBatches = micro.getInt();
-  pp.schedule = static_cast<unsigned>(*kind);
+  pp.stages = info->stages;
+  pp.microBatches = info->microBatches;
+  pp.schedule = static_cast<unsigned>(info->schedule);
   TrainSignature train;
   llvm::StringMap<int64_t> writer;
   for (auto f : module.getOps<func::FuncOp>()) {

@@ -351,10 +351,32 @@ struct AllSliceBufferization
   }
 };
 
-/// Bytes of a static-shape memref type.
-int64_t staticBytes(MemRefType type) {
-  return type.getNumElements() *
-         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+/// Calls the pipeline transfer `fnName` (dist_rt_pp_send or _recv) on the
+/// contiguous static buffer `buf` (i1 elements take a byte each).
+LogicalResult callTransfer(RewriterBase &rewriter, Operation *op,
+                           StringRef fnName, Value buf, uint64_t peer,
+                           uint64_t tag) {
+  auto type = cast<MemRefType>(buf.getType());
+  unsigned bits = type.getElementTypeBitWidth();
+  if (bits != 1 && bits % 8 != 0)
+    return op->emitOpError("codegen moves whole bytes between stages, not ")
+           << type.getElementType();
+  Location loc = op->getLoc();
+  Type i64 = rewriter.getI64Type();
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(rewriter, loc, i64, v);
+  };
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buf);
+  func::FuncOp fn = declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
+                                           fnName, 4, false);
+  func::CallOp::create(
+      rewriter, loc, fn,
+      ValueRange{arith::IndexCastOp::create(rewriter, loc, i64, base),
+                 cst(type.getNumElements() * std::max<int64_t>(1, bits / 8)),
+                 cst(static_cast<int64_t>(peer)),
+                 cst(static_cast<int64_t>(tag))});
+  return success();
 }
 
 /// dist.send: a call that hands the operand's bytes (a contiguous copy of
@@ -382,27 +404,10 @@ struct SendBufferization
         getBuffer(rewriter, send.getValue(), options, state);
     if (failed(buffer))
       return failure();
-    Location loc = op->getLoc();
-    Value buf = contiguous(rewriter, loc, *buffer);
-    auto type = cast<MemRefType>(buf.getType());
-    if (type.getElementTypeBitWidth() % 8 != 0)
-      return op->emitOpError("codegen sends whole bytes, not ")
-             << type.getElementType();
-    Type i64 = rewriter.getI64Type();
-    auto cst = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, i64, v);
-    };
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buf);
-    func::FuncOp fn =
-        declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
-                               dist::runtime_abi::kPipelineSend, 4, false);
-    func::CallOp::create(
-        rewriter, loc, fn,
-        ValueRange{arith::IndexCastOp::create(rewriter, loc, i64, base),
-                   cst(staticBytes(type)),
-                   cst(static_cast<int64_t>(send.getPeer())),
-                   cst(static_cast<int64_t>(send.getTag()))});
+    Value buf = contiguous(rewriter, op->getLoc(), *buffer);
+    if (failed(callTransfer(rewriter, op, dist::runtime_abi::kPipelineSend, buf,
+                            send.getPeer(), send.getTag())))
+      return failure();
     rewriter.eraseOp(op);
     return success();
   }
@@ -418,28 +423,12 @@ struct RecvBufferization
                           BufferizationState &) const {
     auto recv = cast<dist::RecvOp>(op);
     auto tensorType = cast<RankedTensorType>(recv.getType());
-    auto type =
-        MemRefType::get(tensorType.getShape(), tensorType.getElementType());
-    if (type.getElementTypeBitWidth() % 8 != 0)
-      return op->emitOpError("codegen receives whole bytes, not ")
-             << type.getElementType();
-    Location loc = op->getLoc();
-    Value buf = memref::AllocOp::create(rewriter, loc, type);
-    Type i64 = rewriter.getI64Type();
-    auto cst = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, i64, v);
-    };
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buf);
-    func::FuncOp fn =
-        declareRuntimeFunction(op->getParentOfType<ModuleOp>(), loc,
-                               dist::runtime_abi::kPipelineRecv, 4, false);
-    func::CallOp::create(
-        rewriter, loc, fn,
-        ValueRange{arith::IndexCastOp::create(rewriter, loc, i64, base),
-                   cst(staticBytes(type)),
-                   cst(static_cast<int64_t>(recv.getPeer())),
-                   cst(static_cast<int64_t>(recv.getTag()))});
+    Value buf = memref::AllocOp::create(
+        rewriter, op->getLoc(),
+        MemRefType::get(tensorType.getShape(), tensorType.getElementType()));
+    if (failed(callTransfer(rewriter, op, dist::runtime_abi::kPipelineRecv, buf,
+                            recv.getPeer(), recv.getTag())))
+      return failure();
     replaceOpWithBufferizedValues(rewriter, op, buf);
     return success();
   }

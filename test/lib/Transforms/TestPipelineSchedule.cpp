@@ -39,18 +39,14 @@ struct TestPipelineSchedulePass
                        "dist-split-stages first)");
       return signalPassFailure();
     }
-    auto stages = attr.getAs<IntegerAttr>("stages");
-    auto m = attr.getAs<IntegerAttr>("micro_batches");
-    auto name = attr.getAs<StringAttr>("schedule");
-    std::optional<PipelineSchedule> kind =
-        name ? symbolizeEnumOption<PipelineSchedule>(name.getValue())
-             : std::nullopt;
-    if (!stages || !m || !kind) {
+    std::optional<PipelineInfo> info = readPipelineAttr(attr);
+    if (!info) {
       module.emitError("malformed dist.pipeline ") << attr;
       return signalPassFailure();
     }
-    int32_t p = static_cast<int32_t>(stages.getInt());
-    int32_t mb = static_cast<int32_t>(m.getInt());
+    std::optional<PipelineSchedule> kind = info->schedule;
+    int32_t p = static_cast<int32_t>(info->stages);
+    int32_t mb = static_cast<int32_t>(info->microBatches);
     llvm::raw_ostream &os = llvm::outs();
     os << "schedule " << pl::scheduleName(*kind) << ": " << p << " stages, "
        << mb << " micro-batches\n";
