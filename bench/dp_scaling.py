@@ -114,29 +114,32 @@ def dist_opt_run(exe, files, batch, steps, ranks, work, tag):
     return step_s, comm, float(total_s.group(1)) if total_s else None
 
 
+def run_ranks(args, world, port):
+    """Runs `args` as `world` PyTorch processes (RANK 0.., gloo on
+    loopback, one thread each); returns rank 0's stdout."""
+    if world == 1:
+        return run(args)
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
+    procs = [subprocess.Popen(args, env=dict(env, RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+             for r in range(world)]
+    outs = [p.communicate(timeout=1800) for p in procs]
+    for p, (o, e) in zip(procs, outs):
+        if p.returncode != 0:
+            raise RuntimeError(f"PyTorch rank exited with {p.returncode}: "
+                               f"{e.strip()[-400:]}")
+    return outs[0][0]
+
+
 def torch_run(d, batch, steps, world):
     script = os.path.join(d, "ddp_child.py")
     with open(script, "w") as f:
         f.write(TORCH_CHILD)
-    args = [sys.executable, script, os.path.join(REPO_ROOT, "bench"),
-            os.path.join(REPO_ROOT, "scripts"), d, str(batch), str(steps),
-            str(world)]
-    if world == 1:
-        out = run(args)
-    else:
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29517",
-                   WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
-        procs = []
-        for r in range(world):
-            procs.append(subprocess.Popen(
-                args, env=dict(env, RANK=str(r)), stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, universal_newlines=True))
-        outs = [p.communicate(timeout=1800) for p in procs]
-        for p, (o, e) in zip(procs, outs):
-            if p.returncode != 0:
-                raise RuntimeError(f"DDP rank exited with {p.returncode}: "
-                                   f"{e.strip()[-400:]}")
-        out = outs[0][0]
+    out = run_ranks([sys.executable, script, os.path.join(REPO_ROOT, "bench"),
+                     os.path.join(REPO_ROOT, "scripts"), d, str(batch),
+                     str(steps), str(world)], world, 29517)
     times = json.loads(out.strip().splitlines()[-1])["times"]
     return statistics.median(times[WARMUP:])
 

@@ -41,8 +41,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
 sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
 
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
-          "self,vader", "--bind-to", "none"]
+from dp_scaling import MPIRUN, run, run_ranks  # noqa: E402
+
 WARMUP = 3
 BATCH = 32
 SCHEDULES = ("gpipe", "1f1b", "zb-h1")
@@ -128,15 +128,6 @@ if rank == 0:
 """
 
 
-def run(cmd, env=None, timeout=1800):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True, env=env, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:6])} ... exited with "
-                           f"{p.returncode}: {p.stderr.strip()[-400:]}")
-    return p.stdout
-
-
 def train(exe, files, steps, ranks, work, tag):
     """Runs `steps` steps; returns the rows of the log and, with several
     ranks, each rank's trace events."""
@@ -208,25 +199,9 @@ def torch_run(d, steps, m, world):
     script = os.path.join(d, "gpipe_child.py")
     with open(script, "w") as f:
         f.write(TORCH_GPIPE)
-    args = [sys.executable, script, os.path.join(REPO_ROOT, "bench"),
-            os.path.join(REPO_ROOT, "scripts"), d, str(BATCH), str(steps),
-            str(m), str(world)]
-    if world == 1:
-        out = run(args)
-    else:
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29519",
-                   WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
-        procs = [subprocess.Popen(args, env=dict(env, RANK=str(r)),
-                                  stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE,
-                                  universal_newlines=True)
-                 for r in range(world)]
-        outs = [p.communicate(timeout=1800) for p in procs]
-        for p, (o, e) in zip(procs, outs):
-            if p.returncode != 0:
-                raise RuntimeError(f"GPipe rank exited with {p.returncode}: "
-                                   f"{e.strip()[-400:]}")
-        out = outs[0][0]
+    out = run_ranks([sys.executable, script, os.path.join(REPO_ROOT, "bench"),
+                     os.path.join(REPO_ROOT, "scripts"), d, str(BATCH),
+                     str(steps), str(m), str(world)], world, 29519)
     times = json.loads(out.strip().splitlines()[-1])["times"]
     return statistics.median(times[WARMUP:])
 
