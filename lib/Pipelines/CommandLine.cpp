@@ -490,9 +490,11 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   int64_t stagesAsked = options.mesh ? options.mesh->sizeOf("pp") : 1;
   for (cl::Option *o : std::initializer_list<cl::Option *>{
            &f.microBatches, &f.schedule, &f.ppSplit})
-    if (o->getNumOccurrences() && stagesAsked < 2)
+    if (o->getNumOccurrences() && stagesAsked < 2 &&
+        !(o == &f.schedule && p.applyLayout))
       return fail("--" + o->ArgStr +
-                  " needs pipeline stages (e.g. --mesh pp=2)");
+                  " needs pipeline stages (e.g. --mesh pp=2" +
+                  (o == &f.schedule ? ", or a --plan with stages)" : ")"));
   if (stagesAsked > 1 && !f.train)
     return fail("--mesh: pipeline stages (pp=" + Twine(stagesAsked) +
                 ") need --train; pipelined inference is not supported yet");

@@ -293,35 +293,79 @@ void PlanPass::runOnOperation() {
   if (applyLayout && !mp.meshEvaluated) {
     const Plan &plan = mp.plan;
     if (plan.stages.size() != 1) {
-      emitError(UnknownLoc::get(ctx))
-          << "--plan: the plan has " << plan.stages.size()
-          << " pipeline stages, and dist-opt partitions data and tensor "
-             "parallelism only; give the layout with --mesh (e.g. --mesh "
-             "dp=2), or plan for a cluster of one device type";
-      return signalPassFailure();
-    }
-    const StagePlan &stage = plan.stages.front();
-    if (zero == 1 && stage.dp == 1) {
-      emitError(UnknownLoc::get(ctx))
-          << "--zero 1: the plan has no data parallelism (dp 1) to shard the "
-             "optimizer state over";
-      return signalPassFailure();
-    }
-    MeshSpec mesh;
-    if (stage.dp > 1) {
-      mesh.axes.push_back("dp");
-      mesh.shape.push_back(stage.dp);
-    }
-    if (stage.tp > 1) {
-      mesh.axes.push_back("tp");
-      mesh.shape.push_back(stage.tp);
-    }
-    if (mesh.axes.empty()) {
-      layout = "layout: one process (the plan uses one device)\n";
-    } else {
+      // Pipeline stages (dist-split-stages cuts the step at the stages the
+      // ops were given above), one rank each on CPUs for now.
+      std::vector<DeviceType> types = listDeviceTypes(mp.cluster);
+      int64_t numStages = static_cast<int64_t>(plan.stages.size());
+      for (auto [i, st] : llvm::enumerate(plan.stages)) {
+        if (st.dp != 1 || st.tp != 1) {
+          emitError(UnknownLoc::get(ctx))
+              << "--plan: pipeline stage " << i
+              << " of the plan has dp=" << st.dp << ", tp=" << st.tp
+              << ", and dist-opt runs pipeline stages on one rank each for "
+                 "now; give the layout with --mesh (e.g. --mesh pp="
+              << numStages << ")";
+          return signalPassFailure();
+        }
+        if (st.deviceType >= 0 &&
+            st.deviceType < static_cast<int64_t>(types.size()) &&
+            types[st.deviceType].spec->kind == DevKind::GPU) {
+          emitError(UnknownLoc::get(ctx))
+              << "--plan: pipeline stage " << i
+              << " of the plan is placed on a GPU, and dist-opt compiles "
+                 "for CPUs only for now";
+          return signalPassFailure();
+        }
+      }
+      if (zero == 1) {
+        emitError(UnknownLoc::get(ctx))
+            << "--zero 1: the plan has no data parallelism (dp 1) to shard "
+               "the optimizer state over";
+        return signalPassFailure();
+      }
+      MeshSpec mesh;
+      mesh.axes.push_back("pp");
+      mesh.shape.push_back(numStages);
       module->setAttr(DistDialect::getMeshAttrName(), MeshAttr::get(ctx, mesh));
-      layout = "layout: --mesh " + mesh.str() + " (run with mpirun -np " +
-               std::to_string(stage.dp * stage.tp) + ")\n";
+      // The step is built at one of the plan's micro-batches (and at the
+      // global batch it planned for, when the model's is dynamic).
+      Builder b(ctx);
+      module->setAttr(
+          kPipelinePlanAttr,
+          b.getDictionaryAttr(
+              {b.getNamedAttr("micro_batches",
+                              b.getI64IntegerAttr(plan.microBatches)),
+               b.getNamedAttr("global_batch",
+                              b.getI64IntegerAttr(mp.request.globalBatch))}));
+      layout = "layout: --mesh pp=" + std::to_string(numStages) + ", " +
+               std::to_string(plan.microBatches) +
+               " micro-batches (run with mpirun -np " +
+               std::to_string(numStages) + ")\n";
+    } else {
+      const StagePlan &stage = plan.stages.front();
+      if (zero == 1 && stage.dp == 1) {
+        emitError(UnknownLoc::get(ctx))
+            << "--zero 1: the plan has no data parallelism (dp 1) to shard the "
+               "optimizer state over";
+        return signalPassFailure();
+      }
+      MeshSpec mesh;
+      if (stage.dp > 1) {
+        mesh.axes.push_back("dp");
+        mesh.shape.push_back(stage.dp);
+      }
+      if (stage.tp > 1) {
+        mesh.axes.push_back("tp");
+        mesh.shape.push_back(stage.tp);
+      }
+      if (mesh.axes.empty()) {
+        layout = "layout: one process (the plan uses one device)\n";
+      } else {
+        module->setAttr(DistDialect::getMeshAttrName(),
+                        MeshAttr::get(ctx, mesh));
+        layout = "layout: --mesh " + mesh.str() + " (run with mpirun -np " +
+                 std::to_string(stage.dp * stage.tp) + ")\n";
+      }
     }
   }
   if (summary == SummaryStream::None)

@@ -456,31 +456,38 @@ void BuildTrainStepPass::runOnOperation() {
   int64_t dp = 1;
   if (MeshAttr mesh = getRequestedMesh(module))
     dp = mesh.getSize("dp");
-  if (microBatches < 1) {
+  // A plan with pipeline stages (dist-plan) chose the micro-batches.
+  int64_t micro = microBatches, global = globalBatch;
+  if (auto planned = module->getAttrOfType<DictionaryAttr>(kPipelinePlanAttr)) {
+    if (auto m = planned.getAs<IntegerAttr>("micro_batches"); m && micro == 1)
+      micro = m.getInt();
+    if (auto g = planned.getAs<IntegerAttr>("global_batch"); g && global == 0)
+      global = g.getInt();
+  }
+  if (micro < 1) {
     module.emitError("dist-build-train-step option micro-batches: must be at "
                      "least 1, got ")
-        << static_cast<int64_t>(microBatches);
+        << micro;
     return signalPassFailure();
   }
-  int64_t parts = dp * static_cast<int64_t>(microBatches);
+  int64_t parts = dp * micro;
   int64_t batch = parts > 1 ? getStaticBatch(entry) : 0;
   bool bind = false;
-  if (batch == 0 && microBatches > 1) {
-    if (globalBatch <= 0) {
+  if (batch == 0 && micro > 1) {
+    if (global <= 0) {
       entry.emitError("pipeline micro-batches need a static batch, and the "
                       "model's batch is dynamic (give the global batch with "
                       "--global-batch, or export the model with a fixed "
                       "batch)");
       return signalPassFailure();
     }
-    batch = globalBatch;
+    batch = global;
     bind = true;
   }
-  if (microBatches > 1 && batch % parts != 0) {
+  if (micro > 1 && batch % parts != 0) {
     entry.emitError("the batch of ")
-        << batch << " samples cannot be split into "
-        << static_cast<int64_t>(microBatches) << " micro-batches"
-        << (dp > 1 ? " on each of " : "")
+        << batch << " samples cannot be split into " << micro
+        << " micro-batches" << (dp > 1 ? " on each of " : "")
         << (dp > 1 ? std::to_string(dp) + " dp ranks" : std::string())
         << " (pick --micro-batches dividing " << batch / dp << ")";
     return signalPassFailure();

@@ -43,6 +43,9 @@ inline constexpr llvm::StringLiteral kInferBatchSplitAttr =
 /// whole on every rank: a string saying why it cannot be split.
 inline constexpr llvm::StringLiteral kInferBatchWholeAttr =
     "dist.infer_batch_whole";
+/// On a module whose plan (--plan) has pipeline stages: {micro_batches,
+/// global_batch} for dist-build-train-step.
+inline constexpr llvm::StringLiteral kPipelinePlanAttr = "dist.pipeline_plan";
 /// On a function of a pipeline stage (dist-split-stages): {stage, action}.
 inline constexpr llvm::StringLiteral kPipelineActionAttr =
     "dist.pipeline_action";
