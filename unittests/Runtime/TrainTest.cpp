@@ -559,6 +559,35 @@ TEST_F(TrainTest, CreateChecksTheTrainingDescriptor) {
   EXPECT_EQ(createError(desc),
             "model 'linreg': unknown learning-rate schedule 7");
 
+  // Pipeline stages: every stage needs the functions its schedule runs.
+  const int32_t stages[] = {0, 0, 1, -1, -1};
+  const dist_rt_pipeline_fn_t fns[] = {{"f0", 0, DIST_RT_PIPELINE_FORWARD, 0,
+                                        nullptr, 0, nullptr, &linregTrainEntry},
+                                       {"b0", 0, DIST_RT_PIPELINE_BACKWARD, 0,
+                                        nullptr, 0, nullptr, &linregTrainEntry},
+                                       {"u0", 0, DIST_RT_PIPELINE_UPDATE, 0,
+                                        nullptr, 0, nullptr, &linregTrainEntry},
+                                       {"f1", 1, DIST_RT_PIPELINE_FORWARD, 0,
+                                        nullptr, 0, nullptr,
+                                        &linregTrainEntry}};
+  dist_rt_pipeline_desc_t pipeline = {2, 2, 1, 4, fns, stages};
+  train = trainDesc(nullptr);
+  train.pipeline = &pipeline;
+  EXPECT_EQ(createError(desc), "model 'linreg': malformed pipeline: a stage "
+                               "lacks a function its schedule runs");
+  pipeline.micro_batches = 0;
+  EXPECT_EQ(createError(desc), "model 'linreg': malformed pipeline: no "
+                               "stages or no micro-batches");
+  pipeline.micro_batches = 2;
+  pipeline.schedule = 9;
+  EXPECT_EQ(createError(desc),
+            "model 'linreg': malformed pipeline: unknown schedule");
+  pipeline.schedule = 1;
+  const int32_t badStages[] = {0, 0, 2, -1, -1};
+  pipeline.param_stages = badStages;
+  EXPECT_EQ(createError(desc), "model 'linreg': malformed pipeline: a "
+                               "parameter's stage is out of range");
+
   // Optimizer state needs a static shape: the file cannot tell it.
   const int64_t dynamic[] = {-1};
   dist_rt_tensor_desc_t params[5];
