@@ -41,7 +41,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
 sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
 
-from dp_scaling import MPIRUN, run, run_ranks  # noqa: E402
+from dp_scaling import MPIRUN, run, run_ranks, torch_run as one_torch  # noqa: E402
 
 WARMUP = 3
 BATCH = 32
@@ -65,64 +65,51 @@ idx = torch.from_numpy(np.load(d + "/idx.npy"))
 label = torch.from_numpy(np.load(d + "/label.npy"))
 nb = idx.shape[0] // batch
 times = []
-if world == 1:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    for s in range(steps):
-        b = s % nb
-        x, y = idx[b * batch:(b + 1) * batch], label[b * batch:(b + 1) * batch]
-        t0 = time.perf_counter()
-        out = model(x)
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        times.append(time.perf_counter() - t0)
+import torch.distributed as dist
+dist.init_process_group("gloo", rank=rank, world_size=2)
+if rank == 0:
+    mods = [model.wte, model.wpe, model.blocks[0]]
 else:
-    import torch.distributed as dist
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    if rank == 0:
-        mods = [model.wte, model.wpe, model.blocks[0]]
-    else:
-        mods = [model.blocks[1], model.ln_f, model.lm_head]
-    params = [p for mod in mods for p in mod.parameters()]
-    opt = torch.optim.AdamW(params, lr=1e-3)
-    mb = batch // m
-    T = idx.shape[1]
-    d_model = model.wte.weight.shape[1]
-    for s in range(steps):
-        b = s % nb
-        x, y = idx[b * batch:(b + 1) * batch], label[b * batch:(b + 1) * batch]
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        outs, ins = [], []
-        for i in range(m):  # GPipe: every forward, then every backward
-            if rank == 0:
-                xi = x[i * mb:(i + 1) * mb]
-                h = model.wte(xi) + model.wpe(torch.arange(T))
-                h = model.blocks[0](h)
-                dist.send(h.detach(), 1)
-                outs.append(h)
-            else:
-                h = torch.empty(mb, T, d_model)
-                dist.recv(h, 0)
-                h.requires_grad_()
-                out = model.lm_head(model.ln_f(model.blocks[1](h)))
-                yi = y[i * mb:(i + 1) * mb]
-                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
-                                       yi.reshape(-1)) / m
-                outs.append(loss)
-                ins.append(h)
-        for i in range(m):
-            if rank == 1:
-                outs[i].backward()
-                dist.send(ins[i].grad, 0)
-            else:
-                g = torch.empty(mb, T, d_model)
-                dist.recv(g, 1)
-                outs[i].backward(g)
-        opt.step()
-        times.append(time.perf_counter() - t0)
-    dist.destroy_process_group()
+    mods = [model.blocks[1], model.ln_f, model.lm_head]
+params = [p for mod in mods for p in mod.parameters()]
+opt = torch.optim.AdamW(params, lr=1e-3)
+mb = batch // m
+T = idx.shape[1]
+d_model = model.wte.weight.shape[1]
+for s in range(steps):
+    b = s % nb
+    x, y = idx[b * batch:(b + 1) * batch], label[b * batch:(b + 1) * batch]
+    t0 = time.perf_counter()
+    opt.zero_grad()
+    outs, ins = [], []
+    for i in range(m):  # GPipe: every forward, then every backward
+        if rank == 0:
+            xi = x[i * mb:(i + 1) * mb]
+            h = model.wte(xi) + model.wpe(torch.arange(T))
+            h = model.blocks[0](h)
+            dist.send(h.detach(), 1)
+            outs.append(h)
+        else:
+            h = torch.empty(mb, T, d_model)
+            dist.recv(h, 0)
+            h.requires_grad_()
+            out = model.lm_head(model.ln_f(model.blocks[1](h)))
+            yi = y[i * mb:(i + 1) * mb]
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                   yi.reshape(-1)) / m
+            outs.append(loss)
+            ins.append(h)
+    for i in range(m):
+        if rank == 1:
+            outs[i].backward()
+            dist.send(ins[i].grad, 0)
+        else:
+            g = torch.empty(mb, T, d_model)
+            dist.recv(g, 1)
+            outs[i].backward(g)
+    opt.step()
+    times.append(time.perf_counter() - t0)
+dist.destroy_process_group()
 if rank == 0:
     print(json.dumps({"times": times}))
 """
@@ -195,7 +182,8 @@ def analyse(traces, schedule, m, simulate):
             "sim": sim}
 
 
-def torch_run(d, steps, m, world):
+def torch_run(d, steps, m, world=2):
+    """PyTorch GPipe over `world` (2) gloo processes; the step's median."""
     script = os.path.join(d, "gpipe_child.py")
     with open(script, "w") as f:
         f.write(TORCH_GPIPE)
@@ -284,7 +272,7 @@ def main():
         rows, _ = train(one, files, args.steps, 1, args.work, "one")
         one_s = statistics.median(BATCH / r["samples_per_s"]
                                   for r in rows[WARMUP:])
-        torch_one = torch_run(d, args.steps, 1, 1)
+        torch_one = one_torch(d, BATCH, args.steps, 1)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"error: {e}")
         return 1

@@ -208,13 +208,12 @@ LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
       places[&op] = Place{-1, part, true};
       continue;
     }
-    int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1;
+    int64_t hi = -1;
     int64_t loBackward = std::numeric_limits<int64_t>::max();
     for (Value v : op.getOperands()) {
       std::optional<Place> p = placeOf(v);
       if (!p || p->copied || p->pending)
         continue;
-      lo = std::min(lo, p->stage);
       hi = std::max(hi, p->stage);
       if (p->part != kForward)
         loBackward = std::min(loBackward, p->stage);
@@ -247,13 +246,6 @@ LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
         stage = hi;
       else
         stage = -1;
-    }
-    if (auto set = dyn_cast<SetParamOp>(op); set && stage < 0) {
-      // An update computed from copied values only: the parameter's owner.
-      for (auto &[other, p] : places)
-        if (auto get = dyn_cast<GetParamOp>(other);
-            get && get.getName() == set.getName() && !p.copied)
-          stage = p.stage;
     }
     if (stage < 0)
       return op.emitError("dist-split-stages: cannot tell which pipeline "

@@ -164,7 +164,9 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     b.dims.assign(r.sizes, r.sizes + out.rank);
     uint64_t bytes = 0;
     byteSize(out.rank, b.dims.data(), elem, bytes);
-    b.data.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64));
+    // aligned_alloc takes a whole number of alignments, at least one.
+    b.data.reset(
+        std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64)));
     if (!b.data) {
       freeBlocks(model.returnedBlocks, {});
       return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,

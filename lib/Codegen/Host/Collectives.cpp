@@ -216,8 +216,8 @@ FailureOr<int64_t> singleAxisMask(Operation *op, ArrayRef<int16_t> axes) {
   return int64_t(1) << axes[0];
 }
 
-/// Shared by all_gather and all_slice: read the operand, write a new
-/// buffer (no aliasing).
+/// Shared by all_gather, all_slice and dist.send: read the operand, write
+/// nothing in place (a new buffer, or none), alias nothing.
 template <typename Concrete, typename OpT>
 struct OutOfPlaceCollective
     : public BufferizableOpInterface::ExternalModel<Concrete, OpT> {
@@ -382,20 +382,7 @@ LogicalResult callTransfer(RewriterBase &rewriter, Operation *op,
 /// dist.send: a call that hands the operand's bytes (a contiguous copy of
 /// a strided view) to the runtime, which copies them before it returns.
 struct SendBufferization
-    : public BufferizableOpInterface::ExternalModel<SendBufferization,
-                                                    dist::SendOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+    : public OutOfPlaceCollective<SendBufferization, dist::SendOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Writes an MLP of LAYERS Gemm + Relu layers (nodes named /fc<i>/Gemm and
-# /fc<i>/Relu, as PyTorch names them) with a fixed batch, for pipeline tests:
+# /fc<i>/Relu, as PyTorch names them) with a fixed batch (or a dynamic one,
+# BATCH "dyn"), for pipeline tests:
 #   layered_mlp.py OUT.onnx [LAYERS [BATCH [WIDTH]]]
 import sys
 
@@ -10,7 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 out = sys.argv[1]
 layers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-batch = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+batch = sys.argv[3] if len(sys.argv) > 3 else "8"
+batch = "N" if batch == "dyn" else int(batch)
 width = int(sys.argv[4]) if len(sys.argv) > 4 else 16
 rng = np.random.default_rng(0)
 nodes, inits = [], []
