@@ -128,10 +128,12 @@ def check(model_name, optimizer, mesh, args, work):
     for n in sorted(os.listdir(out_one)):
         infer_err = max(infer_err, max_rel(np.load(os.path.join(out_one, n)),
                                            np.load(os.path.join(out_dp, n))))
-    param_rtol = args.rtol
+    param_rtol = loss_rtol = args.rtol
     if optimizer in ("adam", "adamw") and args.adam_param_rtol is not None:
         param_rtol = args.adam_param_rtol
-    ok = (loss_err <= args.rtol and param_err <= param_rtol and
+    if optimizer in ("adam", "adamw") and args.adam_loss_rtol is not None:
+        loss_rtol = args.adam_loss_rtol
+    ok = (loss_err <= loss_rtol and param_err <= param_rtol and
           infer_err <= args.rtol)
     line = (f"{model_name} {optimizer} {mesh}: steps={args.steps} "
             f"max_loss_rel_err={loss_err:.3g} "
@@ -168,6 +170,10 @@ def main(argv=None):
                         "(default: --rtol); Adam divides each gradient by "
                         "its running RMS, so rounding differences in tiny "
                         "gradients become visible in the parameters")
+    p.add_argument("--adam-loss-rtol", type=float, default=None,
+                   help="bound on the losses with Adam/AdamW (default: "
+                        "--rtol): the parameters' larger differences (see "
+                        "--adam-param-rtol) reach the later steps' losses")
     p.add_argument("--bucket-mb", type=float, default=0.05,
                    help="gradient bucket size (small: several buckets)")
     p.add_argument("--timeout", type=float, default=600)
