@@ -55,6 +55,14 @@ bool isUpdateOp(Operation *op) {
          !op->hasTrait<OpTrait::ConstantLike>();
 }
 
+/// The mean of `v` over mesh axis `axis`.
+Value averageOver(OpBuilder &b, Location loc, Value v, int16_t axis) {
+  return shard::AllReduceOp::create(b, loc, v.getType(), kMeshSymbol,
+                                    ArrayRef<int16_t>{axis}, v,
+                                    shard::ReductionKind::Average)
+      .getResult();
+}
+
 struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
   using Base::Base;
 
@@ -65,6 +73,14 @@ struct PartitionPass : public dist::impl::PartitionPassBase<PartitionPass> {
   LogicalResult splitBatch(func::FuncOp step, int64_t dp);
   /// Averages the gradients and the loss over mesh axis `axis`.
   LogicalResult reduceGradients(func::FuncOp step, int16_t axis);
+  /// Averages the gradient sums a pipeline stage's update reads
+  /// (dist-split-stages' accumulators) over mesh axis `axis`.
+  LogicalResult reduceStageGradients(func::FuncOp update, int16_t axis);
+  /// Averages `grads` (in the order they are produced) over mesh axis
+  /// `axis` in fused buckets, each started after its last member and
+  /// unpacked before `firstUpdate`, whose uses from there on read them.
+  LogicalResult reduceInBuckets(func::FuncOp f, ArrayRef<Value> grads,
+                                Operation *firstUpdate, int16_t axis);
   /// ZeRO stage 1: splits the optimizer state over mesh axis `axis`.
   LogicalResult shardOptimizerState(func::FuncOp step, int16_t axis,
                                     int64_t dp);
@@ -86,6 +102,125 @@ LogicalResult PartitionPass::splitBatch(func::FuncOp step, int64_t dp) {
   // Shapes the backward pass derived from the batch may be constants by
   // now; re-inference reports them.
   return rebatchFunction(step, batch, dp);
+}
+
+LogicalResult PartitionPass::reduceInBuckets(func::FuncOp step,
+                                             ArrayRef<Value> order,
+                                             Operation *firstUpdate,
+                                             int16_t axis) {
+  Block &body = step.getBody().front();
+  MLIRContext *ctx = &getContext();
+  llvm::DenseMap<Operation *, unsigned> position;
+  unsigned pos = 0;
+  for (Operation &op : body)
+    position[&op] = pos++;
+
+  // Buckets per element type, filled in production order.
+  struct Bucket {
+    SmallVector<Value> members;
+    int64_t bytes = 0;
+  };
+  SmallVector<Bucket> buckets;
+  llvm::DenseMap<Type, unsigned> open;
+  for (Value v : order) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t bytes =
+        t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
+    auto it = open.find(t.getElementType());
+    if (it == open.end() || buckets[it->second].bytes >= bucketBytes) {
+      buckets.emplace_back();
+      it = open.insert_or_assign(t.getElementType(), buckets.size() - 1).first;
+    }
+    buckets[it->second].members.push_back(v);
+    buckets[it->second].bytes += bytes;
+  }
+
+  OpBuilder unpackBuilder(firstUpdate);
+  for (auto [i, bucket] : llvm::enumerate(buckets)) {
+    Location loc = DistDialect::tagPhase(
+        NameLoc::get(StringAttr::get(ctx, "grad_bucket_" + Twine(i)),
+                     step.getLoc()),
+        DistDialect::kPhaseBackward);
+    Operation *last = bucket.members.front().getDefiningOp();
+    for (Value v : bucket.members)
+      if (position[v.getDefiningOp()] > position[last])
+        last = v.getDefiningOp();
+    // Pack and start the reduction right after the last gradient.
+    OpBuilder b(last->getBlock(), std::next(Block::iterator(last)));
+    GraphBuilder g(b, last);
+    g.loc = loc;
+    // A bucket of one gradient is reduced as it is.
+    bool single = bucket.members.size() == 1;
+    SmallVector<Value> flat;
+    SmallVector<int64_t> sizes;
+    for (Value v : bucket.members) {
+      int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
+      sizes.push_back(n);
+      flat.push_back(single ||
+                             cast<RankedTensorType>(v.getType()).getRank() == 1
+                         ? v
+                         : g.reshape(v, {n}));
+    }
+    Value packed =
+        single ? flat.front() : g.one<ConcatOp>(flat, {g.i64("axis", 0)});
+    if (g.hadError)
+      return failure();
+    Value reduced = averageOver(b, loc, packed, axis);
+    // Unpack just before the update.
+    GraphBuilder u(unpackBuilder, firstUpdate);
+    u.loc = loc;
+    int64_t offset = 0;
+    for (auto [v, n] : llvm::zip(bucket.members, sizes)) {
+      auto t = cast<RankedTensorType>(v.getType());
+      Value part = reduced;
+      if (!single) {
+        part = u.slice(reduced, {offset}, {offset + n}, {0});
+        if (t.getRank() != 1)
+          part = u.reshape(part, t.getShape());
+      }
+      offset += n;
+      v.replaceUsesWithIf(part, [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return user->getBlock() == &body &&
+               position.lookup(user) >= position[firstUpdate] &&
+               position.count(user);
+      });
+    }
+    if (u.hadError)
+      return failure();
+    numReduced += bucket.members.size();
+  }
+  numBuckets += buckets.size();
+
+  return success();
+}
+
+LogicalResult PartitionPass::reduceStageGradients(func::FuncOp update,
+                                                  int16_t axis) {
+  ModuleOp module = getOperation();
+  Block &body = update.getBody().front();
+  // The accumulators' reads, moved to the top in their order (they read
+  // state that only the update's end zeroes), are the gradients; the
+  // update starts after them.
+  SmallVector<Value> grads;
+  Operation *last = nullptr;
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    auto get = dyn_cast<GetParamOp>(&op);
+    auto param =
+        get ? module.lookupSymbol<ParamOp>(get.getNameAttr()) : ParamOp();
+    if (!param || !param->hasAttr(kGradAccumulatorAttr))
+      continue;
+    if (last)
+      op.moveAfter(last);
+    else
+      op.moveBefore(&body.front());
+    last = &op;
+    grads.push_back(get.getResult());
+  }
+  // A stage without trainable parameters has nothing to average.
+  if (grads.empty())
+    return success();
+  return reduceInBuckets(update, grads, last->getNextNode(), axis);
 }
 
 LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
@@ -138,89 +273,8 @@ LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
   llvm::stable_sort(order, [&](Value a, Value b) {
     return position[a.getDefiningOp()] < position[b.getDefiningOp()];
   });
-
-  // Buckets per element type, filled in production order.
-  struct Bucket {
-    SmallVector<Value> members;
-    int64_t bytes = 0;
-  };
-  SmallVector<Bucket> buckets;
-  llvm::DenseMap<Type, unsigned> open;
-  for (Value v : order) {
-    auto t = cast<RankedTensorType>(v.getType());
-    int64_t bytes =
-        t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
-    auto it = open.find(t.getElementType());
-    if (it == open.end() || buckets[it->second].bytes >= bucketBytes) {
-      buckets.emplace_back();
-      it = open.insert_or_assign(t.getElementType(), buckets.size() - 1).first;
-    }
-    buckets[it->second].members.push_back(v);
-    buckets[it->second].bytes += bytes;
-  }
-
-  auto allReduce = [&](OpBuilder &b, Location loc, Value v) {
-    return shard::AllReduceOp::create(b, loc, v.getType(), kMeshSymbol,
-                                      ArrayRef<int16_t>{axis}, v,
-                                      shard::ReductionKind::Average)
-        .getResult();
-  };
-  OpBuilder unpackBuilder(firstUpdate);
-  for (auto [i, bucket] : llvm::enumerate(buckets)) {
-    Location loc = DistDialect::tagPhase(
-        NameLoc::get(StringAttr::get(ctx, "grad_bucket_" + Twine(i)),
-                     step.getLoc()),
-        DistDialect::kPhaseBackward);
-    Operation *last = bucket.members.front().getDefiningOp();
-    for (Value v : bucket.members)
-      if (position[v.getDefiningOp()] > position[last])
-        last = v.getDefiningOp();
-    // Pack and start the reduction right after the last gradient.
-    OpBuilder b(last->getBlock(), std::next(Block::iterator(last)));
-    GraphBuilder g(b, last);
-    g.loc = loc;
-    // A bucket of one gradient is reduced as it is.
-    bool single = bucket.members.size() == 1;
-    SmallVector<Value> flat;
-    SmallVector<int64_t> sizes;
-    for (Value v : bucket.members) {
-      int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
-      sizes.push_back(n);
-      flat.push_back(single ||
-                             cast<RankedTensorType>(v.getType()).getRank() == 1
-                         ? v
-                         : g.reshape(v, {n}));
-    }
-    Value packed =
-        single ? flat.front() : g.one<ConcatOp>(flat, {g.i64("axis", 0)});
-    if (g.hadError)
-      return failure();
-    Value reduced = allReduce(b, loc, packed);
-    // Unpack just before the update.
-    GraphBuilder u(unpackBuilder, firstUpdate);
-    u.loc = loc;
-    int64_t offset = 0;
-    for (auto [v, n] : llvm::zip(bucket.members, sizes)) {
-      auto t = cast<RankedTensorType>(v.getType());
-      Value part = reduced;
-      if (!single) {
-        part = u.slice(reduced, {offset}, {offset + n}, {0});
-        if (t.getRank() != 1)
-          part = u.reshape(part, t.getShape());
-      }
-      offset += n;
-      v.replaceUsesWithIf(part, [&](OpOperand &use) {
-        Operation *user = use.getOwner();
-        return user->getBlock() == &body &&
-               position.lookup(user) >= position[firstUpdate] &&
-               position.count(user);
-      });
-    }
-    if (u.hadError)
-      return failure();
-    numReduced += bucket.members.size();
-  }
-  numBuckets += buckets.size();
+  if (failed(reduceInBuckets(step, order, firstUpdate, axis)))
+    return failure();
 
   // The loss every rank returns is the mean over the global batch.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -230,7 +284,7 @@ LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
       DistDialect::kPhaseUpdate);
   for (OpOperand &operand : ret->getOpOperands())
     if (perRank.contains(operand.get()))
-      operand.set(allReduce(b, lossLoc, operand.get()));
+      operand.set(averageOver(b, lossLoc, operand.get(), axis));
   return success();
 }
 
@@ -412,6 +466,22 @@ void PartitionPass::runOnOperation() {
     return;
   int16_t dpAxis = static_cast<int16_t>(
       llvm::find(spec.axes, std::string("dp")) - spec.axes.begin());
+  // The update of each pipeline stage (dist-split-stages) averages its
+  // stage's gradients over the stage's dp group.
+  bool pipelined = false;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (auto action = f->getAttrOfType<DictionaryAttr>(kPipelineActionAttr)) {
+      pipelined = true;
+      auto kind = action.getAs<StringAttr>("action");
+      if (kind && kind.getValue() == "update" &&
+          failed(reduceStageGradients(f, dpAxis)))
+        return signalPassFailure();
+    }
+  if (pipelined && zero >= 1) {
+    module.emitError("ZeRO with pipeline stages is not supported yet "
+                     "(drop --zero, or --mesh pp)");
+    return signalPassFailure();
+  }
   for (auto f : module.getOps<func::FuncOp>())
     if (f->hasAttr("dist.train_step"))
       if (failed(splitBatch(f, dp)) || failed(reduceGradients(f, dpAxis)) ||
@@ -420,7 +490,8 @@ void PartitionPass::runOnOperation() {
   // Inference: each dp rank runs its rows of the batch when the function
   // keeps samples apart; otherwise every rank runs the whole batch.
   for (auto f : module.getOps<func::FuncOp>()) {
-    if (!f.isPublic() || f.isExternal() || f->hasAttr("dist.train_step"))
+    if (!f.isPublic() || f.isExternal() || f->hasAttr("dist.train_step") ||
+        f->hasAttr(kPipelineActionAttr))
       continue;
     std::string why = splitInference ? splitInferenceBatch(f, dp, dpAxis)
                                      : "dist-partition split-inference=false";

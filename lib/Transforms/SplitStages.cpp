@@ -445,6 +445,7 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
     auto acc =
         ParamOp::create(mb, v.getLoc(), mb.getStringAttr(name),
                         TypeAttr::get(type), UnitAttr(), mb.getUnitAttr());
+    acc->setAttr(kGradAccumulatorAttr, mb.getUnitAttr());
     ++accumulators;
     {
       OpBuilder b = atEnd(group(stage, p.part));
@@ -686,13 +687,6 @@ void SplitStagesPass::runOnOperation() {
     module.emitError("dist-split-stages: pipeline stages need a training "
                      "step (dist-opt --train); pipelined inference is not "
                      "supported yet");
-    return signalPassFailure();
-  }
-  if ((axisSize("dp") > 1 || axisSize("tp") > 1) && p > 1) {
-    module.emitError("dist-split-stages: pipeline stages with data or "
-                     "tensor parallelism (dp=")
-        << axisSize("dp") << ", tp=" << axisSize("tp")
-        << ") are not supported yet; use --mesh pp=" << p;
     return signalPassFailure();
   }
   for (Type t : step.getArgumentTypes())

@@ -38,6 +38,51 @@ module attributes {dist.mesh = #dist.mesh<dp = 2>} {
 
 // -----
 
+// Pipeline stages over dp (dist-split-stages' functions): each stage's
+// update averages the gradient sums of its accumulators over its dp group,
+// fused into one bucket before the update reads them; the sums are read
+// first, wherever the update read them. Forward and backward functions
+// are left alone (no inference split either).
+// CHECK-LABEL: func.func @s0_backward(
+// CHECK-NOT: shard.all_reduce
+// CHECK-NOT: dist.infer_batch_whole
+// CHECK-LABEL: func.func @s0_update(
+// CHECK: %[[A:.+]] = dist.get_param @acc.a
+// CHECK: %[[B:.+]] = dist.get_param @acc.b
+// CHECK: %[[FLAT:.+]] = dist.reshape %[[B]]
+// CHECK: %[[CAT:.+]] = dist.concat %[[A]], %[[FLAT]]
+// CHECK: %[[SUM:.+]] = shard.all_reduce %[[CAT]] on @mesh grid_axes = [1] reduction = average : tensor<12xf32>
+// CHECK: dist.slice %[[SUM]]
+// CHECK: dist.set_param @w
+// CHECK: dist.set_param @v
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp = 2>} {
+  dist.param @w {trainable} : tensor<4xf32>
+  dist.param @v {trainable} : tensor<2x4xf32>
+  dist.param @acc.a {dist.grad_accumulator, state} : tensor<4xf32>
+  dist.param @acc.b {dist.grad_accumulator, state} : tensor<2x4xf32>
+  func.func @s0_backward(%x: tensor<4xf32> {dist.name = "x"}) attributes {dist.pipeline_action = {action = "backward", stage = 0 : i64}} {
+    %a = dist.get_param @acc.a : tensor<4xf32>
+    %s = dist.add %a, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    dist.set_param @acc.a, %s : tensor<4xf32>
+    return
+  }
+  func.func @s0_update(%lr: tensor<f32> {dist.name = "lr"}) attributes {dist.pipeline_action = {action = "update", stage = 0 : i64}} {
+    %a = dist.get_param @acc.a : tensor<4xf32>
+    %w = dist.get_param @w : tensor<4xf32>
+    %sa = dist.mul %lr, %a : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+    %nw = dist.sub %w, %sa : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    dist.set_param @w, %nw : tensor<4xf32>
+    %b = dist.get_param @acc.b : tensor<2x4xf32>
+    %v = dist.get_param @v : tensor<2x4xf32>
+    %sb = dist.mul %lr, %b : (tensor<f32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %nv = dist.sub %v, %sb : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    dist.set_param @v, %nv : tensor<2x4xf32>
+    return
+  }
+}
+
+// -----
+
 // Without a mesh one process runs the module as it is.
 // CHECK-LABEL: func.func @alone(
 // CHECK-NOT: shard

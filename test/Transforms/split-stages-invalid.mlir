@@ -50,18 +50,6 @@ module attributes {dist.mesh = #dist.mesh<pp = 3>} {
 
 // -----
 
-// Pipeline stages with data parallelism come later.
-// expected-error @+1 {{dist-split-stages: pipeline stages with data or tensor parallelism (dp=2, tp=1) are not supported yet; use --mesh pp=2}}
-module attributes {dist.mesh = #dist.mesh<pp = 2, dp = 2>} {
-  func.func @train_step(%x: tensor<2x4xf32> {dist.name = "x"}) -> (tensor<f32> {dist.name = "loss"}) attributes {dist.train_step} {
-    %ax = dist.constant dense<[0, 1]> : tensor<2xi64>
-    %loss = dist.reduce_mean %x axes %ax {keepdims = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32>
-    return %loss : tensor<f32>
-  }
-}
-
-// -----
-
 // Inference only.
 // expected-error @+1 {{dist-split-stages: pipeline stages need a training step (dist-opt --train); pipelined inference is not supported yet}}
 module attributes {dist.mesh = #dist.mesh<pp = 2>} {

@@ -26,7 +26,7 @@
 // CHECK: dist.set_param @s1.grad_acc
 // CHECK-LABEL: func.func @train_step_s1_update(
 // CHECK-NOT: func.func @train_step(
-// CHECK: dist.param @s0.grad_acc.{{[0-9]+}} {state} : tensor<4x8xf32>
+// CHECK: dist.param @s0.grad_acc.{{[0-9]+}} {dist.grad_accumulator, state} : tensor<4x8xf32>
 
 // ZB-H1 splits the backward: the input gradient stage 0 needs is in
 // backward_input, the weight gradient in backward_weight, which takes the

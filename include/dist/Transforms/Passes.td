@@ -184,10 +184,15 @@ def SplitStagesPass : Pass<"dist-split-stages", "ModuleOp"> {
     action of the same stage reads (a forward's activations read by its
     backward) is returned by the earlier function and taken as an argument
     (`dist.stash`) by the later one. Parameter gradients are summed over the
-    micro-batches into accumulators (`dist.param ... {state}`, named
-    `<stage>.grad_acc.<k>`), which the update divides by the number of
-    micro-batches (the step's loss is a mean, so the result is the global
-    batch's) and sets back to zero.
+    micro-batches into accumulators (`dist.param ... {state,
+    dist.grad_accumulator}`, named `<stage>.grad_acc.<k>`), which the update
+    divides by the number of micro-batches (the step's loss is a mean, so
+    the result is the global batch's) and sets back to zero.
+
+    With dp or tp beside pp (mesh pp x dp x tp), the step was built at one
+    dp rank's micro-batch and tp's collectives are already in it: they go
+    with their layer's stage; dist-partition then averages each stage's
+    accumulators over its dp group in the stage's update.
 
     With a schedule that splits the backward (zb-h1), a backward op belongs
     to backward-input when a gradient another stage reads depends on it,
@@ -248,6 +253,13 @@ def PartitionPass : Pass<"dist-partition", "ModuleOp"> {
     averaged are exactly those the update reads that depend on the step's
     data inputs. Inference functions keep the whole batch (every dp rank
     computes it).
+
+    Pipeline stages (functions marked `dist.pipeline_action` by
+    dist-split-stages) are built at one dp rank's micro-batch already: the
+    update of each stage reads its gradient sums (the params marked
+    `dist.grad_accumulator`) first and averages them over dp in fused
+    buckets before the update; the runtime averages the last stage's loss.
+    ZeRO with stages is refused.
 
     The mesh is the `mesh` option or, without it, the module's `dist.mesh`
     (which this pass replaces by the `shard.grid`); without either the pass

@@ -49,6 +49,11 @@ inline constexpr llvm::StringLiteral kPipelinePlanAttr = "dist.pipeline_plan";
 /// On a function of a pipeline stage (dist-split-stages): {stage, action}.
 inline constexpr llvm::StringLiteral kPipelineActionAttr =
     "dist.pipeline_action";
+/// On a dist.param that sums a stage's gradient over micro-batches
+/// (dist-split-stages): the update reads it, and dist-partition averages it
+/// over the dp ranks there.
+inline constexpr llvm::StringLiteral kGradAccumulatorAttr =
+    "dist.grad_accumulator";
 
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {
