@@ -227,7 +227,8 @@ struct CompileCommandLine::Flags {
   cl::opt<int64_t> microBatches{
       "micro-batches",
       cl::desc("Micro-batches per training step of a pipeline (mesh axis "
-               "pp; default 2 per stage)"),
+               "pp; default 2 per stage, fewer where the batch per dp rank "
+               "does not split)"),
       cl::init(0), cl::cat(cat(Distribution))};
   cl::opt<PipelineSchedule> schedule{
       "schedule", cl::desc("Pipeline schedule (default 1f1b)"),
@@ -517,9 +518,9 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
       return fail("--weight-decay: must not be negative");
     TrainOptions &t = options.train.emplace(TrainOptions::from(f));
     if (stagesAsked > 1) {
-      t.microBatches = f.microBatches.getNumOccurrences()
-                           ? f.microBatches.getValue()
-                           : 2 * stagesAsked;
+      // 0: two per stage, fewer where the batch does not split.
+      t.microBatches =
+          f.microBatches.getNumOccurrences() ? f.microBatches.getValue() : 0;
       t.globalBatch = f.globalBatch;
     }
     std::string option;

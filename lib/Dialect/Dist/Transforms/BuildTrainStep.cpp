@@ -453,25 +453,30 @@ void BuildTrainStepPass::runOnOperation() {
   // follow), and the forward function (inference) keeps B.
   // A pipeline (dist-split-stages) runs the step once per micro-batch: it
   // is built at B / (dp * micro-batches).
-  int64_t dp = 1;
-  if (MeshAttr mesh = getRequestedMesh(module))
+  int64_t dp = 1, pp = 1;
+  if (MeshAttr mesh = getRequestedMesh(module)) {
     dp = mesh.getSize("dp");
+    pp = mesh.getSize("pp");
+  }
   // A plan with pipeline stages (dist-plan) chose the micro-batches.
   int64_t micro = microBatches, global = globalBatch;
   if (auto planned = module->getAttrOfType<DictionaryAttr>(kPipelinePlanAttr)) {
-    if (auto m = planned.getAs<IntegerAttr>("micro_batches"); m && micro == 1)
+    if (auto m = planned.getAs<IntegerAttr>("micro_batches"); m && micro <= 1)
       micro = m.getInt();
     if (auto g = planned.getAs<IntegerAttr>("global_batch"); g && global == 0)
       global = g.getInt();
   }
+  // The default: two per stage, fewer where the batch does not split.
+  bool byDefault = micro == 0;
+  if (byDefault)
+    micro = pp > 1 ? 2 * pp : 1;
   if (micro < 1) {
     module.emitError("dist-build-train-step option micro-batches: must be at "
-                     "least 1, got ")
+                     "least 0, got ")
         << micro;
     return signalPassFailure();
   }
-  int64_t parts = dp * micro;
-  int64_t batch = parts > 1 ? getStaticBatch(entry) : 0;
+  int64_t batch = dp * micro > 1 ? getStaticBatch(entry) : 0;
   bool bind = false;
   if (batch == 0 && micro > 1) {
     if (global <= 0) {
@@ -484,6 +489,10 @@ void BuildTrainStepPass::runOnOperation() {
     batch = global;
     bind = true;
   }
+  if (byDefault && batch > 0 && batch % dp == 0)
+    while (micro > 1 && (batch / dp) % micro != 0)
+      --micro;
+  int64_t parts = dp * micro;
   if (micro > 1 && batch % parts != 0) {
     entry.emitError("the batch of ")
         << batch << " samples cannot be split into " << micro
@@ -509,10 +518,9 @@ void BuildTrainStepPass::runOnOperation() {
   NamedAttrList train(step->getAttrOfType<DictionaryAttr>("dist.train"));
   train.set("batch_split_dp",
             IntegerAttr::get(IntegerType::get(&getContext(), 64), dp));
-  if (microBatches > 1)
-    train.set(
-        "micro_batches",
-        IntegerAttr::get(IntegerType::get(&getContext(), 64), microBatches));
+  if (micro > 1)
+    train.set("micro_batches",
+              IntegerAttr::get(IntegerType::get(&getContext(), 64), micro));
   step->setAttr("dist.train", train.getDictionary(&getContext()));
 }
 

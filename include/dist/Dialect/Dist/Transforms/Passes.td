@@ -86,7 +86,8 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
            "clip the global gradient norm to this value (0: off)">,
     Option<"microBatches", "micro-batches", "int64_t", "1",
            "micro-batches per step of a pipeline (dist-split-stages): a "
-           "static batch B is built at B / (dp * micro-batches)">,
+           "static batch B is built at B / (dp * micro-batches); 0: two per "
+           "stage (mesh axis pp), fewer where B / dp does not split">,
     Option<"globalBatch", "global-batch", "int64_t", "0",
            "the global batch a pipelined step is built for when the model's "
            "batch is dynamic (0: the model's)">,
