@@ -231,18 +231,33 @@ uint32_t actionCode(pl::ActionKind kind) {
 dist_rt_status_t setUpPipeline(dist_rt_model &model) {
   const dist_rt_model_desc_t &desc = *model.desc;
   const dist_rt_pipeline_desc_t &pp = *desc.train->pipeline;
+  // The ranks the mesh asks for: stages times the dp and tp ranks of each.
+  int64_t ranks = 1;
+  for (uint32_t a = 0; desc.mesh_shape && a < desc.num_mesh_axes; ++a)
+    ranks *= desc.mesh_shape[a];
   int64_t axis = dist_rt_mesh_axis_size("pp");
-  if (axis == static_cast<int64_t>(pp.stages)) {
+  if (axis == static_cast<int64_t>(pp.stages) &&
+      dist_rt_mesh_world_size() == ranks) {
     model.pipelineStage = static_cast<int32_t>(dist_rt_mesh_axis_coord("pp"));
-  } else if (dist_rt_mesh_world_size() == 1) {
+  } else if (dist_rt_mesh_world_size() == 1 &&
+             ranks == static_cast<int64_t>(pp.stages)) {
     model.pipelineStage = -1; // Alone: every stage here.
-  } else {
+  } else if (ranks == static_cast<int64_t>(pp.stages)) {
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s' has %" PRIu32 " pipeline stages; run it "
                       "with mpirun -np %" PRIu32 " (one rank per stage) or "
                       "as one process, not on %" PRId32 " ranks",
                       desc.name, pp.stages, pp.stages,
                       dist_rt_mesh_world_size());
+  } else {
+    // Each stage's step was built at its dp rank's share of the batch.
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' has %" PRIu32 " pipeline stages of %" PRId64
+                      " ranks each; run it with mpirun -np %" PRId64
+                      ", not on %" PRId32 " rank%s",
+                      desc.name, pp.stages, ranks / pp.stages, ranks,
+                      dist_rt_mesh_world_size(),
+                      dist_rt_mesh_world_size() == 1 ? "" : "s");
   }
   model.pipelineFns.clear();
   for (uint32_t f = 0; f < pp.num_fns; ++f)
@@ -338,6 +353,14 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
   model.pipelineHeldBytes = st.peakHeldBytes;
   // The mean over micro-batches (the last stage's), on every rank.
   float loss = st.losses ? static_cast<float>(st.lossSum / st.losses) : 0.0f;
+  // Over data parallelism, the mean of the last stage's dp ranks.
+  int64_t dpAxis = dpAxisOf(desc);
+  if (model.pipelineStage == p - 1 && dpAxis >= 0 &&
+      dist_rt_mesh_axis_size("dp") > 1)
+    dist_rt_mesh_all_reduce_wait(dist_rt_mesh_all_reduce_start(
+        static_cast<int64_t>(reinterpret_cast<intptr_t>(&loss)), 1,
+        DIST_RT_DTYPE_FLOAT, DIST_RT_MESH_REDUCE_AVERAGE,
+        int64_t(1) << dpAxis));
   if (model.pipelineStage >= 0)
     if (dist_rt_status_t status =
             dist_rt::pipelineBroadcast(&loss, sizeof(loss), p - 1))
