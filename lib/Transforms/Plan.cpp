@@ -294,16 +294,18 @@ void PlanPass::runOnOperation() {
     const Plan &plan = mp.plan;
     if (plan.stages.size() != 1) {
       // Pipeline stages (dist-split-stages cuts the step at the stages the
-      // ops were given above), one rank each on CPUs for now.
+      // ops were given above) of equal width: the mesh is pp x dp x tp.
       std::vector<DeviceType> types = listDeviceTypes(mp.cluster);
       int64_t numStages = static_cast<int64_t>(plan.stages.size());
+      const StagePlan &first = plan.stages.front();
       for (auto [i, st] : llvm::enumerate(plan.stages)) {
-        if (st.dp != 1 || st.tp != 1) {
+        if (st.dp != first.dp || st.tp != first.tp) {
           emitError(UnknownLoc::get(ctx))
               << "--plan: pipeline stage " << i
               << " of the plan has dp=" << st.dp << ", tp=" << st.tp
-              << ", and dist-opt runs pipeline stages on one rank each for "
-                 "now; give the layout with --mesh (e.g. --mesh pp="
+              << " and stage 0 dp=" << first.dp << ", tp=" << first.tp
+              << "; dist-opt runs stages of one width (a mesh pp x dp x "
+                 "tp); give the layout with --mesh (e.g. --mesh pp="
               << numStages << ")";
           return signalPassFailure();
         }
@@ -319,13 +321,22 @@ void PlanPass::runOnOperation() {
       }
       if (zero == 1) {
         emitError(UnknownLoc::get(ctx))
-            << "--zero 1: the plan has no data parallelism (dp 1) to shard "
-               "the optimizer state over";
+            << (first.dp == 1
+                    ? "--zero 1: the plan has no data parallelism (dp 1) to "
+                      "shard the optimizer state over"
+                    : "--zero 1: the plan has pipeline stages, and ZeRO with "
+                      "pipeline stages is not supported yet");
         return signalPassFailure();
       }
       MeshSpec mesh;
       mesh.axes.push_back("pp");
       mesh.shape.push_back(numStages);
+      for (auto [axis, size] :
+           {std::make_pair("dp", first.dp), std::make_pair("tp", first.tp)})
+        if (size > 1) {
+          mesh.axes.push_back(axis);
+          mesh.shape.push_back(size);
+        }
       module->setAttr(DistDialect::getMeshAttrName(), MeshAttr::get(ctx, mesh));
       // The step is built at one of the plan's micro-batches (and at the
       // global batch it planned for, when the model's is dynamic).
@@ -337,10 +348,10 @@ void PlanPass::runOnOperation() {
                               b.getI64IntegerAttr(plan.microBatches)),
                b.getNamedAttr("global_batch",
                               b.getI64IntegerAttr(mp.request.globalBatch))}));
-      layout = "layout: --mesh pp=" + std::to_string(numStages) + ", " +
+      layout = "layout: --mesh " + mesh.str() + ", " +
                std::to_string(plan.microBatches) +
                " micro-batches (run with mpirun -np " +
-               std::to_string(numStages) + ")\n";
+               std::to_string(numStages * first.dp * first.tp) + ")\n";
     } else {
       const StagePlan &stage = plan.stages.front();
       if (zero == 1 && stage.dp == 1) {
