@@ -78,7 +78,9 @@ and a final line `N passed, N failed`. A run passes when at every step
 largest relative one; loss_atol only matters once a loss nears 0, where
 float32 log-softmax rounding alone gives relative errors of 1e-4), the
 learning rates agree to 1e-5 relative, and every parameter has
-|p - torch| <= atol + rtol * |torch| elementwise.
+|p - torch| <= atol + rtol * |torch| elementwise; or, where float32 PyTorch
+drifts past these bounds itself, when the same holds against float64
+PyTorch training (said in the details).
 
 --self-test replaces dist-opt and its executable by PyTorch training in
 float64 (written in the runtime's --log and --save-params formats), which
@@ -862,6 +864,28 @@ def check_one(model_name, optimizer, loss, args, work):
         ok = compare_lrs(res, got_lrs, ref_lrs) and ok
         ok = compare_params(res, onnx_model, matches, initial, final,
                             save_dir, args.rtol, args.atol) and ok
+        if not ok and not args.self_test:
+            # float32 PyTorch is one rounding of the exact training, and on
+            # some CPUs (an AMD EPYC: BatchNorm's running mean after 50
+            # steps of the CNN, 3e-4 off float64, where dist-opt is 1e-8
+            # off) it drifts past the bounds itself: then the run passes
+            # when it is as close to float64 training.
+            module64 = copy.deepcopy(spec.module)
+            losses64, lrs64 = torch_train(spec, module64, optimizer, hp, args,
+                                          dtype=torch.float64)
+            exact = Result()
+            ok64 = compare_losses(exact, got_losses, losses64, args.rtol,
+                                  args.loss_atol)
+            ok64 = compare_lrs(exact, got_lrs, lrs64) and ok64
+            ok64 = compare_params(exact, onnx_model, matches, initial,
+                                  state_arrays(module64), save_dir, args.rtol,
+                                  args.atol) and ok64
+            if ok64:
+                res.details.append(
+                    "within the bounds of float64 PyTorch training (float32 "
+                    f"PyTorch drifts further): loss {exact.loss_err:.3g}, "
+                    f"parameters {exact.param_err:.3g}")
+                ok = True
         res.ok = ok
     except StepError as e:
         res.details.append("error: " + str(e))
