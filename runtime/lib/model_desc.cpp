@@ -111,7 +111,7 @@ dist_rt_status_t checkPipelineDesc(const dist_rt_model_desc_t &desc) {
   for (uint32_t f = 0; f < pp.num_fns; ++f) {
     const dist_rt_pipeline_fn_t &fn = pp.fns[f];
     if (!fn.name || !fn.entry || fn.stage >= pp.stages ||
-        fn.action > DIST_RT_PIPELINE_UPDATE)
+        fn.action > DIST_RT_PIPELINE_SYNC)
       return bad("a function without a name or entry, or out of range");
     if (dist_rt_status_t status =
             checkTensorGroup(desc, "stage input", fn.num_inputs, fn.inputs))

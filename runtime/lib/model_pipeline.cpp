@@ -14,8 +14,11 @@
 //
 // A process that is the only rank of its job runs every stage itself:
 // every micro-batch's forwards in stage order, then the backwards in
-// reverse stage order, then the updates, with the transfers going through
-// memory; the result is the same as on N ranks.
+// reverse stage order, then the updates (last stage first) and the syncs,
+// with the transfers going through memory; the result is the same as on N
+// ranks. With dp and tp beside pp, each rank runs its stage over its dp
+// rank's share of the batch, and the last stage's dp ranks average the
+// loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -194,9 +197,9 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     st.stash.erase(it);
   }
   if (model.trace) {
-    static const char *names[] = {"F", "B", "I", "W", "U"};
+    static const char *names[] = {"F", "B", "I", "W", "U", "S"};
     TraceEvent e;
-    e.name = fn.action <= DIST_RT_PIPELINE_UPDATE ? names[fn.action] : "?";
+    e.name = fn.action <= DIST_RT_PIPELINE_SYNC ? names[fn.action] : "?";
     e.stage = static_cast<int32_t>(fn.stage);
     e.microBatch = mb;
     e.step = step;
@@ -311,7 +314,8 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
     return runAction(model, st, index, mb, step);
   };
   if (model.pipelineStage < 0) {
-    // Alone: forwards in stage order, backwards in reverse, then updates.
+    // Alone: forwards in stage order, backwards in reverse, then updates
+    // and syncs.
     bool split = pl::splitsBackward(kind);
     for (int32_t i = 0; i < m; ++i)
       for (int32_t s = 0; s < p; ++s)
@@ -330,9 +334,16 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
                   run(s, DIST_RT_PIPELINE_BACKWARD_WEIGHT, i))
             return status;
       }
-    for (int32_t s = 0; s < p; ++s)
+    // Later stages first: a stage sends its share of a tied parameter's
+    // gradient to the update of the earlier stage that owns it, which sends
+    // the new value to the later one's sync.
+    for (int32_t s = p; s-- > 0;)
       if (dist_rt_status_t status = run(s, DIST_RT_PIPELINE_UPDATE, -1))
         return status;
+    for (int32_t s = 0; s < p; ++s)
+      if (findCall(model, s, DIST_RT_PIPELINE_SYNC) >= 0)
+        if (dist_rt_status_t status = run(s, DIST_RT_PIPELINE_SYNC, -1))
+          return status;
   } else {
     uint32_t stage = static_cast<uint32_t>(model.pipelineStage);
     for (const pl::Action &a :
@@ -342,6 +353,9 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
         return status;
     if (dist_rt_status_t status = run(stage, DIST_RT_PIPELINE_UPDATE, -1))
       return status;
+    if (findCall(model, stage, DIST_RT_PIPELINE_SYNC) >= 0)
+      if (dist_rt_status_t status = run(stage, DIST_RT_PIPELINE_SYNC, -1))
+        return status;
     if (dist_rt_status_t status = dist_rt::pipelineFinishSends())
       return status;
   }

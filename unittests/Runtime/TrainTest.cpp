@@ -587,6 +587,27 @@ TEST_F(TrainTest, CreateChecksTheTrainingDescriptor) {
   pipeline.param_stages = badStages;
   EXPECT_EQ(createError(desc), "model 'linreg': malformed pipeline: a "
                                "parameter's stage is out of range");
+  // Every stage complete (a sync included), and one function of an action
+  // past the last (DIST_RT_PIPELINE_SYNC).
+  pipeline.param_stages = stages;
+  auto fn = [](const char *name, uint32_t stage, uint32_t action) {
+    return dist_rt_pipeline_fn_t{name,    stage, action,  0,
+                                 nullptr, 0,     nullptr, &linregTrainEntry};
+  };
+  const dist_rt_pipeline_fn_t complete[] = {
+      fn("f0", 0, DIST_RT_PIPELINE_FORWARD),
+      fn("b0", 0, DIST_RT_PIPELINE_BACKWARD),
+      fn("u0", 0, DIST_RT_PIPELINE_UPDATE),
+      fn("f1", 1, DIST_RT_PIPELINE_FORWARD),
+      fn("b1", 1, DIST_RT_PIPELINE_BACKWARD),
+      fn("u1", 1, DIST_RT_PIPELINE_UPDATE),
+      fn("s1", 1, DIST_RT_PIPELINE_SYNC),
+      fn("x1", 1, DIST_RT_PIPELINE_SYNC + 1)};
+  pipeline.fns = complete;
+  pipeline.num_fns = 8;
+  EXPECT_EQ(createError(desc), "model 'linreg': malformed pipeline: a "
+                               "function without a name or entry, or out of "
+                               "range");
 
   // Optimizer state needs a static shape: the file cannot tell it.
   const int64_t dynamic[] = {-1};

@@ -245,6 +245,7 @@ static std::optional<unsigned> pipelineActionCode(StringRef action) {
       .Case("backward_input", DIST_RT_PIPELINE_BACKWARD_INPUT)
       .Case("backward_weight", DIST_RT_PIPELINE_BACKWARD_WEIGHT)
       .Case("update", DIST_RT_PIPELINE_UPDATE)
+      .Case("sync", DIST_RT_PIPELINE_SYNC)
       .Default(std::nullopt);
 }
 

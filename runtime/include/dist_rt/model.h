@@ -124,14 +124,17 @@ enum {
 };
 
 /// What a function of a pipeline stage runs for one micro-batch (the update
-/// runs once per step). The first four are dist_rt/pipeline_schedule.h's
-/// compute actions.
+/// runs once per step, and then, where a stage has one, the sync: it takes
+/// the new values of the parameters it shares with an earlier stage, tied
+/// weights, from that stage's update). The first four are
+/// dist_rt/pipeline_schedule.h's compute actions.
 enum {
   DIST_RT_PIPELINE_FORWARD = 0,
   DIST_RT_PIPELINE_BACKWARD = 1,
   DIST_RT_PIPELINE_BACKWARD_INPUT = 2,
   DIST_RT_PIPELINE_BACKWARD_WEIGHT = 3,
   DIST_RT_PIPELINE_UPDATE = 4,
+  DIST_RT_PIPELINE_SYNC = 5,
 };
 
 /// One function of a pipeline stage (dist-opt --mesh pp=N): called like a
