@@ -50,9 +50,16 @@ using namespace mlir::dist;
 namespace {
 
 /// The parts of a stage's work, in the order one micro-batch goes through
-/// them (the update runs once per step, after every micro-batch).
-enum Part : int { kForward = 0, kBackward = 1, kWeight = 2, kUpdate = 3 };
-constexpr int kNumParts = 4;
+/// them (the update runs once per step, after every micro-batch; the sync,
+/// after every stage's update, takes the new values of the parameters it
+/// shares with an earlier stage).
+enum Part : int {
+  kForward = 0,
+  kBackward = 1,
+  kWeight = 2,
+  kUpdate = 3,
+  kSync = 4
+};
 
 /// Where an op of the step goes: a stage and a part, or copied into every
 /// function that reads it (`copied`).
@@ -158,6 +165,12 @@ private:
   llvm::DenseMap<std::tuple<Value, int64_t, int>, Value> mapped;
   int64_t nextTag = 0;
   int64_t nextAccumulator = 0;
+  /// A parameter read by stage `reader` that stage `owner` updates.
+  struct Tied {
+    StringAttr name;
+    int64_t owner, reader;
+  };
+  SmallVector<Tied> tied;
 };
 
 StringRef Splitter::nameOfArg(unsigned i) {
@@ -175,6 +188,22 @@ DictionaryAttr Splitter::named(StringRef name, StringRef attr, int64_t index) {
         NamedAttribute(StringAttr::get(ctx, attr),
                        IntegerAttr::get(IntegerType::get(ctx, 64), index)));
   return DictionaryAttr::get(ctx, entries);
+}
+
+/// Whether `op`'s results feed only the optimizer update, directly or
+/// through backward adds that do.
+static bool feedsOnlyUpdate(Operation *op) {
+  for (Operation *user : op->getUsers()) {
+    if (user->hasTrait<OpTrait::IsTerminator>())
+      return false;
+    StringRef phase = DistDialect::getPhase(user->getLoc());
+    if (phase == DistDialect::kPhaseUpdate)
+      continue;
+    if (phase != DistDialect::kPhaseBackward || !isa<AddOp>(user) ||
+        !feedsOnlyUpdate(user))
+      return false;
+  }
+  return !op->use_empty();
 }
 
 LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
@@ -222,6 +251,13 @@ LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
         layer >= 0 && layer < static_cast<int64_t>(layerStage.size())
             ? layerStage[layer]
             : -1;
+    // A parameter's gradient summed over the stages that read it (tied
+    // weights): each stage sums its share over the micro-batches, and the
+    // update of the earliest adds the shares (see valueIn).
+    if (part == kBackward && isa<AddOp>(op) &&
+        loBackward != std::numeric_limits<int64_t>::max() && hi != loBackward &&
+        feedsOnlyUpdate(&op))
+      part = kUpdate;
     int64_t stage;
     if (part == kForward) {
       // Activations only flow to later stages.
@@ -290,14 +326,27 @@ LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
       llvm::append_range(work, def->getOperands());
     }
   }
-  for (auto &[name, where] : readers)
-    if (where.size() > 1)
+  // A parameter read in several stages (tied weights) is updated by one,
+  // its owner (where its gradient's shares meet), which sends the new value
+  // to the others' sync.
+  for (auto &[name, where] : readers) {
+    if (where.size() < 2)
+      continue;
+    int64_t owner = -1;
+    for (auto set : body.getOps<SetParamOp>())
+      if (set.getNameAttr().getAttr() == name)
+        owner = places.lookup(set).stage;
+    if (owner < 0 || !where.contains(owner))
       return step.emitError("dist-split-stages: trainable parameter '")
              << name.getValue() << "' is read in pipeline stages " << where[0]
              << " and " << where[1]
-             << " (tied weights across stages are not supported yet); "
-                "give stage boundaries (--pp-split) that keep its readers "
-                "in one stage";
+             << ", and no stage that reads it updates it (give stage "
+                "boundaries with --pp-split that keep its readers in one "
+                "stage)";
+    for (int64_t s : where)
+      if (s != owner)
+        tied.push_back({name, owner, s});
+  }
 
   // Backward-input and backward-weight: a backward op another stage's
   // gradient (or the loss) depends on is backward-input.
@@ -345,7 +394,7 @@ Splitter::Group &Splitter::group(int64_t stage, int part) {
   if (g.func)
     return g;
   static const char *names[] = {"forward", "backward", "backward_weight",
-                                "update"};
+                                "update", "sync"};
   StringRef action = names[part];
   if (part == kBackward && splitBackward)
     action = "backward_input";
@@ -467,6 +516,14 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
     if (gb.hadError)
       return failure();
     u.zeroAtEnd.push_back(acc);
+  } else if (part == kUpdate && p.stage > stage &&
+             (p.part == kBackward || p.part == kWeight)) {
+    // A later stage's share of a tied parameter's gradient: summed over
+    // the micro-batches there and sent by that stage's update.
+    FailureOr<Value> in = valueIn(v, p.stage, kUpdate);
+    if (failed(in))
+      return failure();
+    result = transfer(*in, p.stage, stage, kUpdate);
   } else if (p.stage == stage) {
     if (p.part > part)
       return fail("a value flows from a later action of a stage to an "
@@ -534,6 +591,29 @@ LogicalResult Splitter::build() {
       mapped[std::make_tuple(Value(r), p.stage, p.part)] =
           clone->getResult(r.getResultNumber());
   }
+  // Tied parameters: the owner's update sends the new value to the sync of
+  // each other stage that reads it.
+  for (const Tied &t : tied) {
+    Value updated;
+    for (auto set : body.getOps<SetParamOp>())
+      if (set.getNameAttr().getAttr() == t.name)
+        updated = mapped.lookup(
+            std::make_tuple(set.getValue(), t.owner, int(kUpdate)));
+    if (!updated)
+      return step.emitError("dist-split-stages: the update of tied "
+                            "parameter '")
+             << t.name.getValue() << "' is not in stage " << t.owner;
+    int64_t tag = nextTag++;
+    OpBuilder sb = atEnd(group(t.owner, kUpdate));
+    SendOp::create(sb, updated.getLoc(), updated, t.reader, tag);
+    OpBuilder rb = atEnd(group(t.reader, kSync));
+    Value received =
+        RecvOp::create(rb, updated.getLoc(), updated.getType(), t.owner, tag)
+            .getResult();
+    SetParamOp::create(rb, updated.getLoc(), t.name.getValue(), received);
+    ++transfers;
+  }
+
   // The loss: first result of the function that computes it.
   if (ret->getNumOperands() != 1)
     return step.emitError("dist-split-stages: a training step returns only "

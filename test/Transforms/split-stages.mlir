@@ -70,3 +70,52 @@ module attributes {dist.mesh = #dist.mesh<pp = 2>} {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// A weight read by both stages (tied): stage 1 sums its share of the
+// gradient over the micro-batches and its update sends the mean to stage
+// 0's update, which adds its own share, updates the weight and sends the
+// new value to stage 1's sync.
+// CHECK-LABEL: func.func @train_step_s0_update(
+// CHECK: %[[SHARE:.+]] = dist.recv from 1 tag [[$SHARE:[0-9]+]]
+// CHECK: dist.add %{{.+}}, %[[SHARE]]
+// CHECK: %[[NEW:.+]] = dist.sub
+// CHECK: dist.send %[[NEW]] to 1 tag [[$NEW:[0-9]+]]
+// CHECK: dist.set_param @w, %[[NEW]]
+// CHECK-LABEL: func.func @train_step_s1_backward(
+// CHECK: dist.set_param @s1.grad_acc
+// CHECK-LABEL: func.func @train_step_s1_update(
+// CHECK: dist.send %{{.+}} to 0 tag [[$SHARE]]
+// CHECK-NOT: dist.set_param @w
+// CHECK-LABEL: func.func @train_step_s1_sync(
+// CHECK-SAME: dist.pipeline_action = {action = "sync", stage = 1 : i64}
+// CHECK: %[[R:.+]] = dist.recv from 0 tag [[$NEW]]
+// CHECK: dist.set_param @w, %[[R]]
+#f1 = loc("/fc1/MatMul")
+#f2 = loc("/fc2/MatMul")
+#b1 = loc("dist.bwd"("/fc1/MatMul"))
+#b2 = loc("dist.bwd"("/fc2/MatMul"))
+#u = loc("dist.update"("w"))
+module attributes {dist.mesh = #dist.mesh<pp = 2>} {
+  dist.param @w {trainable} : tensor<4x4xf32>
+  func.func @train_step(%x: tensor<2x4xf32> {dist.name = "x"}, %lr: tensor<f32> {dist.name = "lr"}, %t: tensor<f32> {dist.name = "step"}) -> (tensor<f32> {dist.name = "loss"}) attributes {dist.train = {micro_batches = 2 : i64}, dist.train_step} {
+    %w = dist.get_param @w : tensor<4x4xf32>
+    %h = dist.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc(#f1)
+    %y = dist.matmul %h, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc(#f2)
+    %ax = dist.constant dense<[0, 1]> : tensor<2xi64>
+    %loss = dist.reduce_mean %y axes %ax {keepdims = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32> loc(#b2)
+    %dy = dist.constant dense<0.125> : tensor<2x4xf32>
+    %ht = dist.transpose %h {perm = array<i64: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32> loc(#b2)
+    %g2 = dist.matmul %ht, %dy : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32> loc(#b2)
+    %wt = dist.transpose %w {perm = array<i64: 1, 0>} : (tensor<4x4xf32>) -> tensor<4x4xf32> loc(#b2)
+    %dh = dist.matmul %dy, %wt : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc(#b2)
+    %xt = dist.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32> loc(#b1)
+    %g1 = dist.matmul %xt, %dh : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32> loc(#b1)
+    %g = dist.add %g1, %g2 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc(#b1)
+    %s = dist.mul %lr, %g : (tensor<f32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc(#u)
+    %n = dist.sub %w, %s : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc(#u)
+    dist.set_param @w, %n : tensor<4x4xf32> loc(#u)
+    return %loss : tensor<f32>
+  }
+}

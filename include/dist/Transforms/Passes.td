@@ -194,13 +194,22 @@ def SplitStagesPass : Pass<"dist-split-stages", "ModuleOp"> {
     with their layer's stage; dist-partition then averages each stage's
     accumulators over its dp group in the stage's update.
 
+    A trainable parameter read in several stages (tied embedding and output
+    layer) is updated by the stage whose update its gradient reaches (the
+    earliest reader): every reader sums its share of the gradient (the
+    backward add of shares from different stages goes to that update) over
+    the micro-batches, a later reader's update sends its mean to the
+    owner's, and the owner sends the updated value to a `_sync` function of
+    each other reader (after every update: `dist.recv` and
+    `dist.set_param`).
+
     With a schedule that splits the backward (zb-h1), a backward op belongs
     to backward-input when a gradient another stage reads depends on it,
     else to backward-weight.
 
     Fails, naming the value or option, for: a step whose shapes are not
-    static; a trainable parameter read in two stages (tied weights); an
-    update that reads values of another stage (global gradient-norm
+    static; a parameter read in two stages that neither updates; an update
+    that reads other values of another stage (global gradient-norm
     clipping); a split that does not give every stage a layer.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
