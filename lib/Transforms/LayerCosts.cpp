@@ -20,7 +20,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -1016,4 +1018,130 @@ FailureOr<FunctionCosts> mlir::dist::collectLayerCosts(func::FuncOp func,
       w.gemmBatchScaling = weighted / w.gemmFlops;
   }
   return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages of the layers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Splits contiguous layers with the given weights into `stages` runs that
+/// minimise the heaviest run (each run gets at least one layer). Returns
+/// each layer's stage.
+std::vector<int64_t> balancedSplit(const std::vector<double> &weight,
+                                   int64_t stages) {
+  size_t n = weight.size();
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + weight[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the heaviest run when the first i layers form k runs.
+  std::vector<std::vector<double>> best(stages + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<size_t>> cut(stages + 1,
+                                       std::vector<size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= stages; ++k)
+    for (size_t i = k; i <= n; ++i)
+      for (size_t j = k - 1; j < i; ++j) {
+        double v = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (v < best[k][i]) {
+          best[k][i] = v;
+          cut[k][i] = j;
+        }
+      }
+  std::vector<int64_t> stageOf(n, 0);
+  size_t end = n;
+  for (int64_t k = stages; k >= 1; --k) {
+    size_t begin = cut[k][end];
+    for (size_t i = begin; i < end; ++i)
+      stageOf[i] = k - 1;
+    end = begin;
+  }
+  return stageOf;
+}
+
+/// The stage of each layer from `split`: counts ("3,5") or the names of the
+/// layers that start stages 1.. ("/h.2,/h.4").
+FailureOr<std::vector<int64_t>> parseSplit(StringRef split,
+                                           const FunctionCosts &costs,
+                                           int64_t stages, Operation *at) {
+  SmallVector<StringRef> items;
+  split.split(items, ',');
+  size_t n = costs.layers.size();
+  std::vector<int64_t> stageOf(n, 0);
+  bool counts = llvm::all_of(items, [](StringRef s) {
+    int64_t v;
+    return !s.trim().getAsInteger(10, v);
+  });
+  auto fail = [&](const Twine &why) {
+    return at->emitError("dist-split-stages option split: ") << why, failure();
+  };
+  if (counts) {
+    if (static_cast<int64_t>(items.size()) != stages)
+      return fail(Twine(items.size()) + " layer counts for " + Twine(stages) +
+                  " stages");
+    size_t at = 0;
+    for (auto [s, item] : llvm::enumerate(items)) {
+      int64_t c = 0;
+      (void)item.trim().getAsInteger(10, c);
+      if (c < 1)
+        return fail("stage " + Twine(s) + " gets " + Twine(c) +
+                    " layers (every stage needs one)");
+      for (int64_t i = 0; i < c && at < n; ++i)
+        stageOf[at++] = static_cast<int64_t>(s);
+    }
+    if (at != n || [&] {
+          int64_t total = 0;
+          for (StringRef item : items) {
+            int64_t c = 0;
+            (void)item.trim().getAsInteger(10, c);
+            total += c;
+          }
+          return total != static_cast<int64_t>(n);
+        }())
+      return fail("the counts do not add up to the model's " + Twine(n) +
+                  " layers");
+    return stageOf;
+  }
+  if (static_cast<int64_t>(items.size()) != stages - 1)
+    return fail(Twine(items.size()) + " layer names for " + Twine(stages) +
+                " stages (give the first layer of stages 1 to " +
+                Twine(stages - 1) + ")");
+  int64_t current = 0;
+  size_t nextItem = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (nextItem < items.size() &&
+        costs.layers[i].name == items[nextItem].trim()) {
+      ++current;
+      ++nextItem;
+    }
+    stageOf[i] = current;
+  }
+  if (nextItem != items.size()) {
+    std::string names;
+    for (size_t i = 0; i < n && i < 12; ++i)
+      names += (i ? ", " : "") + costs.layers[i].name;
+    return fail("no layer named '" + items[nextItem].trim() +
+                "' after the earlier boundaries (layers: " + names +
+                (n > 12 ? ", ..." : "") + ")");
+  }
+  if (stageOf.empty() || stageOf.front() != 0)
+    return fail("stage 0 gets no layer");
+  return stageOf;
+}
+
+} // namespace
+
+FailureOr<std::vector<int64_t>>
+mlir::dist::layerStages(const FunctionCosts &costs, int64_t stages,
+                        StringRef split, Operation *at) {
+  if (!split.empty())
+    return parseSplit(split, costs, stages, at);
+  std::vector<double> weight;
+  for (const LayerCost &l : costs.layers)
+    weight.push_back(l.fwd.gemmFlops + l.fwd.otherFlops + l.bwd.gemmFlops +
+                     l.bwd.otherFlops + 1);
+  return balancedSplit(weight, stages);
 }

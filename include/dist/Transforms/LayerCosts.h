@@ -60,6 +60,15 @@ FailureOr<FunctionCosts> collectLayerCosts(func::FuncOp func,
                                            bool psTables = false,
                                            bool im2colConvs = false);
 
+/// The pipeline stage of each layer of `costs` (dist-split-stages and the
+/// planner's evaluation of a --mesh with pp): from `split`, the layer
+/// counts per stage ("3,5") or the names of the layers that start stages
+/// 1.. ("/h.2,/h.4"), else `stages` contiguous runs that minimise the
+/// heaviest run's forward and backward FLOPs. Fails with an error on `at`.
+FailureOr<std::vector<int64_t>> layerStages(const FunctionCosts &costs,
+                                            int64_t stages, StringRef split,
+                                            Operation *at);
+
 /// The function the planner works on: the training step (marked
 /// `dist.train_step`), else the first public function with a body; null
 /// when there is none.
