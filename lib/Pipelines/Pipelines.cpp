@@ -134,6 +134,10 @@ void dist::buildPlanPipeline(OpPassManager &pm, const CompileOptions &options) {
   // The plan prices convolutions as codegen will run them.
   plan.conv = options.conv;
   plan.applyLayout = p.applyLayout;
+  plan.schedule = options.schedule;
+  plan.ppSplit = options.ppSplit;
+  if (options.train)
+    plan.microBatches = options.train->microBatches;
   plan.zero = options.zero;
   plan.reportDir = p.reportDir;
   plan.summary = p.summary;

@@ -5,15 +5,15 @@
 // device types, units, recompute) fit the request and the cluster, and
 // recomputes every derived figure from them with the model the searches use
 // (PlannerInternal.h): stage times, memory per device, step time,
-// throughput, cost, per-layer times and the timeline of one step (1F1B for
-// StepTime plans, one bar per phase for Cost plans).
+// throughput, cost, per-layer times and the timeline of one step (for
+// StepTime plans the pipeline schedule's, with each stage's action list,
+// bubble and activations held; one bar per phase for Cost plans).
 //
 //===----------------------------------------------------------------------===//
 
 #include "PlannerInternal.h"
 
 #include <algorithm>
-#include <cassert>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,85 +22,78 @@ using namespace mlir;
 using namespace mlir::dist;
 using namespace mlir::dist::planner;
 
+namespace pl = ::dist_rt::pipeline;
+
 namespace {
 
-/// 1F1B (GPipe in inference) schedule of one step; stages start each
-/// operation when its input is there and the stage is free.
+/// Share of a stage's backward that computes input gradients (the rest:
+/// weight gradients), for the schedules that split them (ZB-H1): a
+/// product's backward is one product of each kind, of the forward's size.
+constexpr double kBackwardInputShare = 0.5;
+
+/// The timeline of one training step with stages, as the schedule runs it
+/// (dist_rt/pipeline_schedule.h, the action lists the runtime executes):
+/// every stage's forwards and backward parts at the cost model's times,
+/// transfers as latency between stages; then each stage's tail. Returns
+/// when each stage's micro-batch part ends.
+std::vector<double> simulateTraining(Plan &plan,
+                                     const std::vector<StepStage> &evals,
+                                     pl::ScheduleKind kind) {
+  int64_t pp = static_cast<int64_t>(evals.size());
+  auto m = static_cast<int32_t>(plan.microBatches);
+  std::vector<pl::StageTimes> times;
+  for (const StepStage &ev : evals)
+    times.push_back({ev.forwardS, ev.backwardS * kBackwardInputShare,
+                     ev.backwardS * (1 - kBackwardInputShare), ev.sendS});
+  pl::Simulation sim = pl::simulate(kind, times, m);
+  std::vector<double> freeAt(pp, 0);
+  for (const pl::TimelineEntry &e : sim.timeline) {
+    const char *what = e.action.kind == pl::ActionKind::Forward    ? "fwd"
+                       : e.action.kind == pl::ActionKind::Backward ? "bwd"
+                       : e.action.kind == pl::ActionKind::BackwardInput
+                           ? "bwd_input"
+                           : "bwd_weight";
+    plan.timeline.push_back(
+        {e.stage, what, e.action.microBatch, e.startS, e.endS});
+    freeAt[e.stage] = std::max(freeAt[e.stage], e.endS);
+  }
+  if (pp > 1) {
+    for (int64_t s = 0; s < pp; ++s)
+      plan.stageActions.push_back(pl::formatActions(pl::stageActions(
+          kind, static_cast<int32_t>(s), static_cast<int32_t>(pp), m)));
+    plan.stageBubble = sim.bubble;
+    plan.stagePeakInFlight.assign(sim.peakInFlight.begin(),
+                                  sim.peakInFlight.end());
+  }
+  return freeAt;
+}
+
+/// The timeline of one step: a training step as simulateTraining predicts
+/// it, an inference step's forwards in GPipe order; then each stage's tail.
 void fillStepTimeline(Plan &plan, const std::vector<StepStage> &evals,
-                      bool training) {
+                      bool training, pl::ScheduleKind schedule) {
   int64_t pp = static_cast<int64_t>(evals.size());
   int64_t m = plan.microBatches;
-  // Per stage: (is backward, micro-batch) in 1F1B order.
-  std::vector<std::vector<std::pair<bool, int64_t>>> order(pp);
-  for (int64_t s = 0; s < pp; ++s) {
-    std::vector<std::pair<bool, int64_t>> &ops = order[s];
-    if (!training) {
-      for (int64_t i = 0; i < m; ++i)
-        ops.push_back({false, i});
-      continue;
-    }
-    int64_t warm = std::min(pp - s - 1, m);
-    for (int64_t i = 0; i < warm; ++i)
-      ops.push_back({false, i});
-    for (int64_t i = 0; i < m - warm; ++i) {
-      ops.push_back({false, warm + i});
-      ops.push_back({true, i});
-    }
-    for (int64_t i = m - warm; i < m; ++i)
-      ops.push_back({true, i});
-  }
-  std::vector<double> fwdEnd(pp * m, 0), bwdEnd(pp * m, 0), freeAt(pp, 0);
-  std::vector<char> fwdDone(pp * m, 0), bwdDone(pp * m, 0);
-  std::vector<size_t> next(pp, 0);
-  int64_t remaining = 0;
-  for (const auto &ops : order)
-    remaining += static_cast<int64_t>(ops.size());
-  while (remaining > 0) {
-    bool progress = false;
+  std::vector<double> freeAt(pp, 0);
+  if (training) {
+    freeAt = simulateTraining(plan, evals, schedule);
+  } else {
+    // Each forward starts when the stage is free and its input is there
+    // (sent from the stage before, the sender busy while it sends).
+    std::vector<double> ready(m, 0);
     for (int64_t s = 0; s < pp; ++s) {
       const StepStage &ev = evals[s];
-      while (next[s] < order[s].size()) {
-        auto [backward, i] = order[s][next[s]];
-        double ready = 0;
-        if (!backward) {
-          if (s > 0 && !fwdDone[(s - 1) * m + i])
-            break;
-          ready = s > 0 ? fwdEnd[(s - 1) * m + i] : 0;
-        } else if (s + 1 < pp) {
-          if (!bwdDone[(s + 1) * m + i])
-            break;
-          ready = bwdEnd[(s + 1) * m + i];
-        } else {
-          if (!fwdDone[s * m + i])
-            break;
-          ready = fwdEnd[s * m + i];
+      for (int64_t i = 0; i < m; ++i) {
+        double start = std::max(freeAt[s], ready[i]);
+        double end = start + ev.forwardS;
+        plan.timeline.push_back({s, "fwd", i, start, end});
+        if (ev.sendS > 0) {
+          plan.timeline.push_back({s, "send", i, end, end + ev.sendS});
+          end += ev.sendS;
         }
-        double start = std::max(freeAt[s], ready);
-        double end;
-        if (!backward) {
-          end = start + ev.forwardS;
-          plan.timeline.push_back({s, "fwd", i, start, end});
-          if (ev.sendS > 0) {
-            plan.timeline.push_back({s, "send", i, end, end + ev.sendS});
-            end += ev.sendS;
-          }
-          fwdEnd[s * m + i] = end;
-          fwdDone[s * m + i] = 1;
-        } else {
-          end = start + ev.backwardS;
-          plan.timeline.push_back({s, "bwd", i, start, end});
-          bwdEnd[s * m + i] = end;
-          bwdDone[s * m + i] = 1;
-        }
-        freeAt[s] = end;
-        ++next[s];
-        --remaining;
-        progress = true;
+        ready[i] = freeAt[s] = end;
       }
     }
-    assert(progress && "1F1B schedule deadlocked");
-    if (!progress)
-      break;
   }
   for (int64_t s = 0; s < pp; ++s) {
     double t = freeAt[s];
@@ -229,7 +222,7 @@ bool evaluateStepPlan(Plan &plan, const Problem &p, std::string &error) {
   }
   plan.stepTimeS = stepTimeOf(plan.microBatches, pp, maxT, maxTail);
   plan.throughput = plan.stepTimeS > 0 ? g / plan.stepTimeS : 0;
-  fillStepTimeline(plan, evals, req.training);
+  fillStepTimeline(plan, evals, req.training, req.schedule);
   return true;
 }
 

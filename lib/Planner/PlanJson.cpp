@@ -222,6 +222,25 @@ std::string mlir::dist::planToJson(const Plan &plan, const PlanRequest &req) {
                       numberAttr(json, "end_ms", event.endS * 1e3);
                     });
                   });
+  if (!plan.stageActions.empty())
+    doc.member("pipeline", [&](OStream &json) {
+      json.object([&] {
+        json.attribute("schedule",
+                       ::dist_rt::pipeline::scheduleName(req.schedule));
+        json.attributeArray("stages", [&] {
+          for (size_t s = 0; s < plan.stageActions.size(); ++s)
+            json.object([&] {
+              json.attribute("actions", plan.stageActions[s]);
+              numberAttr(json, "bubble",
+                         s < plan.stageBubble.size() ? plan.stageBubble[s] : 0);
+              json.attribute("peak_micro_batches_held",
+                             s < plan.stagePeakInFlight.size()
+                                 ? plan.stagePeakInFlight[s]
+                                 : 0);
+            });
+        });
+      });
+    });
   doc.member("planning", [&](OStream &json) {
     json.object([&] {
       numberAttr(json, "time_ms", plan.planningTimeS * 1e3);

@@ -67,6 +67,28 @@ std::string mlir::dist::planSummary(const Plan &plan, const PlanRequest &req) {
   os << "predicted: step " << formatMs(plan.stepTimeS) << " ms, "
      << formatFixed(plan.throughput, 1) << " samples/s, "
      << formatFixed(plan.costPerHour, 2) << " per hour\n";
+  if (!plan.stageBubble.empty()) {
+    double mean = 0;
+    for (double b : plan.stageBubble)
+      mean += b;
+    mean /= static_cast<double>(plan.stageBubble.size());
+    int64_t held = 0;
+    for (int64_t h : plan.stagePeakInFlight)
+      held = std::max(held, h);
+    double scheduled = 0;
+    for (const TimelineEvent &e : plan.timeline)
+      scheduled = std::max(scheduled, e.endS);
+    os << "pipeline: " << ::dist_rt::pipeline::scheduleName(req.schedule)
+       << ", step " << formatMs(scheduled) << " ms as scheduled"
+       << ", predicted bubble " << formatFixed(mean, 3)
+       << " (idle over busy, mean of the stages; (p-1)/m "
+       << formatFixed(::dist_rt::pipeline::analyticBubble(
+                          static_cast<int32_t>(plan.stageBubble.size()),
+                          static_cast<int32_t>(plan.microBatches)),
+                      3)
+       << "), at most " << held
+       << " micro-batches held by a stage (action lists in plan.json)\n";
+  }
   os << "planning: " << formatMs(plan.planningTimeS) << " ms, "
      << plan.evaluated << " candidate plans evaluated\n";
   return text;

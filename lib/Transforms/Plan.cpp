@@ -87,13 +87,15 @@ buildProbe(ModuleOp module, StringRef pipeline,
 /// is changed so that each device counts `ranksPerDevice` times, with that
 /// share of its cores, memory, bandwidth and peak, and `threads` becomes
 /// the cores of one rank.
-Plan meshPlan(const MeshSpec &mesh, ClusterSpec &cluster, size_t numLayers,
+Plan meshPlan(const MeshSpec &mesh, ClusterSpec &cluster,
+              const std::vector<int64_t> &layerStage, int64_t microBatches,
               int64_t &ranksPerDevice, int64_t &threads) {
   Plan plan;
   plan.dp = mesh.sizeOf("dp");
   plan.tp = mesh.sizeOf("tp");
-  plan.pp = 1;
-  int64_t ranks = plan.dp * plan.tp;
+  plan.pp = mesh.sizeOf("pp");
+  plan.microBatches = microBatches;
+  int64_t ranks = plan.dp * plan.tp * plan.pp;
   ranksPerDevice = 1;
   std::vector<DeviceType> types = listDeviceTypes(cluster);
   if (!types.empty() && types.front().spec->kind == DevKind::CPU &&
@@ -111,15 +113,23 @@ Plan meshPlan(const MeshSpec &mesh, ClusterSpec &cluster, size_t numLayers,
     if (threads == 0)
       threads = cpu.cores;
   }
-  StagePlan stage;
-  stage.firstLayer = 0;
-  stage.lastLayer = static_cast<int64_t>(numLayers) - 1;
-  stage.deviceType = 0;
-  stage.units = ranks;
-  stage.dp = plan.dp;
-  stage.tp = plan.tp;
-  plan.stages.push_back(stage);
-  plan.layerStage.assign(numLayers, 0);
+  // One stage per pp rank, over the layers dist-split-stages gives it.
+  for (int64_t s = 0; s < plan.pp; ++s) {
+    StagePlan stage;
+    stage.firstLayer = -1;
+    for (size_t l = 0; l < layerStage.size(); ++l)
+      if (layerStage[l] == s) {
+        if (stage.firstLayer < 0)
+          stage.firstLayer = static_cast<int64_t>(l);
+        stage.lastLayer = static_cast<int64_t>(l);
+      }
+    stage.deviceType = 0;
+    stage.units = plan.dp * plan.tp;
+    stage.dp = plan.dp;
+    stage.tp = plan.tp;
+    plan.stages.push_back(stage);
+  }
+  plan.layerStage = layerStage;
   return plan;
 }
 
@@ -273,6 +283,9 @@ void PlanPass::runOnOperation() {
   options.psTables = psTables;
   options.conv = conv;
   options.trainPipeline = trainPipeline;
+  options.schedule = schedule;
+  options.microBatches = microBatches;
+  options.ppSplit = ppSplit;
   FailureOr<std::unique_ptr<ModulePlan>> result =
       planModule(module, options, buildTrainStep);
   if (failed(result))
@@ -486,6 +499,7 @@ FailureOr<std::unique_ptr<ModulePlan>> mlir::dist::planModule(
   req.threads = options.threads;
   req.seed = options.seed;
   req.rlEpisodes = options.rlEpisodes;
+  req.schedule = options.schedule;
 
   AnalyticCostModel costModel(dtypeOf(func));
   std::string error;
@@ -525,7 +539,26 @@ FailureOr<std::unique_ptr<ModulePlan>> mlir::dist::planModule(
     // The layout is given: evaluate it, so that the plan describes what
     // will run.
     result->mesh = requested.getSpec();
-    Plan plan = meshPlan(result->mesh, result->cluster, req.layers.size(),
+    // Pipeline stages: the layers and micro-batches dist-split-stages and
+    // dist-build-train-step will give them.
+    int64_t pp = result->mesh.sizeOf("pp");
+    int64_t dp = result->mesh.sizeOf("dp");
+    std::vector<int64_t> layerStage(req.layers.size(), 0);
+    int64_t micro = 1;
+    if (pp > 1) {
+      FailureOr<std::vector<int64_t>> stages =
+          layerStages(*costs, pp, options.ppSplit, func);
+      if (failed(stages))
+        return failure();
+      layerStage = *stages;
+      micro = options.microBatches;
+      if (micro == 0) {
+        micro = 2 * pp;
+        while (micro > 1 && batch % dp == 0 && (batch / dp) % micro != 0)
+          --micro;
+      }
+    }
+    Plan plan = meshPlan(result->mesh, result->cluster, layerStage, micro,
                          result->ranksPerDevice, req.threads);
     req.cluster = &result->cluster;
     plan.objective = req.objective;

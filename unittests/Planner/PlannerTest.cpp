@@ -706,6 +706,59 @@ TEST(Planner, EvaluateComputesFiguresAndTimeline) {
                        1e-12));
 }
 
+/// The timeline of a training plan with stages follows the schedule asked
+/// for, as the runtime runs it: per-stage action lists, bubbles as the
+/// schedule's simulation gives them (equal stages: (p-1)/m for 1F1B), and
+/// ZB-H1's weight gradients filling 1F1B's bubble.
+TEST(Planner, EvaluateFollowsThePipelineSchedule) {
+  SimpleCostModel cm;
+  ClusterSpec cluster = makeCluster({makeNode(
+      "gpu", 1, {makeDevice(DevKind::GPU, "G", 4, 80, 100, 1000, 2)})});
+  PlanRequest req;
+  req.cluster = &cluster;
+  req.globalBatch = 8;
+  for (int l = 0; l < 4; ++l) {
+    LayerCost layer = transformerLayer(l, 512, 64);
+    layer.tensorParallel = false;
+    req.layers.push_back(layer);
+  }
+  auto evaluate = [&](::dist_rt::pipeline::ScheduleKind kind) {
+    Plan plan;
+    plan.pp = 2;
+    plan.microBatches = 4;
+    for (int s = 0; s < 2; ++s) {
+      StagePlan st;
+      st.firstLayer = 2 * s;
+      st.lastLayer = 2 * s + 1;
+      st.units = 1;
+      plan.stages.push_back(st);
+    }
+    req.schedule = kind;
+    std::string error;
+    EXPECT_TRUE(evaluatePlan(plan, req, cm, error)) << error;
+    return plan;
+  };
+  using ::dist_rt::pipeline::ScheduleKind;
+  Plan oneF = evaluate(ScheduleKind::OneFOneB);
+  Plan zb = evaluate(ScheduleKind::ZBH1);
+  ASSERT_EQ(oneF.stageActions.size(), 2u);
+  EXPECT_EQ(oneF.stageActions[1].substr(0, 20), "recv-act:0 F0 B0 sen");
+  ASSERT_EQ(zb.stageBubble.size(), 2u);
+  ASSERT_EQ(oneF.stageBubble.size(), 2u);
+  EXPECT_EQ(oneF.stagePeakInFlight, (std::vector<int64_t>{2, 1}));
+  double meanOneF = (oneF.stageBubble[0] + oneF.stageBubble[1]) / 2;
+  double meanZb = (zb.stageBubble[0] + zb.stageBubble[1]) / 2;
+  EXPECT_LT(meanZb, meanOneF);
+  int input = 0, weight = 0;
+  for (const TimelineEvent &ev : zb.timeline) {
+    input += ev.what == "bwd_input";
+    weight += ev.what == "bwd_weight";
+    EXPECT_LE(ev.endS, zb.stepTimeS * (1 + 1e-12));
+  }
+  EXPECT_EQ(input, 8);
+  EXPECT_EQ(weight, 8);
+}
+
 //===----------------------------------------------------------------------===//
 // Strategies
 //===----------------------------------------------------------------------===//

@@ -21,6 +21,7 @@
 
 #include "dist/Planner/Cluster.h"
 #include "dist/Planner/CostModel.h"
+#include "dist_rt/pipeline_schedule.h"
 
 #include <cstdint>
 #include <optional>
@@ -68,6 +69,10 @@ struct PlanRequest {
   /// Bound for Exhaustive (number of assignments); larger instances are
   /// refused with an error.
   int64_t exhaustiveLimit = 2000000;
+  /// The pipeline schedule the timeline of a training plan with stages
+  /// follows (dist-opt --schedule).
+  ::dist_rt::pipeline::ScheduleKind schedule =
+      ::dist_rt::pipeline::ScheduleKind::OneFOneB;
 };
 
 /// One pipeline stage.
@@ -116,6 +121,13 @@ struct Plan {
   double costPerHour = 0; ///< sum of units * price over stages
   int64_t devicesUsed = 0;
   std::vector<TimelineEvent> timeline;
+  /// A training plan with stages: per stage, the schedule's action list
+  /// (pipeline_schedule.h's formatActions), the predicted bubble (idle time
+  /// over busy time in the step's micro-batch part) and the most
+  /// micro-batches whose activations it holds at once.
+  std::vector<std::string> stageActions;
+  std::vector<double> stageBubble;
+  std::vector<int64_t> stagePeakInFlight;
   double planningTimeS = 0; ///< wall time of the search
   int64_t evaluated = 0;    ///< candidate plans the search scored
 };

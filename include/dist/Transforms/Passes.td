@@ -102,6 +102,17 @@ def PlanPass : Pass<"dist-plan", "ModuleOp"> {
     Option<"applyLayout", "apply-layout", "bool", "false",
            "make the plan's data- and tensor-parallel degrees the module's "
            "mesh (dist.mesh)">,
+    Option<"schedule", "schedule", "::mlir::dist::PipelineSchedule",
+           "::mlir::dist::PipelineSchedule::OneFOneB",
+           "the pipeline schedule a training plan's timeline follows",
+           "::mlir::dist::enumOptionValues<::mlir::dist::PipelineSchedule>()">,
+    Option<"microBatches", "micro-batches", "int64_t", "0",
+           "micro-batches of a --mesh with pp (0: two per stage, fewer "
+           "where the batch per dp rank does not split), as "
+           "dist-build-train-step builds them">,
+    Option<"ppSplit", "pp-split", "std::string", "\"\"",
+           "stage boundaries of a --mesh with pp, as dist-split-stages' "
+           "split option">,
     Option<"zero", "zero", "int64_t", "0",
            "the ZeRO stage an applied layout is built with: 1 needs data "
            "parallelism to shard the optimizer state over">,
