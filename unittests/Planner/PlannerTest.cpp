@@ -626,10 +626,9 @@ TEST(Planner, EvaluateRejectsMemoryOverflow) {
   EXPECT_EQ(error, expected);
 }
 
-TEST(Planner, EvaluateComputesFiguresAndTimeline) {
-  SimpleCostModel cm;
-  ClusterSpec cluster = makeCluster({makeNode(
-      "gpu", 1, {makeDevice(DevKind::GPU, "G", 4, 80, 100, 1000, 2)})});
+/// One GPU node of 4 devices and 4 transformer layers at a global batch
+/// of 8, for the two-stage plans below.
+PlanRequest fourLayerRequest(const ClusterSpec &cluster) {
   PlanRequest req;
   req.cluster = &cluster;
   req.globalBatch = 8;
@@ -638,6 +637,11 @@ TEST(Planner, EvaluateComputesFiguresAndTimeline) {
     layer.tensorParallel = false;
     req.layers.push_back(layer);
   }
+  return req;
+}
+
+/// Two stages of two layers on one device each, 4 micro-batches.
+Plan twoStagePlan() {
   Plan plan;
   plan.pp = 2;
   plan.microBatches = 4;
@@ -648,6 +652,15 @@ TEST(Planner, EvaluateComputesFiguresAndTimeline) {
     st.units = 1;
     plan.stages.push_back(st);
   }
+  return plan;
+}
+
+TEST(Planner, EvaluateComputesFiguresAndTimeline) {
+  SimpleCostModel cm;
+  ClusterSpec cluster = makeCluster({makeNode(
+      "gpu", 1, {makeDevice(DevKind::GPU, "G", 4, 80, 100, 1000, 2)})});
+  PlanRequest req = fourLayerRequest(cluster);
+  Plan plan = twoStagePlan();
   std::string error;
   ASSERT_TRUE(evaluatePlan(plan, req, cm, error)) << error;
   // Hand computation of the step.
@@ -714,25 +727,9 @@ TEST(Planner, EvaluateFollowsThePipelineSchedule) {
   SimpleCostModel cm;
   ClusterSpec cluster = makeCluster({makeNode(
       "gpu", 1, {makeDevice(DevKind::GPU, "G", 4, 80, 100, 1000, 2)})});
-  PlanRequest req;
-  req.cluster = &cluster;
-  req.globalBatch = 8;
-  for (int l = 0; l < 4; ++l) {
-    LayerCost layer = transformerLayer(l, 512, 64);
-    layer.tensorParallel = false;
-    req.layers.push_back(layer);
-  }
+  PlanRequest req = fourLayerRequest(cluster);
   auto evaluate = [&](::dist_rt::pipeline::ScheduleKind kind) {
-    Plan plan;
-    plan.pp = 2;
-    plan.microBatches = 4;
-    for (int s = 0; s < 2; ++s) {
-      StagePlan st;
-      st.firstLayer = 2 * s;
-      st.lastLayer = 2 * s + 1;
-      st.units = 1;
-      plan.stages.push_back(st);
-    }
+    Plan plan = twoStagePlan();
     req.schedule = kind;
     std::string error;
     EXPECT_TRUE(evaluatePlan(plan, req, cm, error)) << error;
