@@ -13,9 +13,12 @@
 #    `train --trace`; mean over the ranks, median over the steps) beside the
 #    schedule's simulation with the measured per-stage action times
 #    (bench/pp_simulate.cpp, the code the runtime runs the schedule by) and
-#    the analytic (p - 1) / m; the measured step time beside the simulated
-#    one; the most bytes a rank kept between its actions (activations held
-#    for the backward) beside the micro-batches the simulation holds.
+#    the analytic (p - 1) / m, and the cost model's prediction (the plan
+#    report of `dist-opt --cluster local`: the same schedule at the
+#    calibrated model's stage times); the measured step time beside the
+#    simulated one and the cost model's; the most bytes a rank kept between
+#    its actions (activations held for the backward) beside the
+#    micro-batches the simulation holds.
 # 2. For p = 4 and 8 (more ranks than this machine has cores): predicted
 #    only, from the simulation at equal stage times.
 # 3. Throughput: dist-opt pp=2 (its best schedule) against one dist-opt
@@ -182,6 +185,16 @@ def analyse(traces, schedule, m, simulate):
             "sim": sim}
 
 
+def cost_model_prediction(out):
+    """The plan report's pipeline (dist-opt --cluster local): the mean
+    predicted bubble of the stages and the step as the schedule runs it,
+    from the calibrated cost model's stage times."""
+    plan = json.load(open(os.path.join(out, "plan.json")))
+    bubbles = [s["bubble"] for s in plan["pipeline"]["stages"]]
+    step_ms = max(e["end_ms"] for e in plan["timeline"])
+    return {"bubble": sum(bubbles) / len(bubbles), "step_s": step_ms / 1e3}
+
+
 def torch_run(d, steps, m, world=2):
     """PyTorch GPipe over `world` (2) gloo processes; the step's median."""
     script = os.path.join(d, "gpipe_child.py")
@@ -227,16 +240,18 @@ def main():
 
     print(f"GPT-style LM (d=256, 2 layers, 64 tokens), AdamW, global batch "
           f"{BATCH}, p=2 ranks of one thread")
-    print(f"{'m':>3} {'schedule':>8}  {'bubble':>7} {'sim':>6} "
-          f"{'(p-1)/m':>7}  {'step ms':>8} {'sim ms':>7} {'err':>5}  "
-          f"{'held MB (rank 0, 1)':>19} {'sim mb held':>11}")
+    print(f"{'m':>3} {'schedule':>8}  {'bubble':>7} {'sim':>6} {'model':>6} "
+          f"{'(p-1)/m':>7}  {'step ms':>8} {'sim ms':>7} {'err':>5} "
+          f"{'model ms':>8}  {'held MB (rank 0, 1)':>19} {'sim mb held':>11}")
     best = {}
     for m in args.micro_batches:
         for sched in SCHEDULES:
             try:
                 exe = compile_(f"pp2_{sched}_m{m}",
                                ["--mesh", "pp=2", "--schedule", sched,
-                                "--micro-batches", str(m)])
+                                "--micro-batches", str(m),
+                                "--cluster", "local"])
+                model = cost_model_prediction(os.path.dirname(exe))
                 _, traces = train(exe, files, args.steps, 2, args.work,
                                   f"pp2_{sched}_m{m}")
                 a = analyse(traces, sched, m, simulate)
@@ -248,9 +263,10 @@ def main():
             err = abs(sim["step_s"] - a["step_s"]) / a["step_s"]
             held = ", ".join(f"{b / 1e6:.2f}" for b in a["held_bytes"])
             print(f"{m:>3} {sched:>8}  {a['bubble']:>7.3f} "
-                  f"{sim['mean_bubble']:>6.3f} {sim['analytic']:>7.3f}  "
+                  f"{sim['mean_bubble']:>6.3f} {model['bubble']:>6.3f} "
+                  f"{sim['analytic']:>7.3f}  "
                   f"{a['step_s'] * 1e3:>8.1f} {sim['step_s'] * 1e3:>7.1f} "
-                  f"{err:>5.0%}  {held:>19} "
+                  f"{err:>5.0%} {model['step_s'] * 1e3:>8.1f}  {held:>19} "
                   f"{str(sim['held_whole']):>11}", flush=True)
             if m not in best or a["step_s"] < best[m][1]:
                 best[m] = (sched, a["step_s"])
