@@ -711,21 +711,33 @@ void SplitStagesPass::runOnOperation() {
         << " layers (every stage needs one)";
     return signalPassFailure();
   }
-  if (!split.empty() && planned) {
-    module.emitError("dist-split-stages: give stage boundaries either by "
-                     "the plan or by the split option, not both");
-    return signalPassFailure();
-  }
-  if (!planned) {
-    auto parsed = layerStages(*costs, p, split, step);
-    if (failed(parsed))
-      return signalPassFailure();
-    layerStage = *parsed;
-  } else {
+  if (planned) {
     // Layers the plan did not reach follow the one before them.
     for (int64_t i = 0; i < numLayers; ++i)
       if (layerStage[i] < 0)
         layerStage[i] = i ? layerStage[i - 1] : 0;
+  }
+  if (!planned || !split.empty()) {
+    auto parsed = layerStages(*costs, p, split, step);
+    if (failed(parsed))
+      return signalPassFailure();
+    // A plan of a --mesh with pp cut where the split option says (the
+    // planner shares layerStages); a searched or given plan may not.
+    if (planned && *parsed != layerStage) {
+      auto first = [&](const std::vector<int64_t> &stageOf) {
+        std::string names;
+        for (int64_t i = 1; i < numLayers; ++i)
+          if (stageOf[i] != stageOf[i - 1])
+            names += (names.empty() ? "" : ",") + costs->layers[i].name;
+        return names;
+      };
+      module.emitError("dist-split-stages: the plan starts stages 1.. at "
+                       "layers ")
+          << first(layerStage) << ", the split option at " << first(*parsed)
+          << " (give one of them)";
+      return signalPassFailure();
+    }
+    layerStage = *parsed;
   }
 
   auto train = step->getAttrOfType<DictionaryAttr>("dist.train");
