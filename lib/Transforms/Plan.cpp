@@ -307,21 +307,12 @@ void PlanPass::runOnOperation() {
     const Plan &plan = mp.plan;
     if (plan.stages.size() != 1) {
       // Pipeline stages (dist-split-stages cuts the step at the stages the
-      // ops were given above) of equal width: the mesh is pp x dp x tp.
+      // ops were given above), all of the plan's dp and tp (evaluatePlan
+      // holds every stage to them): the mesh is pp x dp x tp.
       std::vector<DeviceType> types = listDeviceTypes(mp.cluster);
       int64_t numStages = static_cast<int64_t>(plan.stages.size());
       const StagePlan &first = plan.stages.front();
       for (auto [i, st] : llvm::enumerate(plan.stages)) {
-        if (st.dp != first.dp || st.tp != first.tp) {
-          emitError(UnknownLoc::get(ctx))
-              << "--plan: pipeline stage " << i
-              << " of the plan has dp=" << st.dp << ", tp=" << st.tp
-              << " and stage 0 dp=" << first.dp << ", tp=" << first.tp
-              << "; dist-opt runs stages of one width (a mesh pp x dp x "
-                 "tp); give the layout with --mesh (e.g. --mesh pp="
-              << numStages << ")";
-          return signalPassFailure();
-        }
         if (st.deviceType >= 0 &&
             st.deviceType < static_cast<int64_t>(types.size()) &&
             types[st.deviceType].spec->kind == DevKind::GPU) {
@@ -552,11 +543,9 @@ FailureOr<std::unique_ptr<ModulePlan>> mlir::dist::planModule(
         return failure();
       layerStage = *stages;
       micro = options.microBatches;
-      if (micro == 0) {
-        micro = 2 * pp;
-        while (micro > 1 && batch % dp == 0 && (batch / dp) % micro != 0)
-          --micro;
-      }
+      if (micro == 0)
+        micro = ::dist_rt::pipeline::defaultMicroBatches(
+            pp, batch % dp == 0 ? batch / dp : 0);
     }
     Plan plan = meshPlan(result->mesh, result->cluster, layerStage, micro,
                          result->ranksPerDevice, req.threads);

@@ -104,6 +104,16 @@ TEST(PipelineSchedule, SmallListsReadAsPublished) {
             "F0 I0 F1 I1 W0 F2 I2 W1 W2");
 }
 
+TEST(PipelineSchedule, DefaultMicroBatchesDivideTheBatch) {
+  EXPECT_EQ(defaultMicroBatches(1, 16), 1);
+  EXPECT_EQ(defaultMicroBatches(2, 16), 4);
+  EXPECT_EQ(defaultMicroBatches(2, 0), 4); // batch not known
+  EXPECT_EQ(defaultMicroBatches(2, 2), 2);
+  EXPECT_EQ(defaultMicroBatches(4, 4), 4); // 8 does not divide 4
+  EXPECT_EQ(defaultMicroBatches(4, 6), 6);
+  EXPECT_EQ(defaultMicroBatches(3, 7), 1);
+}
+
 TEST(PipelineSchedule, GPipeAnd1F1BBubbleIsAnalytic) {
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
     for (int32_t p : {2, 4, 8})

@@ -418,6 +418,16 @@ inline std::string formatActions(const std::vector<Action> &actions) {
   return out;
 }
 
+/// The micro-batches a pipeline of `stages` runs by default (dist-opt
+/// without --micro-batches): two per stage, or the most below that which
+/// divide `samples`, one dp rank's share of the batch (0: not known).
+inline int64_t defaultMicroBatches(int64_t stages, int64_t samples) {
+  int64_t m = stages > 1 ? 2 * stages : 1;
+  while (samples > 0 && m > 1 && samples % m != 0)
+    --m;
+  return m;
+}
+
 /// The analytic bubble of GPipe and 1F1B for equal stages: (p - 1) / m.
 inline double analyticBubble(int32_t stages, int32_t m) {
   return m > 0 ? static_cast<double>(stages - 1) / m : 0;

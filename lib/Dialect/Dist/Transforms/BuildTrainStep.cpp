@@ -16,6 +16,7 @@
 #include "dist/Dialect/Dist/Transforms/Passes.h"
 
 #include "dist/Dialect/Dist/Transforms/Batch.h"
+#include "dist_rt/pipeline_schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -466,13 +467,13 @@ void BuildTrainStepPass::runOnOperation() {
     if (auto g = planned.getAs<IntegerAttr>("global_batch"); g && global == 0)
       global = g.getInt();
   }
-  // The default: two per stage, fewer where the batch does not split.
+  // 0: the default, two per stage, fewer where the batch does not split.
   bool byDefault = micro == 0;
   if (byDefault)
-    micro = pp > 1 ? 2 * pp : 1;
+    micro = ::dist_rt::pipeline::defaultMicroBatches(pp, 0);
   if (micro < 1) {
-    module.emitError("dist-build-train-step option micro-batches: must be at "
-                     "least 0, got ")
+    module.emitError("dist-build-train-step option micro-batches: must not "
+                     "be negative, got ")
         << micro;
     return signalPassFailure();
   }
@@ -489,9 +490,8 @@ void BuildTrainStepPass::runOnOperation() {
     batch = global;
     bind = true;
   }
-  if (byDefault && batch > 0 && batch % dp == 0)
-    while (micro > 1 && (batch / dp) % micro != 0)
-      --micro;
+  if (byDefault && batch % dp == 0)
+    micro = ::dist_rt::pipeline::defaultMicroBatches(pp, batch / dp);
   int64_t parts = dp * micro;
   if (micro > 1 && batch % parts != 0) {
     entry.emitError("the batch of ")
