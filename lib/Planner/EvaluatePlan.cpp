@@ -60,7 +60,7 @@ std::vector<double> simulateTraining(Plan &plan,
   if (pp > 1) {
     for (int64_t s = 0; s < pp; ++s)
       plan.stageActions.push_back(pl::formatActions(pl::stageActions(
-          kind, static_cast<int32_t>(s), static_cast<int32_t>(pp), m)));
+          kind, static_cast<int32_t>(s), static_cast<int32_t>(pp), m, times)));
     plan.stageBubble = sim.bubble;
     plan.stagePeakInFlight.assign(sim.peakInFlight.begin(),
                                   sim.peakInFlight.end());

@@ -56,8 +56,16 @@ int findCall(const dist_rt_model &model, uint32_t stage, uint32_t action) {
 /// name and micro-batch.
 using StashKey = std::tuple<uint32_t, std::string, int32_t>;
 
+/// Returns a block to the runtime's caching allocator.
+struct AllocatorFree {
+  void operator()(void *block) const { _mlir_memref_to_llvm_free(block); }
+};
+
+/// A kept value: the allocator block it lives in (the one the function
+/// returned it in, taken over, or a copy) and where its elements start.
 struct Buffer {
-  std::unique_ptr<void, dist_rt::FreeDeleter> data;
+  std::unique_ptr<void, AllocatorFree> block;
+  char *data = nullptr;
   std::vector<int64_t> dims;
   int64_t bytes = 0;
 };
@@ -75,6 +83,10 @@ struct StepState {
   /// Bytes in `stash` now and at most during the step.
   int64_t heldBytes = 0, peakHeldBytes = 0;
 };
+
+/// The steps whose action times ZB-H1's lists are placed by: the second to
+/// the fourth this process runs (the first pays for first touches).
+constexpr int64_t kFirstTimedStep = 1, kLastTimedStep = 3;
 
 bool startsWith(const char *s, const char *prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
@@ -114,7 +126,7 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
                           ", which no earlier action returned",
                           desc.name, fn.stage, fn.name, in.name, mb);
       t.dims = it->second.dims.data();
-      t.data = it->second.data.get();
+      t.data = it->second.data;
       consumed.push_back(key);
       continue;
     }
@@ -151,11 +163,18 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
   }
   if (dist_rt_status_t status = receiveOutputs(model, call, args.data()))
     return status;
+  // Values kept for a later action stay in the block the function returned
+  // them in when it is the function's own, contiguous and not another
+  // output's too; the rest are copied into blocks of the caching allocator.
+  // (Copying every one into fresh memory cost ZB-H1, whose backward-input
+  // keeps the layers' inputs and output gradients for the backward-weight,
+  // a copy and the page faults of new memory for each.)
+  std::vector<void *> takenOver;
   for (uint32_t o = 0; o < fn.num_outputs; ++o) {
     const dist_rt_tensor_desc_t &out = fn.outputs[o];
     const ReturnedOutput &r = model.returned[o];
     size_t elem = dist_rt_dtype_size(out.dtype);
-    const char *source = r.aligned + r.offset * static_cast<int64_t>(elem);
+    char *source = r.aligned + r.offset * static_cast<int64_t>(elem);
     if (std::strcmp(out.name, "loss") == 0) {
       float value = 0;
       std::memcpy(&value, source, sizeof(float));
@@ -167,35 +186,55 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     b.dims.assign(r.sizes, r.sizes + out.rank);
     uint64_t bytes = 0;
     byteSize(out.rank, b.dims.data(), elem, bytes);
-    // aligned_alloc takes a whole number of alignments, at least one.
-    b.data.reset(
-        std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64)));
-    if (!b.data) {
-      freeBlocks(model.returnedBlocks, {});
-      return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
-                        "model '%s': out of memory keeping '%s' (%" PRIu64
-                        " bytes) between pipeline actions",
-                        desc.name, out.name, bytes);
+    bool shared = false;
+    for (uint32_t q = 0; r.fresh && q < fn.num_outputs; ++q)
+      shared |= q != o && model.returned[q].fresh &&
+                model.returned[q].allocated == r.allocated;
+    shared |= std::find(takenOver.begin(), takenOver.end(), r.allocated) !=
+              takenOver.end();
+    if (r.fresh && !shared &&
+        dist_rt::isContiguous(out.rank, r.sizes, r.strides)) {
+      b.block.reset(r.allocated);
+      b.data = source;
+      takenOver.push_back(r.allocated);
+    } else {
+      b.block.reset(_mlir_memref_to_llvm_alloc(static_cast<size_t>(bytes)));
+      if (!b.block) {
+        freeBlocks(model.returnedBlocks, takenOver);
+        return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
+                          "model '%s': out of memory keeping '%s' (%" PRIu64
+                          " bytes) between pipeline actions",
+                          desc.name, out.name, bytes);
+      }
+      b.data = static_cast<char *>(b.block.get());
+      std::vector<int64_t> strides(out.rank);
+      int64_t stride = 1;
+      for (uint32_t d = out.rank; d-- > 0;) {
+        strides[d] = stride;
+        stride *= b.dims[d];
+      }
+      dist_rt::copyStrided(elem, out.rank, b.dims.data(), source, r.strides,
+                           b.data, strides.data());
     }
-    std::vector<int64_t> strides(out.rank);
-    int64_t stride = 1;
-    for (uint32_t d = out.rank; d-- > 0;) {
-      strides[d] = stride;
-      stride *= b.dims[d];
-    }
-    dist_rt::copyStrided(elem, out.rank, b.dims.data(), source, r.strides,
-                         static_cast<char *>(b.data.get()), strides.data());
     b.bytes = static_cast<int64_t>(bytes);
     st.heldBytes += b.bytes;
     st.peakHeldBytes = std::max(st.peakHeldBytes, st.heldBytes);
     st.stash[StashKey{fn.stage, out.name, mb}] = std::move(b);
   }
-  freeBlocks(model.returnedBlocks, {});
+  freeBlocks(model.returnedBlocks, takenOver);
   for (const StashKey &key : consumed) {
     auto it = st.stash.find(key);
     st.heldBytes -= it->second.bytes;
     st.stash.erase(it);
   }
+  auto end = std::chrono::steady_clock::now();
+  double durS = std::chrono::duration<double>(end - begin).count();
+  double waitS = dist_rt::pipelineRecvWaitSeconds() - waited;
+  if (fn.action <= DIST_RT_PIPELINE_BACKWARD_WEIGHT &&
+      model.pipelineSteps >= kFirstTimedStep &&
+      model.pipelineSteps <= kLastTimedStep)
+    model.pipelineActionSamples[fn.action].push_back(
+        std::max(0.0, durS - waitS));
   if (model.trace) {
     static const char *names[] = {"F", "B", "I", "W", "U", "S"};
     TraceEvent e;
@@ -203,17 +242,45 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     e.stage = static_cast<int32_t>(fn.stage);
     e.microBatch = mb;
     e.step = step;
-    auto end = std::chrono::steady_clock::now();
     e.startUs =
         std::chrono::duration<double, std::micro>(begin - model.traceEpoch)
             .count();
-    e.durUs = std::chrono::duration<double, std::micro>(end - begin).count();
-    e.waitUs = (dist_rt::pipelineRecvWaitSeconds() - waited) * 1e6;
+    e.durUs = durS * 1e6;
+    e.waitUs = waitS * 1e6;
     model.trace->push_back(e);
   }
   if (errors.failed)
     return generatedCodeError(desc, errors, step);
   return nullptr;
+}
+
+/// Sets model.pipelineActionS from the timed steps' actions: every rank
+/// puts its stage's median forward, backward-input and backward-weight
+/// seconds (medians: one action slowed by a neighbour process must not
+/// move the lists) in its stage's slots and the world keeps the largest of
+/// each, so that every rank derives the same action lists from the same
+/// times (and a stage counts as fast as its slowest dp or tp rank).
+void measureActionTimes(dist_rt_model &model, int32_t stages) {
+  std::vector<double> times(3 * static_cast<size_t>(stages), 0.0);
+  const uint32_t codes[3] = {DIST_RT_PIPELINE_FORWARD,
+                             DIST_RT_PIPELINE_BACKWARD_INPUT,
+                             DIST_RT_PIPELINE_BACKWARD_WEIGHT};
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> &v = model.pipelineActionSamples[codes[k]];
+    if (v.empty())
+      continue;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    times[3 * model.pipelineStage + k] = v[v.size() / 2];
+  }
+  for (std::vector<double> &v : model.pipelineActionSamples)
+    v = {};
+  const dist_rt_model_desc_t &desc = *model.desc;
+  int64_t world = (int64_t(1) << desc.num_mesh_axes) - 1;
+  dist_rt_mesh_all_reduce_wait(dist_rt_mesh_all_reduce_start(
+      static_cast<int64_t>(reinterpret_cast<intptr_t>(times.data())),
+      static_cast<int64_t>(times.size()), DIST_RT_DTYPE_DOUBLE,
+      DIST_RT_MESH_REDUCE_MAX, world));
+  model.pipelineActionS = std::move(times);
 }
 
 uint32_t actionCode(pl::ActionKind kind) {
@@ -346,8 +413,26 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
           return status;
   } else {
     uint32_t stage = static_cast<uint32_t>(model.pipelineStage);
+    // ZB-H1 fills the bubbles with weight gradients by the times the
+    // actions take: unit times for the first four steps, then the medians
+    // measured in the second to the fourth. Stages are rarely alike: the
+    // GPT-style LM's first stage (embeddings and a block) has almost no
+    // input gradient to compute (its input is token ids) and long weight
+    // gradients, so by the unit-time lists it waited for the next stage's
+    // gradient with a weight gradient ready to run. Every rank derives the
+    // same lists from the same times, and lists from one simulation cannot
+    // deadlock whatever the real times (pipeline::replay).
+    std::vector<pl::StageTimes> times;
+    for (int32_t s = 0;
+         3 * static_cast<size_t>(s) + 2 < model.pipelineActionS.size(); ++s) {
+      pl::StageTimes t;
+      t.forwardS = model.pipelineActionS[3 * s];
+      t.backwardInputS = model.pipelineActionS[3 * s + 1];
+      t.backwardWeightS = model.pipelineActionS[3 * s + 2];
+      times.push_back(t);
+    }
     for (const pl::Action &a :
-         pl::computeActions(kind, model.pipelineStage, p, m))
+         pl::computeActions(kind, model.pipelineStage, p, m, times))
       if (dist_rt_status_t status =
               run(stage, actionCode(a.kind), a.microBatch))
         return status;
@@ -358,7 +443,10 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
         return status;
     if (dist_rt_status_t status = dist_rt::pipelineFinishSends())
       return status;
+    if (pl::splitsBackward(kind) && model.pipelineSteps == kLastTimedStep)
+      measureActionTimes(model, p);
   }
+  ++model.pipelineSteps;
   if (!st.stash.empty())
     return makeStatus(DIST_RT_ERROR_INTERNAL,
                       "model '%s': %zu values kept between pipeline actions "

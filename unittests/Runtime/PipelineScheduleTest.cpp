@@ -208,6 +208,76 @@ TEST(PipelineSchedule, UnequalTimesCompleteAndKeepTheOrder) {
       }
 }
 
+// The runtime orders ZB-H1's actions by times it measured in one step and
+// then runs them at whatever times the later steps take: the lists must be
+// complete for any times they were derived from, and run to the end (no
+// stage waiting for one that waits for it) at any other times.
+TEST(PipelineSchedule, ListsFromMeasuredTimesRunAtAnyTimes) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> d(0.05, 4.0);
+  auto randomTimes = [&](int32_t p) {
+    std::vector<StageTimes> times(p);
+    for (StageTimes &t : times) {
+      t.forwardS = d(rng);
+      t.backwardInputS = d(rng);
+      t.backwardWeightS = d(rng) / 4;
+      t.sendS = d(rng) / 8;
+    }
+    return times;
+  };
+  for (ScheduleKind kind : kAll)
+    for (int32_t p : {2, 3, 4, 8})
+      for (int32_t m : {1, 2, 4, 7, 16})
+        for (int trial = 0; trial < 4; ++trial) {
+          std::vector<StageTimes> measured = randomTimes(p);
+          std::vector<std::vector<Action>> orders;
+          for (int32_t s = 0; s < p; ++s) {
+            orders.push_back(computeActions(kind, s, p, m, measured));
+            checkComplete(kind, s, p, m, stageActions(kind, s, p, m, measured));
+          }
+          for (int again = 0; again < 3; ++again) {
+            Simulation sim = replay(orders, randomTimes(p), m);
+            ASSERT_TRUE(sim.ok)
+                << scheduleName(kind) << " p " << p << " m " << m;
+            for (int32_t s = 0; s < p; ++s)
+              EXPECT_EQ(sim.order[s], orders[s]);
+          }
+        }
+  // A list that waits for itself does not complete.
+  std::vector<std::vector<Action>> stuck = {{{ActionKind::BackwardInput, 0},
+                                             {ActionKind::Forward, 0},
+                                             {ActionKind::BackwardWeight, 0}},
+                                            {{ActionKind::Forward, 0},
+                                             {ActionKind::BackwardInput, 0},
+                                             {ActionKind::BackwardWeight, 0}}};
+  EXPECT_FALSE(replay(stuck, equalTimes(2, 1, 1, 1), 1).ok);
+}
+
+// Where stages are unlike, lists placed by the real times leave less idle
+// than the unit-time lists run at those times (what the runtime did before
+// it measured). The times: the GPT-style LM's two stages as measured (ms),
+// the first with almost no input gradient (its input is token ids).
+TEST(PipelineSchedule, ZeroBubbleListsFollowTheTimes) {
+  std::vector<StageTimes> times(2);
+  times[0].forwardS = 10.5;
+  times[0].backwardInputS = 0.3;
+  times[0].backwardWeightS = 14.5;
+  times[1].forwardS = 10.7;
+  times[1].backwardInputS = 11.0;
+  times[1].backwardWeightS = 6.5;
+  int32_t m = 4;
+  std::vector<std::vector<Action>> unit, measured;
+  for (int32_t s = 0; s < 2; ++s) {
+    unit.push_back(computeActions(ScheduleKind::ZBH1, s, 2, m));
+    measured.push_back(computeActions(ScheduleKind::ZBH1, s, 2, m, times));
+  }
+  Simulation byUnit = replay(unit, times, m);
+  Simulation byMeasured = replay(measured, times, m);
+  ASSERT_TRUE(byUnit.ok && byMeasured.ok);
+  EXPECT_LT(byMeasured.stepS, byUnit.stepS);
+  EXPECT_EQ(byMeasured.stepS, simulate(ScheduleKind::ZBH1, times, m).stepS);
+}
+
 TEST(PipelineSchedule, RefusesEmptyPipelines) {
   EXPECT_FALSE(simulate(ScheduleKind::OneFOneB, {}, 4).ok);
   EXPECT_FALSE(simulate(ScheduleKind::OneFOneB, equalTimes(2, 1, 1, 1), 0).ok);

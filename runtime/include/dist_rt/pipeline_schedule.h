@@ -22,8 +22,10 @@
 //    bound (p - s micro-batches held whole); weight gradients run when
 //    nothing else is ready or when more than p - 1 are pending, so they
 //    fill the cool-down bubble: at equal times the bubble is (p - 1) / 3m,
-//    a third of 1F1B's. The list is derived by simulating the schedule at
-//    equal unit times, so it is the same on every rank.
+//    a third of 1F1B's. The lists are derived by simulating the schedule at
+//    given stage times (the compiler's printout: the cost model's; the
+//    runtime: unit times, then the times it measured, the same on every
+//    rank), so every rank's list fits every other's.
 //
 // Bubble: for a stage, (step time - busy time) / busy time, the form in
 // which GPipe's and 1F1B's is (p - 1) / m for equal stages.
@@ -209,6 +211,8 @@ inline void run(const std::vector<std::vector<Action>> *fixed,
   // When the input of a forward or backward is there (never: not yet
   // produced).
   auto readyAt = [&](int32_t s, const Action &a) {
+    if (a.kind == ActionKind::BackwardWeight) // after its own input part
+      return bwdEnd[idx(s, a.microBatch)];
     if (a.kind == ActionKind::Forward) {
       if (s == 0)
         return 0.0;
@@ -311,7 +315,8 @@ inline void run(const std::vector<std::vector<Action>> *fixed,
       pendingW[s].push_back(a.microBatch);
       break;
     default:
-      pendingW[s].erase(pendingW[s].begin());
+      pendingW[s].erase(
+          std::find(pendingW[s].begin(), pendingW[s].end(), a.microBatch));
       --inFlight[s];
       break;
     }
@@ -366,15 +371,38 @@ inline Simulation simulate(ScheduleKind kind,
   return sim;
 }
 
-/// The compute actions of `stage` in order: the same on every rank (ZB-H1's
-/// placement of weight gradients comes from a simulation at unit times).
-inline std::vector<Action> computeActions(ScheduleKind kind, int32_t stage,
-                                          int32_t stages, int32_t m) {
+/// Runs every stage's given list of compute actions, in order, with the
+/// given times: what the runtime does once the lists are set. It completes
+/// (`ok`) for any times when the lists came from one simulation, whatever
+/// its times: that simulation's timeline orders every action after the
+/// ones it waits for, in every stage's order, so no stage can wait for a
+/// stage that waits for it.
+inline Simulation replay(const std::vector<std::vector<Action>> &orders,
+                         const std::vector<StageTimes> &times, int32_t m) {
+  Simulation sim;
+  if (orders.size() != times.size() || times.empty() || m < 1) {
+    sim.ok = false;
+    return sim;
+  }
+  detail::run(&orders, times, m, sim);
+  return sim;
+}
+
+/// The compute actions of `stage` in order: the same on every rank. ZB-H1
+/// places weight gradients by a simulation at the stages' `times` (one per
+/// stage; empty: unit times), which must be the same on every rank too.
+inline std::vector<Action>
+computeActions(ScheduleKind kind, int32_t stage, int32_t stages, int32_t m,
+               const std::vector<StageTimes> &times = {}) {
   if (stage < 0 || stage >= stages || m < 1)
     return {};
   if (!splitsBackward(kind))
     return detail::fixedOrder(kind, stages, m)[stage];
-  Simulation sim = simulate(kind, std::vector<StageTimes>(stages), m);
+  Simulation sim = simulate(kind,
+                            static_cast<int32_t>(times.size()) == stages
+                                ? times
+                                : std::vector<StageTimes>(stages),
+                            m);
   return sim.order[stage];
 }
 
@@ -384,10 +412,11 @@ inline std::vector<Action> computeActions(ScheduleKind kind, int32_t stage,
 /// or backward-input receives the next stage's gradients first (unless it is
 /// the last stage) and sends its input gradients after (unless it is the
 /// first).
-inline std::vector<Action> stageActions(ScheduleKind kind, int32_t stage,
-                                        int32_t stages, int32_t m) {
+inline std::vector<Action>
+stageActions(ScheduleKind kind, int32_t stage, int32_t stages, int32_t m,
+             const std::vector<StageTimes> &times = {}) {
   std::vector<Action> out;
-  for (const Action &a : computeActions(kind, stage, stages, m)) {
+  for (const Action &a : computeActions(kind, stage, stages, m, times)) {
     bool forward = a.kind == ActionKind::Forward;
     bool gradient =
         a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput;
