@@ -13,7 +13,11 @@
 #    `train --trace`; mean over the ranks, median over the steps) beside the
 #    schedule's simulation with the measured per-stage action times
 #    (bench/pp_simulate.cpp, the code the runtime runs the schedule by) and
-#    the analytic (p - 1) / m, and the cost model's prediction (the plan
+#    the analytic (p - 1) / m; the slowest stage's bubble ((step time -
+#    update - the busiest rank's busy time) / that busy time: the idle a
+#    faster stage spends waiting for a slower one is load imbalance, the
+#    same under every schedule, and is left out), measured and simulated;
+#    zb-h1's bubbles over 1f1b's; and the cost model's prediction (the plan
 #    report of `dist-opt --cluster local`: the same schedule at the
 #    calibrated model's stage times); the measured step time beside the
 #    simulated one and the cost model's; the most bytes a rank kept between
@@ -46,7 +50,9 @@ sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
 
 from dp_scaling import MPIRUN, run, run_ranks, torch_run as one_torch  # noqa: E402
 
-WARMUP = 3
+# The runtime places ZB-H1's weight gradients by the times of steps 2-4
+# from the fifth step on (model_pipeline.cpp).
+WARMUP = 4
 BATCH = 32
 SCHEDULES = ("gpipe", "1f1b", "zb-h1")
 
@@ -141,12 +147,12 @@ def analyse(traces, schedule, m, simulate):
     """Measured and simulated figures of one pipelined run."""
     steps = sorted({e["args"]["step"] for e in traces[0]
                     if e["name"] == "step"})[WARMUP:]
-    step_s, bubbles, held, tails = [], [], [], []
+    step_s, bubbles, slowest, held, tails = [], [], [], [], []
     for s in steps:
         dur = max(e["dur"] for t in traces for e in t
                   if e["name"] == "step" and e["args"]["step"] == s) / 1e6
         step_s.append(dur)
-        per_rank = []
+        per_rank, busies = [], []
         tail = 0.0
         for t in traces:
             # The update after the last backward is the step's tail, outside
@@ -157,9 +163,11 @@ def analyse(traces, schedule, m, simulate):
                        if e["args"]["step"] == s and e["name"] != "step" and
                        e["name"] != "U") / 1e6
             per_rank.append((dur - update - busy) / busy)
+            busies.append(busy)
             tail = max(tail, update)
         tails.append(tail)
         bubbles.append(statistics.mean(per_rank))
+        slowest.append((dur - tail - max(busies)) / max(busies))
     for t in traces:
         held.append(max(e["args"]["held_bytes"] for e in t
                         if e["name"] == "step"))
@@ -181,7 +189,8 @@ def analyse(traces, schedule, m, simulate):
     # The simulated step with the measured update after it.
     sim["step_s"] += statistics.median(tails)
     return {"step_s": statistics.median(step_s),
-            "bubble": statistics.median(bubbles), "held_bytes": held,
+            "bubble": statistics.median(bubbles),
+            "slowest": statistics.median(slowest), "held_bytes": held,
             "sim": sim}
 
 
@@ -241,8 +250,10 @@ def main():
     print(f"GPT-style LM (d=256, 2 layers, 64 tokens), AdamW, global batch "
           f"{BATCH}, p=2 ranks of one thread")
     print(f"{'m':>3} {'schedule':>8}  {'bubble':>7} {'sim':>6} {'model':>6} "
-          f"{'(p-1)/m':>7}  {'step ms':>8} {'sim ms':>7} {'err':>5} "
-          f"{'model ms':>8}  {'held MB (rank 0, 1)':>19} {'sim mb held':>11}")
+          f"{'(p-1)/m':>7}  {'slowest':>7} {'sim':>6}  {'step ms':>8} "
+          f"{'sim ms':>7} {'err':>5} {'model ms':>8}  "
+          f"{'held MB (rank 0, 1)':>19} {'sim mb held':>11}")
+    bubble_of = {}
     best = {}
     for m in args.micro_batches:
         for sched in SCHEDULES:
@@ -264,12 +275,22 @@ def main():
             held = ", ".join(f"{b / 1e6:.2f}" for b in a["held_bytes"])
             print(f"{m:>3} {sched:>8}  {a['bubble']:>7.3f} "
                   f"{sim['mean_bubble']:>6.3f} {model['bubble']:>6.3f} "
-                  f"{sim['analytic']:>7.3f}  "
+                  f"{sim['analytic']:>7.3f}  {a['slowest']:>7.3f} "
+                  f"{sim['slowest_bubble']:>6.3f}  "
                   f"{a['step_s'] * 1e3:>8.1f} {sim['step_s'] * 1e3:>7.1f} "
                   f"{err:>5.0%} {model['step_s'] * 1e3:>8.1f}  {held:>19} "
                   f"{str(sim['held_whole']):>11}", flush=True)
             if m not in best or a["step_s"] < best[m][1]:
                 best[m] = (sched, a["step_s"])
+            bubble_of[(m, sched)] = a
+
+    print("\nzb-h1's bubble over 1f1b's, measured (target: at most 0.5); "
+          "mean of the stages, slowest stage")
+    for m in args.micro_batches:
+        zb, ob = bubble_of.get((m, "zb-h1")), bubble_of.get((m, "1f1b"))
+        if zb and ob and ob["bubble"] > 0 and ob["slowest"] > 0:
+            print(f"{m:>3}  {zb['bubble'] / ob['bubble']:>5.2f}  "
+                  f"{zb['slowest'] / ob['slowest']:>5.2f}")
 
     print("\npredicted only (equal stage times, F = I = W = 1): bubble")
     print(f"{'p':>3} {'m':>3}  " + "  ".join(f"{s:>7}" for s in SCHEDULES))
