@@ -473,7 +473,9 @@ void PartitionPass::runOnOperation() {
     if (auto action = f->getAttrOfType<DictionaryAttr>(kPipelineActionAttr)) {
       pipelined = true;
       auto kind = action.getAs<StringAttr>("action");
-      if (kind && kind.getValue() == "update" &&
+      // With --clip-grad-norm the norm action reads the accumulators first
+      // (and hands the averaged gradients to the update).
+      if (kind && (kind.getValue() == "update" || kind.getValue() == "norm") &&
           failed(reduceStageGradients(f, dpAxis)))
         return signalPassFailure();
     }

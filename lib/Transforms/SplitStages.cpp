@@ -25,6 +25,7 @@
 #include "dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
@@ -50,15 +51,16 @@ using namespace mlir::dist;
 namespace {
 
 /// The parts of a stage's work, in the order one micro-batch goes through
-/// them (the update runs once per step, after every micro-batch; the sync,
-/// after every stage's update, takes the new values of the parameters it
-/// shares with an earlier stage).
+/// them (the norm, with --clip-grad-norm, and the update run once per step,
+/// after every micro-batch; the sync, after every stage's update, takes the
+/// new values of the parameters it shares with an earlier stage).
 enum Part : int {
   kForward = 0,
   kBackward = 1,
   kWeight = 2,
-  kUpdate = 3,
-  kSync = 4
+  kNorm = 3,
+  kUpdate = 4,
+  kSync = 5
 };
 
 /// Where an op of the step goes: a stage and a part, or copied into every
@@ -71,6 +73,9 @@ struct Place {
   /// transpose of an activation for a weight gradient): it goes to the
   /// earliest stage that uses it, once those are known.
   bool pending = false;
+  /// Part of --clip-grad-norm's sum of squared gradients over the whole
+  /// model: rebuilt per stage in its norm function (see placeNorm).
+  bool norm = false;
 };
 
 struct SplitStagesPass
@@ -92,6 +97,9 @@ public:
                       const std::vector<int64_t> &layerStage);
   /// Creates the functions; fails with an error.
   LogicalResult build();
+  /// The part that first reads a gradient summed over the micro-batches:
+  /// the norm with --clip-grad-norm, else the update.
+  int firstAfterMicroBatches() const { return normTotal ? kNorm : kUpdate; }
 
   int64_t transfers = 0, stashed = 0, accumulators = 0;
 
@@ -135,6 +143,25 @@ private:
     int64_t owner, reader;
   };
   SmallVector<Tied> tied;
+
+  /// --clip-grad-norm: the step's sum of squared gradients (the operand of
+  /// the square root marked kGradNormAttr), or null. Each term of the sum
+  /// is the squares of one parameter's gradient (`ops`, the reduction and
+  /// what follows it, applied to `grad`), summed over the mesh axis of
+  /// `allReduce` where the parameter is split (null: replicated). Each
+  /// stage's norm function sums its parameters' terms and returns them as
+  /// "grad_norm.partial"; the runtime sums those over the stages and hands
+  /// the total to every update as "grad_norm.total", which stands for
+  /// `normTotal` there.
+  struct NormTerm {
+    Value grad;
+    SmallVector<Operation *> ops;
+    Operation *allReduce = nullptr;
+  };
+  Value normTotal;
+  SmallVector<NormTerm> normTerms;
+  LogicalResult placeNorm();
+  LogicalResult buildNorm();
 };
 
 StringRef Splitter::nameOfArg(unsigned i) {
@@ -170,6 +197,121 @@ static bool feedsOnlyUpdate(Operation *op) {
   return !op->use_empty();
 }
 
+LogicalResult Splitter::placeNorm() {
+  Block &body = step.getBody().front();
+  Operation *sqrt = nullptr;
+  for (Operation &op : body)
+    if (op.hasAttr(kGradNormAttr))
+      sqrt = &op;
+  if (!sqrt)
+    return success();
+  if (sqrt->getNumOperands() != 1)
+    return sqrt->emitError("dist-split-stages: the gradient norm's square "
+                           "root takes one operand");
+  normTotal = sqrt->getOperand(0);
+  // The sum: adds of terms, and all-reduces over a mesh axis of sums of
+  // terms; a term ends in the reduction of one gradient's squares.
+  auto markNorm = [&](Operation *op) {
+    Place p;
+    p.part = kUpdate;
+    p.copied = true;
+    p.norm = true;
+    places[op] = p;
+  };
+  std::function<LogicalResult(Value, Operation *)> walk =
+      [&](Value v, Operation *allReduce) -> LogicalResult {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return step.emitError("dist-split-stages: the gradient norm sums a "
+                            "value that no op computes");
+    markNorm(def);
+    if (isa<AddOp>(def) && def->getNumOperands() == 2) {
+      for (Value operand : def->getOperands())
+        if (failed(walk(operand, allReduce)))
+          return failure();
+      return success();
+    }
+    if (isa<shard::AllReduceOp>(def)) {
+      if (allReduce)
+        return def->emitError("dist-split-stages: the gradient norm "
+                              "reduces over two mesh axes");
+      return walk(def->getOperand(0), def);
+    }
+    NormTerm term;
+    term.allReduce = allReduce;
+    for (Operation *op = def;;) {
+      term.ops.push_back(op);
+      markNorm(op);
+      if (isa<ReduceSumSquareOp>(op)) {
+        term.grad = op->getOperand(0);
+        break;
+      }
+      if (op->getNumOperands() != 1 || !op->getOperand(0).getDefiningOp())
+        return op->emitError("dist-split-stages: unexpected op in the sum "
+                             "of the squared gradients");
+      op = op->getOperand(0).getDefiningOp();
+    }
+    std::reverse(term.ops.begin(), term.ops.end());
+    normTerms.push_back(std::move(term));
+    return success();
+  };
+  return walk(normTotal, nullptr);
+}
+
+LogicalResult Splitter::buildNorm() {
+  if (!normTotal)
+    return success();
+  // Each stage's terms, summed per all-reduce (one per split axis) and
+  // then with the replicated parameters' terms.
+  std::map<int64_t, SmallVector<const NormTerm *>> byStage;
+  for (const NormTerm &t : normTerms) {
+    Operation *def = t.grad.getDefiningOp();
+    Place p = def ? places.lookup(def) : Place{};
+    if (!def || p.copied)
+      return step.emitError("dist-split-stages: a gradient in the norm "
+                            "depends on no stage");
+    byStage[p.stage].push_back(&t);
+  }
+  for (auto &[stage, terms] : byStage) {
+    llvm::MapVector<Operation *, Value> sums;
+    for (const NormTerm *t : terms) {
+      FailureOr<Value> grad = valueIn(t->grad, stage, kNorm);
+      if (failed(grad))
+        return failure();
+      OpBuilder b = atEnd(group(stage, kNorm));
+      IRMapping map;
+      map.map(t->grad, *grad);
+      Operation *last = nullptr;
+      for (Operation *op : t->ops)
+        last = b.clone(*op, map);
+      Value square = last->getResult(0);
+      Value &sum = sums[t->allReduce];
+      sum = sum ? AddOp::create(b, square.getLoc(), sum.getType(),
+                                ValueRange{sum, square})
+                      .getResult()
+                : square;
+    }
+    OpBuilder b = atEnd(group(stage, kNorm));
+    Value partial;
+    for (auto &[allReduce, sum] : sums) {
+      Value term = sum;
+      if (allReduce) {
+        IRMapping map;
+        map.map(allReduce->getOperand(0), sum);
+        term = b.clone(*allReduce, map)->getResult(0);
+      }
+      partial = partial ? AddOp::create(b, term.getLoc(), term.getType(),
+                                        ValueRange{partial, term})
+                              .getResult()
+                        : term;
+    }
+    Group &g = group(stage, kNorm);
+    g.results.push_back(partial);
+    g.resultAttrs.push_back(named("grad_norm.partial"));
+  }
+  return success();
+}
+
 LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
                               const std::vector<int64_t> &layerStage) {
   Block &body = step.getBody().front();
@@ -179,11 +321,13 @@ LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
       return std::nullopt; // an argument: every function may take it
     return places.lookup(def);
   };
+  if (failed(placeNorm()))
+    return failure();
   size_t index = 0;
   for (Operation &op : body) {
     int64_t layer = index < opLayer.size() ? opLayer[index] : -1;
     ++index;
-    if (op.hasTrait<OpTrait::IsTerminator>())
+    if (op.hasTrait<OpTrait::IsTerminator>() || places.lookup(&op).norm)
       continue;
     StringRef phase = DistDialect::getPhase(op.getLoc());
     int part = phase == DistDialect::kPhaseBackward ? kBackward
@@ -221,7 +365,7 @@ LogicalResult Splitter::place(const std::vector<int64_t> &opLayer,
     if (part == kBackward && isa<AddOp>(op) &&
         loBackward != std::numeric_limits<int64_t>::max() && hi != loBackward &&
         feedsOnlyUpdate(&op))
-      part = kUpdate;
+      part = firstAfterMicroBatches();
     int64_t stage;
     if (part == kForward) {
       // Activations only flow to later stages.
@@ -358,7 +502,7 @@ Splitter::Group &Splitter::group(int64_t stage, int part) {
   if (g.func)
     return g;
   static const char *names[] = {"forward", "backward", "backward_weight",
-                                "update", "sync"};
+                                "norm",    "update",   "sync"};
   StringRef action = names[part];
   if (part == kBackward && splitBackward)
     action = "backward_input";
@@ -416,7 +560,15 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
                << "dist-split-stages: " << why,
            failure();
   };
-  if (!def) {
+  if (normTotal && v == normTotal) {
+    // The sum of squared gradients over every stage: an input of the
+    // update, which the runtime sums from the stages' norm functions.
+    if (part != kUpdate)
+      return fail("the gradient norm is read outside the optimizer update");
+    Group &g = group(stage, kUpdate);
+    result = g.body->addArgument(v.getType(), v.getLoc());
+    g.argAttrs.push_back(named("grad_norm.total"));
+  } else if (!def) {
     // One of the step's inputs, taken by every function that reads it.
     Group &g = group(stage, part);
     auto arg = cast<BlockArgument>(v);
@@ -438,7 +590,15 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
           clone->getResult(r.getResultNumber());
   } else if (p.stage == stage && p.part == part) {
     return fail("a value is used before the op that defines it was placed");
-  } else if (p.stage == stage && part == kUpdate) {
+  } else if (normTotal && p.stage == stage && part == kUpdate &&
+             (p.part == kBackward || p.part == kWeight)) {
+    // With --clip-grad-norm the norm reads the gradient's mean (averaged
+    // over dp there) and keeps it for the update.
+    FailureOr<Value> in = valueIn(v, stage, kNorm);
+    if (failed(in))
+      return failure();
+    result = stash(v, stage, kNorm, kUpdate, *in);
+  } else if (p.stage == stage && part == firstAfterMicroBatches()) {
     if (p.part == kForward)
       return fail("the optimizer update reads a forward value of the stage");
     // A gradient summed over micro-batches: the producer adds it to an
@@ -469,7 +629,7 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
       if (gb.hadError)
         return failure();
     }
-    Group &u = group(stage, kUpdate);
+    Group &u = group(stage, part);
     OpBuilder b = atEnd(u);
     GraphBuilder gb(b, step);
     gb.loc = v.getLoc();
@@ -480,14 +640,14 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
     if (gb.hadError)
       return failure();
     u.zeroAtEnd.push_back(acc);
-  } else if (part == kUpdate && p.stage > stage &&
+  } else if (part == firstAfterMicroBatches() && p.stage > stage &&
              (p.part == kBackward || p.part == kWeight)) {
     // A later stage's share of a tied parameter's gradient: summed over
-    // the micro-batches there and sent by that stage's update.
-    FailureOr<Value> in = valueIn(v, p.stage, kUpdate);
+    // the micro-batches there and sent by that stage's update (or norm).
+    FailureOr<Value> in = valueIn(v, p.stage, part);
     if (failed(in))
       return failure();
-    result = transfer(*in, p.stage, stage, kUpdate);
+    result = transfer(*in, p.stage, stage, part);
   } else if (p.stage == stage) {
     if (p.part > part)
       return fail("a value flows from a later action of a stage to an "
@@ -496,13 +656,12 @@ FailureOr<Value> Splitter::valueIn(Value v, int64_t stage, int part) {
     if (failed(in))
       return failure();
     result = stash(v, stage, p.part, part, *in);
-  } else if (p.part == kUpdate || part == kUpdate) {
+  } else if (p.part >= kNorm || part >= kNorm) {
     return fail(Twine("the optimizer update of stage ") +
-                Twine(part == kUpdate ? stage : p.stage) +
+                Twine(part >= kNorm ? stage : p.stage) +
                 " needs a value of stage " +
-                Twine(part == kUpdate ? p.stage : stage) +
-                " (global gradient-norm clipping is not supported with "
-                "pipeline stages yet)");
+                Twine(part >= kNorm ? p.stage : stage) +
+                " that is not a gradient summed over micro-batches");
   } else if (p.stage < stage && p.part == kForward) {
     // Forward to forward, straight to the stage that reads it; a later
     // action of that stage keeps it from its forward.
@@ -555,6 +714,8 @@ LogicalResult Splitter::build() {
       mapped[std::make_tuple(Value(r), p.stage, p.part)] =
           clone->getResult(r.getResultNumber());
   }
+  if (failed(buildNorm()))
+    return failure();
   // Tied parameters: the owner's update sends the new value to the sync of
   // each other stage that reads it.
   for (const Tied &t : tied) {

@@ -111,7 +111,7 @@ dist_rt_status_t checkPipelineDesc(const dist_rt_model_desc_t &desc) {
   for (uint32_t f = 0; f < pp.num_fns; ++f) {
     const dist_rt_pipeline_fn_t &fn = pp.fns[f];
     if (!fn.name || !fn.entry || fn.stage >= pp.stages ||
-        fn.action > DIST_RT_PIPELINE_SYNC)
+        fn.action > DIST_RT_PIPELINE_NORM)
       return bad("a function without a name or entry, or out of range");
     if (dist_rt_status_t status =
             checkTensorGroup(desc, "stage input", fn.num_inputs, fn.inputs))
@@ -188,14 +188,18 @@ dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
 
 } // namespace
 
-/// The index of the mesh axis named "dp", or -1.
-int64_t dpAxisOf(const dist_rt_model_desc_t &desc) {
+/// The index of the mesh axis named `name`, or -1.
+int64_t meshAxisOf(const dist_rt_model_desc_t &desc, const char *name) {
   for (uint32_t a = 0;
        desc.mesh_shape && desc.mesh_axis_names && a < desc.num_mesh_axes; ++a)
     if (desc.mesh_axis_names[a] &&
-        std::strcmp(desc.mesh_axis_names[a], "dp") == 0)
+        std::strcmp(desc.mesh_axis_names[a], name) == 0)
       return a;
   return -1;
+}
+
+int64_t dpAxisOf(const dist_rt_model_desc_t &desc) {
+  return meshAxisOf(desc, "dp");
 }
 
 /// Checks the descriptor before anything else looks at it.

@@ -207,6 +207,8 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc);
 
 /// The index of the mesh axis named "dp", or -1.
 int64_t dpAxisOf(const dist_rt_model_desc_t &desc);
+/// The index of the mesh axis named `name`, or -1.
+int64_t meshAxisOf(const dist_rt_model_desc_t &desc, const char *name);
 
 /// Fails when the job runs alone (one rank) and a parameter the run needs
 /// is split over a mesh axis of more than one rank: its other parts live

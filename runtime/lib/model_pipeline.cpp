@@ -80,6 +80,10 @@ struct StepState {
   std::map<StashKey, Buffer> stash;
   double lossSum = 0;
   int32_t losses = 0;
+  /// --clip-grad-norm: the sum of squared gradients of the stages whose
+  /// norm ran here, and of all stages (the updates' "grad_norm.total").
+  double normPartial = 0;
+  float normTotal = 0;
   /// Bytes in `stash` now and at most during the step.
   int64_t heldBytes = 0, peakHeldBytes = 0;
 };
@@ -114,6 +118,11 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     if (std::strcmp(in.name, "lr") == 0 || std::strcmp(in.name, "step") == 0) {
       t.dims = nullptr;
       t.data = in.name[0] == 'l' ? &st.lr : &st.stepNumber;
+      continue;
+    }
+    if (std::strcmp(in.name, "grad_norm.total") == 0) {
+      t.dims = nullptr;
+      t.data = &st.normTotal;
       continue;
     }
     if (startsWith(in.name, "stash.")) {
@@ -182,6 +191,12 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
       ++st.losses;
       continue;
     }
+    if (std::strcmp(out.name, "grad_norm.partial") == 0) {
+      float value = 0;
+      std::memcpy(&value, source, sizeof(float));
+      st.normPartial += value;
+      continue;
+    }
     Buffer b;
     b.dims.assign(r.sizes, r.sizes + out.rank);
     uint64_t bytes = 0;
@@ -236,9 +251,9 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
     model.pipelineActionSamples[fn.action].push_back(
         std::max(0.0, durS - waitS));
   if (model.trace) {
-    static const char *names[] = {"F", "B", "I", "W", "U", "S"};
+    static const char *names[] = {"F", "B", "I", "W", "U", "S", "N"};
     TraceEvent e;
-    e.name = fn.action <= DIST_RT_PIPELINE_SYNC ? names[fn.action] : "?";
+    e.name = fn.action <= DIST_RT_PIPELINE_NORM ? names[fn.action] : "?";
     e.stage = static_cast<int32_t>(fn.stage);
     e.microBatch = mb;
     e.step = step;
@@ -281,6 +296,15 @@ void measureActionTimes(dist_rt_model &model, int32_t stages) {
       static_cast<int64_t>(times.size()), DIST_RT_DTYPE_DOUBLE,
       DIST_RT_MESH_REDUCE_MAX, world));
   model.pipelineActionS = std::move(times);
+}
+
+/// Whether the stages clip their gradients by the whole model's norm
+/// (--clip-grad-norm): some stage has a norm function.
+bool clipsGradients(const dist_rt_pipeline_desc_t &pp) {
+  for (uint32_t f = 0; f < pp.num_fns; ++f)
+    if (pp.fns[f].action == DIST_RT_PIPELINE_NORM)
+      return true;
+  return false;
 }
 
 uint32_t actionCode(pl::ActionKind kind) {
@@ -402,8 +426,13 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
             return status;
       }
     // Later stages first: a stage sends its share of a tied parameter's
-    // gradient to the update of the earlier stage that owns it, which sends
-    // the new value to the later one's sync.
+    // gradient to the norm or update of the earlier stage that owns it,
+    // which sends the new value to the later one's sync.
+    for (int32_t s = p; s-- > 0;)
+      if (findCall(model, s, DIST_RT_PIPELINE_NORM) >= 0)
+        if (dist_rt_status_t status = run(s, DIST_RT_PIPELINE_NORM, -1))
+          return status;
+    st.normTotal = static_cast<float>(st.normPartial);
     for (int32_t s = p; s-- > 0;)
       if (dist_rt_status_t status = run(s, DIST_RT_PIPELINE_UPDATE, -1))
         return status;
@@ -436,6 +465,23 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
       if (dist_rt_status_t status =
               run(stage, actionCode(a.kind), a.microBatch))
         return status;
+    if (clipsGradients(pp)) {
+      // The stages' sums of squared gradients, summed over the pipeline
+      // (a stage without parameters adds nothing): every update scales by
+      // the norm of the whole model's gradient. In double, so that every
+      // stage rounds the same sum to the same float.
+      if (findCall(model, stage, DIST_RT_PIPELINE_NORM) >= 0)
+        if (dist_rt_status_t status = run(stage, DIST_RT_PIPELINE_NORM, -1))
+          return status;
+      double total = st.normPartial;
+      int64_t ppAxis = meshAxisOf(desc, "pp");
+      if (ppAxis >= 0)
+        dist_rt_mesh_all_reduce_wait(dist_rt_mesh_all_reduce_start(
+            static_cast<int64_t>(reinterpret_cast<intptr_t>(&total)), 1,
+            DIST_RT_DTYPE_DOUBLE, DIST_RT_MESH_REDUCE_SUM,
+            int64_t(1) << ppAxis));
+      st.normTotal = static_cast<float>(total);
+    }
     if (dist_rt_status_t status = run(stage, DIST_RT_PIPELINE_UPDATE, -1))
       return status;
     if (findCall(model, stage, DIST_RT_PIPELINE_SYNC) >= 0)

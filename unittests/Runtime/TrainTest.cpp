@@ -602,7 +602,7 @@ TEST_F(TrainTest, CreateChecksTheTrainingDescriptor) {
       fn("b1", 1, DIST_RT_PIPELINE_BACKWARD),
       fn("u1", 1, DIST_RT_PIPELINE_UPDATE),
       fn("s1", 1, DIST_RT_PIPELINE_SYNC),
-      fn("x1", 1, DIST_RT_PIPELINE_SYNC + 1)};
+      fn("x1", 1, DIST_RT_PIPELINE_NORM + 1)};
   pipeline.fns = complete;
   pipeline.num_fns = 8;
   EXPECT_EQ(createError(desc), "model 'linreg': malformed pipeline: a "

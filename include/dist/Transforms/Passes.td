@@ -218,10 +218,19 @@ def SplitStagesPass : Pass<"dist-split-stages", "ModuleOp"> {
     to backward-input when a gradient another stage reads depends on it,
     else to backward-weight.
 
+    With --clip-grad-norm (the square root marked `dist.grad_norm` by
+    dist-build-train-step), each stage gets a `_norm` function between its
+    backward and its update: it reads the accumulators (and the tied shares
+    sent to it) in the update's place, returns the sum of the squares of its
+    parameters' gradients (summed over tp where a parameter is split) as
+    `grad_norm.partial`, and keeps the gradients for the update; the update
+    takes the sum over all stages, which the runtime forms, as the argument
+    `grad_norm.total` in place of the step's sum.
+
     Fails, naming the value or option, for: a step whose shapes are not
     static; a parameter read in two stages that neither updates; an update
-    that reads other values of another stage (global gradient-norm
-    clipping); a split that does not give every stage a layer.
+    that reads another stage's value that is not a gradient summed over
+    micro-batches; a split that does not give every stage a layer.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::func::FuncDialect"];

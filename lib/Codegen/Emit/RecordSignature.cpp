@@ -246,6 +246,7 @@ static std::optional<unsigned> pipelineActionCode(StringRef action) {
       .Case("backward_weight", DIST_RT_PIPELINE_BACKWARD_WEIGHT)
       .Case("update", DIST_RT_PIPELINE_UPDATE)
       .Case("sync", DIST_RT_PIPELINE_SYNC)
+      .Case("norm", DIST_RT_PIPELINE_NORM)
       .Default(std::nullopt);
 }
 
@@ -280,10 +281,12 @@ getPipelineSignature(ModuleOp module, DictionaryAttr attr, ModelSignature sig,
     if (failed(describeFunc(f, 0, fn.inputs, fn.outputs)))
       return failure();
     // The step's data inputs: every input a stage function reads that is
-    // neither a scalar of the step nor kept between actions.
+    // neither a scalar of the step, nor kept between actions, nor the
+    // gradient norm the runtime sums over the stages.
     for (const TensorSignature &t : fn.inputs) {
       StringRef n = t.name;
-      if (n == "lr" || n == "step" || n.starts_with("stash."))
+      if (n == "lr" || n == "step" || n.starts_with("stash.") ||
+          n == "grad_norm.total")
         continue;
       if (llvm::none_of(train.inputs, [&](const TensorSignature &in) {
             return in.name == t.name;

@@ -127,7 +127,11 @@ enum {
 /// runs once per step, and then, where a stage has one, the sync: it takes
 /// the new values of the parameters it shares with an earlier stage, tied
 /// weights, from that stage's update). The first four are
-/// dist_rt/pipeline_schedule.h's compute actions.
+/// dist_rt/pipeline_schedule.h's compute actions. With --clip-grad-norm, the
+/// norm runs once per step before the update: it returns the sum of the
+/// squares of the stage's averaged gradients ("grad_norm.partial", f32
+/// scalar), and the update takes the sum over the stages
+/// ("grad_norm.total").
 enum {
   DIST_RT_PIPELINE_FORWARD = 0,
   DIST_RT_PIPELINE_BACKWARD = 1,
@@ -135,6 +139,7 @@ enum {
   DIST_RT_PIPELINE_BACKWARD_WEIGHT = 3,
   DIST_RT_PIPELINE_UPDATE = 4,
   DIST_RT_PIPELINE_SYNC = 5,
+  DIST_RT_PIPELINE_NORM = 6,
 };
 
 /// One function of a pipeline stage (dist-opt --mesh pp=N): called like a

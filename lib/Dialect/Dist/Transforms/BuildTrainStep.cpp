@@ -647,6 +647,8 @@ LogicalResult BuildTrainStepPass::buildStep(ModuleOp module,
       total = total ? g.add(total, sum) : sum;
     }
     Value norm = g.one<SqrtOp>({total});
+    if (Operation *sqrt = norm.getDefiningOp())
+      sqrt->setAttr(kGradNormAttr, UnitAttr::get(ctx));
     Value coef = g.div(g.scalarLike(norm, clipGradNorm),
                        g.add(norm, g.scalarLike(norm, 1e-6)));
     coef = g.one<MinOp>({coef, g.scalarLike(norm, 1.0)});

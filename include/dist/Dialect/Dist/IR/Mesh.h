@@ -54,6 +54,10 @@ inline constexpr llvm::StringLiteral kPipelineActionAttr =
 /// over the dp ranks there.
 inline constexpr llvm::StringLiteral kGradAccumulatorAttr =
     "dist.grad_accumulator";
+/// On the square root of --clip-grad-norm's sum of squared gradients
+/// (dist-build-train-step): dist-split-stages sums the squares per stage
+/// and the stages' sums between them.
+inline constexpr llvm::StringLiteral kGradNormAttr = "dist.grad_norm";
 
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {
