@@ -153,7 +153,8 @@ def main(argv=None):
     p.add_argument("--dist-opt", default=train_check.DEFAULT_DIST_OPT)
     p.add_argument("--work", required=True, metavar="DIR")
     p.add_argument("--model", nargs="+",
-                   choices=train_check.MODELS + train_check.EXPORT_VARIANTS,
+                   choices=(train_check.MODELS + train_check.EXPORT_VARIANTS +
+                            train_check.DEEP_VARIANTS),
                    default=["mlp", "gpt"])
     p.add_argument("--optimizer", nargs="+", choices=train_check.OPTIMIZERS,
                    default=["sgd", "adamw"])

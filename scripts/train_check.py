@@ -130,6 +130,9 @@ MODELS = ("mlp", "gpt", "cnn_bn", "conv_kinds")
 # a dynamic batch axis, Gemm with scales and either transposition, tied
 # weights. train_check.py runs them too.
 EXPORT_VARIANTS = ("mlp_dyn", "gemm_scaled", "gpt_tied")
+# Deeper models for pipeline stages (dp_check.py --mesh pp=4): an MLP of 8
+# Linear layers and the GPT-style LM with 4 blocks.
+DEEP_VARIANTS = ("mlp8", "gpt4")
 OPTIMIZERS = ("sgd", "momentum", "adamw", "adam")
 DEFAULT_OPTIMIZERS = ("sgd", "momentum", "adamw")
 LR_SCHEDULES = ("constant", "cosine", "warmup-linear")
@@ -320,10 +323,18 @@ def make_spec(name):
         x = rs.randn(n, 784).astype(np.float32)
         y = rs.randint(0, 10, size=n).astype(np.int64)
         return Spec(name, module, "x", batch, x, y, 10)
-    if name == "gpt":
+    if name == "mlp8":
+        spec = make_spec("mlp")
+        spec.name = name
+        torch.manual_seed(0)
+        spec.module = export_models.MLP((784, 128, 96, 96, 96, 96, 64, 32,
+                                         10))
+        return spec
+    if name in ("gpt", "gpt4"):
         batch, block, vocab = 4, 16, 128
         n = batch * STEPS_PER_EPOCH
-        module = export_models.GPT(vocab=vocab, block_size=block, n_layer=2,
+        module = export_models.GPT(vocab=vocab, block_size=block,
+                                   n_layer=4 if name == "gpt4" else 2,
                                    d_model=64, n_head=4)
         # The key third of c_attn's bias adds q.b to a whole row of scores,
         # which softmax ignores: its true gradient is 0, and Adam turns the
@@ -910,7 +921,8 @@ def parse_args(argv):
     p.add_argument("--work", metavar="DIR",
                    help="keep the models, data, builds and logs in DIR "
                    "(default: a temporary directory, removed at the end)")
-    p.add_argument("--model", nargs="+", choices=MODELS + EXPORT_VARIANTS,
+    p.add_argument("--model", nargs="+",
+                   choices=MODELS + EXPORT_VARIANTS + DEEP_VARIANTS,
                    default=list(MODELS), help="models to train (default: "
                    "all)")
     p.add_argument("--optimizer", nargs="+", choices=OPTIMIZERS,
