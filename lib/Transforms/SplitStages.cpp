@@ -224,14 +224,15 @@ LogicalResult Splitter::placeNorm() {
     if (!def)
       return step.emitError("dist-split-stages: the gradient norm sums a "
                             "value that no op computes");
-    markNorm(def);
     if (isa<AddOp>(def) && def->getNumOperands() == 2) {
+      markNorm(def);
       for (Value operand : def->getOperands())
         if (failed(walk(operand, allReduce)))
           return failure();
       return success();
     }
     if (isa<shard::AllReduceOp>(def)) {
+      markNorm(def);
       if (allReduce)
         return def->emitError("dist-split-stages: the gradient norm "
                               "reduces over two mesh axes");

@@ -143,14 +143,13 @@ struct dist_rt_model {
   /// Most bytes the last pipelined step kept between actions at once.
   int64_t pipelineHeldBytes = 0;
   /// Pipelined steps this process has run; the seconds of its compute
-  /// actions in the steps being timed, by action code; and the seconds of
-  /// one micro-batch's forward, backward-input and backward-weight on each
-  /// stage (3 per stage) as timed, the slowest rank's on every rank: ZB-H1
-  /// places the weight gradients by them from then on (empty: by unit
-  /// times).
+  /// actions in the steps being timed (ZB-H1 on several ranks), by action
+  /// code; and this rank's compute actions in order (action code,
+  /// micro-batch), set at its first step and again, for ZB-H1, from the
+  /// timed steps.
   int64_t pipelineSteps = 0;
   std::vector<double> pipelineActionSamples[4];
-  std::vector<double> pipelineActionS;
+  std::vector<std::pair<uint32_t, int32_t>> pipelineOrder;
   /// Where the pipeline's actions are recorded (--trace), or null.
   std::vector<dist_rt::model_impl::TraceEvent> *trace = nullptr;
   std::chrono::steady_clock::time_point traceEpoch;

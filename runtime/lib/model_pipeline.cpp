@@ -86,6 +86,8 @@ struct StepState {
   float normTotal = 0;
   /// Bytes in `stash` now and at most during the step.
   int64_t heldBytes = 0, peakHeldBytes = 0;
+  /// Whether this step's action times are kept for ZB-H1's lists.
+  bool timed = false;
 };
 
 /// The steps whose action times ZB-H1's lists are placed by: the second to
@@ -245,9 +247,7 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
   auto end = std::chrono::steady_clock::now();
   double durS = std::chrono::duration<double>(end - begin).count();
   double waitS = dist_rt::pipelineRecvWaitSeconds() - waited;
-  if (fn.action <= DIST_RT_PIPELINE_BACKWARD_WEIGHT &&
-      model.pipelineSteps >= kFirstTimedStep &&
-      model.pipelineSteps <= kLastTimedStep)
+  if (st.timed && fn.action <= DIST_RT_PIPELINE_BACKWARD_WEIGHT)
     model.pipelineActionSamples[fn.action].push_back(
         std::max(0.0, durS - waitS));
   if (model.trace) {
@@ -269,44 +269,6 @@ dist_rt_status_t runAction(dist_rt_model &model, StepState &st, int index,
   return nullptr;
 }
 
-/// Sets model.pipelineActionS from the timed steps' actions: every rank
-/// puts its stage's median forward, backward-input and backward-weight
-/// seconds (medians: one action slowed by a neighbour process must not
-/// move the lists) in its stage's slots and the world keeps the largest of
-/// each, so that every rank derives the same action lists from the same
-/// times (and a stage counts as fast as its slowest dp or tp rank).
-void measureActionTimes(dist_rt_model &model, int32_t stages) {
-  std::vector<double> times(3 * static_cast<size_t>(stages), 0.0);
-  const uint32_t codes[3] = {DIST_RT_PIPELINE_FORWARD,
-                             DIST_RT_PIPELINE_BACKWARD_INPUT,
-                             DIST_RT_PIPELINE_BACKWARD_WEIGHT};
-  for (int k = 0; k < 3; ++k) {
-    std::vector<double> &v = model.pipelineActionSamples[codes[k]];
-    if (v.empty())
-      continue;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    times[3 * model.pipelineStage + k] = v[v.size() / 2];
-  }
-  for (std::vector<double> &v : model.pipelineActionSamples)
-    v = {};
-  const dist_rt_model_desc_t &desc = *model.desc;
-  int64_t world = (int64_t(1) << desc.num_mesh_axes) - 1;
-  dist_rt_mesh_all_reduce_wait(dist_rt_mesh_all_reduce_start(
-      static_cast<int64_t>(reinterpret_cast<intptr_t>(times.data())),
-      static_cast<int64_t>(times.size()), DIST_RT_DTYPE_DOUBLE,
-      DIST_RT_MESH_REDUCE_MAX, world));
-  model.pipelineActionS = std::move(times);
-}
-
-/// Whether the stages clip their gradients by the whole model's norm
-/// (--clip-grad-norm): some stage has a norm function.
-bool clipsGradients(const dist_rt_pipeline_desc_t &pp) {
-  for (uint32_t f = 0; f < pp.num_fns; ++f)
-    if (pp.fns[f].action == DIST_RT_PIPELINE_NORM)
-      return true;
-  return false;
-}
-
 uint32_t actionCode(pl::ActionKind kind) {
   switch (kind) {
   case pl::ActionKind::Forward:
@@ -318,6 +280,61 @@ uint32_t actionCode(pl::ActionKind kind) {
   default:
     return DIST_RT_PIPELINE_BACKWARD_WEIGHT;
   }
+}
+
+/// The compute actions of this rank's stage in order, by the stages'
+/// `times` (empty: unit times; they matter to ZB-H1 only).
+void setOrder(dist_rt_model &model, pl::ScheduleKind kind, int32_t stages,
+              int32_t m, const std::vector<pl::StageTimes> &times) {
+  model.pipelineOrder.clear();
+  for (const pl::Action &a :
+       pl::computeActions(kind, model.pipelineStage, stages, m, times))
+    model.pipelineOrder.push_back({actionCode(a.kind), a.microBatch});
+}
+
+/// Places ZB-H1's weight gradients by the timed steps' actions: every rank
+/// puts its stage's median forward, backward-input and backward-weight
+/// seconds (medians: one action slowed by a neighbour process must not
+/// move the lists) in its stage's slots and the world keeps the largest of
+/// each, so that every rank derives the same action lists from the same
+/// times (and a stage counts as fast as its slowest dp or tp rank).
+void orderByMeasuredTimes(dist_rt_model &model, pl::ScheduleKind kind,
+                          int32_t stages, int32_t m) {
+  std::vector<double> seconds(3 * static_cast<size_t>(stages), 0.0);
+  const uint32_t codes[3] = {DIST_RT_PIPELINE_FORWARD,
+                             DIST_RT_PIPELINE_BACKWARD_INPUT,
+                             DIST_RT_PIPELINE_BACKWARD_WEIGHT};
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> &v = model.pipelineActionSamples[codes[k]];
+    if (v.empty())
+      continue;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    seconds[3 * model.pipelineStage + k] = v[v.size() / 2];
+  }
+  for (std::vector<double> &v : model.pipelineActionSamples)
+    v = {};
+  const dist_rt_model_desc_t &desc = *model.desc;
+  int64_t world = (int64_t(1) << desc.num_mesh_axes) - 1;
+  dist_rt_mesh_all_reduce_wait(dist_rt_mesh_all_reduce_start(
+      static_cast<int64_t>(reinterpret_cast<intptr_t>(seconds.data())),
+      static_cast<int64_t>(seconds.size()), DIST_RT_DTYPE_DOUBLE,
+      DIST_RT_MESH_REDUCE_MAX, world));
+  std::vector<pl::StageTimes> times(stages);
+  for (int32_t s = 0; s < stages; ++s) {
+    times[s].forwardS = seconds[3 * s];
+    times[s].backwardInputS = seconds[3 * s + 1];
+    times[s].backwardWeightS = seconds[3 * s + 2];
+  }
+  setOrder(model, kind, stages, m, times);
+}
+
+/// Whether the stages clip their gradients by the whole model's norm
+/// (--clip-grad-norm): some stage has a norm function.
+bool clipsGradients(const dist_rt_pipeline_desc_t &pp) {
+  for (uint32_t f = 0; f < pp.num_fns; ++f)
+    if (pp.fns[f].action == DIST_RT_PIPELINE_NORM)
+      return true;
+  return false;
 }
 
 } // namespace
@@ -353,6 +370,7 @@ dist_rt_status_t setUpPipeline(dist_rt_model &model) {
                       dist_rt_mesh_world_size(),
                       dist_rt_mesh_world_size() == 1 ? "" : "s");
   }
+  model.pipelineOrder.clear();
   model.pipelineFns.clear();
   for (uint32_t f = 0; f < pp.num_fns; ++f)
     if (model.pipelineStage < 0 ||
@@ -451,19 +469,13 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
     // gradient with a weight gradient ready to run. Every rank derives the
     // same lists from the same times, and lists from one simulation cannot
     // deadlock whatever the real times (pipeline::replay).
-    std::vector<pl::StageTimes> times;
-    for (int32_t s = 0;
-         3 * static_cast<size_t>(s) + 2 < model.pipelineActionS.size(); ++s) {
-      pl::StageTimes t;
-      t.forwardS = model.pipelineActionS[3 * s];
-      t.backwardInputS = model.pipelineActionS[3 * s + 1];
-      t.backwardWeightS = model.pipelineActionS[3 * s + 2];
-      times.push_back(t);
-    }
-    for (const pl::Action &a :
-         pl::computeActions(kind, model.pipelineStage, p, m, times))
-      if (dist_rt_status_t status =
-              run(stage, actionCode(a.kind), a.microBatch))
+    if (model.pipelineOrder.empty())
+      setOrder(model, kind, p, m, {});
+    st.timed = pl::splitsBackward(kind) &&
+               model.pipelineSteps >= kFirstTimedStep &&
+               model.pipelineSteps <= kLastTimedStep;
+    for (const auto &[code, mb] : model.pipelineOrder)
+      if (dist_rt_status_t status = run(stage, code, mb))
         return status;
     if (clipsGradients(pp)) {
       // The stages' sums of squared gradients, summed over the pipeline
@@ -489,8 +501,8 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
         return status;
     if (dist_rt_status_t status = dist_rt::pipelineFinishSends())
       return status;
-    if (pl::splitsBackward(kind) && model.pipelineSteps == kLastTimedStep)
-      measureActionTimes(model, p);
+    if (st.timed && model.pipelineSteps == kLastTimedStep)
+      orderByMeasuredTimes(model, kind, p, m);
   }
   ++model.pipelineSteps;
   if (!st.stash.empty())

@@ -208,8 +208,8 @@ TEST(PipelineSchedule, UnequalTimesCompleteAndKeepTheOrder) {
       }
 }
 
-// The runtime orders ZB-H1's actions by times it measured in one step and
-// then runs them at whatever times the later steps take: the lists must be
+// The runtime orders ZB-H1's actions by times it measured in a few steps
+// and then runs them at whatever times the later steps take: the lists must be
 // complete for any times they were derived from, and run to the end (no
 // stage waiting for one that waits for it) at any other times.
 TEST(PipelineSchedule, ListsFromMeasuredTimesRunAtAnyTimes) {
