@@ -21,6 +21,9 @@ PKGS=(
   gcc libc6-dev libopenblas0-pthread libdnnl2
   # Collectives between ranks (MPI backend) and the launcher.
   libopenmpi-dev openmpi-bin
+  # The parameter server's transport (ZeroMQ); pyzmq and gRPC for its
+  # benchmarks' peers (bench/ps_throughput.py, bench/ps_transport.py).
+  libzmq3-dev python3-zmq python3-grpcio
   # Unit tests.
   libgtest-dev libgmock-dev
   # Model export scripts (PyTorch) and ONNX python helpers for tests.

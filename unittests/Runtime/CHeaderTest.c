@@ -11,6 +11,7 @@
 #include "dist_rt/kernels.h"
 #include "dist_rt/model.h"
 #include "dist_rt/npy.h"
+#include "dist_rt/ps.h"
 
 #include <string.h>
 
