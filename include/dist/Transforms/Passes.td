@@ -31,6 +31,41 @@ def AttachClusterPass : Pass<"dist-attach-cluster", "ModuleOp"> {
   ];
 }
 
+def PsLookupsPass : Pass<"dist-ps-lookups", "ModuleOp"> {
+  let summary = "turn lookups of parameter-server tables into pulled rows";
+  let description = [{
+    Puts the embedding tables named by `tables` on the parameter server:
+    each lookup of such a table in the public functions (a `dist.gather` on
+    axis 0 of the table by ids that a function argument holds) becomes a new
+    function argument of the lookup's type, marked `dist.ps_rows = {table,
+    ids}`, that the runtime fills with the rows it pulled for those ids (in
+    their order, repeats included). The table's `dist.param` gets
+    `dist.ps_table = #dist.ps_table<rows, dim, shards>` and is no longer read
+    by the functions: the servers hold it, initialised from the parameter
+    file. dist-build-train-step then returns the gradient of each pulled
+    argument, which the runtime pushes.
+
+    `tables` holds parameter names or glob patterns, or `all` (every
+    floating-point parameter of rank 2 that only lookups read). The pass
+    fails, naming the op, when a named table is read by anything but such a
+    lookup (a tied output projection, ids computed inside the model), and
+    when a name matches no parameter. A no-op without `tables`.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    ListOption<"tables", "tables", "std::string",
+               "parameters to put on the parameter server (names, glob "
+               "patterns, or all)">,
+    Option<"shards", "shards", "int64_t", "1",
+           "parameter-server shards the rows are spread over">,
+  ];
+  let statistics = [
+    Statistic<"numTables", "num-tables", "Number of tables put on the servers">,
+    Statistic<"numLookups", "num-lookups", "Number of lookups turned into pulls">,
+  ];
+}
+
 def PlanPass : Pass<"dist-plan", "ModuleOp"> {
   let summary = "choose the parallel layout of a model on its cluster";
   let description = [{

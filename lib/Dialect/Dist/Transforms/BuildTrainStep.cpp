@@ -254,6 +254,12 @@ BuildTrainStepPass::differentiate(func::FuncOp step, Value loss,
   // Active values: floating-point values that depend on a parameter that
   // is not frozen.
   llvm::DenseSet<Value> active;
+  // Rows pulled from the parameter server (dist-ps-lookups) are trained
+  // like parameters: their gradient is returned for the runtime to push.
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (step.getArgAttr(i, kPsRowsAttr) &&
+        isa<FloatType>(getElementTypeOrSelf(step.getArgument(i).getType())))
+      active.insert(step.getArgument(i));
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator()) {
     forward.push_back(&op);
@@ -614,7 +620,23 @@ LogicalResult BuildTrainStepPass::buildStep(ModuleOp module,
     slot = slot ? g.add(slot, gr) : gr;
     paramValue.insert({p, get.getResult()});
   }
-  if (paramGrads.empty()) {
+  // Gradients of the rows pulled from the parameter server, returned after
+  // the loss as "<argument>.grad" (the servers apply them, so no clipping or
+  // update here).
+  SmallVector<std::pair<Value, std::string>> pulledGrads;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    if (!step.getArgAttr(i, kPsRowsAttr))
+      continue;
+    if (Value gr = grads.lookup(step.getArgument(i)))
+      pulledGrads.push_back({gr, (valueName(step, i, false) + ".grad").str()});
+  }
+  if (clipGradNorm > 0 && !pulledGrads.empty()) {
+    step.emitError("--clip-grad-norm with tables on the parameter server "
+                   "(--ps-tables) is not supported: the servers update the "
+                   "tables' rows without the global norm");
+    return failure();
+  }
+  if (paramGrads.empty() && pulledGrads.empty()) {
     step.emitError("no parameter receives a gradient from the loss");
     return failure();
   }
@@ -686,11 +708,19 @@ LogicalResult BuildTrainStepPass::buildStep(ModuleOp module,
   Value lossOut = lossV;
   if (g.elemOf(lossOut) != Float32Type::get(ctx))
     lossOut = g.castTo(lossOut, Float32Type::get(ctx));
-  func::ReturnOp::create(b, ret->getLoc(), ValueRange{lossOut});
+  SmallVector<Value> results = {lossOut};
+  SmallVector<Type> resultTypes = {f32Scalar};
+  SmallVector<Attribute> resultAttrs = {namedValue(ctx, "loss")};
+  for (auto &[gr, name] : pulledGrads) {
+    results.push_back(gr);
+    resultTypes.push_back(gr.getType());
+    resultAttrs.push_back(namedValue(ctx, name));
+  }
+  func::ReturnOp::create(b, ret->getLoc(), results);
   ret->erase();
   SmallVector<Type> argTypes(step.getArgumentTypes());
-  step.setFunctionType(FunctionType::get(ctx, argTypes, {f32Scalar}));
-  step.setResAttrsAttr(ArrayAttr::get(ctx, {namedValue(ctx, "loss")}));
+  step.setFunctionType(FunctionType::get(ctx, argTypes, resultTypes));
+  step.setResAttrsAttr(ArrayAttr::get(ctx, resultAttrs));
 
   // Inputs the step does not read are dropped (the label stays).
   // Forward ops the loss does not need go away first.
@@ -704,11 +734,19 @@ LogicalResult BuildTrainStepPass::buildStep(ModuleOp module,
         changed = true;
       }
   }
+  // The ids of lookups on the parameter server stay: the runtime pulls by
+  // them before the step.
+  llvm::StringSet<> pullIds;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto rows = step.getArgAttrOfType<DictionaryAttr>(i, kPsRowsAttr))
+      if (auto ids = rows.getAs<StringAttr>("ids"))
+        pullIds.insert(ids.getValue());
   llvm::BitVector unused(step.getNumArguments());
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     if (!step.getArgument(i).use_empty() || i >= lrIdx)
       continue;
-    if (valueName(step, i, false) == "label")
+    if (valueName(step, i, false) == "label" ||
+        pullIds.contains(valueName(step, i, false)))
       continue;
     unused.set(i);
   }

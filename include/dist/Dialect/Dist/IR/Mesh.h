@@ -58,6 +58,14 @@ inline constexpr llvm::StringLiteral kGradAccumulatorAttr =
 /// (dist-build-train-step): dist-split-stages sums the squares per stage
 /// and the stages' sums between them.
 inline constexpr llvm::StringLiteral kGradNormAttr = "dist.grad_norm";
+/// On a `dist.param` whose rows the parameter server holds (dist-ps-lookups):
+/// a #dist.ps_table<rows, dim, shards>.
+inline constexpr llvm::StringLiteral kPsTableAttr = "dist.ps_table";
+/// On a function argument that takes the rows a lookup of a parameter-server
+/// table pulled (dist-ps-lookups): {table = parameter name, ids = name of the
+/// input holding the ids}; the argument is the lookup's result, rows in the
+/// order of the ids. dist-build-train-step returns its gradient.
+inline constexpr llvm::StringLiteral kPsRowsAttr = "dist.ps_rows";
 
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {

@@ -47,7 +47,12 @@ def BuildTrainStepPass : Pass<"dist-build-train-step", "ModuleOp"> {
       optimizer state (new `dist.param`s marked `state`) with `dist.set_param`
       following torch.optim's SGD, SGD with momentum, Adam and AdamW;
     - takes the learning rate and the 1-based step number as two trailing
-      f32 scalar arguments and returns the loss as an f32 scalar.
+      f32 scalar arguments and returns the loss as an f32 scalar;
+    - differentiates with respect to the arguments holding rows pulled from
+      the parameter server (`dist.ps_rows`, see dist-ps-lookups) too, and
+      returns their gradients after the loss as `<argument>.grad` (the
+      servers apply them: no update here, and no --clip-grad-norm); the
+      inputs holding their ids stay among the step's inputs.
     With a mesh on the module (`dist.mesh`) whose dp axis is larger than 1
     and a forward function with a static batch B, the step is built at one
     rank's batch B / dp (the forward function keeps B for inference).
