@@ -162,6 +162,11 @@ struct FreeDeleter {
 /// Returns false with errno set on failure.
 bool writeFully(int fd, const void *buffer, size_t size);
 
+/// Reads up to `size` bytes from `fd`, retrying short and interrupted reads.
+/// Returns the number of bytes read (less than `size` only at end of file),
+/// or -1 with errno set.
+int64_t readFully(int fd, void *buffer, size_t size);
+
 //===----------------------------------------------------------------------===//
 // Convolution (conv.cpp)
 //===----------------------------------------------------------------------===//

@@ -324,23 +324,7 @@ bool HeaderParser::parse(Header &header, std::string &errorOut) {
 // File helpers
 //===----------------------------------------------------------------------===//
 
-/// Reads up to `size` bytes, retrying short reads. Returns the number of
-/// bytes read (less than `size` only at end of file), or -1 with errno set.
-int64_t readFully(int fd, void *buffer, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t got = ::read(fd, static_cast<char *>(buffer) + done, size - done);
-    if (got < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    if (got == 0)
-      break;
-    done += static_cast<size_t>(got);
-  }
-  return static_cast<int64_t>(done);
-}
+using dist_rt::readFully;
 
 /// Closes `fd` when it goes out of scope.
 struct FdCloser {
@@ -663,4 +647,20 @@ extern "C" void dist_rt_npy_free(dist_rt_npy_array_t *array) {
   std::free(array->dims);
   std::free(array->data);
   std::memset(array, 0, sizeof(*array));
+}
+
+int64_t dist_rt::readFully(int fd, void *buffer, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t got = ::read(fd, static_cast<char *>(buffer) + done, size - done);
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (got == 0)
+      break;
+    done += static_cast<size_t>(got);
+  }
+  return static_cast<int64_t>(done);
 }

@@ -256,6 +256,20 @@ struct dist_rt_ps_client {
     }
   }
 
+  /// Appends a request `op` of shard `s`'s ids (shardIds[s]).
+  Request &addIdRequest(uint32_t s, uint32_t op, uint32_t table, int64_t step) {
+    Request r;
+    r.server = s;
+    r.header.op = op;
+    r.header.table = table;
+    r.header.step = step;
+    r.header.count = shardIds[s].size();
+    r.ids = shardIds[s].data();
+    r.idBytes = shardIds[s].size() * sizeof(int64_t);
+    requests.push_back(r);
+    return requests.back();
+  }
+
   dist_rt_status_t gather(const char *function, uint32_t op, uint32_t table,
                           const int64_t *ids, size_t count, int64_t step,
                           float *out) {
@@ -271,15 +285,7 @@ struct dist_rt_ps_client {
     for (uint32_t s = 0; s < servers.size(); ++s) {
       if (shardIds[s].empty())
         continue;
-      Request r;
-      r.server = s;
-      r.header.op = op;
-      r.header.table = table;
-      r.header.step = step;
-      r.header.count = shardIds[s].size();
-      r.ids = shardIds[s].data();
-      r.idBytes = shardIds[s].size() * sizeof(int64_t);
-      requests.push_back(r);
+      addIdRequest(s, op, table, step);
     }
     dist_rt_status_t status = exchange(
         op == kPull ? "pull" : "read",
@@ -339,18 +345,10 @@ struct dist_rt_ps_client {
         std::memcpy(rows.data() + k * dim,
                     uniqueRows.data() + shardSlots[s][k] * dim,
                     dim * sizeof(float));
-      Request r;
-      r.server = s;
-      r.header.op = kPush;
-      r.header.table = table;
-      r.header.step = step;
-      r.header.count = shardIds[s].size();
-      r.ids = shardIds[s].data();
-      r.idBytes = shardIds[s].size() * sizeof(int64_t);
+      Request &r = addIdRequest(s, kPush, table, step);
       r.rows = rows.data();
       r.rowBytes = rows.size() * sizeof(float);
       r.hasRows = true;
-      requests.push_back(r);
     }
     dist_rt_status_t status =
         exchange("push", [](const Request &, const char *, size_t) {

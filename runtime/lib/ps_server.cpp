@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "driver.h"
 #include "internal.h"
 #include "ps_internal.h"
 #include "ps_zmq.h"
@@ -111,29 +112,9 @@ std::string shardFile(const std::string &dir, uint32_t shard, uint32_t n,
          suffix;
 }
 
-bool makeDirectories(const std::string &path) {
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i != path.size() && path[i] != '/')
-      continue;
-    std::string prefix = path.substr(0, i);
-    if (mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
-      return false;
-  }
-  return true;
-}
-
-bool readFully(int fd, void *buffer, size_t size) {
-  char *p = static_cast<char *>(buffer);
-  while (size > 0) {
-    ssize_t n = read(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+/// Whether all `size` bytes could be read.
+bool readAll(int fd, void *buffer, size_t size) {
+  return readFully(fd, buffer, size) == static_cast<int64_t>(size);
 }
 
 } // namespace
@@ -392,29 +373,28 @@ struct dist_rt_ps_server {
       ~Closer() { close(fd); }
     } closer{fd};
     FileHeader h;
-    if (!readFully(fd, &h, sizeof h))
+    if (!readAll(fd, &h, sizeof h))
       return makeStatus(DIST_RT_ERROR_FORMAT, "%s: %s is truncated",
                         label.c_str(), path.c_str());
     if (dist_rt_status_t s = checkFileHeader(h, kSnapMagic, path))
       return s;
-    bool ok = readFully(fd, &snapSeq, sizeof snapSeq);
+    bool ok = readAll(fd, &snapSeq, sizeof snapSeq);
     std::vector<float> row;
     for (TableState &ts : tables) {
       int64_t updates = 0;
       uint64_t rows = 0;
-      ok =
-          ok && readFully(fd, &updates, sizeof updates) &&
-          readFully(fd, &ts.appliedStep, sizeof ts.appliedStep) &&
-          readFully(fd, ts.pushed.data(), ts.pushed.size() * sizeof(int64_t)) &&
-          readFully(fd, &rows, sizeof rows);
+      ok = ok && readAll(fd, &updates, sizeof updates) &&
+           readAll(fd, &ts.appliedStep, sizeof ts.appliedStep) &&
+           readAll(fd, ts.pushed.data(), ts.pushed.size() * sizeof(int64_t)) &&
+           readAll(fd, &rows, sizeof rows);
       if (!ok)
         break;
       ts.table->setUpdates(updates);
       size_t stride = ts.table->stride();
       for (uint64_t i = 0; ok && i < rows; ++i) {
         int64_t id;
-        ok = readFully(fd, &id, sizeof id) &&
-             readFully(fd, ts.table->row(id), stride * sizeof(float));
+        ok = readAll(fd, &id, sizeof id) &&
+             readAll(fd, ts.table->row(id), stride * sizeof(float));
       }
     }
     if (!ok)
@@ -427,10 +407,10 @@ struct dist_rt_ps_server {
   /// Replays the log after the snapshot and leaves it open for appending.
   dist_rt_status_t recover() {
     char buffer[128];
-    if (!makeDirectories(shardDir))
-      return makeStatus(DIST_RT_ERROR_IO, "%s: cannot create %s: %s",
-                        label.c_str(), shardDir.c_str(),
-                        describeErrno(errno, buffer, sizeof buffer));
+    std::string error;
+    if (!driver::makeDirectories(shardDir, "the shard directory", error))
+      return makeStatus(DIST_RT_ERROR_IO, "%s: %s", label.c_str(),
+                        error.c_str());
     std::string logPath =
         shardFile(shardDir, options.shard, options.num_shards, ".log");
     logFd = open(logPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -459,7 +439,7 @@ struct dist_rt_ps_server {
                           describeErrno(errno, buffer, sizeof buffer));
       return nullptr;
     }
-    if (!readFully(logFd, &h, sizeof h))
+    if (!readAll(logFd, &h, sizeof h))
       return makeStatus(DIST_RT_ERROR_FORMAT, "%s: %s is truncated",
                         label.c_str(), logPath.c_str());
     if (dist_rt_status_t s = checkFileHeader(h, kLogMagic, logPath))
@@ -469,7 +449,7 @@ struct dist_rt_ps_server {
     std::vector<float> grads;
     for (;;) {
       RecordHeader r;
-      if (!readFully(logFd, &r, sizeof r))
+      if (!readAll(logFd, &r, sizeof r))
         break;
       if (r.magic != kRecordMagic || r.table >= tables.size() ||
           r.worker >= options.num_workers)
@@ -479,8 +459,8 @@ struct dist_rt_ps_server {
         break;
       ids.resize(r.count);
       grads.resize(r.count * dim);
-      if (!readFully(logFd, ids.data(), ids.size() * sizeof(int64_t)) ||
-          !readFully(logFd, grads.data(), grads.size() * sizeof(float)))
+      if (!readAll(logFd, ids.data(), ids.size() * sizeof(int64_t)) ||
+          !readAll(logFd, grads.data(), grads.size() * sizeof(float)))
         break;
       good = lseek(logFd, 0, SEEK_CUR);
       if (r.seq <= snapSeq)
