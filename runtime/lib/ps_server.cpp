@@ -393,12 +393,13 @@ struct dist_rt_ps_server {
       size_t stride = ts.table->stride();
       for (uint64_t i = 0; ok && i < rows; ++i) {
         int64_t id;
-        ok = readAll(fd, &id, sizeof id) &&
+        ok = readAll(fd, &id, sizeof id) && id >= 0 &&
+             id < ts.table->spec().rows &&
              readAll(fd, ts.table->row(id), stride * sizeof(float));
       }
     }
     if (!ok)
-      return makeStatus(DIST_RT_ERROR_FORMAT, "%s: %s is truncated",
+      return makeStatus(DIST_RT_ERROR_FORMAT, "%s: %s is truncated or damaged",
                         label.c_str(), path.c_str());
     seq = snapSeq;
     return nullptr;
@@ -462,6 +463,10 @@ struct dist_rt_ps_server {
       if (!readAll(logFd, ids.data(), ids.size() * sizeof(int64_t)) ||
           !readAll(logFd, grads.data(), grads.size() * sizeof(float)))
         break;
+      int64_t rows = tables[r.table].table->spec().rows;
+      if (std::any_of(ids.begin(), ids.end(),
+                      [&](int64_t id) { return id < 0 || id >= rows; }))
+        break; // not a record this server wrote
       good = lseek(logFd, 0, SEEK_CUR);
       if (r.seq <= snapSeq)
         continue;

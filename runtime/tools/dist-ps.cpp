@@ -25,8 +25,9 @@
 // gradients that depend on the pulled rows, and pushes them; `local` runs
 // the same workload for all W workers in one process, with the SYNC update
 // (the sum of every worker's gradients, one update per step). --dump writes
-// every row of every table (read back from the servers for `work`, worker
-// 0 only) as raw float32, so that a distributed run and `local` can be
+// every row of every table (pulled back from the servers for `work` as of
+// the step after the last, which SYNC serves once every worker's last step
+// is applied) as raw float32, so that a distributed run and `local` can be
 // compared byte for byte. `bench` measures pull and push throughput
 // (keys per second) against running servers.
 //
@@ -357,8 +358,10 @@ int runWork(const Options &o) {
         ids[i] = static_cast<int64_t>(i);
       size_t at = all.size();
       all.resize(at + ids.size() * o.tables[t].dim);
-      check(dist_rt_ps_read(client, static_cast<uint32_t>(t), ids.data(),
-                            ids.size(), all.data() + at));
+      // A pull as of the step after the last: in SYNC it waits until every
+      // worker's last step is applied (a read would not wait).
+      check(dist_rt_ps_pull(client, static_cast<uint32_t>(t), ids.data(),
+                            ids.size(), o.steps, all.data() + at));
     }
     writeDump(o.dump, all);
   }
