@@ -281,6 +281,33 @@ TEST(PsServer, PullsAndPushesRepeatedIds) {
   dist_rt_ps_client_release(client);
 }
 
+TEST(PsServer, PullsLargeBatchesInPieces) {
+  // More distinct ids than one request carries (ps_client.cpp's pieces).
+  std::vector<dist_rt_ps_table_t> tables = {
+      makeTable("big", 20000, 3, DIST_RT_PS_SGD)};
+  ServerThread server(tables, 1);
+  dist_rt_ps_client_t client = connectTo(server.endpoint(), tables);
+  ASSERT_NE(client, nullptr);
+  Table local(tables[0]);
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 5000; ++i)
+    ids.push_back((i * 7919) % 20000);
+  ids.push_back(ids[17]);
+  std::vector<float> rows(ids.size() * 3), want(3);
+  ASSERT_EQ(takeMessage(dist_rt_ps_pull(client, 0, ids.data(), ids.size(), 0,
+                                        rows.data())),
+            "");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    local.read(ids[i], want.data());
+    for (int j = 0; j < 3; ++j)
+      ASSERT_EQ(rows[i * 3 + j], want[j]) << "id " << ids[i];
+  }
+  EXPECT_GT(server.stats().pulls, 1u);
+  EXPECT_EQ(server.stats().pulled_keys, 5000u);
+  EXPECT_EQ(takeMessage(dist_rt_ps_client_finish(client)), "");
+  dist_rt_ps_client_release(client);
+}
+
 TEST(PsServer, RefusesBadOptions) {
   std::vector<dist_rt_ps_table_t> tables = {
       makeTable("emb", 0, 4, DIST_RT_PS_SGD)};
