@@ -13,6 +13,8 @@
 #  - numpy in one process, the local bound: a pull is `table[ids]`, a push
 #    `np.add.at(table, ids, -lr * grads)` on a dense table.
 # The server runs in ASYNC mode (a pull never waits for other workers).
+# Pushes are measured first, so the rows the pulls read exist on the
+# servers, as they do in numpy's dense table.
 # The target: within 3x of the local bound.
 #
 #   /usr/bin/python3 bench/ps_throughput.py [--build build] [--seconds 3]

@@ -447,14 +447,16 @@ int runBench(const Options &o) {
   std::vector<float> rows(static_cast<size_t>(o.batch * dim));
   std::vector<float> grads(rows.size(), 1e-6f);
   using Clock = std::chrono::steady_clock;
+  // Pushes first: they create the rows the pulls then read (a pull of a
+  // row never written computes its initial values instead).
   for (int pass = 0; pass < 2; ++pass) {
-    const char *what = pass == 0 ? "pull" : "push";
+    const char *what = pass == 1 ? "pull" : "push";
     int64_t keys = 0, step = 0;
     Clock::time_point start = Clock::now();
     double elapsed = 0;
     while (elapsed < o.seconds) {
       const std::vector<int64_t> &ids = pool[step % pool.size()];
-      if (pass == 0)
+      if (pass == 1)
         check(
             dist_rt_ps_pull(client, 0, ids.data(), ids.size(), 0, rows.data()));
       else
