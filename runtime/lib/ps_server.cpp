@@ -131,6 +131,7 @@ struct dist_rt_ps_server {
   uint64_t fingerprint = 0;
   std::vector<TableState> tables;
   std::vector<Deferred> deferred;
+  std::vector<float> smallReply;
   std::vector<bool> said;
   uint32_t goodbyes = 0;
   std::atomic<bool> stopping{false};
@@ -523,11 +524,20 @@ struct dist_rt_ps_server {
                  const int64_t *ids) {
     Table &table = *tables[h.table].table;
     size_t dim = static_cast<size_t>(table.dim());
+    size_t bytes = h.count * dim * sizeof(float);
     zmq_msg_t rows;
-    z->msgInitSize(&rows, h.count * dim * sizeof(float));
-    float *out = static_cast<float *>(z->msgData(&rows));
+    z->msgInitSize(&rows, bytes);
+    // Rows are gathered into the message, unless ZeroMQ keeps it (a small
+    // one) at an address floats cannot be written at.
+    void *data = z->msgData(&rows);
+    bool aligned = reinterpret_cast<uintptr_t>(data) % alignof(float) == 0;
+    if (!aligned)
+      smallReply.resize(h.count * dim);
+    float *out = aligned ? static_cast<float *>(data) : smallReply.data();
     for (uint64_t k = 0; k < h.count; ++k)
       table.read(ids[k], out + k * dim);
+    if (!aligned)
+      std::memcpy(data, smallReply.data(), bytes);
     if (h.op == kPull) {
       ++stats.pulls;
       stats.pulled_keys += h.count;
@@ -635,13 +645,14 @@ struct dist_rt_ps_server {
       sendError(identity, h, label + ": malformed request");
       return nullptr;
     }
-    // Frames are at least 8-byte aligned by ZeroMQ for these sizes; copy
-    // when they are not.
+    // A frame's bytes need not be aligned (ZeroMQ keeps small messages
+    // inside its message object): those are copied first.
     std::vector<int64_t> idCopy;
-    const int64_t *ids = reinterpret_cast<const int64_t *>(frames[2]->data());
-    if (reinterpret_cast<uintptr_t>(ids) % alignof(int64_t)) {
+    const char *idBytes = frames[2]->data();
+    const int64_t *ids = reinterpret_cast<const int64_t *>(idBytes);
+    if (reinterpret_cast<uintptr_t>(idBytes) % alignof(int64_t)) {
       idCopy.resize(h.count);
-      std::memcpy(idCopy.data(), ids, h.count * sizeof(int64_t));
+      std::memcpy(idCopy.data(), idBytes, h.count * sizeof(int64_t));
       ids = idCopy.data();
     }
     std::string bad = checkIds(h, ids);
@@ -662,10 +673,11 @@ struct dist_rt_ps_server {
       return nullptr;
     }
     std::vector<float> gradCopy;
-    const float *grads = reinterpret_cast<const float *>(frames[3]->data());
-    if (reinterpret_cast<uintptr_t>(grads) % alignof(float)) {
+    const char *gradBytes = frames[3]->data();
+    const float *grads = reinterpret_cast<const float *>(gradBytes);
+    if (reinterpret_cast<uintptr_t>(gradBytes) % alignof(float)) {
       gradCopy.resize(h.count * dim);
-      std::memcpy(gradCopy.data(), grads, gradCopy.size() * sizeof(float));
+      std::memcpy(gradCopy.data(), gradBytes, gradCopy.size() * sizeof(float));
       grads = gradCopy.data();
     }
     if (h.step > tables[h.table].pushed[h.worker]) {

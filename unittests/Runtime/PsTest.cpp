@@ -231,6 +231,13 @@ TEST(PsServer, PullsAndPushesRepeatedIds) {
     for (int j = 0; j < 4; ++j)
       EXPECT_EQ(rows[i * 4 + j], want[j]) << "id " << ids[i];
   }
+  // One row of 16 bytes: a message ZeroMQ keeps inside its own object.
+  int64_t one = 42;
+  ASSERT_EQ(takeMessage(dist_rt_ps_pull(client, 0, &one, 1, 0, rows.data())),
+            "");
+  local.read(one, want.data());
+  for (int j = 0; j < 4; ++j)
+    EXPECT_EQ(rows[j], want[j]);
   // Reads and pulls create no rows.
   EXPECT_EQ(server.stats().rows, 0u);
   std::vector<float> grads(ids.size() * 4);
@@ -260,7 +267,7 @@ TEST(PsServer, PullsAndPushesRepeatedIds) {
   dist_rt_ps_server_stats_t stats = server.stats();
   EXPECT_EQ(stats.rows, 4u);
   EXPECT_EQ(stats.pushes, 1u);
-  EXPECT_EQ(stats.pulled_keys, 4u); // distinct ids only
+  EXPECT_EQ(stats.pulled_keys, 5u); // distinct ids only
   // Bad ids, tables and steps are refused before anything is sent.
   int64_t bad = 100;
   EXPECT_EQ(takeMessage(dist_rt_ps_pull(client, 0, &bad, 1, 1, rows.data())),
