@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/GlobPattern.h"
 
 #define DEBUG_TYPE "dist-ps-lookups"
@@ -73,19 +74,18 @@ struct PsLookupsPass : public dist::impl::PsLookupsPassBase<PsLookupsPass> {
     };
     for (const std::string &name : tables) {
       if (name == "all") {
-        // Every table that only lookups read.
+        // Every table that only lookups read (one walk over the module:
+        // per parameter, whether every read is a lookup).
+        llvm::StringMap<bool> onlyLookups;
+        module.walk([&](GetParamOp get) {
+          bool &only =
+              onlyLookups.try_emplace(get.getName(), true).first->second;
+          for (OpOperand &use : get->getUses())
+            only = only && notALookup(use).empty();
+        });
         for (ParamOp p : module.getOps<ParamOp>()) {
-          if (!candidate(p))
-            continue;
-          bool read = false, onlyLookups = true;
-          module.walk([&](GetParamOp get) {
-            if (get.getName() != p.getSymName())
-              return;
-            read = true;
-            for (OpOperand &use : get->getUses())
-              onlyLookups &= notALookup(use).empty();
-          });
-          if (read && onlyLookups)
+          auto it = onlyLookups.find(p.getSymName());
+          if (candidate(p) && it != onlyLookups.end() && it->second)
             chosen.insert(p);
         }
         continue;
