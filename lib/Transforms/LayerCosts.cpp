@@ -495,10 +495,6 @@ bool isSplatConstant(Value v) {
   return dense && dense.isSplat();
 }
 
-/// Tables at least this large are sparse embeddings (parameter-server
-/// candidates).
-constexpr int64_t kSparseTableBytes = 1 << 20;
-
 } // namespace
 
 func::FuncOp mlir::dist::findPlannedFunction(ModuleOp module) {

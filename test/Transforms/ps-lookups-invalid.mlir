@@ -16,14 +16,29 @@ module {
 
 // -----
 
-// Ids computed inside the model are not read from an input.
+// Ids computed by arithmetic are not picked from an input.
 module {
   dist.param @emb_c : tensor<100x8xf32>
   func.func @main(%ids: tensor<4xi64> {dist.name = "ids"}) -> (tensor<4x8xf32> {dist.name = "y"}) {
     %e = dist.get_param @emb_c : tensor<100x8xf32>
     %i = dist.add %ids, %ids : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
-    // expected-error @+1 {{cannot put table 'emb_c' on the parameter server: the ids of its lookup are computed inside the model}}
+    // expected-error @+1 {{cannot put table 'emb_c' on the parameter server: the ids are computed by 'dist.add'}}
     %x = dist.gather %e, %i {axis = 0 : i64} : (tensor<100x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
     return %x : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+// A gather on the batch axis picks samples, not elements of each sample.
+module {
+  dist.param @emb_b : tensor<100x8xf32>
+  func.func @main(%ids: tensor<4x3xi64> {dist.name = "ids"}) -> (tensor<2x3x8xf32> {dist.name = "y"}) {
+    %e = dist.get_param @emb_b : tensor<100x8xf32>
+    %c = dist.constant dense<[0, 2]> : tensor<2xi64>
+    %i = dist.gather %ids, %c {axis = 0 : i64} : (tensor<4x3xi64>, tensor<2xi64>) -> tensor<2x3xi64>
+    // expected-error @+1 {{cannot put table 'emb_b' on the parameter server: the ids are computed by 'dist.gather'}}
+    %x = dist.gather %e, %i {axis = 0 : i64} : (tensor<100x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+    return %x : tensor<2x3x8xf32>
   }
 }

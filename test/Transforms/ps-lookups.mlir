@@ -1,5 +1,7 @@
 // RUN: dist-opt %s --dist-ps-lookups="tables=emb_*" | FileCheck %s
-// RUN: dist-opt %s --dist-ps-lookups="tables=all shards=2" | FileCheck %s --check-prefix=ALL
+// RUN: dist-opt %s --dist-ps-lookups="tables=all shards=2 optimizer=adagrad lr=0.1" | FileCheck %s --check-prefix=ALL
+// RUN: dist-opt %s --dist-ps-lookups="tables=auto" | FileCheck %s --check-prefix=AUTO
+// RUN: not dist-opt %s --dist-ps-lookups="tables=all optimizer=momentum" 2>&1 | FileCheck %s --check-prefix=OPT
 // RUN: dist-opt %s --dist-ps-lookups="tables=emb_a" \
 // RUN:   --dist-build-train-step="loss=mse optimizer=adam" | FileCheck %s --check-prefix=TRAIN
 // RUN: not dist-opt %s --dist-ps-lookups="tables=nope" 2>&1 | FileCheck %s --check-prefix=NONE
@@ -8,6 +10,7 @@
 // RUN:   --dist-build-train-step="loss=mse clip-grad-norm=1" 2>&1 | FileCheck %s --check-prefix=CLIP
 // NONE: error: --ps-tables 'nope': the model has no initializer of that name
 // RANK: error: --ps-tables 'dense': the initializer has type 'tensor<8xf32>', not a floating-point table of rank 2
+// OPT: error: --ps-optimizer 'momentum': the servers apply sgd, adagrad or adam
 // CLIP: error: --clip-grad-norm with tables on the parameter server (--ps-tables) is not supported
 
 // Two tables, one looked up twice: each lookup becomes an argument holding
@@ -20,23 +23,27 @@
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %[[IA:[^:]*]]: tensor<?xi64> {dist.name = "ids_a"}
 // CHECK-SAME: %[[IB:[^:]*]]: tensor<?xi64> {dist.name = "ids_b"}
-// CHECK-SAME: %[[RA:[^:]*]]: tensor<?x8xf32> {dist.name = "emb_a.rows", dist.ps_rows = {ids = "ids_a", table = "emb_a"}}
-// CHECK-SAME: %[[RA1:[^:]*]]: tensor<?x8xf32> {dist.name = "emb_a.rows.1", dist.ps_rows = {ids = "ids_b", table = "emb_a"}}
-// CHECK-SAME: %[[RB:[^:]*]]: tensor<?x8xf32> {dist.name = "emb_b.rows", dist.ps_rows = {ids = "ids_b", table = "emb_b"}}
+// CHECK-SAME: %[[RA:[^:]*]]: tensor<?x8xf32> {dist.name = "emb_a.rows", dist.ps_rows = {cols = array<i64: 0>, ids = "ids_a", table = "emb_a"}}
+// CHECK-SAME: %[[RA1:[^:]*]]: tensor<?x8xf32> {dist.name = "emb_a.rows.1", dist.ps_rows = {cols = array<i64: 0>, ids = "ids_b", table = "emb_a"}}
+// CHECK-SAME: %[[RB:[^:]*]]: tensor<?x8xf32> {dist.name = "emb_b.rows", dist.ps_rows = {cols = array<i64: 0>, ids = "ids_b", table = "emb_b"}}
 // CHECK-NOT: dist.gather
 // CHECK-NOT: dist.get_param @emb
 // CHECK: dist.add %[[RA]], %[[RA1]]
 // CHECK: dist.add %{{.*}}, %[[RB]]
+// ALL: module attributes {dist.ps_optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-10 : f64, lr = 1.000000e-01 : f64, optimizer = "adagrad"}}
 // ALL-DAG: dist.param @emb_a {dist.ps_table = #dist.ps_table<rows = 100, dim = 8, shards = 2>}
 // ALL-DAG: dist.param @emb_b {dist.ps_table = #dist.ps_table<rows = 50, dim = 8, shards = 2>}
 // ALL-DAG: dist.param @w : tensor<8x1xf32>
+// `auto` serves tables of 1 MiB or more: these stay in the model.
+// AUTO-NOT: dist.ps_table
+// AUTO-NOT: dist.ps_optimizer
 // The training step returns the pulled rows' gradients after the loss and
 // updates only the dense parameter; emb_b stays in the model.
 // The ids stay among its inputs (the runtime pulls by them) although the
 // step itself no longer reads ids_a.
 // TRAIN-LABEL: func.func @train_step
 // TRAIN-SAME: {dist.name = "ids_a"}
-// TRAIN-SAME: {dist.name = "emb_a.rows", dist.ps_rows = {ids = "ids_a", table = "emb_a"}}
+// TRAIN-SAME: {dist.name = "emb_a.rows", dist.ps_rows = {cols = array<i64: 0>, ids = "ids_a", table = "emb_a"}}
 // TRAIN-SAME: -> (tensor<f32> {dist.name = "loss"}, tensor<?x8xf32> {dist.name = "emb_a.rows.grad"}, tensor<?x8xf32> {dist.name = "emb_a.rows.1.grad"})
 // TRAIN-DAG: dist.set_param @w
 // TRAIN-DAG: dist.set_param @emb_b

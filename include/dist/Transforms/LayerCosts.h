@@ -41,17 +41,21 @@ struct FunctionCosts {
   bool training = false;
 };
 
+/// The size from which an embedding table counts as sparse: priced as
+/// served rows with --ps-tables, and put on the servers by
+/// `--ps-tables=auto` (dist-ps-lookups).
+inline constexpr int64_t kSparseTableBytes = 1 << 20;
+
 /// Collects the layer costs of `func`, whose shapes must be static (bind a
 /// dynamic batch first with bindBatch). Emits an error naming the op and
 /// fails when an op's cost is unknown.
 ///
-/// Embedding tables of at least 1 MiB read by a gather make their layer
-/// `sparse`. With `psTables` they are priced as parameter-server tables
-/// (HeterPS): held once, their gradients and optimizer updates touch only
-/// the looked-up rows. Without it (the default, and what generated code
-/// does today: the runtime has no parameter server yet) they are ordinary
-/// dense parameters whose gradient and update ops cost what the training
-/// step spells out.
+/// Embedding tables of at least kSparseTableBytes read by a gather make
+/// their layer `sparse`. With `psTables` (dist-opt --ps-tables) they are
+/// priced as parameter-server tables (HeterPS): held once, their gradients
+/// and optimizer updates touch only the looked-up rows. Without it (the
+/// default) they are ordinary dense parameters whose gradient and update
+/// ops cost what the training step spells out.
 ///
 /// With `im2colConvs` (codegen's `conv=im2col`) no convolution is taken to
 /// run as the runtime's direct kernel: their im2col columns, bias

@@ -36,29 +36,47 @@ def PsLookupsPass : Pass<"dist-ps-lookups", "ModuleOp"> {
   let description = [{
     Puts the embedding tables named by `tables` on the parameter server:
     each lookup of such a table in the public functions (a `dist.gather` on
-    axis 0 of the table by ids that a function argument holds) becomes a new
+    axis 0 of the table by ids read from a function argument) becomes a new
     function argument of the lookup's type, marked `dist.ps_rows = {table,
-    ids}`, that the runtime fills with the rows it pulled for those ids (in
-    their order, repeats included). The table's `dist.param` gets
-    `dist.ps_table = #dist.ps_table<rows, dim, shards>` and is no longer read
-    by the functions: the servers hold it, initialised from the parameter
-    file. dist-build-train-step then returns the gradient of each pulled
-    argument, which the runtime pushes.
+    ids, cols}`, that the runtime fills with the rows it pulled for those ids
+    (in their order, repeats included). The ids may be computed from the
+    argument by ops that pick elements of each sample (a gather by constant
+    indices on an axis other than the batch, reshape, flatten, squeeze,
+    unsqueeze, a transpose that keeps the batch first, integer casts, as
+    `sparse[:, i]` exports): `cols` lists, per sample, which elements of the
+    argument (row-major, without the batch dimension) the lookup reads, in
+    order. The table's `dist.param` gets `dist.ps_table =
+    #dist.ps_table<rows, dim, shards>` and is no longer read by the
+    functions: the servers hold it, initialised from the parameter file. The
+    module gets `dist.ps_optimizer = {optimizer, lr, beta1, beta2, eps}`, the
+    update the servers apply per row. dist-build-train-step then returns
+    the gradient of each pulled argument, which the runtime pushes.
 
-    `tables` holds parameter names or glob patterns, or `all` (every
-    floating-point parameter of rank 2 that only lookups read). The pass
-    fails, naming the op, when a named table is read by anything but such a
-    lookup (a tied output projection, ids computed inside the model), and
-    when a name matches no parameter. A no-op without `tables`.
+    `tables` holds parameter names or glob patterns, `all` (every
+    floating-point parameter of rank 2 that only lookups read) or `auto`
+    (those of them of at least 1 MiB, the size from which the planner's cost
+    model prices a table as served rows: dist/Transforms/LayerCosts.h). The
+    pass fails, naming the op, when a named table is read by anything but
+    such a lookup (a tied output projection, ids computed from a parameter
+    or by arithmetic), and when a name matches no parameter. A no-op
+    without `tables`.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::func::FuncDialect"];
   let options = [
     ListOption<"tables", "tables", "std::string",
                "parameters to put on the parameter server (names, glob "
-               "patterns, or all)">,
+               "patterns, all or auto)">,
     Option<"shards", "shards", "int64_t", "1",
            "parameter-server shards the rows are spread over">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "the servers' per-row update: sgd, adagrad or adam (lazy)">,
+    Option<"lr", "lr", "double", "0.01", "the servers' learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam's beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam's beta2">,
+    Option<"eps", "eps", "double", "-1",
+           "Adam's and Adagrad's epsilon (-1: 1e-8 for adam, 1e-10 for "
+           "adagrad, as in PyTorch)">,
   ];
   let statistics = [
     Statistic<"numTables", "num-tables", "Number of tables put on the servers">,

@@ -63,9 +63,14 @@ inline constexpr llvm::StringLiteral kGradNormAttr = "dist.grad_norm";
 inline constexpr llvm::StringLiteral kPsTableAttr = "dist.ps_table";
 /// On a function argument that takes the rows a lookup of a parameter-server
 /// table pulled (dist-ps-lookups): {table = parameter name, ids = name of the
-/// input holding the ids}; the argument is the lookup's result, rows in the
-/// order of the ids. dist-build-train-step returns its gradient.
+/// input the ids come from, cols = the elements of each of its samples the
+/// lookup reads, row-major without the batch dimension}; the argument is
+/// the lookup's result, rows in the order of the ids.
+/// dist-build-train-step returns its gradient.
 inline constexpr llvm::StringLiteral kPsRowsAttr = "dist.ps_rows";
+/// On the module (dist-ps-lookups): the servers' per-row update, {optimizer
+/// = "sgd"|"adagrad"|"adam", lr, beta1, beta2, eps}.
+inline constexpr llvm::StringLiteral kPsOptimizerAttr = "dist.ps_optimizer";
 
 /// A device mesh: axis names (e.g. "dp", "tp") and their sizes, in order.
 struct MeshSpec {
