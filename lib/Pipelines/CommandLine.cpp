@@ -208,10 +208,6 @@ struct CompileCommandLine::Flags {
       cl::desc("CPU threads per rank the cost model assumes (default: all "
                "cores)"),
       cl::init(0), cl::cat(cat(Planning))};
-  cl::opt<bool> psTables{
-      "ps-tables",
-      cl::desc("Plan embedding tables as parameter-server tables (HeterPS)"),
-      cl::cat(cat(Planning))};
 
   //===--- Distribution ---------------------------------------------------===//
   cl::opt<std::string> mesh{
@@ -240,6 +236,18 @@ struct CompileCommandLine::Flags {
                "the names of the layers that start stages 1.. (default: "
                "stages of equal FLOPs)"),
       cl::value_desc("counts|names"), cl::cat(cat(Distribution))};
+  cl::opt<std::string> psTables{
+      "ps-tables",
+      cl::desc("Embedding tables on parameter servers: all, auto (those of "
+               "1 MiB or more), or names and glob patterns, comma-separated; "
+               "run with `<model> ps-server` beside `<model> train`"),
+      cl::value_desc("all|auto|names"), cl::cat(cat(Distribution))};
+  cl::opt<std::string> psOptimizer{
+      "ps-optimizer",
+      cl::desc("The servers' per-row update of the tables: sgd, adagrad or "
+               "adam (lazy, as torch.optim.SparseAdam); default: --optimizer "
+               "with --lr"),
+      cl::value_desc("sgd|adagrad|adam"), cl::cat(cat(Distribution))};
   cl::opt<int64_t> zero{
       "zero",
       cl::desc("ZeRO stage: 1 shards the optimizer state over the dp ranks "
@@ -305,13 +313,14 @@ struct CompileCommandLine::Flags {
             {Planning, std::addressof(planner)},
             {Planning, std::addressof(globalBatch)},
             {Planning, std::addressof(planThreads)},
-            {Planning, std::addressof(psTables)},
             {Distribution, std::addressof(mesh)},
             {Distribution, std::addressof(gradBucketMb)},
             {Distribution, std::addressof(zero)},
             {Distribution, std::addressof(microBatches)},
             {Distribution, std::addressof(schedule)},
             {Distribution, std::addressof(ppSplit)},
+            {Distribution, std::addressof(psTables)},
+            {Distribution, std::addressof(psOptimizer)},
             {Output, std::addressof(output)},
             {Output, std::addressof(compileTo)},
             {Output, std::addressof(emit)},
@@ -423,7 +432,7 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   bool planning = options.planOnly;
   for (cl::Option *o : std::initializer_list<cl::Option *>{
            &f.cluster, &f.plan, &f.objective, &f.minThroughput, &f.planner,
-           &f.globalBatch, &f.planThreads, &f.psTables})
+           &f.globalBatch, &f.planThreads})
     planning |= o->getNumOccurrences() > 0;
   PlanningOptions p;
   p.cluster = f.cluster;
@@ -432,7 +441,7 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   p.strategy = f.planner;
   p.globalBatch = f.globalBatch;
   p.threads = f.planThreads;
-  p.psTables = f.psTables;
+  p.psTables = !f.psTables.empty();
   if (!f.plan.empty() && f.plan != "auto")
     p.planFile = f.plan;
   if (p.objective == Objective::Cost && !(p.minThroughput > 0))
@@ -505,6 +514,24 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   options.schedule = f.schedule;
   options.ppSplit = f.ppSplit;
 
+  // Parameter-server tables.
+  for (StringRef t : llvm::split(f.psTables.getValue(), ','))
+    if (!t.trim().empty())
+      options.psTables.push_back(t.trim().str());
+  if (f.psTables.getNumOccurrences() && options.psTables.empty())
+    return fail("--ps-tables: give all, auto, or table names");
+  if (f.psOptimizer.getNumOccurrences()) {
+    if (options.psTables.empty())
+      return fail("--ps-optimizer needs --ps-tables");
+    if (!f.train)
+      return fail("--ps-optimizer needs --train");
+    if (f.psOptimizer != "sgd" && f.psOptimizer != "adagrad" &&
+        f.psOptimizer != "adam")
+      return fail("--ps-optimizer: '" + f.psOptimizer +
+                  "' is not one of sgd, adagrad, adam");
+    options.psOptimizer = f.psOptimizer;
+  }
+
   // Training.
   for (cl::Option *o : std::initializer_list<cl::Option *>{
            &f.loss, &f.lossOutput, &f.ignoreIndex, &f.optimizer, &f.lr,
@@ -547,6 +574,20 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
     unused(f.beta1, adam, optText);
     unused(f.beta2, adam, optText);
     unused(f.eps, adam, optText);
+    if (!options.psTables.empty()) {
+      // The servers update the tables' rows with a constant rate.
+      if (options.psOptimizer.empty()) {
+        if (t.optimizer != OptimizerKind::SGD &&
+            t.optimizer != OptimizerKind::Adam)
+          return fail("--ps-tables with " + optText +
+                      ": the servers apply sgd, adagrad or adam to the "
+                      "tables' rows; choose one with --ps-optimizer");
+        options.psOptimizer = stringifyEnumOption(t.optimizer).str();
+      }
+      if (t.lrSchedule != LRScheduleKind::Constant)
+        return fail("--ps-tables with " + schedule +
+                    ": the servers apply a constant learning rate");
+    }
   }
 
   // Import.
@@ -664,8 +705,7 @@ void CompileCommandLine::printHelp(llvm::raw_ostream &os) const {
       else if (o->ValueStr.empty() &&
                o->getFormattingFlag() != cl::Positional &&
                o->getValueExpectedFlag() != cl::ValueDisallowed &&
-               o != &flags->summary && o != &flags->train &&
-               o != &flags->psTables)
+               o != &flags->summary && o != &flags->train)
         text += "=<n>";
       if (o->getFormattingFlag() == cl::Positional)
         text = "<model.onnx>";

@@ -42,8 +42,9 @@ ArrayRef<PhaseInfo> dist::getPhases() {
        "writes plan.json and plan.html",
        "buildPlanPipeline (lib/Pipelines/Pipelines.cpp)", true},
       {Phase::Train, "train",
-       "splits the forward graph over tp, then builds the training step "
-       "(loss, autodiff, optimizer) at one dp rank's batch",
+       "puts --ps-tables on the parameter server, splits the forward graph "
+       "over tp, then builds the training step (loss, autodiff, optimizer) "
+       "at one dp rank's batch",
        "buildTrainPipeline (lib/Pipelines/Pipelines.cpp)", true},
       {Phase::Partition, "partition",
        "the program every rank runs: mesh, gradient buckets over dp, ZeRO, "
@@ -158,6 +159,22 @@ void dist::buildPlanPipeline(OpPassManager &pm, const CompileOptions &options) {
 
 void dist::buildTrainPipeline(OpPassManager &pm,
                               const CompileOptions &options) {
+  // Tables on the parameter server first (after the planner, which priced
+  // their lookups as pulls): their lookups become the pulled rows that the
+  // step's autodiff then sees as inputs. Inference compiles run it too.
+  if (!options.psTables.empty()) {
+    PsLookupsPassOptions ps;
+    ps.tables.assign(options.psTables.begin(), options.psTables.end());
+    if (options.train) {
+      ps.optimizer = options.psOptimizer.empty() ? "sgd" : options.psOptimizer;
+      ps.lr = options.train->lr;
+      ps.beta1 = options.train->beta1;
+      ps.beta2 = options.train->beta2;
+      if (ps.optimizer == "adam")
+        ps.eps = options.train->eps;
+    }
+    pm.addPass(createPsLookupsPass(ps));
+  }
   if (!options.train)
     return;
   // Tensor parallelism splits the forward graph first: the step's backward

@@ -282,9 +282,22 @@ LogicalResult PartitionPass::reduceGradients(func::FuncOp step, int16_t axis) {
   Location lossLoc = DistDialect::tagPhase(
       NameLoc::get(StringAttr::get(ctx, "loss_mean"), step.getLoc()),
       DistDialect::kPhaseUpdate);
-  for (OpOperand &operand : ret->getOpOperands())
+  // The gradients of rows pulled from the parameter server stay this
+  // rank's: they are its samples', which the runtime pushes.
+  llvm::StringSet<> pulledGrads;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (step.getArgAttr(i, kPsRowsAttr))
+      if (auto name = step.getArgAttrOfType<StringAttr>(
+              i, DistDialect::getValueNameAttrName()))
+        pulledGrads.insert((name.getValue() + ".grad").str());
+  for (OpOperand &operand : ret->getOpOperands()) {
+    auto name = step.getResultAttrOfType<StringAttr>(
+        operand.getOperandNumber(), DistDialect::getValueNameAttrName());
+    if (name && pulledGrads.contains(name.getValue()))
+      continue;
     if (perRank.contains(operand.get()))
       operand.set(averageOver(b, lossLoc, operand.get(), axis));
+  }
   return success();
 }
 

@@ -426,6 +426,26 @@ dist_rt_world_init(int *argc, char ***argv,
   });
 }
 
+dist_rt_status_t dist_rt::comm::narrowWorld(int32_t color) {
+  return dist_rt::guardStatus("world_split", [&]() -> dist_rt_status_t {
+    std::lock_guard<std::mutex> lock(worldMutex);
+    if (!theWorld)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "world_split: the world is not initialized");
+    std::unique_ptr<CommBackend> backend;
+    if (dist_rt_status_t status = theWorld->backend->split(
+            "world_split", color, theWorld->backend->rank(), &backend))
+      return status;
+    std::unique_ptr<dist_rt_comm> part(new dist_rt_comm());
+    part->worldRank = theWorld->worldRank;
+    part->timeoutSeconds = theWorld->timeoutSeconds;
+    part->backend = std::move(backend);
+    dist_rt_comm_release(theWorld);
+    theWorld = part.release();
+    return nullptr;
+  });
+}
+
 extern "C" dist_rt_status_t dist_rt_world_finalize(void) {
   return dist_rt::guardStatus("world_finalize", []() -> dist_rt_status_t {
     std::lock_guard<std::mutex> lock(worldMutex);

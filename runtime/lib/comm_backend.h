@@ -190,6 +190,13 @@ dist_rt_status_t finalizeMpi();
 /// communication may move to another thread as long as calls never overlap.
 bool mpiAllowsSerializedThreads();
 
+/// Splits the world (collective over all its ranks) by `color` and makes
+/// this rank's part the world that dist_rt_world_init returns from then on:
+/// the ranks of one role of a job that runs several programs (parameter
+/// servers beside workers), whose mesh is then the workers' alone.
+/// Handles given out for the old world stay valid.
+dist_rt_status_t narrowWorld(int32_t color);
+
 /// Calls MPI_Abort(MPI_COMM_WORLD, code) if MPI is initialized and not
 /// finalized; returns otherwise.
 void abortMpi(int code);

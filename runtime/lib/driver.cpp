@@ -165,6 +165,13 @@ bool parseOptions(int argc, char **argv, int first,
 // Tensors read from and written to .npy files
 //===----------------------------------------------------------------------===//
 
+bool isPsRows(const dist_rt_ps_desc_t *ps, const char *name) {
+  for (uint32_t k = 0; ps && k < ps->num_lookups; ++k)
+    if (std::strcmp(ps->lookups[k].rows, name) == 0)
+      return true;
+  return false;
+}
+
 bool bindFile(const std::string &value, const char *modelName,
               const FileBinding &binding, std::vector<std::string> &files,
               std::string &error) {
@@ -197,6 +204,11 @@ bool bindFile(const std::string &value, const char *modelName,
     return false;
   }
   const char *name = binding.tensors[match].name;
+  if (isPsRows(binding.ps, name)) {
+    error = kind + " '" + name +
+            "' takes rows pulled from the parameter server; it has no file";
+    return false;
+  }
   std::string file = value.substr(matchLength + 1);
   if (file.empty()) {
     error =
@@ -215,7 +227,7 @@ std::string missingFile(const FileBinding &binding,
                         const std::vector<std::string> &files) {
   for (uint32_t i = 0; i < binding.count; ++i) {
     const dist_rt_tensor_desc_t &tensor = binding.tensors[i];
-    if (files[i].empty())
+    if (files[i].empty() && !isPsRows(binding.ps, tensor.name))
       return std::string("missing ") + binding.option + " " + tensor.name +
              "=FILE.npy (" + binding.kind + " '" + tensor.name + "' is " +
              dist_rt_dtype_name(tensor.dtype) + " " +

@@ -86,7 +86,13 @@ struct FileBinding {
   const char *kind;
   uint32_t count;
   const dist_rt_tensor_desc_t *tensors;
+  /// The model's tables on the parameter server, whose lookups' rows are
+  /// inputs that no file gives (the runtime pulls them); may be NULL.
+  const dist_rt_ps_desc_t *ps = nullptr;
 };
+
+/// Whether `name` is the rows input of a lookup of `ps` (may be NULL).
+bool isPsRows(const dist_rt_ps_desc_t *ps, const char *name);
 
 /// Handles the value "NAME=FILE" of one `binding.option`: stores FILE in
 /// files[index of NAME] (`files` has binding.count entries, "" until
@@ -191,7 +197,10 @@ bool readLatest(const std::string &dir, std::string &name, std::string &error);
 /// same point. The others are the model's own buffers.
 class WholeParams {
 public:
-  bool gather(dist_rt_model_t model, bool withState, std::string &error);
+  /// Tables on the parameter server are read whole only `withTables`
+  /// (--export-onnx); writeParams streams them.
+  bool gather(dist_rt_model_t model, bool withState, std::string &error,
+              bool withTables = false);
   /// Parameter `index` (descriptor order); `gather` must have run.
   dist_rt_status_t get(uint32_t index, dist_rt_tensor_t &out) const;
 
@@ -225,6 +234,10 @@ std::string checkDriverDesc(const dist_rt_model_desc_t *desc);
 
 /// The `train` subcommand (argv[1] == "train"); returns the exit code.
 int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc);
+
+/// `<exe> ps-server ...`: serves the model's tables on the parameter server
+/// (train_ps.cpp).
+int runPsServer(int argc, char **argv, const dist_rt_model_desc_t &desc);
 
 } // namespace driver
 } // namespace dist_rt

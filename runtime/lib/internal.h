@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -166,6 +167,18 @@ bool writeFully(int fd, const void *buffer, size_t size);
 /// Returns the number of bytes read (less than `size` only at end of file),
 /// or -1 with errno set.
 int64_t readFully(int fd, void *buffer, size_t size);
+
+/// Fills `out` with rows [first, first + count) of the leading dimension of
+/// a tensor being written.
+using NpyRowReader =
+    std::function<dist_rt_status_t(int64_t first, int64_t count, void *out)>;
+
+/// Writes a .npy file as dist_rt_npy_write does (to a temporary name, then
+/// renamed), its data read in pieces of `rowsPerPiece` rows of the leading
+/// dimension, so that the whole tensor is never in memory at once.
+dist_rt_status_t writeNpyRows(const char *path, uint32_t dtype, uint32_t rank,
+                              const int64_t *dims, int64_t rowsPerPiece,
+                              const NpyRowReader &readRows);
 
 //===----------------------------------------------------------------------===//
 // Convolution (conv.cpp)

@@ -92,7 +92,8 @@ void printUsage(const char *program, const dist_rt_model_desc_t &desc) {
 bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
                       CommandLine &cl, std::string &error) {
   cl.inputFiles.assign(desc.num_inputs, std::string());
-  FileBinding inputs = {"--input", "input", desc.num_inputs, desc.inputs};
+  FileBinding inputs = {"--input", "input", desc.num_inputs, desc.inputs,
+                        desc.ps};
   auto handle = [&](const std::string &flag, const std::string &value,
                     std::string &error) {
     if (flag == "--help") {
@@ -140,6 +141,8 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
     return fail(error);
   if (argc > 1 && argv[1] && std::strcmp(argv[1], "train") == 0)
     return runTrain(argc, argv, *desc);
+  if (argc > 1 && argv[1] && std::strcmp(argv[1], "ps-server") == 0)
+    return runPsServer(argc, argv, *desc);
 
   CommandLine cl;
   if (!parseCommandLine(argc, argv, *desc, cl, error))
@@ -148,8 +151,9 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
     printUsage(argc > 0 && argv[0] ? argv[0] : desc->name, *desc);
     return 0;
   }
-  error = missingFile({"--input", "input", desc->num_inputs, desc->inputs},
-                      cl.inputFiles);
+  error = missingFile(
+      {"--input", "input", desc->num_inputs, desc->inputs, desc->ps},
+      cl.inputFiles);
   if (!error.empty())
     return fail(error);
 
@@ -177,10 +181,17 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
   NpyArrays inputs;
   inputs.arrays.assign(desc->num_inputs, dist_rt_npy_array_t{});
   std::vector<dist_rt_tensor_t> tensors(desc->num_inputs);
-  for (uint32_t i = 0; i < desc->num_inputs; ++i)
-    if (!readTensorFile("input", desc->inputs[i], cl.inputFiles[i],
-                        inputs.arrays[i], tensors[i], error))
+  for (uint32_t i = 0; i < desc->num_inputs; ++i) {
+    const dist_rt_tensor_desc_t &input = desc->inputs[i];
+    // Rows of lookups on the parameter server: the run fills them in.
+    if (isPsRows(desc->ps, input.name)) {
+      tensors[i] = {input.dtype, input.rank, input.dims, nullptr};
+      continue;
+    }
+    if (!readTensorFile("input", input, cl.inputFiles[i], inputs.arrays[i],
+                        tensors[i], error))
       return fail(error);
+  }
 
   const dist_rt_tensor_t *outputs = nullptr;
   if (dist_rt_status_t status = dist_rt_model_run(model.get(), tensors.data(),

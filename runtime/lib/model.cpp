@@ -131,6 +131,8 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
 
   if (dist_rt_status_t status = loadParams(*model, options))
     return status;
+  if (dist_rt_status_t status = setUpPs(*model))
+    return status;
   dist_rt_set_num_threads(options.num_threads);
   *out_model = model.release();
   return nullptr;

@@ -550,6 +550,11 @@ dist_rt_status_t runSplitModel(dist_rt_model &model,
 dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                           size_t numInputs,
                           const dist_rt_tensor_t **out_outputs) {
+  // Tables on the parameter server: the rows of the inputs' ids.
+  if (model.desc->ps)
+    if (dist_rt_status_t status =
+            psFillRows(model, /*training=*/false, 0, inputs, numInputs))
+      return status;
   if (model.desc->infer_batch_split) {
     bool ranWhole = false;
     dist_rt_status_t status =

@@ -123,6 +123,80 @@ dist_rt_status_t checkPipelineDesc(const dist_rt_model_desc_t &desc) {
   return nullptr;
 }
 
+/// The index of the tensor named `name` in `group`, or -1.
+int64_t findTensor(const dist_rt_tensor_desc_t *group, uint32_t count,
+                   const std::string &name) {
+  for (uint32_t i = 0; i < count; ++i)
+    if (name == group[i].name)
+      return i;
+  return -1;
+}
+
+/// Checks the lookups of tables on the parameter server against the
+/// inputs, outputs and parameters they name.
+dist_rt_status_t checkPsDesc(const dist_rt_model_desc_t &desc) {
+  const dist_rt_ps_desc_t &ps = *desc.ps;
+  auto bad = [&](uint32_t k, const char *why) {
+    const dist_rt_ps_lookup_t &l = ps.lookups[k];
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': parameter-server lookup '%s': %s", desc.name,
+                      l.rows ? l.rows : "?", why);
+  };
+  if (!ps.optimizer ||
+      (std::strcmp(ps.optimizer, "sgd") != 0 &&
+       std::strcmp(ps.optimizer, "adagrad") != 0 &&
+       std::strcmp(ps.optimizer, "adam") != 0) ||
+      !(ps.lr > 0) || (ps.num_lookups && !ps.lookups))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': invalid parameter-server optimizer",
+                      desc.name);
+  for (uint32_t k = 0; k < ps.num_lookups; ++k) {
+    const dist_rt_ps_lookup_t &l = ps.lookups[k];
+    if (!l.rows || !l.ids || (l.num_cols && !l.cols) || l.num_cols == 0)
+      return bad(k, "no rows, ids or columns");
+    if (l.table >= desc.num_params)
+      return bad(k, "its table is out of range");
+    const dist_rt_tensor_desc_t &table = desc.params[l.table];
+    if (table.rank != 2 || table.dtype != DIST_RT_DTYPE_FLOAT ||
+        table.dims[0] < 1 || table.dims[1] < 1)
+      return bad(k, "its table is not a float32 matrix");
+    if (desc.train && desc.train->param_roles[l.table] != DIST_RT_PARAM_PS)
+      return bad(k, "its table's role is not DIST_RT_PARAM_PS");
+    for (int g = 0; g < 2; ++g) {
+      if (g == 1 && !desc.train)
+        break;
+      const dist_rt_tensor_desc_t *group = g ? desc.train->inputs : desc.inputs;
+      uint32_t count = g ? desc.train->num_inputs : desc.num_inputs;
+      int64_t rowsAt = findTensor(group, count, l.rows);
+      int64_t idsAt = findTensor(group, count, l.ids);
+      if (rowsAt < 0 || idsAt < 0)
+        return bad(k, "its rows or ids are not among the inputs");
+      const dist_rt_tensor_desc_t &rows = group[rowsAt];
+      const dist_rt_tensor_desc_t &ids = group[idsAt];
+      if (ids.rank < 1 || (ids.dtype != DIST_RT_DTYPE_INT64 &&
+                           ids.dtype != DIST_RT_DTYPE_INT32))
+        return bad(k, "its ids are not an int32 or int64 batch");
+      int64_t perSample = 1;
+      for (uint32_t d = 1; d < ids.rank; ++d)
+        perSample = ids.dims[d] < 0 ? -1 : perSample * ids.dims[d];
+      for (uint32_t j = 0; j < l.num_cols; ++j)
+        if (perSample < 0 || l.cols[j] < 0 || l.cols[j] >= perSample)
+          return bad(k, "a column is outside a sample of its ids");
+      int64_t rowsPerSample = 1;
+      for (uint32_t d = 1; d + 1 < rows.rank; ++d)
+        rowsPerSample = rows.dims[d] < 0 ? -1 : rowsPerSample * rows.dims[d];
+      if (rows.rank < 2 || rows.dtype != DIST_RT_DTYPE_FLOAT ||
+          rows.dims[rows.rank - 1] != table.dims[1] ||
+          rowsPerSample != static_cast<int64_t>(l.num_cols))
+        return bad(k, "its rows do not hold one row of the table per id");
+    }
+    if (desc.train && findTensor(desc.train->outputs, desc.train->num_outputs,
+                                 std::string(l.rows) + ".grad") < 0)
+      return bad(k, "the training step does not return its gradient");
+  }
+  return nullptr;
+}
+
 /// Checks the training step of the descriptor (parameters and inputs are
 /// checked already).
 dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
@@ -142,10 +216,19 @@ dist_rt_status_t checkTrainDesc(const dist_rt_model_desc_t &desc) {
   for (uint32_t i = 0; i < desc.num_params; ++i) {
     const dist_rt_tensor_desc_t &param = desc.params[i];
     uint8_t role = train.param_roles[i];
-    if (role > DIST_RT_PARAM_STATE)
+    if (role > DIST_RT_PARAM_PS)
       return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                         "model '%s': parameter '%s' has an invalid role %u",
                         model, param.name, unsigned{role});
+    bool looked = false;
+    for (uint32_t k = 0;
+         desc.ps && desc.ps->lookups && k < desc.ps->num_lookups; ++k)
+      looked |= desc.ps->lookups[k].table == i;
+    if (role == DIST_RT_PARAM_PS && !looked)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': parameter '%s' is a parameter-server "
+                        "table that no lookup reads",
+                        model, param.name);
     // Optimizer state is not in the parameter file, so nothing else could
     // tell its shape.
     for (uint32_t d = 0; role == DIST_RT_PARAM_STATE && d < param.rank; ++d)
@@ -274,7 +357,10 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
                             static_cast<long long>(dp));
     }
   }
-  return desc.train ? checkTrainDesc(desc) : nullptr;
+  if (desc.train)
+    if (dist_rt_status_t status = checkTrainDesc(desc))
+      return status;
+  return desc.ps ? checkPsDesc(desc) : nullptr;
 }
 
 /// Fails when the job runs alone (one rank) and a parameter the run needs

@@ -19,6 +19,8 @@
 
 #include "dist_rt/kernels.h"
 #include "dist_rt/model.h"
+#include "dist_rt/npy.h"
+#include "dist_rt/ps.h"
 
 #include <chrono>
 #include <cstddef>
@@ -153,6 +155,36 @@ struct dist_rt_model {
   /// Where the pipeline's actions are recorded (--trace), or null.
   std::vector<dist_rt::model_impl::TraceEvent> *trace = nullptr;
   std::chrono::steady_clock::time_point traceEpoch;
+  /// Tables on the parameter server (desc->ps, model_ps.cpp).
+  struct PsState {
+    /// The client steps pull and push through (borrowed; see
+    /// dist_rt_model_attach_ps), or null; the factor applied to pushed
+    /// gradients (1 / the dp ranks, whose losses are means of a slice).
+    dist_rt_ps_client_t client = nullptr;
+    float gradScale = 1;
+    /// The parameters that are tables, in the order of their first lookup:
+    /// the servers' table indices.
+    std::vector<uint32_t> tableParams;
+    /// Per lookup: its table's index, and the indices of its rows and ids
+    /// among the inputs of inference and of the step, and of the rows'
+    /// gradient among the step's outputs (-1: none).
+    struct Lookup {
+      uint32_t table = 0;
+      int32_t inferRows = -1, inferIds = -1;
+      int32_t trainRows = -1, trainIds = -1, trainGrad = -1;
+      /// Offset of the lookup's ids in the table's ids of a step.
+      size_t offset = 0, count = 0;
+    };
+    std::vector<Lookup> lookups;
+    /// Per table, the ids of the step's lookups back to back, their rows
+    /// and the gradients to push.
+    std::vector<std::vector<int64_t>> ids;
+    std::vector<std::vector<float>> rows, grads;
+    /// The inputs with the rows filled in, and their dims.
+    std::vector<dist_rt_tensor_t> inputs;
+    std::vector<int64_t> dims;
+  };
+  PsState ps;
   /// The learning rate and step number of the training step in progress,
   /// behind the two rank-0 descriptors of training.argWords.
   float trainScalars[2] = {0, 0};
@@ -240,6 +272,50 @@ void describeParam(const dist_rt_model &model, size_t index,
                    dist_rt_tensor_t &out);
 
 //===----------------------------------------------------------------------===//
+// Parameter-server tables (model_ps.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The initial rows of a model's tables on the parameter server, read as
+/// the parameters are (see dist_rt_model_options_t::param_path: the
+/// parameter file, mapped, or the .npy files of a directory): per table of
+/// dist_rt::psTables, rows x dim floats, valid while this object lives.
+struct PsInitRows {
+  std::vector<const float *> rows;
+  dist_rt_status_t load(const dist_rt_model_desc_t &desc,
+                        const char *paramPath);
+  PsInitRows() = default;
+  PsInitRows(const PsInitRows &) = delete;
+  PsInitRows &operator=(const PsInitRows &) = delete;
+  ~PsInitRows();
+
+private:
+  /// Holds the mapping of the parameter file.
+  std::unique_ptr<dist_rt_model> holder;
+  std::vector<dist_rt_npy_array_t> arrays;
+};
+
+/// Resolves the lookups of desc->ps to input and output indices.
+dist_rt_status_t setUpPs(dist_rt_model &model);
+
+/// Before a run (`training` false) or a training step of 0-based number
+/// `step`: the ids of every lookup from `inputs`, checked against their
+/// table, and the rows for them (pulled through the attached client as of
+/// `step`; read from it for a run; gathered from the table's parameter by
+/// a run without a client). Points `inputs` at model.ps.inputs, a copy
+/// with the rows filled in.
+dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
+                            const dist_rt_tensor_t *&inputs, size_t numInputs);
+
+/// After a training step (outputs in model.returned): pushes the rows'
+/// gradients, every table once, as of `step`.
+dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step);
+
+/// Reads rows [first, first + count) of the table of parameter `param` from
+/// the servers into `out` (count x dim floats).
+dist_rt_status_t psReadRows(dist_rt_model &model, uint32_t param, int64_t first,
+                            int64_t count, float *out);
+
+//===----------------------------------------------------------------------===//
 // Memref descriptors and calls (model_call.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -314,6 +390,21 @@ dist_rt_status_t pipelineStep(dist_rt_model &model,
 dist_rt_status_t syncPipelineParams(dist_rt_model &model);
 
 } // namespace model_impl
+} // namespace dist_rt
+
+namespace dist_rt {
+
+/// The tables of desc->ps as servers and clients declare them (in the order
+/// of their first lookup, with the model's optimizer, rows created from the
+/// model's parameters: DIST_RT_PS_INIT_ROWS, whose `init_rows` a server
+/// sets), and the parameter index of each.
+void psTables(const dist_rt_model_desc_t &desc, std::vector<uint32_t> &params,
+              std::vector<dist_rt_ps_table_t> &tables);
+
+/// The fingerprint of a model's tables that servers and workers compare
+/// (dist_rt_ps_*_options_t::model_id).
+uint64_t psModelId(const dist_rt_model_desc_t &desc);
+
 } // namespace dist_rt
 
 #endif // DIST_RT_LIB_MODEL_INTERNAL_H

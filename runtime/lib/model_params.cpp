@@ -279,7 +279,8 @@ dist_rt_status_t loadParams(dist_rt_model &model,
   const dist_rt_model_desc_t &desc = *model.desc;
   bool inFile = false;
   for (uint32_t i = 0; i < desc.num_params; ++i)
-    inFile |= paramRole(desc, i) != DIST_RT_PARAM_STATE;
+    inFile |= paramRole(desc, i) != DIST_RT_PARAM_STATE &&
+              paramRole(desc, i) != DIST_RT_PARAM_PS;
   std::string path;
   // Set when the parameters are the .npy files of a directory.
   std::string dir;
@@ -289,6 +290,12 @@ dist_rt_status_t loadParams(dist_rt_model &model,
 
   for (uint32_t i = 0; i < desc.num_params; ++i) {
     const dist_rt_tensor_desc_t &param = desc.params[i];
+    if (paramRole(desc, i) == DIST_RT_PARAM_PS) {
+      // The servers hold it: its shape, no data.
+      writeDescriptor(model.paramWords.data() + model.paramOffsets[i], nullptr,
+                      param.rank, param.dims);
+      continue;
+    }
     const void *data = nullptr;
     const int64_t *dims = param.dims;
     NpyParam fromDir;
@@ -337,6 +344,47 @@ dist_rt_status_t loadParams(dist_rt_model &model,
     model.params = nullptr;
   }
   return nullptr;
+}
+
+dist_rt_status_t PsInitRows::load(const dist_rt_model_desc_t &desc,
+                                  const char *paramPath) {
+  std::vector<uint32_t> params;
+  std::vector<dist_rt_ps_table_t> tables;
+  psTables(desc, params, tables);
+  holder.reset(new dist_rt_model());
+  holder->desc = &desc;
+  dist_rt_model_options_t options;
+  dist_rt_model_options_initialize(&options);
+  options.param_path = paramPath;
+  std::string path, dir;
+  if (dist_rt_status_t status = openParamFile(*holder, options, path, dir))
+    return status;
+  arrays.clear();
+  rows.clear();
+  for (uint32_t p : params) {
+    const dist_rt_tensor_desc_t &param = desc.params[p];
+    if (dir.empty()) {
+      dist_rt_param_info_t info;
+      if (dist_rt_status_t status =
+              findParam(*holder, path, param, param.dims, info))
+        return status;
+      rows.push_back(static_cast<const float *>(info.data));
+      continue;
+    }
+    NpyParam fromDir;
+    if (dist_rt_status_t status =
+            readDirParam(*holder, dir, param, param.dims, fromDir))
+      return status;
+    arrays.push_back(fromDir.array);
+    fromDir.array = dist_rt_npy_array_t{};
+    rows.push_back(static_cast<const float *>(arrays.back().data));
+  }
+  return nullptr;
+}
+
+PsInitRows::~PsInitRows() {
+  for (dist_rt_npy_array_t &array : arrays)
+    dist_rt_npy_free(&array);
 }
 
 /// Fills `out` from the descriptor of parameter `index`.

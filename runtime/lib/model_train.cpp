@@ -73,6 +73,11 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                       "(dist-opt --train)",
                       desc.name);
   EntryCall &call = model.training;
+  // Tables on the parameter server: the rows of this step's ids.
+  if (desc.ps)
+    if (dist_rt_status_t status =
+            psFillRows(model, /*training=*/true, step - 1, inputs, numInputs))
+      return status;
   if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
     return status;
   for (uint32_t i = 1; i < call.numInputs; ++i)
@@ -104,8 +109,12 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   float value;
   std::memcpy(&value, loss.aligned + loss.offset * int64_t{sizeof(float)},
               sizeof(float));
+  // The rows' gradients go to the servers.
+  dist_rt_status_t pushed = desc.ps ? psPushGrads(model, step - 1) : nullptr;
   // Nothing but the loss is handed out: every fresh block goes back.
   freeBlocks(model.returnedBlocks, {});
+  if (pushed)
+    return pushed;
   *out_loss = value;
   return nullptr;
 }

@@ -532,7 +532,9 @@ std::string buildHeader(const NpyType &type, uint32_t rank,
 }
 
 dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
-                          const int64_t *dims, const void *data) {
+                          const int64_t *dims, const void *data,
+                          const dist_rt::NpyRowReader *readRows = nullptr,
+                          int64_t rowsPerPiece = 0) {
   const NpyType *type = findTypeByDtype(dtype);
   if (!type)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
@@ -567,7 +569,7 @@ dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "%s: shape %s is too large", path,
                       dist_rt::formatShape(rank, dims).c_str());
-  if (nbytes != 0 && !data)
+  if (nbytes != 0 && !data && !readRows)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "%s: data is NULL for %" PRIu64 " bytes", path, nbytes);
 
@@ -578,9 +580,30 @@ dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
     return ioError(path, "cannot create a temporary file next to it", errno);
   // The temporary file is created 0600; give it the usual mode.
   (void)::fchmod(fd, 0644);
-  bool ok = writeFully(fd, header.data(), header.size()) &&
-            (nbytes == 0 || writeFully(fd, data, static_cast<size_t>(nbytes)));
+  bool ok = writeFully(fd, header.data(), header.size());
   int error = errno;
+  if (ok && readRows) {
+    // Pieces of rowsPerPiece rows of the leading dimension.
+    int64_t rows = rank ? dims[0] : 1;
+    uint64_t rowBytes = rows ? nbytes / static_cast<uint64_t>(rows) : 0;
+    int64_t piece = std::max<int64_t>(1, rowsPerPiece);
+    std::vector<char> buffer(static_cast<size_t>(
+        rowBytes * static_cast<uint64_t>(std::min<int64_t>(piece, rows))));
+    for (int64_t first = 0; ok && first < rows; first += piece) {
+      int64_t n = std::min(piece, rows - first);
+      if (dist_rt_status_t status = (*readRows)(first, n, buffer.data())) {
+        ::close(fd);
+        ::unlink(tempPath.c_str());
+        return status;
+      }
+      ok = writeFully(fd, buffer.data(),
+                      static_cast<size_t>(rowBytes * static_cast<uint64_t>(n)));
+    }
+    error = errno;
+  } else if (ok && nbytes != 0) {
+    ok = writeFully(fd, data, static_cast<size_t>(nbytes));
+    error = errno;
+  }
   if (::close(fd) != 0 && ok) {
     ok = false;
     error = errno;
@@ -639,6 +662,15 @@ extern "C" dist_rt_status_t dist_rt_npy_write(const char *path, uint32_t dtype,
                       "dist_rt_npy_write: path is NULL");
   return dist_rt::guardStatus(
       path, [&] { return writeNpy(path, dtype, rank, dims, data); });
+}
+
+dist_rt_status_t dist_rt::writeNpyRows(const char *path, uint32_t dtype,
+                                       uint32_t rank, const int64_t *dims,
+                                       int64_t rowsPerPiece,
+                                       const NpyRowReader &readRows) {
+  return dist_rt::guardStatus(path, [&] {
+    return writeNpy(path, dtype, rank, dims, nullptr, &readRows, rowsPerPiece);
+  });
 }
 
 extern "C" void dist_rt_npy_free(dist_rt_npy_array_t *array) {

@@ -199,7 +199,21 @@ private:
 // The train subcommand
 //===----------------------------------------------------------------------===//
 
+namespace {
+int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc);
+} // namespace
+
 int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
+  int code = trainCommand(argc, argv, desc);
+  // The ps-server ranks of the job would wait for this worker forever.
+  if (code != 0 && desc.ps)
+    dist_rt_world_abort(code);
+  return code;
+}
+
+namespace {
+
+int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   if (!desc.train)
     return fail(std::string("model '") + desc.name +
                 "' was not compiled for training (dist-opt --train)");
@@ -216,6 +230,12 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   if (!paramFileNames(desc, names, error))
     return fail(error);
 
+  // Tables on the parameter server: found or started before the model, so
+  // that a job's servers and workers split the world before the workers'
+  // mesh is set up. Declared before the model, which borrows its client.
+  PsSession ps;
+  if (desc.ps && !ps.prepare(desc, cl, error))
+    return fail(error);
   dist_rt_model_options_t options;
   dist_rt_model_options_initialize(&options);
   options.param_path = cl.paramPath.empty() ? nullptr : cl.paramPath.c_str();
@@ -231,6 +251,8 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   int64_t dp = dist_rt_mesh_axis_size("dp");
   int64_t dpRank = dist_rt_mesh_axis_coord("dp");
   bool lead = dist_rt_mesh_world_rank() == 0;
+  if (desc.ps && !ps.connect(model.get(), dpRank, dp, error))
+    return fail(error);
   // --trace: every rank writes its own timeline.
   std::vector<dist_rt::model_impl::TraceEvent> trace;
   std::string tracePath = cl.tracePath;
@@ -398,11 +420,23 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   }
   progress.finish();
   double seconds = secondsSince(start);
+  // Every worker's last push is in before the tables are read.
+  if (desc.ps && dp > 1) {
+    dist_rt_comm_t world = nullptr;
+    dist_rt_status_t status =
+        dist_rt_world_init(nullptr, nullptr, nullptr, &world);
+    if (!status)
+      status = dist_rt_barrier(world);
+    dist_rt_comm_release(world);
+    if (status)
+      return fail(status);
+  }
 
   if (traceFile && !writeTrace(std::move(traceFile), tracePath, trace, error))
     return fail(error);
   WholeParams whole;
-  if (gatherAtEnd && !whole.gather(model.get(), /*withState=*/false, error))
+  if (gatherAtEnd && !whole.gather(model.get(), /*withState=*/false, error,
+                                   /*withTables=*/!cl.exportOnnxPath.empty()))
     return fail(error);
   if (!cl.saveParamsDir.empty() &&
       !writeParams(model.get(), whole, names, cl.saveParamsDir,
@@ -410,6 +444,10 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
     return fail(error);
   if (!cl.exportOnnxPath.empty() &&
       !exportOnnx(model.get(), whole, onnxSource, cl.exportOnnxPath, error))
+    return fail(error);
+  // Once this worker's tables are saved: the servers end when every worker
+  // has finished.
+  if (desc.ps && !ps.finish(error))
     return fail(error);
   if (!lead)
     return 0;
@@ -435,6 +473,8 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   std::fflush(stdout);
   return 0;
 }
+
+} // namespace
 
 } // namespace driver
 } // namespace dist_rt

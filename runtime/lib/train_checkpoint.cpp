@@ -37,7 +37,7 @@ namespace driver {
 //===----------------------------------------------------------------------===//
 
 bool WholeParams::gather(dist_rt_model_t model, bool withState,
-                         std::string &error) {
+                         std::string &error, bool withTables) {
   model_ = model;
   const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
   // Pipeline stages: each parameter's current value is on its stage's rank.
@@ -50,6 +50,21 @@ bool WholeParams::gather(dist_rt_model_t model, bool withState,
   bytes_.assign(desc.num_params, {});
   dims_.assign(desc.num_params, {});
   for (uint32_t i = 0; i < desc.num_params; ++i) {
+    if (withTables && desc.train &&
+        desc.train->param_roles[i] == DIST_RT_PARAM_PS) {
+      const dist_rt_tensor_desc_t &p = desc.params[i];
+      bytes_[i].resize(static_cast<size_t>(p.dims[0] * p.dims[1]) *
+                       sizeof(float));
+      if (dist_rt_status_t status = dist_rt::model_impl::psReadRows(
+              *model, i, 0, p.dims[0],
+              reinterpret_cast<float *>(bytes_[i].data()))) {
+        error = dist_rt_status_message(status);
+        dist_rt_status_free(status);
+        return false;
+      }
+      dims_[i].assign(p.dims, p.dims + 2);
+      continue;
+    }
     if (paramShard(desc, i).axis < 0 ||
         (!withState && desc.train &&
          desc.train->param_roles[i] == DIST_RT_PARAM_STATE))
@@ -103,9 +118,21 @@ bool writeParams(dist_rt_model_t model, const WholeParams &whole,
       continue;
     dist_rt_tensor_t param;
     std::string path = dir + "/" + names[i];
-    dist_rt_status_t status = whole.get(i, param);
-    if (!status)
-      status = writeTensorFile(path, param);
+    dist_rt_status_t status = nullptr;
+    if (desc.train->param_roles[i] == DIST_RT_PARAM_PS) {
+      // Streamed from the servers, a piece of rows at a time.
+      const dist_rt_tensor_desc_t &p = desc.params[i];
+      status = writeNpyRows(path.c_str(), DIST_RT_DTYPE_FLOAT, 2, p.dims, 4096,
+                            [&](int64_t first, int64_t count, void *out) {
+                              return dist_rt::model_impl::psReadRows(
+                                  *model, i, first, count,
+                                  static_cast<float *>(out));
+                            });
+    } else {
+      status = whole.get(i, param);
+      if (!status)
+        status = writeTensorFile(path, param);
+    }
     if (status) {
       error = dist_rt_status_message(status);
       dist_rt_status_free(status);
@@ -121,6 +148,10 @@ bool readParams(dist_rt_model_t model, const std::vector<std::string> &names,
                 const std::string &dir, std::string &error) {
   const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
   for (uint32_t i = 0; i < desc.num_params; ++i) {
+    // The servers keep the tables (in their shard directories): a resumed
+    // run continues against them.
+    if (desc.train->param_roles[i] == DIST_RT_PARAM_PS)
+      continue;
     dist_rt_tensor_t live;
     if (dist_rt_status_t status = dist_rt_model_param(model, i, &live)) {
       error = dist_rt_status_message(status);

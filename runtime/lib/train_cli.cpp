@@ -54,7 +54,8 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "       (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]\n"
       "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
       "       [--checkpoint-dir DIR --checkpoint-every K] [--resume DIR]\n"
-      "       [--params PATH] [--quiet] [--help]\n"
+      "       [--params PATH] [--ps-servers ADDR,...] [--ps-mode MODE]\n"
+      "       [--ps-timeout S] [--quiet] [--help]\n"
       "\n"
       "Trains the compiled model '%s' (optimizer %s, loss %s, learning rate\n"
       "%g, %s schedule, %" PRId64 " warm-up steps) on samples read from .npy\n"
@@ -95,6 +96,16 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "0)\n"
       "  --params PATH          parameters to start from: a parameter file, "
       "or a directory as for inference (default: %s)\n"
+      "  --ps-servers ADDR,...  the parameter servers of the model's tables, "
+      "in shard order (tcp://HOST:PORT, or @FILE for the address a server "
+      "wrote with ps-server --address-file); default: the ps-server ranks "
+      "of the job (mpirun -np S %s ps-server : -np W %s train ...), else a "
+      "server in this process\n"
+      "  --ps-mode MODE         sync (every step sees every earlier push: "
+      "the result of one process), async, or ssp:K (no worker more than K "
+      "steps ahead of the slowest) (default: sync)\n"
+      "  --ps-timeout S         seconds a server may take to answer before "
+      "the run fails naming it (default: 60)\n"
       "  --quiet                print a progress line every tenth of the run "
       "instead of a progress bar (default: a bar on a terminal)\n"
       "  --help                 print this text and exit\n",
@@ -103,7 +114,7 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       train.warmup_steps,
       dynamicBatch ? "required: the model's batch size is dynamic"
                    : "default: the batch size the model fixed",
-      defaultParamsText(desc).c_str());
+      defaultParamsText(desc).c_str(), program, program);
   std::printf("\ntrain inputs:\n");
   for (uint32_t i = 0; i < train.num_inputs; ++i) {
     const dist_rt_tensor_desc_t &input = train.inputs[i];
@@ -125,7 +136,8 @@ bool parseTrainCommandLine(int argc, char **argv,
                            TrainCommandLine &cl, std::string &error) {
   const dist_rt_train_desc_t &train = *desc.train;
   cl.dataFiles.assign(train.num_inputs, std::string());
-  FileBinding data = {"--data", "train input", train.num_inputs, train.inputs};
+  FileBinding data = {"--data", "train input", train.num_inputs, train.inputs,
+                      desc.ps};
   auto positive = [](const std::string &flag, const std::string &value,
                      int64_t &out, std::string &error) {
     if (parseInteger(value, 1, INT64_MAX, out))
@@ -175,32 +187,46 @@ bool parseTrainCommandLine(int argc, char **argv,
       return path(flag, value, cl.resumeDir, error);
     else if (flag == "--params")
       return path(flag, value, cl.paramPath, error);
-    else if (!parseInteger(value, 0, INT64_MAX, cl.seed)) {
+    else if (flag == "--ps-servers") {
+      for (size_t at = 0; at <= value.size();) {
+        size_t comma = value.find(',', at);
+        if (comma == std::string::npos)
+          comma = value.size();
+        if (comma == at) {
+          error = "--ps-servers: an address is empty in '" + value + "'";
+          return false;
+        }
+        cl.psServers.push_back(value.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else if (flag == "--ps-mode")
+      return parsePsMode(value, cl.psMode, cl.psStaleness, error);
+    else if (flag == "--ps-timeout") {
+      char *end = nullptr;
+      cl.psTimeout = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(cl.psTimeout > 0) || cl.psTimeout > 1e6) {
+        error = "--ps-timeout expects a positive number of seconds, got '" +
+                value + "'";
+        return false;
+      }
+    } else if (!parseInteger(value, 0, INT64_MAX, cl.seed)) {
       error = "--seed expects a non-negative integer, got '" + value + "'";
       return false;
     }
     return true;
   };
-  if (!parseOptions(argc, argv, 2,
-                    {{"--help", false},
-                     {"--shuffle", false},
-                     {"--quiet", false},
-                     {"--data", true},
-                     {"--batch-size", true},
-                     {"--steps", true},
-                     {"--epochs", true},
-                     {"--checkpoint-every", true},
-                     {"--threads", true},
-                     {"--log", true},
-                     {"--trace", true},
-                     {"--save-params", true},
-                     {"--export-onnx", true},
-                     {"--checkpoint-dir", true},
-                     {"--resume", true},
-                     {"--params", true},
-                     {"--seed", true}},
-                    "train inputs are given as --data NAME=FILE", handle,
-                    error))
+  if (!parseOptions(
+          argc, argv, 2, {{"--help", false},       {"--shuffle", false},
+                          {"--quiet", false},      {"--data", true},
+                          {"--batch-size", true},  {"--steps", true},
+                          {"--epochs", true},      {"--checkpoint-every", true},
+                          {"--threads", true},     {"--log", true},
+                          {"--trace", true},       {"--save-params", true},
+                          {"--export-onnx", true}, {"--checkpoint-dir", true},
+                          {"--resume", true},      {"--params", true},
+                          {"--ps-servers", true},  {"--ps-mode", true},
+                          {"--ps-timeout", true},  {"--seed", true}},
+          "train inputs are given as --data NAME=FILE", handle, error))
     return false;
   if (cl.help)
     return true;
@@ -211,6 +237,12 @@ bool parseTrainCommandLine(int argc, char **argv,
     error = cl.steps ? "--steps and --epochs cannot both be given"
                      : "the length of the run is missing: give --steps S or "
                        "--epochs E";
+    return false;
+  }
+  if (!desc.ps && (!cl.psServers.empty() || cl.psMode != 0)) {
+    error = std::string("--ps-servers and --ps-mode need tables on the "
+                        "parameter server: model '") +
+            desc.name + "' has none (dist-opt --ps-tables)";
     return false;
   }
   if (cl.checkpointDir.empty() != (cl.checkpointEvery == 0)) {

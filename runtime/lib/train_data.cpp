@@ -30,9 +30,17 @@ bool loadDataset(const dist_rt_train_desc_t &train, const TrainCommandLine &cl,
                  Dataset &data, std::string &error) {
   data.arrays.arrays.assign(train.num_inputs, dist_rt_npy_array_t{});
   data.tensors.resize(train.num_inputs);
+  bool first = true;
   for (uint32_t i = 0; i < train.num_inputs; ++i) {
     const dist_rt_tensor_desc_t &declared = train.inputs[i];
     const std::string &file = cl.dataFiles[i];
+    if (file.empty()) {
+      // The rows of a lookup on the parameter server: no data, the step
+      // pulls them.
+      data.tensors[i] = {declared.dtype, declared.rank, declared.dims, nullptr};
+      data.sampleBytes.push_back(0);
+      continue;
+    }
     dist_rt_npy_array_t &array = data.arrays.arrays[i];
     dist_rt_tensor_t &tensor = data.tensors[i];
     if (!readTensorFile("train input", declared, file, array, tensor, error))
@@ -52,10 +60,12 @@ bool loadDataset(const dist_rt_train_desc_t &train, const TrainCommandLine &cl,
       return false;
     }
     int64_t samples = tensor.dims[0];
-    if (i == 0) {
+    if (first) {
       data.numSamples = samples;
+      data.firstFile = file;
+      first = false;
     } else if (samples != data.numSamples) {
-      error = cl.dataFiles[0] + " has " + std::to_string(data.numSamples) +
+      error = data.firstFile + " has " + std::to_string(data.numSamples) +
               " samples but " + file + " has " + std::to_string(samples) +
               " (every --data file needs the same number of samples)";
       return false;
@@ -180,8 +190,10 @@ void Batcher::prepare(int64_t step) {
   int64_t epoch = step / batchesPerEpoch();
   int64_t first = (step % batchesPerEpoch()) * batchSize + rowOffset;
   for (size_t i = 0; i < batch.size() && !shuffle; ++i)
-    batch[i].data = static_cast<char *>(data.tensors[i].data) +
-                    static_cast<size_t>(first) * data.sampleBytes[i];
+    batch[i].data = data.tensors[i].data
+                        ? static_cast<char *>(data.tensors[i].data) +
+                              static_cast<size_t>(first) * data.sampleBytes[i]
+                        : nullptr;
   if (!shuffle)
     return;
   if (epoch != orderEpoch) {
@@ -190,6 +202,8 @@ void Batcher::prepare(int64_t step) {
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     size_t bytes = data.sampleBytes[i];
+    if (bytes == 0)
+      continue;
     const auto *source = static_cast<const char *>(data.tensors[i].data);
     auto *target = static_cast<char *>(batch[i].data);
     for (int64_t row = 0; row < rows; ++row)

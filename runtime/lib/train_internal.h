@@ -15,11 +15,15 @@
 
 #include "driver.h"
 #include "internal.h"
+#include "model_internal.h"
+
+#include "dist_rt/ps.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dist_rt {
@@ -55,6 +59,14 @@ struct TrainCommandLine {
   std::string paramPath;
   bool quiet = false;
   bool help = false;
+  /// Tables on the parameter server (train_ps.cpp): --ps-servers, the
+  /// servers' addresses in shard order (an entry @FILE reads them from
+  /// FILE; none: start them); --ps-mode (dist_rt_ps_mode_t and SSP's K);
+  /// --ps-timeout in seconds.
+  std::vector<std::string> psServers;
+  uint32_t psMode = 0;
+  uint32_t psStaleness = 0;
+  double psTimeout = 60;
 };
 
 /// Prints the help text of `<program> train` for the model `desc`.
@@ -67,6 +79,63 @@ bool parseTrainCommandLine(int argc, char **argv,
                            TrainCommandLine &cl, std::string &error);
 
 //===----------------------------------------------------------------------===//
+// Parameter servers (train_ps.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The parameter servers of a training run of a model with tables on them
+/// (desc.ps). Without --ps-servers, a run alone starts a server in a
+/// thread, and a job under a launcher either finds servers among its ranks
+/// (`mpirun -np S <model> ps-server ... : -np W <model> train ...`), whose
+/// addresses the ranks exchange over MPI before the workers' mesh is set
+/// up, or has its first worker start one in a thread.
+class PsSession {
+public:
+  PsSession() = default;
+  PsSession(const PsSession &) = delete;
+  PsSession &operator=(const PsSession &) = delete;
+  /// Stops a server of this process that still runs.
+  ~PsSession();
+
+  /// Before the model is created: finds or starts the servers.
+  bool prepare(const dist_rt_model_desc_t &desc, const TrainCommandLine &cl,
+               std::string &error);
+  /// Connects `model` as worker `worker` of `workers`.
+  bool connect(dist_rt_model_t model, int64_t worker, int64_t workers,
+               std::string &error);
+  /// Tells the servers this worker is done and waits for a server of this
+  /// process to finish.
+  bool finish(std::string &error);
+
+  dist_rt_ps_client_t client() const { return psClient; }
+  /// Rows of the servers' tables, in the order of dist_rt::psTables.
+  const std::vector<dist_rt_ps_table_t> &tables() const { return specs; }
+  /// Parameter index of each table.
+  const std::vector<uint32_t> &tableParams() const { return params; }
+
+private:
+  bool startLocal(const dist_rt_model_desc_t &desc, const TrainCommandLine &cl,
+                  uint32_t workers, std::string &error);
+
+  std::vector<uint32_t> params;
+  std::vector<dist_rt_ps_table_t> specs;
+  uint64_t modelId = 0;
+  double timeout = 60;
+  std::vector<std::string> endpoints;
+  /// Workers an MPMD job has (0: not one).
+  int64_t jobWorkers = 0;
+  int64_t jobWorker = 0;
+  std::unique_ptr<model_impl::PsInitRows> initRows;
+  dist_rt_ps_server_t server = nullptr;
+  std::thread serverThread;
+  dist_rt_status_t serverStatus = nullptr;
+  dist_rt_ps_client_t psClient = nullptr;
+};
+
+/// Parses --ps-mode's sync, async or ssp:K.
+bool parsePsMode(const std::string &value, uint32_t &mode, uint32_t &staleness,
+                 std::string &error);
+
+//===----------------------------------------------------------------------===//
 // Data (train_data.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -77,7 +146,10 @@ struct Dataset {
   /// The arrays as tensors (bfloat16 read from uint16 files).
   std::vector<dist_rt_tensor_t> tensors;
   int64_t numSamples = 0;
-  /// Bytes of one sample of each array.
+  /// The first file read, for messages.
+  std::string firstFile;
+  /// Bytes of one sample of each array (0 for the rows of a lookup on the
+  /// parameter server, which have no data).
   std::vector<size_t> sampleBytes;
 };
 

@@ -526,11 +526,16 @@ TEST_F(TrainTest, CreateChecksTheTrainingDescriptor) {
   train.param_roles = nullptr;
   EXPECT_EQ(createError(desc),
             "model 'linreg': the training step has no parameter roles");
-  const uint8_t badRoles[] = {0, 1, 1, 2, 3};
+  const uint8_t badRoles[] = {0, 1, 1, 2, 4};
   train = trainDesc();
   train.param_roles = badRoles;
   EXPECT_EQ(createError(desc),
-            "model 'linreg': parameter 'opt/b_mom' has an invalid role 3");
+            "model 'linreg': parameter 'opt/b_mom' has an invalid role 4");
+  const uint8_t psRoles[] = {0, 1, 1, 2, DIST_RT_PARAM_PS};
+  train.param_roles = psRoles;
+  EXPECT_EQ(createError(desc),
+            "model 'linreg': parameter 'opt/b_mom' is a parameter-server "
+            "table that no lookup reads");
   train = trainDesc(nullptr);
   EXPECT_EQ(createError(desc),
             "model 'linreg': the training step has no entry function");

@@ -71,6 +71,23 @@ struct PipelineSignature {
   std::vector<int64_t> paramStages;
 };
 
+/// A lookup of a table on the parameter server (dist-ps-lookups): the
+/// input `rows` takes the rows pulled for elements `cols` of each sample
+/// of input `ids` from the table that parameter `table` declares.
+struct PsLookupSignature {
+  std::string rows, ids;
+  unsigned table = 0;
+  std::vector<int64_t> cols;
+};
+
+/// The tables on the parameter server: their lookups and the servers'
+/// per-row update (`dist.ps_optimizer`).
+struct PsSignature {
+  std::vector<PsLookupSignature> lookups;
+  std::string optimizer = "sgd";
+  double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
 /// The model's interface: parameters (in the entry function's argument
 /// order), inputs and outputs, and the training step when there is one.
 struct ModelSignature {
@@ -79,6 +96,8 @@ struct ModelSignature {
   /// The training step's pipeline stages, when it was cut into them (then
   /// `train` describes the whole step: its data inputs and loss).
   std::optional<PipelineSignature> pipeline;
+  /// The lookups of tables on the parameter server, when there are any.
+  std::optional<PsSignature> ps;
   /// The mesh the module was partitioned for (`shard.grid @mesh` with
   /// `dist.mesh_axes`, see dist-partition); empty when it was not.
   std::vector<std::string> meshAxes;

@@ -171,6 +171,12 @@ struct CompileOptions {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   std::string ppSplit;
   int64_t gradBucketBytes = 4 << 20;
+  /// Embedding tables on the parameter server (--ps-tables): names, glob
+  /// patterns, "all" or "auto" (dist-ps-lookups' `tables`); empty: none.
+  std::vector<std::string> psTables;
+  /// The servers' per-row update (--ps-optimizer): sgd, adagrad or adam;
+  /// "": the training step's optimizer.
+  std::string psOptimizer;
   /// ZeRO stage (0 or 1).
   int64_t zero = 0;
 

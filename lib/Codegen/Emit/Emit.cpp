@@ -590,6 +590,25 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
          << "},\n";
     os << "};\n";
   }
+  if (sig.ps) {
+    const PsSignature &ps = *sig.ps;
+    for (auto [k, l] : llvm::enumerate(ps.lookups)) {
+      os << "static const int64_t ps_cols" << k << "[] = {";
+      for (int64_t c : l.cols)
+        os << c << ", ";
+      os << "0};\n";
+    }
+    os << "static const dist_rt_ps_lookup_t ps_lookups[] = {\n";
+    for (auto [k, l] : llvm::enumerate(ps.lookups))
+      os << "  {" << cString(l.rows) << ", " << cString(l.ids) << ", "
+         << l.table << ", " << l.cols.size() << ", ps_cols" << k << "},\n";
+    os << "};\nstatic const dist_rt_ps_desc_t ps_desc = {" << ps.lookups.size()
+       << ", ps_lookups, " << cString(ps.optimizer) << ", "
+       << llvm::formatv("{0:e}, {1:e}, {2:e}, {3:e}", ps.lr, ps.beta1, ps.beta2,
+                        ps.eps)
+              .str()
+       << "};\n";
+  }
   os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
      << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "
      << (o.paramFileName.empty() ? std::string("NULL")
@@ -602,7 +621,8 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
                                : std::to_string(sig.meshShape.size()) +
                                      ", mesh_shape, mesh_axis_names")
      << ",\n  " << (anyShard ? "param_shards" : "NULL") << ",\n  "
-     << (sig.inferBatchSplit > 1 ? 1 : 0) << "};\n\n";
+     << (sig.inferBatchSplit > 1 ? 1 : 0) << ",\n  "
+     << (sig.ps ? "&ps_desc" : "NULL") << "};\n\n";
   os << "#ifdef DIST_MODEL_MAIN\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"
@@ -778,6 +798,26 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
                  llvm::json::Object{{"split_over_dp", sig.inferBatchSplit}})
            : llvm::json::Value(llvm::json::Object{{"split_over_dp", 1},
                                                   {"why", sig.batchWhole}})},
+      {"ps", !sig.ps ? llvm::json::Value(nullptr) : [&] {
+         // The tables that went to the servers, and what reads them.
+         llvm::json::Array tables, lookups;
+         for (const PsLookupSignature &l : sig.ps->lookups) {
+           const TensorSignature &t = sig.params[l.table];
+           if (llvm::none_of(tables, [&](const llvm::json::Value &v) {
+                 return v.getAsObject()->getString("name") == t.name;
+               }))
+             tables.push_back(llvm::json::Object{
+                 {"name", t.name}, {"rows", t.dims[0]}, {"dim", t.dims[1]}});
+           lookups.push_back(llvm::json::Object{
+               {"rows", l.rows}, {"ids", l.ids}, {"table", t.name},
+               {"ids_per_sample", static_cast<int64_t>(l.cols.size())}});
+         }
+         return llvm::json::Value(llvm::json::Object{
+             {"tables", std::move(tables)},
+             {"lookups", std::move(lookups)},
+             {"optimizer", sig.ps->optimizer},
+             {"lr", sig.ps->lr}});
+       }()},
       {"params_file", o.paramFileName.empty()
                           ? llvm::json::Value(nullptr)
                           : llvm::json::Value(o.paramFileName)},

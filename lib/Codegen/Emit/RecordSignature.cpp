@@ -191,8 +191,48 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
                  entry->getAttrOfType<StringAttr>(kInferBatchWholeAttr)) {
     sig.batchWhole = whole.str();
   }
-  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("dist.pipeline"))
+  // Lookups on the parameter server: the entry's arguments the runtime
+  // fills with pulled rows (the step's have the same names).
+  for (unsigned i = 0; i < entry.getNumArguments(); ++i) {
+    auto rows = entry.getArgAttrOfType<DictionaryAttr>(i, kPsRowsAttr);
+    if (!rows)
+      continue;
+    auto ids = rows.getAs<StringAttr>("ids");
+    auto table = rows.getAs<StringAttr>("table");
+    auto cols = rows.getAs<DenseI64ArrayAttr>("cols");
+    auto param =
+        table ? module.lookupSymbol<dist::ParamOp>(table.getValue()) : nullptr;
+    if (!ids || !cols || !param || !param->hasAttr(kPsTableAttr))
+      return entry.emitError("malformed ") << kPsRowsAttr << " " << rows,
+             failure();
+    PsSignature &ps = sig.ps ? *sig.ps : sig.ps.emplace();
+    PsLookupSignature l;
+    l.rows = sig.inputs[i].name;
+    l.ids = ids.str();
+    l.cols.assign(cols.asArrayRef().begin(), cols.asArrayRef().end());
+    for (auto [k, p] : llvm::enumerate(module.getOps<dist::ParamOp>()))
+      if (p == param)
+        l.table = static_cast<unsigned>(k);
+    ps.lookups.push_back(std::move(l));
+  }
+  if (sig.ps)
+    if (auto cfg = module->getAttrOfType<DictionaryAttr>(kPsOptimizerAttr)) {
+      if (auto a = cfg.getAs<StringAttr>("optimizer"))
+        sig.ps->optimizer = a.str();
+      for (auto [key, field] : {std::pair{"lr", &sig.ps->lr},
+                                {"beta1", &sig.ps->beta1},
+                                {"beta2", &sig.ps->beta2},
+                                {"eps", &sig.ps->eps}})
+        if (auto a = cfg.getAs<FloatAttr>(key))
+          *field = a.getValueAsDouble();
+    }
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("dist.pipeline")) {
+    if (sig.ps)
+      return module.emitError("tables on the parameter server (--ps-tables) "
+                              "with pipeline stages are not supported"),
+             failure();
     return getPipelineSignature(module, pipeline, std::move(sig), describeFunc);
+  }
   std::string trainName = getTrainStepName(module);
   if (trainName.empty())
     return sig;
@@ -207,9 +247,10 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
   if (failed(describeFunc(step, 2, train.inputs, train.outputs)))
     return failure();
   for (auto p : module.getOps<dist::ParamOp>())
-    train.paramRoles.push_back(p.getState()       ? DIST_RT_PARAM_STATE
-                               : p.getTrainable() ? DIST_RT_PARAM_TRAINED
-                                                  : DIST_RT_PARAM_FROZEN);
+    train.paramRoles.push_back(p->hasAttr(kPsTableAttr) ? DIST_RT_PARAM_PS
+                               : p.getState()           ? DIST_RT_PARAM_STATE
+                               : p.getTrainable()       ? DIST_RT_PARAM_TRAINED
+                                                        : DIST_RT_PARAM_FROZEN);
   readTrainConfig(step->getAttrOfType<DictionaryAttr>("dist.train"), train);
   sig.train = std::move(train);
   return sig;
@@ -439,6 +480,26 @@ DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
             b.getNamedAttr("functions", b.getArrayAttr(fns)),
         })));
   }
+  if (sig.ps) {
+    SmallVector<Attribute> lookups;
+    for (const PsLookupSignature &l : sig.ps->lookups)
+      lookups.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("rows", b.getStringAttr(l.rows)),
+          b.getNamedAttr("ids", b.getStringAttr(l.ids)),
+          b.getNamedAttr("table", b.getI64IntegerAttr(l.table)),
+          b.getNamedAttr("cols", b.getDenseI64ArrayAttr(l.cols)),
+      }));
+    entries.push_back(b.getNamedAttr(
+        "ps",
+        b.getDictionaryAttr({
+            b.getNamedAttr("lookups", b.getArrayAttr(lookups)),
+            b.getNamedAttr("optimizer", b.getStringAttr(sig.ps->optimizer)),
+            b.getNamedAttr("lr", b.getF64FloatAttr(sig.ps->lr)),
+            b.getNamedAttr("beta1", b.getF64FloatAttr(sig.ps->beta1)),
+            b.getNamedAttr("beta2", b.getF64FloatAttr(sig.ps->beta2)),
+            b.getNamedAttr("eps", b.getF64FloatAttr(sig.ps->eps)),
+        })));
+  }
   if (sig.train) {
     const TrainSignature &t = *sig.train;
     SmallVector<int64_t> roles(t.paramRoles.begin(), t.paramRoles.end());
@@ -532,6 +593,40 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
       pp.functions.push_back(std::move(fn));
     }
     sig.pipeline = std::move(pp);
+  }
+  if (auto ps = dict.getAs<DictionaryAttr>("ps")) {
+    PsSignature p;
+    auto lookups = ps.getAs<ArrayAttr>("lookups");
+    auto optimizer = ps.getAs<StringAttr>("optimizer");
+    if (!lookups || !optimizer)
+      return malformed();
+    p.optimizer = optimizer.str();
+    for (auto [key, field] : {std::pair{"lr", &p.lr},
+                              {"beta1", &p.beta1},
+                              {"beta2", &p.beta2},
+                              {"eps", &p.eps}}) {
+      auto a = ps.getAs<FloatAttr>(key);
+      if (!a)
+        return malformed();
+      *field = a.getValueAsDouble();
+    }
+    for (Attribute a : lookups) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      auto rows = d ? d.getAs<StringAttr>("rows") : nullptr;
+      auto ids = d ? d.getAs<StringAttr>("ids") : nullptr;
+      auto table = d ? d.getAs<IntegerAttr>("table") : nullptr;
+      auto cols = d ? d.getAs<DenseI64ArrayAttr>("cols") : nullptr;
+      if (!rows || !ids || !table || !cols || table.getInt() < 0 ||
+          table.getInt() >= static_cast<int64_t>(sig.params.size()))
+        return malformed();
+      PsLookupSignature l;
+      l.rows = rows.str();
+      l.ids = ids.str();
+      l.table = static_cast<unsigned>(table.getInt());
+      l.cols.assign(cols.asArrayRef().begin(), cols.asArrayRef().end());
+      p.lookups.push_back(std::move(l));
+    }
+    sig.ps = std::move(p);
   }
   if (auto train = dict.getAs<DictionaryAttr>("train")) {
     TrainSignature t;

@@ -45,6 +45,7 @@
 #define DIST_RT_MODEL_H
 
 #include "dist_rt/dist_rt.h"
+#include "dist_rt/ps.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,7 +57,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 8
+#define DIST_RT_MODEL_ABI_VERSION 9
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -107,6 +108,11 @@ enum {
   /// Optimizer state (momentum buffer, Adam moments): not in the parameter
   /// file, starts as zeros, saved only in checkpoints.
   DIST_RT_PARAM_STATE = 2,
+  /// A table on the parameter server (dist-opt --ps-tables): the servers
+  /// hold and update it (they read it from the parameter file); a worker
+  /// never loads it, and the step's entry gets a descriptor of its shape
+  /// with no data, which it does not read.
+  DIST_RT_PARAM_PS = 3,
 };
 
 /// Learning-rate schedules; `step` below is the 0-based step index and T
@@ -225,6 +231,33 @@ typedef struct dist_rt_train_desc_t {
   const dist_rt_pipeline_desc_t *pipeline;
 } dist_rt_train_desc_t;
 
+/// A lookup of a table on the parameter server (dist-opt --ps-tables). The
+/// input named `rows` (of the inference entry and of the training step)
+/// takes the rows of the table pulled for the ids of each sample: elements
+/// `cols` (row-major, without the leading batch dimension) of the integer
+/// input named `ids`, in that order, so that `rows` is [batch, ...,
+/// dim] with num_cols rows per sample. Negative ids count from the end of
+/// the table, as ONNX Gather's do. The training step returns the rows'
+/// gradient as the output named "<rows>.grad", which the runtime pushes.
+typedef struct dist_rt_ps_lookup_t {
+  const char *rows;
+  const char *ids;
+  /// Index of the table's parameter (role DIST_RT_PARAM_PS in a training
+  /// artifact): its rows and dim.
+  uint32_t table;
+  uint32_t num_cols;
+  const int64_t *cols;
+} dist_rt_ps_lookup_t;
+
+/// The tables on the parameter server and the update the servers apply to
+/// their rows (dist_rt/ps.h's optimizers: "sgd", "adagrad", "adam").
+typedef struct dist_rt_ps_desc_t {
+  uint32_t num_lookups;
+  const dist_rt_ps_lookup_t *lookups;
+  const char *optimizer;
+  double lr, beta1, beta2, eps;
+} dist_rt_ps_desc_t;
+
 /// Everything the runtime needs to know about a compiled model. Defined as
 /// a constant by the generated glue; the runtime only reads it and keeps a
 /// pointer to it for the lifetime of the model.
@@ -280,6 +313,12 @@ typedef struct dist_rt_model_desc_t {
   /// with the same inputs. 0: the entry takes the whole batch on every
   /// rank.
   uint32_t infer_batch_split;
+  /// The tables on the parameter server, or NULL. A training run pulls the
+  /// rows of every lookup from the servers before each step and pushes
+  /// their gradients after it (dist_rt/ps.h); inference (dist_rt_model_run)
+  /// gathers them from the table's parameter, which an inference-only
+  /// artifact loads like any other.
+  const dist_rt_ps_desc_t *ps;
 } dist_rt_model_desc_t;
 
 /*===----------------------------------------------------------------------===*
@@ -393,6 +432,22 @@ DIST_RT_API dist_rt_status_t dist_rt_model_train_step(
 DIST_RT_API dist_rt_status_t dist_rt_model_param(dist_rt_model_t model,
                                                  size_t index,
                                                  dist_rt_tensor_t *out);
+
+/// Attaches the parameter-server client through which a model with tables
+/// on the servers (desc->ps) pulls the rows of its lookups before each
+/// training step (as of step number `step` - 1, 0-based, see dist_rt/ps.h's
+/// modes) and pushes their gradients after it, and through which
+/// dist_rt_model_run reads rows. `client` is borrowed: it must outlive the
+/// model's steps (NULL detaches it). The client must declare the model's
+/// tables in the order of their first lookup. The step's gradients are of
+/// the mean loss of this worker's batch; they are pushed scaled by
+/// 1 / `num_workers`, so that the servers' sum over the workers is the
+/// gradient of the mean over all their samples. For a training step the
+/// entries of `inputs` that are lookups' rows are not read (pass tensors
+/// with NULL data): the runtime fills them.
+DIST_RT_API dist_rt_status_t dist_rt_model_attach_ps(dist_rt_model_t model,
+                                                     dist_rt_ps_client_t client,
+                                                     int32_t num_workers);
 
 /// The learning rate of 0-based step `step` of a run of `total_steps`
 /// steps under the schedule of `train` (see DIST_RT_LR_*).

@@ -1,0 +1,439 @@
+#!/usr/bin/python3
+#===- scripts/ps_check.py - Check training with parameter-server tables ---===#
+# SPDX-License-Identifier: Apache-2.0
+#
+"""Trains a DLRM-style model with its tables on parameter servers and checks
+the results against one process and against PyTorch.
+
+The model is export_models.DLRM with 8 embedding tables (dim 16) of 300 to
+40 rows, a bottom MLP over 13 dense features and a top MLP over their
+pairwise interactions ending in a sigmoid; static batch 16, BCE loss on the
+probability (dist-opt --loss=bce, PyTorch F.binary_cross_entropy). The data
+(numpy RandomState(7)) has 5 batches, used in order; sparse ids repeat
+within a batch and some are negative (ONNX Gather counts them from the end).
+Every table goes to the servers (dist-opt --ps-tables=all).
+
+Checks (each prints one PASS/FAIL line with its figures):
+  equal <opt>   sync mode, 2 workers x 2 servers started by one launcher
+                command (mpirun -np 2 <model> ps-server --shard-dir D : -np 2
+                <model> train ...), against one process (its server in a
+                thread): per-step losses and final tables within --tol.
+  torch <opt>   the one-process run's per-step losses and final tables
+                against PyTorch from the same initial state: dense
+                parameters with torch.optim.SGD (dist-opt --optimizer=sgd),
+                tables with SGD, Adagrad(eps=1e-10) or SparseAdam (lazy
+                Adam, the servers' formula) on nn.Embedding(sparse=True)
+                (dist-opt --ps-optimizer).
+  modes         async and ssp:2 over --mode-steps steps (2 x 2): the mean
+                loss of the last 10 steps within 5% of sync's; ssp:2's
+                servers report a largest step gap of at most 3 (K + 1).
+  kill          two long-lived servers (ps-server --shard-dir, fixed ports),
+                2 workers with --ps-servers; server 1 is killed with SIGKILL
+                mid-run and started again on its directory: the run
+                finishes and its tables equal a run without the kill.
+  errors        an id outside its table, an unreachable server (error
+                naming it within --ps-timeout), a shard directory of another
+                model, --data for pulled rows: one-line errors, exit 1.
+Ends with `N passed, N failed`.
+"""
+
+import argparse
+import copy
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_models  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+TABLES = (300, 250, 200, 150, 100, 80, 60, 40)
+DIM = 16
+BATCH = 16
+BATCHES = 5
+LR = {"sgd": 0.05, "adagrad": 0.05, "adam": 0.01}
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
+          "self,vader"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_data(rs):
+    n = BATCH * BATCHES
+    dense = rs.randn(n, 13).astype(np.float32)
+    # Few distinct ids per table so that a batch repeats some; a quarter
+    # negative.
+    cols = []
+    for rows in TABLES:
+        ids = rs.randint(0, min(rows, 24), size=n)
+        neg = rs.rand(n) < 0.25
+        ids = np.where(neg, ids - rows, ids)
+        cols.append(ids)
+    sparse = np.stack(cols, 1).astype(np.int64)
+    label = rs.randint(0, 2, size=(n, 1)).astype(np.float32)
+    return dense, sparse, label
+
+
+def build(work):
+    torch.manual_seed(0)
+    module = export_models.DLRM(num_dense=13, table_sizes=TABLES, dim=DIM)
+    onnx_path = os.path.join(work, "dlrm.onnx")
+    m = copy.deepcopy(module)
+    torch.onnx.export(m, (torch.zeros(BATCH, 13),
+                          torch.zeros(BATCH, len(TABLES), dtype=torch.long)),
+                      onnx_path, input_names=["dense", "sparse"],
+                      output_names=["prob"], opset_version=17,
+                      do_constant_folding=False)
+    dense, sparse, label = make_data(np.random.RandomState(7))
+    files = {}
+    for name, arr in (("dense", dense), ("sparse", sparse),
+                      ("label", label)):
+        files[name] = os.path.join(work, name + ".npy")
+        np.save(files[name], arr)
+    return module, onnx_path, (dense, sparse, label), files
+
+
+def run(cmd, timeout=600, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])}... exited {p.returncode}: "
+                           f"{(p.stderr or p.stdout).strip()[-600:]}")
+    return p
+
+
+def compile_model(args, onnx_path, out, optimizer, extra=()):
+    run([args.dist_opt, onnx_path, "--train", "--loss=bce",
+         "--optimizer=sgd", f"--lr={LR[optimizer]}",
+         "--ps-tables=all", f"--ps-optimizer={optimizer}", "-o", out,
+         "--name", "dlrm"] + list(extra))
+    return os.path.join(out, "dlrm")
+
+
+def data_args(files):
+    return ["--data", f"dense={files['dense']}", "--data",
+            f"sparse={files['sparse']}", "--data", f"label={files['label']}"]
+
+
+def read_losses(log):
+    with open(log) as f:
+        return [json.loads(line)["loss"] for line in f]
+
+
+def read_tables(d):
+    return {os.path.basename(p)[:-4]: np.load(p)
+            for p in glob.glob(os.path.join(d, "tables.*.npy"))}
+
+
+def max_table_diff(a, b):
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+
+def torch_train(module, data, optimizer, steps):
+    """PyTorch reference: sparse embeddings for the tables."""
+    m = copy.deepcopy(module)
+    for i, t in enumerate(m.tables):
+        e = nn.Embedding(t.num_embeddings, t.embedding_dim, sparse=True)
+        e.weight.data.copy_(t.weight.data)
+        m.tables[i] = e
+    dense_params = [p for n, p in m.named_parameters()
+                    if not n.startswith("tables.")]
+    table_params = [t.weight for t in m.tables]
+    lr = LR[optimizer]
+    if optimizer == "sgd":
+        opts = [torch.optim.SGD(dense_params + table_params, lr=lr)]
+    elif optimizer == "adagrad":
+        opts = [torch.optim.SGD(dense_params, lr=lr),
+                torch.optim.Adagrad(table_params, lr=lr, eps=1e-10)]
+    else:
+        opts = [torch.optim.SGD(dense_params, lr=lr),
+                torch.optim.SparseAdam(table_params, lr=lr)]
+    dense, sparse, label = (torch.from_numpy(a) for a in data)
+    # ONNX Gather counts negative ids from the end; nn.Embedding does not.
+    rows = torch.tensor(TABLES)
+    sparse = torch.where(sparse < 0, sparse + rows, sparse)
+    losses = []
+    for s in range(steps):
+        b = s % BATCHES
+        sl = slice(b * BATCH, (b + 1) * BATCH)
+        out = m(dense[sl], sparse[sl])
+        loss = F.binary_cross_entropy(out, label[sl])
+        for o in opts:
+            o.zero_grad()
+        loss.backward()
+        for o in opts:
+            o.step()
+        losses.append(loss.item())
+    tables = {f"tables.{i}.weight": t.weight.detach().numpy()
+              for i, t in enumerate(m.tables)}
+    return losses, tables
+
+
+class Checks:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def report(self, name, ok, detail):
+        print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}", flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mpmd_train(exe, files, d, steps, mode, extra=()):
+    """2 servers and 2 workers started by one launcher command."""
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    log = os.path.join(d, "log.jsonl")
+    p = run(MPIRUN + ["-np", "2", exe, "ps-server", "--shard-dir",
+                      os.path.join(d, "shards"), ":", "-np", "2", exe,
+                      "train"] + data_args(files) +
+            ["--steps", str(steps), "--log", log, "--save-params",
+             os.path.join(d, "params"), "--quiet", "--threads", "1",
+             f"--ps-mode={mode}"] + list(extra))
+    return p, read_losses(log), read_tables(os.path.join(d, "params"))
+
+
+def alone_train(exe, files, d, steps):
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    log = os.path.join(d, "log.jsonl")
+    run([exe, "train"] + data_args(files) +
+        ["--steps", str(steps), "--log", log, "--save-params",
+         os.path.join(d, "params"), "--quiet", "--threads", "1"])
+    return read_losses(log), read_tables(os.path.join(d, "params"))
+
+
+def check_equal(args, checks, module, onnx_path, data, files, optimizer):
+    work = os.path.join(args.work, optimizer)
+    exe1 = compile_model(args, onnx_path, os.path.join(work, "one"),
+                         optimizer)
+    exe2 = compile_model(args, onnx_path, os.path.join(work, "dp2"),
+                         optimizer, ["--mesh", "dp=2"])
+    l1, t1 = alone_train(exe1, files, os.path.join(work, "run1"), args.steps)
+    _, l2, t2 = mpmd_train(exe2, files, os.path.join(work, "run2"),
+                           args.steps, "sync")
+    dl = max(abs(a - b) for a, b in zip(l1, l2))
+    dt = max_table_diff(t1, t2)
+    checks.report(f"equal {optimizer}", len(l2) == args.steps and
+                  dl <= args.tol and dt <= args.tol,
+                  f"2 workers x 2 servers vs one process over {args.steps} "
+                  f"steps: losses {dl:.3g}, tables {dt:.3g}")
+    ref_l, ref_t = torch_train(module, data, optimizer, args.steps)
+    rl = max(abs(a - b) / max(abs(b), 1e-3) for a, b in zip(l1, ref_l))
+    rt = max_table_diff(t1, ref_t)
+    checks.report(f"torch {optimizer}", rl <= args.tol and rt <= args.tol,
+                  f"one process vs PyTorch: losses (relative) {rl:.3g}, "
+                  f"tables {rt:.3g}")
+    return exe2
+
+
+def check_modes(args, checks, exe2, files):
+    work = os.path.join(args.work, "modes")
+    tails = {}
+    gap = None
+    for mode in ("sync", "async", "ssp:2"):
+        p, losses, _ = mpmd_train(exe2, files,
+                                  os.path.join(work, mode.replace(":", "")),
+                                  args.mode_steps, mode)
+        tails[mode] = float(np.mean(losses[-10:]))
+        if mode == "ssp:2":
+            gaps = [int(line.rsplit(" ", 1)[1]) for line in
+                    p.stdout.splitlines() if "max step gap" in line]
+            gap = max(gaps) if gaps else None
+    for mode in ("async", "ssp:2"):
+        rel = abs(tails[mode] - tails["sync"]) / tails["sync"]
+        checks.report(f"modes {mode}", rel <= 0.05,
+                      f"mean loss of the last 10 of {args.mode_steps} steps "
+                      f"{tails[mode]:.5f} vs sync {tails['sync']:.5f} "
+                      f"({100 * rel:.2f}%)")
+    checks.report("modes ssp:2 bound", gap is not None and gap <= 3,
+                  f"largest step gap the servers served: {gap} (bound 3)")
+
+
+def start_server(exe, shard, port, shard_dir, addr_file):
+    if os.path.exists(addr_file):
+        os.remove(addr_file)
+    p = subprocess.Popen([exe, "ps-server", "--shard", str(shard), "--shards",
+                          "2", "--workers", "2", "--shard-dir", shard_dir,
+                          "--bind", f"tcp://127.0.0.1:{port}",
+                          "--address-file", addr_file, "--snapshot-every",
+                          "50"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not os.path.exists(addr_file):
+        if p.poll() is not None or time.time() > deadline:
+            raise RuntimeError("ps-server did not start: " +
+                               p.stderr.read().strip())
+        time.sleep(0.02)
+    return p
+
+
+def external_run(exe, files, d, steps, kill_at=None):
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    ports = [free_port(), free_port()]
+    addrs = [os.path.join(d, f"server{k}.addr") for k in range(2)]
+    servers = [start_server(exe, k, ports[k], os.path.join(d, "shards"),
+                            addrs[k]) for k in range(2)]
+    log = os.path.join(d, "log.jsonl")
+    worker = subprocess.Popen(
+        MPIRUN + ["-np", "2", exe, "train"] + data_args(files) +
+        ["--steps", str(steps), "--log", log, "--save-params",
+         os.path.join(d, "params"), "--quiet", "--threads", "1",
+         "--ps-servers", f"@{addrs[0]},@{addrs[1]}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = False
+    if kill_at is not None:
+        while worker.poll() is None:
+            done = 0
+            if os.path.exists(log):
+                with open(log) as f:
+                    done = sum(1 for _ in f)
+            if done >= kill_at:
+                servers[1].send_signal(signal.SIGKILL)
+                servers[1].wait()
+                killed = True
+                time.sleep(0.3)
+                servers[1] = start_server(exe, 1, ports[1],
+                                          os.path.join(d, "shards"), addrs[1])
+                break
+            time.sleep(0.005)
+    out, err = worker.communicate(timeout=600)
+    codes = [s.wait(timeout=60) for s in servers]
+    recovered = [line for s in servers for line in s.stdout.read().splitlines()
+                 if "recovered" in line]
+    if worker.returncode != 0 or any(codes):
+        raise RuntimeError(f"workers exited {worker.returncode}, servers "
+                           f"{codes}: {err.strip()[-600:]}")
+    return killed, recovered, read_tables(os.path.join(d, "params"))
+
+
+def check_kill(args, checks, exe2, files):
+    work = os.path.join(args.work, "kill")
+    _, _, ref = external_run(exe2, files, os.path.join(work, "plain"),
+                             args.kill_steps)
+    killed, recovered, got = external_run(exe2, files,
+                                          os.path.join(work, "killed"),
+                                          args.kill_steps,
+                                          kill_at=args.kill_steps // 3)
+    d = max_table_diff(ref, got)
+    checks.report("kill", killed and d == 0.0,
+                  f"server 1 killed at step {args.kill_steps // 3} of "
+                  f"{args.kill_steps} and restarted ({recovered[-1] if recovered else '?'}):"
+                  f" tables vs the run without the kill {d:.3g}")
+
+
+def expect_error(checks, name, cmd, needle, timeout=120, within=None):
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    took = time.time() - t0
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    ok = (p.returncode != 0 and any(needle in l for l in lines) and
+          (within is None or took <= within))
+    shown = next((l for l in lines if needle in l), lines[0] if lines else "")
+    checks.report(f"errors {name}", ok,
+                  f"exit {p.returncode} in {took:.1f}s: {shown.strip()}")
+
+
+def check_errors(args, checks, exe1, exe2, files, onnx_path):
+    work = os.path.join(args.work, "errors")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    bad = np.load(files["sparse"]).copy()
+    bad[3, 2] = 200  # table 2 has 200 rows
+    bad_path = os.path.join(work, "sparse_bad.npy")
+    np.save(bad_path, bad)
+    expect_error(checks, "id outside its table",
+                 [exe1, "train", "--data", f"dense={files['dense']}",
+                  "--data", f"sparse={bad_path}", "--data",
+                  f"label={files['label']}", "--steps", "2"],
+                 "id 200 (sample 3, element 2) is outside table "
+                 "'tables.2.weight' of 200 rows")
+    port = free_port()
+    expect_error(checks, "server unreachable",
+                 [exe1, "train"] + data_args(files) +
+                 ["--steps", "2", "--ps-servers", f"tcp://127.0.0.1:{port}",
+                  "--ps-timeout", "2"],
+                 f"tcp://127.0.0.1:{port}", within=20)
+    # A shard directory of another model: the adam and sgd variants differ.
+    other = os.path.join(args.work, "adam", "run2", "shards")
+    if os.path.isdir(other):
+        expect_error(checks, "shard directory of another model",
+                     [exe2, "ps-server", "--shard", "0", "--shards", "2",
+                      "--workers", "2", "--shard-dir", other],
+                     "shard-0-of-2")
+    expect_error(checks, "--data for pulled rows",
+                 [exe1, "train"] + data_args(files) +
+                 ["--data", f"tables.0.weight.rows={files['dense']}",
+                  "--steps", "2"],
+                 "takes rows pulled from the parameter server")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dist-opt", default=os.path.join(ROOT, "build", "bin",
+                                                      "dist-opt"))
+    p.add_argument("--work", default="/tmp/dist-ps-check")
+    p.add_argument("--optimizer", nargs="+", default=["sgd", "adagrad", "adam"],
+                   choices=["sgd", "adagrad", "adam"])
+    p.add_argument("--check", nargs="+",
+                   default=["equal", "modes", "kill", "errors"],
+                   choices=["equal", "modes", "kill", "errors"])
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--mode-steps", type=int, default=300)
+    p.add_argument("--kill-steps", type=int, default=1500)
+    p.add_argument("--tol", type=float, default=1e-5)
+    args = p.parse_args(argv)
+    os.makedirs(args.work, exist_ok=True)
+    torch.set_num_threads(1)
+    module, onnx_path, data, files = build(args.work)
+    checks = Checks()
+    exe = {}
+    for opt in args.optimizer:
+        try:
+            exe[opt] = check_equal(args, checks, module, onnx_path, data,
+                                   files, opt) if "equal" in args.check else \
+                compile_model(args, onnx_path,
+                              os.path.join(args.work, opt, "dp2"), opt,
+                              ["--mesh", "dp=2"])
+        except Exception as e:  # report and go on
+            checks.report(f"equal {opt}", False, f"error: {e}")
+    sgd2 = exe.get("sgd") or compile_model(
+        args, onnx_path, os.path.join(args.work, "sgd", "dp2"), "sgd",
+        ["--mesh", "dp=2"])
+    for name, fn in (("modes", check_modes), ("kill", check_kill)):
+        if name in args.check:
+            try:
+                fn(args, checks, sgd2, files)
+            except Exception as e:
+                checks.report(name, False, f"error: {e}")
+    if "errors" in args.check:
+        exe1 = compile_model(args, onnx_path,
+                             os.path.join(args.work, "sgd", "one"), "sgd")
+        check_errors(args, checks, exe1, sgd2, files, onnx_path)
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    return 0 if checks.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
