@@ -38,6 +38,8 @@ const char *roleName(uint8_t role) {
     return "trained";
   case DIST_RT_PARAM_STATE:
     return "optimizer state";
+  case DIST_RT_PARAM_PS:
+    return "on the parameter server";
   default:
     return "frozen";
   }
