@@ -27,6 +27,11 @@ Checks (each prints one PASS/FAIL line with its figures):
   modes         async and ssp:2 over --mode-steps steps (2 x 2): the mean
                 loss of the last 10 steps within 5% of sync's; ssp:2's
                 servers report a largest step gap of at most 3 (K + 1).
+  resume        a checkpoint of 2 workers x 2 servers (SGD) at step 10 of
+                20, resumed by one process (its server starts from the
+                checkpoint's tables) and by 2 workers x 1 server (ps-server
+                --params <checkpoint>): losses and tables as the
+                uninterrupted run's.
   kill          two long-lived servers (ps-server --shard-dir, fixed ports),
                 2 workers with --ps-servers; server 1 is killed with SIGKILL
                 mid-run and started again on its directory: the run
@@ -341,6 +346,47 @@ def check_kill(args, checks, exe2, files):
                   f" tables vs the run without the kill {d:.3g}")
 
 
+def check_resume(args, checks, exe1, exe2, files):
+    """A checkpoint of 2 workers x 2 servers resumed by one process (its
+    server reads the checkpoint's tables) and by 2 workers x 1 server
+    (ps-server --params of the checkpoint): SGD keeps no optimizer state,
+    so both end where the uninterrupted run does."""
+    work = os.path.join(args.work, "resume")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    steps = 20
+    ck = os.path.join(work, "ck")
+    log = os.path.join(work, "full.jsonl")
+    run(MPIRUN + ["-np", "2", exe2, "ps-server", ":", "-np", "2", exe2,
+                  "train"] + data_args(files) +
+        ["--steps", str(steps), "--checkpoint-dir", ck, "--checkpoint-every",
+         str(steps // 2), "--log", log, "--save-params",
+         os.path.join(work, "full"), "--quiet", "--threads", "1"])
+    full = read_tables(os.path.join(work, "full"))
+    full_losses = read_losses(log)
+    half = os.path.join(ck, "step-%08d" % (steps // 2))
+    one_log = os.path.join(work, "one.jsonl")
+    run([exe1, "train"] + data_args(files) +
+        ["--steps", str(steps), "--resume", half, "--log", one_log,
+         "--save-params", os.path.join(work, "one"), "--quiet", "--threads",
+         "1"])
+    one = read_tables(os.path.join(work, "one"))
+    dl = max(abs(a - b) for a, b in zip(read_losses(one_log),
+                                        full_losses[steps // 2:]))
+    checks.report("resume one process", dl <= args.tol and
+                  max_table_diff(one, full) <= args.tol,
+                  f"step {steps // 2} of 2 workers x 2 servers resumed alone:"
+                  f" losses {dl:.3g}, tables {max_table_diff(one, full):.3g}")
+    run(MPIRUN + ["-np", "1", exe2, "ps-server", "--params", half, ":",
+                  "-np", "2", exe2, "train"] + data_args(files) +
+        ["--steps", str(steps), "--resume", half, "--save-params",
+         os.path.join(work, "two"), "--quiet", "--threads", "1"])
+    two = read_tables(os.path.join(work, "two"))
+    checks.report("resume 1 server", max_table_diff(two, full) <= args.tol,
+                  f"resumed with 2 workers x 1 server: tables "
+                  f"{max_table_diff(two, full):.3g}")
+
+
 def expect_error(checks, name, cmd, needle, timeout=120, within=None):
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -397,8 +443,8 @@ def main(argv=None):
     p.add_argument("--optimizer", nargs="+", default=["sgd", "adagrad", "adam"],
                    choices=["sgd", "adagrad", "adam"])
     p.add_argument("--check", nargs="+",
-                   default=["equal", "modes", "kill", "errors"],
-                   choices=["equal", "modes", "kill", "errors"])
+                   default=["equal", "resume", "modes", "kill", "errors"],
+                   choices=["equal", "resume", "modes", "kill", "errors"])
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--mode-steps", type=int, default=300)
     p.add_argument("--kill-steps", type=int, default=1500)
@@ -421,6 +467,13 @@ def main(argv=None):
     sgd2 = exe.get("sgd") or compile_model(
         args, onnx_path, os.path.join(args.work, "sgd", "dp2"), "sgd",
         ["--mesh", "dp=2"])
+    if "resume" in args.check:
+        try:
+            exe1 = compile_model(args, onnx_path,
+                                 os.path.join(args.work, "sgd", "one"), "sgd")
+            check_resume(args, checks, exe1, sgd2, files)
+        except Exception as e:
+            checks.report("resume", False, f"error: {e}")
     for name, fn in (("modes", check_modes), ("kill", check_kill)):
         if name in args.check:
             try:

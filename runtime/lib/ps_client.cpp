@@ -68,6 +68,8 @@ struct dist_rt_ps_client {
   std::vector<dist_rt_ps_table_t> specs;
   std::vector<std::string> names;
   uint32_t worker = 0, numWorkers = 1;
+  /// dist_rt_ps_client_options_t::first_step, sent with the hello.
+  int64_t firstStep = 0;
   uint64_t modelId = 0, fingerprint = 0;
   double timeoutSeconds = 60;
   uint64_t nextRequest = 0;
@@ -385,6 +387,8 @@ struct dist_rt_ps_client {
       r.header.shard = s;
       r.header.numShards = static_cast<uint32_t>(servers.size());
       r.header.numWorkers = numWorkers;
+      if (op == kHello)
+        r.header.step = firstStep;
       requests.push_back(r);
     }
     return exchange(what, [](const Request &, const char *, size_t) {
@@ -428,6 +432,7 @@ dist_rt_ps_client_create(const dist_rt_ps_client_options_t *options,
     client->z = z;
     client->worker = options->worker;
     client->numWorkers = options->num_workers;
+    client->firstStep = options->first_step;
     client->modelId = options->model_id;
     client->timeoutSeconds =
         options->timeout_seconds > 0 ? options->timeout_seconds : 60;

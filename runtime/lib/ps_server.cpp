@@ -617,8 +617,25 @@ struct dist_rt_ps_server {
                   label + " expects " + std::to_string(options.num_workers) +
                       " workers, the worker says " +
                       std::to_string(h.numWorkers));
-      else
+      else {
+        // A worker resuming at step k against a server without state for
+        // a table: that table's clock starts at k.
+        bool moved = false;
+        for (TableState &ts : tables) {
+          bool fresh = ts.appliedStep == -1 &&
+                       std::all_of(ts.pushed.begin(), ts.pushed.end(),
+                                   [](int64_t p) { return p == -1; });
+          if (!fresh || h.step <= 0)
+            continue;
+          ts.appliedStep = h.step - 1;
+          std::fill(ts.pushed.begin(), ts.pushed.end(), h.step - 1);
+          moved = true;
+        }
         sendReply(identity, h, kReply, nullptr, 0);
+        // Kept in the shard directory before any push depends on it.
+        if (moved && !shardDir.empty())
+          return writeSnapshot();
+      }
       return nullptr;
     }
     if (h.op == kBye) {

@@ -251,8 +251,6 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   int64_t dp = dist_rt_mesh_axis_size("dp");
   int64_t dpRank = dist_rt_mesh_axis_coord("dp");
   bool lead = dist_rt_mesh_world_rank() == 0;
-  if (desc.ps && !ps.connect(model.get(), dpRank, dp, error))
-    return fail(error);
   // --trace: every rank writes its own timeline.
   std::vector<dist_rt::model_impl::TraceEvent> trace;
   std::string tracePath = cl.tracePath;
@@ -331,6 +329,8 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
       return fail(error);
     firstStep = state.step;
   }
+  if (desc.ps && !ps.connect(model.get(), dpRank, dp, firstStep, error))
+    return fail(error);
 
   // Catch unusable destinations before spending time on training.
   std::string onnxSource;

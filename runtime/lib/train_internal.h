@@ -96,12 +96,15 @@ public:
   /// Stops a server of this process that still runs.
   ~PsSession();
 
-  /// Before the model is created: finds or starts the servers.
+  /// Before the model is created: finds or starts the servers (one of
+  /// this process starts with the tables of --resume's checkpoint, else of
+  /// --params).
   bool prepare(const dist_rt_model_desc_t &desc, const TrainCommandLine &cl,
                std::string &error);
-  /// Connects `model` as worker `worker` of `workers`.
+  /// Connects `model` as worker `worker` of `workers`, whose first step
+  /// is `firstStep` (a resumed run's).
   bool connect(dist_rt_model_t model, int64_t worker, int64_t workers,
-               std::string &error);
+               int64_t firstStep, std::string &error);
   /// Tells the servers this worker is done and waits for a server of this
   /// process to finish.
   bool finish(std::string &error);

@@ -231,9 +231,12 @@ PsSession::~PsSession() {
 bool PsSession::startLocal(const dist_rt_model_desc_t &desc,
                            const TrainCommandLine &cl, uint32_t workers,
                            std::string &error) {
+  // A server of this process starts empty: a resumed run's tables are
+  // its checkpoint's.
   initRows.reset(new model_impl::PsInitRows());
-  if (dist_rt_status_t status = initRows->load(
-          desc, cl.paramPath.empty() ? nullptr : cl.paramPath.c_str())) {
+  const std::string &from = !cl.resumeDir.empty() ? cl.resumeDir : cl.paramPath;
+  if (dist_rt_status_t status =
+          initRows->load(desc, from.empty() ? nullptr : from.c_str())) {
     error = statusText(status);
     return false;
   }
@@ -283,7 +286,7 @@ bool PsSession::prepare(const dist_rt_model_desc_t &desc,
 }
 
 bool PsSession::connect(dist_rt_model_t model, int64_t worker, int64_t workers,
-                        std::string &error) {
+                        int64_t firstStep, std::string &error) {
   if (jobWorkers && jobWorkers != workers) {
     error = "the job has " + std::to_string(jobWorkers) +
             " `train` ranks, but the model's tables are pushed by " +
@@ -303,6 +306,7 @@ bool PsSession::connect(dist_rt_model_t model, int64_t worker, int64_t workers,
   co.num_workers = static_cast<uint32_t>(workers);
   co.model_id = modelId;
   co.timeout_seconds = timeout;
+  co.first_step = firstStep;
   dist_rt_status_t status =
       dist_rt_ps_client_create(&co, specs.data(), specs.size(), &psClient);
   if (!status)
@@ -375,7 +379,9 @@ void printPsServerUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --stay               keep serving after the workers have finished "
       "(until SIGTERM or SIGINT)\n"
       "  --params PATH        the tables' first values: a parameter file or "
-      "directory, as train's (default: %s)\n"
+      "directory, as train's; a checkpoint for servers without state that "
+      "a run resumed from it (train --resume) trains against (default: "
+      "%s)\n"
       "  --snapshot-every N   applied pushes between two snapshots (default: "
       "1000)\n"
       "  --help               print this text and exit\n",

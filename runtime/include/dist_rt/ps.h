@@ -198,6 +198,13 @@ typedef struct dist_rt_ps_client_options_t {
   /// Seconds a request may wait for its server (0: 60). A pull that waits
   /// for slower workers (SYNC, SSP) waits at most this long too.
   double timeout_seconds;
+  /// The first step this worker pulls and pushes (0 unless it resumes from
+  /// a checkpoint). A server that has taken no push of a table yet starts
+  /// that table's clock there, as if steps 0 .. first_step - 1 had been
+  /// applied (its rows are then the checkpoint's, e.g. read with
+  /// DIST_RT_PS_INIT_ROWS); a server with state keeps its clock, and
+  /// pushes of steps it has applied are ignored.
+  int64_t first_step;
 } dist_rt_ps_client_options_t;
 
 DIST_RT_API void
