@@ -30,6 +30,11 @@ Models (the classes come from scripts/export_models.py where it has them):
           signal viewed as [8,8,4,4,4]), a stride-2 depthwise Conv2d and a
           4-group Conv2d (viewed as [8,8,8,8]), mean, Linear; signal[8,4,32]
           float32, cross_entropy over logits [8,10]
+  dlrm    (named only) export_models.DLRM with 8 tables of 200 to 20 rows,
+          dim 16: dense[16,13] float32 and sparse[16,8] int64 ids (12
+          distinct per table, so a batch repeats some), probability [16,1];
+          run with --loss bce (its own sigmoid, F.binary_cross_entropy),
+          and --ps-tables to train the tables on a parameter server
 
 The data set has 5 batches (numpy RandomState, see DATA_SEED); step i uses batch
 i mod 5, in file order, as the runtime does without --shuffle.
@@ -130,6 +135,9 @@ MODELS = ("mlp", "gpt", "cnn_bn", "conv_kinds")
 # a dynamic batch axis, Gemm with scales and either transposition, tied
 # weights. train_check.py runs them too.
 EXPORT_VARIANTS = ("mlp_dyn", "gemm_scaled", "gpt_tied")
+# A recommender whose output is a probability: run with --loss bce (and
+# --ps-tables to train its tables on a parameter server).
+RECSYS = ("dlrm",)
 # Deeper models for pipeline stages (dp_check.py --mesh pp=4): an MLP of 8
 # Linear layers and the GPT-style LM with 4 blocks.
 DEEP_VARIANTS = ("mlp8", "gpt4")
@@ -229,12 +237,34 @@ class Spec:
         # Export with a dynamic batch axis, as for deployment.
         self.dynamic_batch = False
         self.module = module
+        # One input (a name and an array), or a tuple of names and a tuple
+        # of arrays for a model of several inputs.
         self.input_name = input_name
         self.batch = batch
         self.x = x          # numpy, N = batch * STEPS_PER_EPOCH samples
+        # The module's output is a probability already (bce takes it as is).
+        self.probabilities = False
         self.y = y          # numpy labels (int64) or targets (float32)
         self.num_classes = num_classes
         self.loss = "cross_entropy"
+
+
+def named_inputs(spec):
+    """[(name, array)] of the model's inputs."""
+    if isinstance(spec.x, tuple):
+        return list(zip(spec.input_name, spec.x))
+    return [(spec.input_name, spec.x)]
+
+
+def input_tensors(spec, rows, dtype=None):
+    """The model's inputs for `rows` as tensors (floats in `dtype`)."""
+    out = []
+    for _, a in named_inputs(spec):
+        t = torch.from_numpy(a[rows].copy())
+        if dtype is not None and t.is_floating_point():
+            t = t.to(dtype)
+        out.append(t)
+    return out
 
 
 class WithSigmoid(nn.Module):
@@ -244,8 +274,8 @@ class WithSigmoid(nn.Module):
         super().__init__()
         self.inner = inner
 
-    def forward(self, x):
-        return torch.sigmoid(self.inner(x))
+    def forward(self, *x):
+        return torch.sigmoid(self.inner(*x))
 
 
 class WithLoss(nn.Module):
@@ -271,8 +301,8 @@ def apply_loss(spec, loss):
     # would move BatchNorm's running statistics).
     with torch.no_grad():
         out_shape = tuple(copy.deepcopy(spec.module).eval()(
-            torch.from_numpy(spec.x[:1].copy())).shape[1:])
-    n = spec.x.shape[0]
+            *input_tensors(spec, slice(0, 1))).shape[1:])
+    n = named_inputs(spec)[0][1].shape[0]
     if loss == "cross_entropy_ignore":
         y = spec.y.copy()
         y[rs.random_sample(y.shape) < 0.25] = IGNORE_INDEX
@@ -282,7 +312,8 @@ def apply_loss(spec, loss):
     elif loss == "mse":
         spec.y = rs.randn(n, *out_shape).astype(np.float32)
     elif loss == "bce":
-        spec.module = WithSigmoid(spec.module)
+        if not spec.probabilities:
+            spec.module = WithSigmoid(spec.module)
         spec.y = (rs.random_sample((n,) + out_shape) < 0.5).astype(
             np.float32)
     elif loss == "model":
@@ -293,8 +324,8 @@ def apply_loss(spec, loss):
 def torch_loss(spec, module, x, y):
     """The loss of one batch as PyTorch defines it."""
     if spec.loss == "model":
-        return module(x, y)
-    out = module(x)
+        return module(*x, y)
+    out = module(*x)
     if spec.loss == "mse":
         return F.mse_loss(out, y.to(out.dtype))
     if spec.loss == "bce":
@@ -323,6 +354,21 @@ def make_spec(name):
         x = rs.randn(n, 784).astype(np.float32)
         y = rs.randint(0, 10, size=n).astype(np.int64)
         return Spec(name, module, "x", batch, x, y, 10)
+    if name == "dlrm":
+        # export_models.DLRM with 8 tables (sigmoid output); ids repeat
+        # within a batch.
+        batch = 16
+        n = batch * STEPS_PER_EPOCH
+        tables = (200, 150, 100, 80, 60, 40, 30, 20)
+        module = export_models.DLRM(num_dense=13, table_sizes=tables, dim=16)
+        dense = rs.randn(n, 13).astype(np.float32)
+        sparse = np.stack([rs.randint(0, min(r, 12), n) for r in tables],
+                          1).astype(np.int64)
+        y = rs.randint(0, 2, size=(n, 1)).astype(np.float32)
+        spec = Spec(name, module, ("dense", "sparse"), batch, (dense, sparse),
+                    y, 2)
+        spec.probabilities = True
+        return spec
     if name == "mlp8":
         spec = make_spec("mlp")
         spec.name = name
@@ -399,8 +445,9 @@ def export_onnx(spec, path):
     """Exports a copy of spec.module in train() mode with static shapes."""
     module = copy.deepcopy(spec.module)
     module.train()
-    example = (torch.from_numpy(spec.x[:spec.batch].copy()),)
-    names, outputs = [spec.input_name], ["logits"]
+    example = tuple(input_tensors(spec, slice(0, spec.batch)))
+    names = [n for n, _ in named_inputs(spec)]
+    outputs = ["logits"]
     if spec.loss == "model":
         example += (torch.from_numpy(spec.y[:spec.batch].copy()),)
         names, outputs = names + ["label"], ["loss"]
@@ -547,9 +594,7 @@ def torch_train(spec, module, optimizer, hp, args, dtype=torch.float32):
     losses, lrs = [], []
     for step in range(args.steps):
         rows = batch_slice(step, spec.batch)
-        x = torch.from_numpy(spec.x[rows].copy())
-        if x.is_floating_point():
-            x = x.to(dtype)
+        x = input_tensors(spec, rows, dtype)
         y = torch.from_numpy(spec.y[rows].copy())
         lrs.append(opt.param_groups[0]["lr"])
         loss = torch_loss(spec, module, x, y)
@@ -637,6 +682,8 @@ def compile_args(optimizer, hp, args, loss="cross_entropy"):
             a.append("--warmup-steps=" + str(args.warmup_steps))
     if args.clip_grad_norm is not None:
         a.append("--clip-grad-norm=" + fmt(args.clip_grad_norm))
+    if args.ps_tables:
+        a.append("--ps-tables=all")
     return a
 
 
@@ -817,9 +864,12 @@ def check_one(model_name, optimizer, loss, args, work):
     os.makedirs(run_dir)
     try:
         # The data files, one sample per row.
-        x_path = os.path.join(run_dir, spec.input_name + ".npy")
+        data_args = []
+        for name, array in named_inputs(spec):
+            path = os.path.join(run_dir, name + ".npy")
+            np.save(path, array)
+            data_args += ["--data", f"{name}={path}"]
         y_path = os.path.join(run_dir, "label.npy")
-        np.save(x_path, spec.x)
         np.save(y_path, spec.y)
 
         # Export, match the initializers and reset them to the initial
@@ -857,8 +907,7 @@ def check_one(model_name, optimizer, loss, args, work):
                 + ["-o", out_dir, "--name", EXE_NAME],
                 args.timeout, "dist-opt --train", args.verbose)
             run([os.path.join(out_dir, EXE_NAME), "train",
-                 "--data", f"{spec.input_name}={x_path}",
-                 "--data", f"label={y_path}",
+                 *data_args, "--data", f"label={y_path}",
                  "--batch-size", str(spec.batch), "--steps", str(args.steps),
                  "--log", log, "--save-params", save_dir,
                  "--threads", str(args.threads), "--quiet"],
@@ -922,7 +971,7 @@ def parse_args(argv):
                    help="keep the models, data, builds and logs in DIR "
                    "(default: a temporary directory, removed at the end)")
     p.add_argument("--model", nargs="+",
-                   choices=MODELS + EXPORT_VARIANTS + DEEP_VARIANTS,
+                   choices=MODELS + EXPORT_VARIANTS + DEEP_VARIANTS + RECSYS,
                    default=list(MODELS), help="models to train (default: "
                    "all)")
     p.add_argument("--optimizer", nargs="+", choices=OPTIMIZERS,
@@ -958,6 +1007,10 @@ def parse_args(argv):
                    "%(default)s)")
     p.add_argument("--clip-grad-norm", type=float, metavar="MAX_NORM",
                    help="clip the global gradient norm before each step")
+    p.add_argument("--ps-tables", action="store_true",
+                   help="compile with --ps-tables=all: the embedding tables "
+                   "train on a parameter server (a thread of the train "
+                   "command) with the same optimizer")
     p.add_argument("--timeout", type=float, default=1200,
                    help="seconds allowed for each compile and each training "
                    "run (default: %(default)s)")
