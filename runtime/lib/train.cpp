@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace dist_rt {
@@ -208,6 +209,11 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   // The ps-server ranks of the job would wait for this worker forever.
   if (code != 0 && desc.ps)
     dist_rt_world_abort(code);
+  // A model without a mesh has no mesh to end MPI with; the exchange with
+  // the job's servers may have started it.
+  if (code == 0 && desc.ps && !dist_rt_mesh_active())
+    if (dist_rt_status_t status = dist_rt_world_finalize())
+      code = fail(status);
   return code;
 }
 
@@ -251,6 +257,30 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   int64_t dp = dist_rt_mesh_axis_size("dp");
   int64_t dpRank = dist_rt_mesh_axis_coord("dp");
   bool lead = dist_rt_mesh_world_rank() == 0;
+  // --worker-memory: what this worker holds of the parameters (its part
+  // of split ones; tables on the servers never).
+  if (cl.workerMemoryMb) {
+    double held = 0;
+    for (uint32_t i = 0; i < desc.num_params; ++i) {
+      if (train.param_roles[i] == DIST_RT_PARAM_PS)
+        continue;
+      const dist_rt_tensor_desc_t &p = desc.params[i];
+      double n = static_cast<double>(dist_rt_dtype_size(p.dtype));
+      for (uint32_t d = 0; d < p.rank; ++d)
+        n *= static_cast<double>(p.dims[d]);
+      held += n;
+    }
+    if (held > static_cast<double>(cl.workerMemoryMb) * 1048576.0) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f", held / 1048576.0);
+      return fail(std::string("this worker would hold ") + text +
+                  " MiB of parameters and optimizer state, more than "
+                  "--worker-memory " +
+                  std::to_string(cl.workerMemoryMb) +
+                  " MiB: put the largest embedding tables on the parameter "
+                  "server (dist-opt --ps-tables)");
+    }
+  }
   // --trace: every rank writes its own timeline.
   std::vector<dist_rt::model_impl::TraceEvent> trace;
   std::string tracePath = cl.tracePath;
@@ -470,6 +500,17 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   else
     std::printf("trained %" PRId64 " steps in %.3f s, final loss %.6g\n",
                 totalSteps - firstStep, seconds, loss);
+  if (cl.workerMemoryMb) {
+    struct rusage usage;
+    ::getrusage(RUSAGE_SELF, &usage);
+    // ru_maxrss is in KiB on Linux; a server thread of this process counts.
+    double peak = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    std::printf("peak memory of worker 0: %.1f MiB (--worker-memory %" PRId64
+                " MiB%s)\n",
+                peak, cl.workerMemoryMb,
+                ps.hostsServer() ? ", with a parameter server in this process"
+                                 : "");
+  }
   std::fflush(stdout);
   return 0;
 }

@@ -57,7 +57,7 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
       "       [--checkpoint-dir DIR --checkpoint-every K] [--resume DIR]\n"
       "       [--params PATH] [--ps-servers ADDR,...] [--ps-mode MODE]\n"
-      "       [--ps-timeout S] [--quiet] [--help]\n"
+      "       [--ps-timeout S] [--worker-memory MB] [--quiet] [--help]\n"
       "\n"
       "Trains the compiled model '%s' (optimizer %s, loss %s, learning rate\n"
       "%g, %s schedule, %" PRId64 " warm-up steps) on samples read from .npy\n"
@@ -108,6 +108,10 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "steps ahead of the slowest) (default: sync)\n"
       "  --ps-timeout S         seconds a server may take to answer before "
       "the run fails naming it (default: 60)\n"
+      "  --worker-memory MB     refuse to start when this worker's parameters "
+      "and optimizer state (tables on the parameter server excluded) exceed "
+      "MB MiB, and report its peak memory against it at the end (default: "
+      "no budget)\n"
       "  --quiet                print a progress line every tenth of the run "
       "instead of a progress bar (default: a bar on a terminal)\n"
       "  --help                 print this text and exit\n",
@@ -203,6 +207,8 @@ bool parseTrainCommandLine(int argc, char **argv,
       }
     } else if (flag == "--ps-mode")
       return parsePsMode(value, cl.psMode, cl.psStaleness, error);
+    else if (flag == "--worker-memory")
+      return positive(flag, value, cl.workerMemoryMb, error);
     else if (flag == "--ps-timeout") {
       char *end = nullptr;
       cl.psTimeout = std::strtod(value.c_str(), &end);
@@ -227,7 +233,8 @@ bool parseTrainCommandLine(int argc, char **argv,
                           {"--export-onnx", true}, {"--checkpoint-dir", true},
                           {"--resume", true},      {"--params", true},
                           {"--ps-servers", true},  {"--ps-mode", true},
-                          {"--ps-timeout", true},  {"--seed", true}},
+                          {"--ps-timeout", true},  {"--worker-memory", true},
+                          {"--seed", true}},
           "train inputs are given as --data NAME=FILE", handle, error))
     return false;
   if (cl.help)

@@ -67,6 +67,8 @@ struct TrainCommandLine {
   uint32_t psMode = 0;
   uint32_t psStaleness = 0;
   double psTimeout = 60;
+  /// --worker-memory in MiB (0: no budget).
+  int64_t workerMemoryMb = 0;
 };
 
 /// Prints the help text of `<program> train` for the model `desc`.
@@ -110,6 +112,8 @@ public:
   bool finish(std::string &error);
 
   dist_rt_ps_client_t client() const { return psClient; }
+  /// Whether a server runs in this process.
+  bool hostsServer() const { return server != nullptr; }
   /// Rows of the servers' tables, in the order of dist_rt::psTables.
   const std::vector<dist_rt_ps_table_t> &tables() const { return specs; }
   /// Parameter index of each table.
