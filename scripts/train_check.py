@@ -682,7 +682,8 @@ def compile_args(optimizer, hp, args, loss="cross_entropy"):
             a.append("--warmup-steps=" + str(args.warmup_steps))
     if args.clip_grad_norm is not None:
         a.append("--clip-grad-norm=" + fmt(args.clip_grad_norm))
-    if args.ps_tables:
+    # (Other scripts pass their own arguments, without --ps-tables.)
+    if getattr(args, "ps_tables", False):
         a.append("--ps-tables=all")
     return a
 
