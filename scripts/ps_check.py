@@ -36,6 +36,17 @@ Checks (each prints one PASS/FAIL line with its figures):
                 2 workers with --ps-servers; server 1 is killed with SIGKILL
                 mid-run and started again on its directory: the run
                 finishes and its tables equal a run without the kill.
+  init          tables the servers draw (--ps-init=uniform:-0.05,0.05):
+                two of them graph inputs of the model (no values shipped),
+                the others initializers chosen by a pattern; the parameter
+                file holds none of them; 2 workers x 2 servers equal one
+                process; rows no id reached equal in both runs, lie within
+                the bounds with the uniform's spread, and differ between
+                tables; a checkpoint resumed alone ends where the
+                uninterrupted run does; --export-onnx turns the declared
+                tables into initializers; one-line errors for a graph-input
+                table without --ps-init, --ps-init without --ps-tables and
+                bounds the wrong way round.
   errors        an id outside its table, an unreachable server (error
                 naming it within --ps-timeout), a shard directory of another
                 model, --data for pulled rows: one-line errors, exit 1.
@@ -387,6 +398,127 @@ def check_resume(args, checks, exe1, exe2, files):
                   f"{max_table_diff(two, full):.3g}")
 
 
+INIT = (-0.05, 0.05)
+DECLARED = ("tables.0.weight", "tables.1.weight")
+
+
+def declared_model(work, onnx_path):
+    """The model with DECLARED as graph inputs of their shape, without
+    values, as a model whose tables are too large to ship declares them."""
+    import onnx
+    from onnx import TensorProto, helper
+    m = onnx.load(onnx_path)
+    g = m.graph
+    kept = [t for t in g.initializer if t.name not in DECLARED]
+    for t in g.initializer:
+        if t.name in DECLARED:
+            g.input.append(helper.make_tensor_value_info(
+                t.name, TensorProto.FLOAT, list(t.dims)))
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    path = os.path.join(work, "declared.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def check_init(args, checks, files, sparse, onnx_path):
+    work = os.path.join(args.work, "init")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    model = declared_model(work, onnx_path)
+    init = f"--ps-init=uniform:{INIT[0]},{INIT[1]}"
+    tables = "--ps-tables=" + ",".join(DECLARED) + ",tables.[2-7].weight"
+
+    def build(out, extra=()):
+        run([args.dist_opt, model, "--train", "--loss=bce", "--optimizer=sgd",
+             f"--lr={LR['sgd']}", tables, init, "-o", out, "--name", "dlrm"] +
+            list(extra))
+        return os.path.join(out, "dlrm")
+
+    exe1 = build(os.path.join(work, "one"))
+    exe2 = build(os.path.join(work, "dp2"), ["--mesh", "dp=2"])
+    with open(os.path.join(work, "one", "dlrm.params"), "rb") as f:
+        in_file = b"tables." in f.read()
+    manifest = json.load(open(os.path.join(work, "one", "dlrm.json")))
+    checks.report("init parameter file", not in_file and
+                  len(manifest["ps"]["tables"]) == len(TABLES) and
+                  manifest["ps"]["init"]["distribution"] == "uniform",
+                  f"tables in dlrm.params: {in_file}; manifest: "
+                  f"{len(manifest['ps']['tables'])} tables, init "
+                  f"{manifest['ps']['init']}")
+    steps = 10
+    l1, t1 = alone_train(exe1, files, os.path.join(work, "run1"), steps)
+    ck = os.path.join(work, "ck")
+    _, l2, t2 = mpmd_train(exe2, files, os.path.join(work, "run2"), steps,
+                           "sync", ["--checkpoint-dir", ck,
+                                    "--checkpoint-every", str(steps // 2)])
+    dl = max(abs(a - b) for a, b in zip(l1, l2))
+    dt = max_table_diff(t1, t2)
+    checks.report("init equal", len(l2) == steps and dl <= args.tol and
+                  dt <= args.tol,
+                  f"2 workers x 2 servers vs one process over {steps} steps:"
+                  f" losses {dl:.3g}, tables {dt:.3g}")
+    # Rows that no id reached still hold what the servers drew.
+    untouched, same, free = [], True, []
+    for i, rows in enumerate(TABLES):
+        ids = sparse[:, i].astype(np.int64)
+        used = np.zeros(rows, bool)
+        used[np.where(ids < 0, ids + rows, ids)] = True
+        a = t1[f"tables.{i}.weight"][~used]
+        same &= bool(np.array_equal(a, t2[f"tables.{i}.weight"][~used]))
+        untouched.append(a)
+        free.append(set(np.flatnonzero(~used).tolist()))
+    values = np.concatenate([a.ravel() for a in untouched])
+    spread = float(values.std()) / ((INIT[1] - INIT[0]) / 12 ** 0.5)
+    inside = bool(values.min() >= INIT[0] and values.max() < INIT[1])
+    # The same id of two tables of the same dim draws different rows.
+    row = min(free[6] & free[7])
+    differ = not np.array_equal(t1["tables.6.weight"][row],
+                                t1["tables.7.weight"][row])
+    checks.report("init distribution", same and inside and differ and
+                  abs(spread - 1) < 0.1,
+                  f"{values.size} untouched values: equal in both runs "
+                  f"{same}, within {INIT} {inside}, std / uniform's "
+                  f"{spread:.3f}, tables differ {differ}")
+    log = os.path.join(work, "resumed.jsonl")
+    run([exe1, "train"] + data_args(files) +
+        ["--steps", str(steps), "--resume",
+         os.path.join(ck, "step-%08d" % (steps // 2)), "--log", log,
+         "--save-params", os.path.join(work, "resumed"), "--export-onnx",
+         os.path.join(work, "resumed.onnx"), "--quiet", "--threads", "1"])
+    dl = max(abs(a - b) for a, b in zip(read_losses(log), l2[steps // 2:]))
+    tr = read_tables(os.path.join(work, "resumed"))
+    dt = max_table_diff(tr, t2)
+    checks.report("init resume", dl <= args.tol and dt <= args.tol,
+                  f"step {steps // 2} of 2 workers x 2 servers resumed alone:"
+                  f" losses {dl:.3g}, tables {dt:.3g}")
+    import onnx
+    from onnx import numpy_helper
+    exported = onnx.load(os.path.join(work, "resumed.onnx"))
+    inputs = [i.name for i in exported.graph.input]
+    inits = {t.name: numpy_helper.to_array(t)
+             for t in exported.graph.initializer}
+    de = max(float(np.abs(inits[k] - tr[k]).max()) if k in inits else
+             float("inf") for k in tr)
+    checks.report("init export", inputs == ["dense", "sparse"] and de == 0,
+                  f"exported inputs {inputs}; tables as initializers, "
+                  f"largest difference {de:.3g}")
+    expect_error(checks, "graph-input table without --ps-init",
+                 [args.dist_opt, model, "--train", "--loss=bce", tables,
+                  "-o", os.path.join(work, "bad")],
+                 "'tables.0.weight': it is a graph input; a table without "
+                 "values needs --ps-init")
+    expect_error(checks, "--ps-init without --ps-tables",
+                 [args.dist_opt, onnx_path, "--train", "--loss=bce", init,
+                  "-o", os.path.join(work, "bad")],
+                 "--ps-init needs --ps-tables")
+    expect_error(checks, "--ps-init bounds",
+                 [args.dist_opt, onnx_path, "--train", "--loss=bce",
+                  "--ps-tables=all", "--ps-init=uniform:0.05,-0.05", "-o",
+                  os.path.join(work, "bad")],
+                 "LOW must be below HIGH")
+
+
 def expect_error(checks, name, cmd, needle, timeout=120, within=None):
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -443,8 +575,10 @@ def main(argv=None):
     p.add_argument("--optimizer", nargs="+", default=["sgd", "adagrad", "adam"],
                    choices=["sgd", "adagrad", "adam"])
     p.add_argument("--check", nargs="+",
-                   default=["equal", "resume", "modes", "kill", "errors"],
-                   choices=["equal", "resume", "modes", "kill", "errors"])
+                   default=["equal", "resume", "modes", "kill", "init",
+                            "errors"],
+                   choices=["equal", "resume", "modes", "kill", "init",
+                            "errors"])
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--mode-steps", type=int, default=300)
     p.add_argument("--kill-steps", type=int, default=1500)
@@ -480,6 +614,11 @@ def main(argv=None):
                 fn(args, checks, sgd2, files)
             except Exception as e:
                 checks.report(name, False, f"error: {e}")
+    if "init" in args.check:
+        try:
+            check_init(args, checks, files, data[1], onnx_path)
+        except Exception as e:
+            checks.report("init", False, f"error: {e}")
     if "errors" in args.check:
         exe1 = compile_model(args, onnx_path,
                              os.path.join(args.work, "sgd", "one"), "sgd")

@@ -14,6 +14,7 @@
 #include "dist/Import/ONNX/ONNXImporter.h"
 #include "dist/Pipelines/Diagnostics.h"
 #include "dist/Pipelines/Pipelines.h"
+#include "dist/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -248,6 +249,16 @@ struct CompileCommandLine::Flags {
                "adam (lazy, as torch.optim.SparseAdam); default: --optimizer "
                "with --lr"),
       cl::value_desc("sgd|adagrad|adam"), cl::cat(cat(Distribution))};
+  cl::opt<std::string> psInit{
+      "ps-init",
+      cl::desc("How the servers create the tables' rows: rows (the model's "
+               "values, the default), or uniform:LOW,HIGH or normal:MEAN,STD "
+               "drawn per row when first touched (the tables are then not "
+               "read from the model nor written to the parameter file; a "
+               "table named in --ps-tables may be a graph input of that "
+               "shape)"),
+      cl::value_desc("rows|uniform:LOW,HIGH|normal:MEAN,STD"),
+      cl::cat(cat(Distribution))};
   cl::opt<int64_t> zero{
       "zero",
       cl::desc("ZeRO stage: 1 shards the optimizer state over the dp ranks "
@@ -321,6 +332,7 @@ struct CompileCommandLine::Flags {
             {Distribution, std::addressof(ppSplit)},
             {Distribution, std::addressof(psTables)},
             {Distribution, std::addressof(psOptimizer)},
+            {Distribution, std::addressof(psInit)},
             {Output, std::addressof(output)},
             {Output, std::addressof(compileTo)},
             {Output, std::addressof(emit)},
@@ -530,6 +542,18 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
       return fail("--ps-optimizer: '" + f.psOptimizer +
                   "' is not one of sgd, adagrad, adam");
     options.psOptimizer = f.psOptimizer;
+  }
+  if (f.psInit.getNumOccurrences()) {
+    if (options.psTables.empty())
+      return fail("--ps-init needs --ps-tables");
+    if (!f.train)
+      return fail("--ps-init needs --train (an inference artifact reads the "
+                  "tables a training run saved)");
+    PsInit init;
+    std::string why = parsePsInit(f.psInit, init);
+    if (!why.empty())
+      return fail("--ps-init: " + why);
+    options.psInit = f.psInit;
   }
 
   // Training.

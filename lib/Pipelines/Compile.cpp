@@ -9,7 +9,9 @@
 
 #include "dist/Pipelines/Compile.h"
 
+#include "dist/Codegen/Emit.h"
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist/Dialect/Dist/IR/Mesh.h"
 #include "dist/Import/ONNX/ONNXImporter.h"
 #include "dist/Pipelines/Diagnostics.h"
 #include "dist/Pipelines/Pipelines.h"
@@ -77,6 +79,15 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
     import.inputShapes[entry.getKey()] = entry.getValue();
   for (const auto &entry : options.inputValues)
     import.inputValues[entry.getKey()] = entry.getValue();
+  // Tables the servers draw (--ps-init): those named are never read, so
+  // that a model can declare one too large to ship; the others chosen are
+  // dropped from the parameter file once the pipeline chose them.
+  bool drawnTables = !options.psInit.empty() && options.psInit != "rows";
+  if (drawnTables)
+    for (const std::string &t : options.psTables)
+      if (t != "all" && t != "auto" &&
+          StringRef(t).find_first_of("*?[") == StringRef::npos)
+        import.declaredParams.insert(t);
   std::string modelBytes;
   auto outPath = [&](const Twine &file) {
     SmallString<256> p(options.outDir);
@@ -132,6 +143,23 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
   }
   if (options.planOnly)
     return 0;
+  if (drawnTables && pendingParams) {
+    // The tables: marked parameters, or after lowering the signature's.
+    llvm::StringSet<> tables;
+    for (auto p : module->getOps<ParamOp>())
+      if (p->hasAttr(kPsTableAttr))
+        tables.insert(p.getSymName());
+    if ((*module)->hasAttr(kSignatureAttr))
+      if (FailureOr<ModelSignature> sig = getRecordedSignature(*module);
+          succeeded(sig) && sig->ps)
+        for (const PsLookupSignature &l : sig->ps->lookups)
+          tables.insert(sig->params[l.table].name);
+    std::string err = pendingParams->drop(tables);
+    if (!err.empty()) {
+      reportError(err);
+      return 1;
+    }
+  }
 
   if (toDir) {
     if (upTo == Phase::Emit) {

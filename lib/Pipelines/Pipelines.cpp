@@ -172,6 +172,8 @@ void dist::buildTrainPipeline(OpPassManager &pm,
       ps.beta2 = options.train->beta2;
       if (ps.optimizer == "adam")
         ps.eps = options.train->eps;
+      if (!options.psInit.empty())
+        ps.init = options.psInit;
     }
     pm.addPass(createPsLookupsPass(ps));
   }

@@ -24,6 +24,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/GlobPattern.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "dist-ps-lookups"
 
 namespace mlir::dist {
@@ -173,6 +175,18 @@ FailureOr<Picked> pickedFrom(Value v, std::string &why) {
   return notPicked();
 }
 
+/// Whether a function argument (a graph input) named `name` could be a
+/// table: floating point, rank 2.
+bool isTableArgument(ModuleOp module, StringRef name) {
+  for (auto f : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (argName(f, i) == name) {
+        auto t = dyn_cast<RankedTensorType>(f.getArgument(i).getType());
+        return t && t.getRank() == 2 && isa<FloatType>(t.getElementType());
+      }
+  return false;
+}
+
 struct PsLookupsPass : public dist::impl::PsLookupsPassBase<PsLookupsPass> {
   using Base::Base;
 
@@ -254,6 +268,13 @@ struct PsLookupsPass : public dist::impl::PsLookupsPassBase<PsLookupsPass> {
           }
       }
       if (!matched) {
+        if (!isGlob && isTableArgument(module, name)) {
+          module.emitError("--ps-tables '")
+              << name
+              << "': it is a graph input; a table without values needs "
+                 "--ps-init (the servers then create its rows)";
+          return failure();
+        }
         module.emitError("--ps-tables '")
             << name << "': "
             << (isGlob ? "no table's name matches the pattern"
@@ -286,6 +307,11 @@ struct PsLookupsPass : public dist::impl::PsLookupsPassBase<PsLookupsPass> {
     if (optimizer != "sgd" && optimizer != "adagrad" && optimizer != "adam") {
       module.emitError("--ps-optimizer '")
           << optimizer << "': the servers apply sgd, adagrad or adam";
+      return signalPassFailure();
+    }
+    PsInit rowsInit;
+    if (std::string why = parsePsInit(init, rowsInit); !why.empty()) {
+      module.emitError("--ps-init: ") << why;
       return signalPassFailure();
     }
     if (!(lr > 0)) {
@@ -391,6 +417,9 @@ struct PsLookupsPass : public dist::impl::PsLookupsPassBase<PsLookupsPass> {
                         b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
                         b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
                         b.getNamedAttr("eps", b.getF64FloatAttr(e)),
+                        b.getNamedAttr("init", b.getStringAttr(rowsInit.kind)),
+                        b.getNamedAttr("init_a", b.getF64FloatAttr(rowsInit.a)),
+                        b.getNamedAttr("init_b", b.getF64FloatAttr(rowsInit.b)),
                     }));
     for (ParamOp p : *chosen) {
       auto t = cast<RankedTensorType>(p.getType());
@@ -402,3 +431,26 @@ struct PsLookupsPass : public dist::impl::PsLookupsPassBase<PsLookupsPass> {
 };
 
 } // namespace
+
+std::string mlir::dist::parsePsInit(StringRef text, PsInit &init) {
+  init = PsInit();
+  if (text == "rows")
+    return "";
+  auto [kind, rest] = text.split(':');
+  auto [first, second] = rest.split(',');
+  double a = 0, b = 0;
+  bool numbers = !first.trim().getAsDouble(a) &&
+                 !second.trim().getAsDouble(b) && std::isfinite(a) &&
+                 std::isfinite(b);
+  if ((kind != "uniform" && kind != "normal") || !numbers)
+    return "'" + text.str() +
+           "' is not rows, uniform:LOW,HIGH or normal:MEAN,STD";
+  if (kind == "uniform" && !(a < b))
+    return "'" + text.str() + "': LOW must be below HIGH";
+  if (kind == "normal" && !(b > 0))
+    return "'" + text.str() + "': STD must be positive";
+  init.kind = kind.str();
+  init.a = a;
+  init.b = b;
+  return "";
+}

@@ -150,6 +150,13 @@ dist_rt_status_t checkPsDesc(const dist_rt_model_desc_t &desc) {
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s': invalid parameter-server optimizer",
                       desc.name);
+  bool uniform = ps.init && std::strcmp(ps.init, "uniform") == 0;
+  bool normal = ps.init && std::strcmp(ps.init, "normal") == 0;
+  if (!ps.init || (std::strcmp(ps.init, "rows") != 0 && !uniform && !normal) ||
+      (uniform && !(ps.init_a < ps.init_b)) || (normal && !(ps.init_b > 0)))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': invalid parameter-server row initializer",
+                      desc.name);
   for (uint32_t k = 0; k < ps.num_lookups; ++k) {
     const dist_rt_ps_lookup_t &l = ps.lookups[k];
     if (!l.rows || !l.ids || (l.num_cols && !l.cols) || l.num_cols == 0)

@@ -279,6 +279,9 @@ void describeParam(const dist_rt_model &model, size_t index,
 /// the parameters are (see dist_rt_model_options_t::param_path: the
 /// parameter file, mapped, or the .npy files of a directory): per table of
 /// dist_rt::psTables, rows x dim floats, valid while this object lives.
+/// NULL for a table the servers draw from a distribution (desc.ps->init)
+/// that `paramPath` does not hold (or without a `paramPath`): see
+/// useInitRows.
 struct PsInitRows {
   std::vector<const float *> rows;
   dist_rt_status_t load(const dist_rt_model_desc_t &desc,
@@ -287,6 +290,8 @@ struct PsInitRows {
   PsInitRows(const PsInitRows &) = delete;
   PsInitRows &operator=(const PsInitRows &) = delete;
   ~PsInitRows();
+  /// Makes `tables` (of dist_rt::psTables) start from the rows read.
+  void useInitRows(std::vector<dist_rt_ps_table_t> &tables) const;
 
 private:
   /// Holds the mapping of the parameter file.

@@ -351,6 +351,13 @@ dist_rt_status_t PsInitRows::load(const dist_rt_model_desc_t &desc,
   std::vector<uint32_t> params;
   std::vector<dist_rt_ps_table_t> tables;
   psTables(desc, params, tables);
+  arrays.clear();
+  rows.assign(params.size(), nullptr);
+  // Tables drawn from a distribution (dist-opt --ps-init) are in no
+  // parameter file; a checkpoint or saved directory given has them.
+  bool drawn = desc.ps && std::strcmp(desc.ps->init, "rows") != 0;
+  if (drawn && !paramPath)
+    return nullptr;
   holder.reset(new dist_rt_model());
   holder->desc = &desc;
   dist_rt_model_options_t options;
@@ -359,25 +366,36 @@ dist_rt_status_t PsInitRows::load(const dist_rt_model_desc_t &desc,
   std::string path, dir;
   if (dist_rt_status_t status = openParamFile(*holder, options, path, dir))
     return status;
-  arrays.clear();
-  rows.clear();
-  for (uint32_t p : params) {
-    const dist_rt_tensor_desc_t &param = desc.params[p];
+  // A missing drawn table keeps its distribution.
+  auto absent = [&](dist_rt_status_t status) {
+    if (!drawn || dist_rt_status_code(status) != DIST_RT_ERROR_NOT_FOUND)
+      return false;
+    dist_rt_status_free(status);
+    return true;
+  };
+  for (size_t t = 0; t < params.size(); ++t) {
+    const dist_rt_tensor_desc_t &param = desc.params[params[t]];
     if (dir.empty()) {
       dist_rt_param_info_t info;
       if (dist_rt_status_t status =
-              findParam(*holder, path, param, param.dims, info))
+              findParam(*holder, path, param, param.dims, info)) {
+        if (absent(status))
+          continue;
         return status;
-      rows.push_back(static_cast<const float *>(info.data));
+      }
+      rows[t] = static_cast<const float *>(info.data);
       continue;
     }
     NpyParam fromDir;
     if (dist_rt_status_t status =
-            readDirParam(*holder, dir, param, param.dims, fromDir))
+            readDirParam(*holder, dir, param, param.dims, fromDir)) {
+      if (absent(status))
+        continue;
       return status;
+    }
     arrays.push_back(fromDir.array);
     fromDir.array = dist_rt_npy_array_t{};
-    rows.push_back(static_cast<const float *>(arrays.back().data));
+    rows[t] = static_cast<const float *>(arrays.back().data);
   }
   return nullptr;
 }

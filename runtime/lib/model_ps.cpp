@@ -256,6 +256,21 @@ dist_rt_status_t psReadRows(dist_rt_model &model, uint32_t param, int64_t first,
 // The servers' view of a model
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+
+/// FNV-1a of `n` bytes, continuing from `h`.
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = kFnvBasis) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<const unsigned char *>(data)[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+} // namespace
+
 void dist_rt::psTables(const dist_rt_model_desc_t &desc,
                        std::vector<uint32_t> &params,
                        std::vector<dist_rt_ps_table_t> &tables) {
@@ -286,21 +301,34 @@ void dist_rt::psTables(const dist_rt_model_desc_t &desc,
     t.beta1 = static_cast<float>(ps.beta1);
     t.beta2 = static_cast<float>(ps.beta2);
     t.eps = static_cast<float>(ps.eps);
-    // The servers take the first rows from the model's parameters.
-    t.init = DIST_RT_PS_INIT_ROWS;
+    // The servers take the first rows from the model's parameters (see
+    // PsInitRows) or draw them, differently for each table.
+    if (std::strcmp(ps.init, "rows") == 0) {
+      t.init = DIST_RT_PS_INIT_ROWS;
+    } else {
+      t.init = std::strcmp(ps.init, "uniform") == 0 ? DIST_RT_PS_INIT_UNIFORM
+                                                    : DIST_RT_PS_INIT_NORMAL;
+      t.init_a = static_cast<float>(ps.init_a);
+      t.init_b = static_cast<float>(ps.init_b);
+      t.seed = fnv1a(t.name, std::strlen(t.name));
+    }
     tables.push_back(t);
   }
 }
 
+void dist_rt::model_impl::PsInitRows::useInitRows(
+    std::vector<dist_rt_ps_table_t> &tables) const {
+  for (size_t t = 0; t < tables.size() && t < rows.size(); ++t)
+    if (rows[t]) {
+      tables[t].init = DIST_RT_PS_INIT_ROWS;
+      tables[t].init_rows = rows[t];
+    }
+}
+
 uint64_t dist_rt::psModelId(const dist_rt_model_desc_t &desc) {
   // FNV-1a over the name and the tables' names and shapes.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void *data, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      h ^= static_cast<const unsigned char *>(data)[i];
-      h *= 1099511628211ull;
-    }
-  };
+  uint64_t h = kFnvBasis;
+  auto mix = [&](const void *data, size_t n) { h = fnv1a(data, n, h); };
   mix(desc.name, std::strlen(desc.name));
   std::vector<uint32_t> params;
   std::vector<dist_rt_ps_table_t> tables;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -162,26 +163,58 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
     sawGraph = true;
     std::string graph;
     const uint8_t *g = f.payload, *gend = f.payload + f.payloadSize;
+    // The name (field `nameField`) and data type (field 2, TensorProto's)
+    // of the message `m`.
+    auto nameOf = [](const Field &m, uint32_t nameField, std::string &name,
+                     uint64_t &dataType) {
+      const uint8_t *t = m.payload, *tend = m.payload + m.payloadSize;
+      while (t < tend) {
+        Field tf;
+        if (!nextField(t, tend, tf))
+          return false;
+        if (tf.number == nameField && tf.wire == kBytes)
+          name.assign(reinterpret_cast<const char *>(tf.payload),
+                      tf.payloadSize);
+        if (tf.number == 2 && tf.wire == kVarint)
+          dataType = tf.varint;
+      }
+      return true;
+    };
+    // Tables declared as graph inputs (dist-opt --ps-init) become
+    // initializers: their graph inputs are dropped, the values appended.
+    std::map<std::string, uint32_t> declared = wanted;
+    for (const uint8_t *q = g; q < gend;) {
+      Field gf;
+      std::string name;
+      uint64_t dataType = 0;
+      if (!nextField(q, gend, gf))
+        return malformed("corrupt graph");
+      if (gf.number == 5 && gf.wire == kBytes && nameOf(gf, 8, name, dataType))
+        declared.erase(name);
+    }
+    for (auto it = declared.begin(); it != declared.end();)
+      it = desc.train->param_roles[it->second] == DIST_RT_PARAM_PS
+               ? std::next(it)
+               : declared.erase(it);
     while (g < gend) {
       Field gf;
       if (!nextField(g, gend, gf))
         return malformed("corrupt graph");
       bool replaced = false;
+      if (gf.number == 11 && gf.wire == kBytes) {
+        // A graph input (ValueInfoProto, name in field 1).
+        std::string name;
+        uint64_t unused = 0;
+        if (!nameOf(gf, 1, name, unused))
+          return malformed("corrupt graph input");
+        replaced = declared.count(name) != 0;
+      }
       if (gf.number == 5 && gf.wire == kBytes) {
         // An initializer: find its name and data type.
-        const uint8_t *t = gf.payload, *tend = gf.payload + gf.payloadSize;
         std::string name;
         uint64_t dataType = 0;
-        while (t < tend) {
-          Field tf;
-          if (!nextField(t, tend, tf))
-            return malformed("corrupt initializer");
-          if (tf.number == 8 && tf.wire == kBytes)
-            name.assign(reinterpret_cast<const char *>(tf.payload),
-                        tf.payloadSize);
-          if (tf.number == 2 && tf.wire == kVarint)
-            dataType = tf.varint;
-        }
+        if (!nameOf(gf, 8, name, dataType))
+          return malformed("corrupt initializer");
         auto it = wanted.find(name);
         if (it != wanted.end()) {
           dist_rt_tensor_t value;
@@ -205,6 +238,17 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
       if (!replaced)
         graph.append(reinterpret_cast<const char *>(gf.begin),
                      gf.end - gf.begin);
+    }
+    for (const auto &[name, index] : declared) {
+      dist_rt_tensor_t value;
+      if (dist_rt_status_t status = params.get(index, value)) {
+        error = dist_rt_status_message(status);
+        dist_rt_status_free(status);
+        return false;
+      }
+      std::string tensor = encodeTensor(name, value);
+      writeBytesField(graph, 5, tensor.data(), tensor.size());
+      wanted.erase(name);
     }
     writeBytesField(out, 7, graph.data(), graph.size());
   }

@@ -240,8 +240,7 @@ bool PsSession::startLocal(const dist_rt_model_desc_t &desc,
     error = statusText(status);
     return false;
   }
-  for (size_t t = 0; t < specs.size(); ++t)
-    specs[t].init_rows = initRows->rows[t];
+  initRows->useInitRows(specs);
   std::string bind = bindAddress();
   dist_rt_ps_server_options_t so;
   dist_rt_ps_server_options_initialize(&so);
@@ -487,8 +486,7 @@ int servePs(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   if (dist_rt_status_t status =
           init.load(desc, paramPath.empty() ? nullptr : paramPath.c_str()))
     return fail(status);
-  for (size_t t = 0; t < tables.size(); ++t)
-    tables[t].init_rows = init.rows[t];
+  init.useInitRows(tables);
   if (bind.empty())
     bind = bindAddress();
   dist_rt_ps_server_options_t so;

@@ -4,11 +4,18 @@
 // RUN: not dist-opt %s --dist-ps-lookups="tables=all optimizer=momentum" 2>&1 | FileCheck %s --check-prefix=OPT
 // RUN: dist-opt %s --dist-ps-lookups="tables=emb_a" \
 // RUN:   --dist-build-train-step="loss=mse optimizer=adam" | FileCheck %s --check-prefix=TRAIN
+// RUN: dist-opt %s --dist-ps-lookups="tables=emb_a init=normal:0,0.01" | FileCheck %s --check-prefix=INIT
+// RUN: not dist-opt %s --dist-ps-lookups="tables=emb_a init=uniform:1,0" 2>&1 | FileCheck %s --check-prefix=LOWHIGH
+// RUN: not dist-opt %s --dist-ps-lookups="tables=emb_a init=zeros" 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not dist-opt %s --dist-ps-lookups="tables=nope" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not dist-opt %s --dist-ps-lookups="tables=dense" 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not dist-opt %s --dist-ps-lookups="tables=emb_a" \
 // RUN:   --dist-build-train-step="loss=mse clip-grad-norm=1" 2>&1 | FileCheck %s --check-prefix=CLIP
 // NONE: error: --ps-tables 'nope': the model has no initializer of that name
+// LOWHIGH: error: --ps-init: 'uniform:1,0': LOW must be below HIGH
+// KIND: error: --ps-init: 'zeros' is not rows, uniform:LOW,HIGH or normal:MEAN,STD
+// Rows drawn by the servers: the module says from what.
+// INIT: module attributes {dist.ps_optimizer = {{{.*}}init = "normal", init_a = 0.000000e+00 : f64, init_b = 1.000000e-02 : f64, lr
 // RANK: error: --ps-tables 'dense': the initializer has type 'tensor<8xf32>', not a floating-point table of rank 2
 // OPT: error: --ps-optimizer 'momentum': the servers apply sgd, adagrad or adam
 // CLIP: error: --clip-grad-norm with tables on the parameter server (--ps-tables) is not supported
@@ -30,7 +37,7 @@
 // CHECK-NOT: dist.get_param @emb
 // CHECK: dist.add %[[RA]], %[[RA1]]
 // CHECK: dist.add %{{.*}}, %[[RB]]
-// ALL: module attributes {dist.ps_optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-10 : f64, lr = 1.000000e-01 : f64, optimizer = "adagrad"}}
+// ALL: module attributes {dist.ps_optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-10 : f64, init = "rows", init_a = 0.000000e+00 : f64, init_b = 0.000000e+00 : f64, lr = 1.000000e-01 : f64, optimizer = "adagrad"}}
 // ALL-DAG: dist.param @emb_a {dist.ps_table = #dist.ps_table<rows = 100, dim = 8, shards = 2>}
 // ALL-DAG: dist.param @emb_b {dist.ps_table = #dist.ps_table<rows = 50, dim = 8, shards = 2>}
 // ALL-DAG: dist.param @w : tensor<8x1xf32>

@@ -803,7 +803,7 @@ TEST_F(ModelTest, BadDescriptorsAndOptions) {
   desc.abi_version = 1;
   EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
             "model 'affine' was compiled for runtime ABI version 1, this "
-            "runtime supports version 9");
+            "runtime supports version 10");
 
   // A split parameter whose axis the mesh does not have, or whose local
   // extent the blocks do not divide.

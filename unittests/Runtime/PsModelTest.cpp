@@ -55,7 +55,8 @@ const dist_rt_tensor_desc_t kTrainOutputs[] = {
 };
 const uint8_t kRoles[] = {DIST_RT_PARAM_PS, DIST_RT_PARAM_TRAINED};
 const dist_rt_ps_lookup_t kLookups[] = {{"table.rows", "ids", 0, 1, kCols}};
-const dist_rt_ps_desc_t kPs = {1, kLookups, "sgd", 0.5, 0.9, 0.999, 1e-8};
+const dist_rt_ps_desc_t kPs = {1,     kLookups, "sgd",  0.5, 0.9,
+                               0.999, 1e-8,     "rows", 0,   0};
 constexpr float kLr = 0.25f;
 
 /// A rank-0 memref descriptor.
@@ -287,6 +288,21 @@ TEST_F(PsModelTest, CreateChecksTheLookups) {
   ps.optimizer = "rmsprop";
   EXPECT_EQ(createError(desc),
             "model 'emb': invalid parameter-server optimizer");
+  // Rows drawn from a distribution need one that exists, with sane bounds.
+  ps = kPs;
+  ps.init = "zeros";
+  EXPECT_EQ(createError(desc),
+            "model 'emb': invalid parameter-server row initializer");
+  ps.init = "uniform";
+  ps.init_a = 0.1;
+  ps.init_b = -0.1;
+  EXPECT_EQ(createError(desc),
+            "model 'emb': invalid parameter-server row initializer");
+  ps.init = "normal";
+  ps.init_a = 0;
+  ps.init_b = 0;
+  EXPECT_EQ(createError(desc),
+            "model 'emb': invalid parameter-server row initializer");
 }
 
 } // namespace

@@ -86,6 +86,10 @@ struct PsSignature {
   std::vector<PsLookupSignature> lookups;
   std::string optimizer = "sgd";
   double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  /// How the servers create rows (PsInit): "rows" (the parameter file's),
+  /// "uniform" in [initA, initB) or "normal" of mean initA and std initB.
+  std::string init = "rows";
+  double initA = 0, initB = 0;
 };
 
 /// The model's interface: parameters (in the entry function's argument

@@ -177,6 +177,9 @@ struct CompileOptions {
   /// The servers' per-row update (--ps-optimizer): sgd, adagrad or adam;
   /// "": the training step's optimizer.
   std::string psOptimizer;
+  /// How the servers create the tables' rows (--ps-init, parsePsInit's
+  /// text); "" or "rows": from the model's values.
+  std::string psInit;
   /// ZeRO stage (0 or 1).
   int64_t zero = 0;
 

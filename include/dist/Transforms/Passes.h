@@ -154,6 +154,18 @@ struct TensorParallelStats {
 LogicalResult partitionTensorParallel(ModuleOp module, const MeshSpec &mesh,
                                       TensorParallelStats *stats = nullptr);
 
+/// How parameter servers create the rows of their tables (dist-opt
+/// --ps-init, dist-ps-lookups' `init`): from the parameter file ("rows"),
+/// or drawn per (table, id, column) from a distribution.
+struct PsInit {
+  std::string kind = "rows"; ///< rows, uniform or normal
+  double a = 0, b = 0;       ///< uniform's bounds; normal's mean and std
+};
+
+/// Parses `text` (`rows`, `uniform:LOW,HIGH` or `normal:MEAN,STD`) into
+/// `init`; returns why it is not one of them, "" on success.
+std::string parsePsInit(llvm::StringRef text, PsInit &init);
+
 } // namespace mlir::dist
 
 #endif // DIST_TRANSFORMS_PASSES_H

@@ -47,9 +47,12 @@ def PsLookupsPass : Pass<"dist-ps-lookups", "ModuleOp"> {
     argument (row-major, without the batch dimension) the lookup reads, in
     order. The table's `dist.param` gets `dist.ps_table =
     #dist.ps_table<rows, dim, shards>` and is no longer read by the
-    functions: the servers hold it, initialised from the parameter file. The
-    module gets `dist.ps_optimizer = {optimizer, lr, beta1, beta2, eps}`, the
-    update the servers apply per row. dist-build-train-step then returns
+    functions: the servers hold it, initialised from the parameter file, or
+    with `init` = `uniform:LOW,HIGH` or `normal:MEAN,STD` drawn per (table,
+    id, column) when a row is first touched (the table then needs no
+    values: see ONNXImportOptions::declaredParams). The module gets
+    `dist.ps_optimizer = {optimizer, lr, beta1, beta2, eps, init, init_a,
+    init_b}`, the update the servers apply per row and how they create rows. dist-build-train-step then returns
     the gradient of each pulled argument, which the runtime pushes.
 
     `tables` holds parameter names or glob patterns, `all` (every
@@ -77,6 +80,9 @@ def PsLookupsPass : Pass<"dist-ps-lookups", "ModuleOp"> {
     Option<"eps", "eps", "double", "-1",
            "Adam's and Adagrad's epsilon (-1: 1e-8 for adam, 1e-10 for "
            "adagrad, as in PyTorch)">,
+    Option<"init", "init", "std::string", "\"rows\"",
+           "how the servers create rows: rows (the parameter file's), "
+           "uniform:LOW,HIGH or normal:MEAN,STD">,
   ];
   let statistics = [
     Statistic<"numTables", "num-tables", "Number of tables put on the servers">,

@@ -607,7 +607,8 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
        << llvm::formatv("{0:e}, {1:e}, {2:e}, {3:e}", ps.lr, ps.beta1, ps.beta2,
                         ps.eps)
               .str()
-       << "};\n";
+       << ", " << cString(ps.init) << ", "
+       << llvm::formatv("{0:e}, {1:e}", ps.initA, ps.initB).str() << "};\n";
   }
   os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
      << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "
@@ -816,7 +817,13 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
              {"tables", std::move(tables)},
              {"lookups", std::move(lookups)},
              {"optimizer", sig.ps->optimizer},
-             {"lr", sig.ps->lr}});
+             {"lr", sig.ps->lr},
+             {"init", sig.ps->init == "rows"
+                          ? llvm::json::Value("rows")
+                          : llvm::json::Value(llvm::json::Object{
+                                {"distribution", sig.ps->init},
+                                {"a", sig.ps->initA},
+                                {"b", sig.ps->initB}})}});
        }()},
       {"params_file", o.paramFileName.empty()
                           ? llvm::json::Value(nullptr)

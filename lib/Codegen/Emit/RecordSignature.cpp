@@ -219,10 +219,14 @@ FailureOr<ModelSignature> dist::getModelSignature(ModuleOp module) {
     if (auto cfg = module->getAttrOfType<DictionaryAttr>(kPsOptimizerAttr)) {
       if (auto a = cfg.getAs<StringAttr>("optimizer"))
         sig.ps->optimizer = a.str();
+      if (auto a = cfg.getAs<StringAttr>("init"))
+        sig.ps->init = a.str();
       for (auto [key, field] : {std::pair{"lr", &sig.ps->lr},
                                 {"beta1", &sig.ps->beta1},
                                 {"beta2", &sig.ps->beta2},
-                                {"eps", &sig.ps->eps}})
+                                {"eps", &sig.ps->eps},
+                                {"init_a", &sig.ps->initA},
+                                {"init_b", &sig.ps->initB}})
         if (auto a = cfg.getAs<FloatAttr>(key))
           *field = a.getValueAsDouble();
     }
@@ -498,6 +502,9 @@ DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
             b.getNamedAttr("beta1", b.getF64FloatAttr(sig.ps->beta1)),
             b.getNamedAttr("beta2", b.getF64FloatAttr(sig.ps->beta2)),
             b.getNamedAttr("eps", b.getF64FloatAttr(sig.ps->eps)),
+            b.getNamedAttr("init", b.getStringAttr(sig.ps->init)),
+            b.getNamedAttr("init_a", b.getF64FloatAttr(sig.ps->initA)),
+            b.getNamedAttr("init_b", b.getF64FloatAttr(sig.ps->initB)),
         })));
   }
   if (sig.train) {
@@ -598,13 +605,17 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
     PsSignature p;
     auto lookups = ps.getAs<ArrayAttr>("lookups");
     auto optimizer = ps.getAs<StringAttr>("optimizer");
-    if (!lookups || !optimizer)
+    auto init = ps.getAs<StringAttr>("init");
+    if (!lookups || !optimizer || !init)
       return malformed();
     p.optimizer = optimizer.str();
+    p.init = init.str();
     for (auto [key, field] : {std::pair{"lr", &p.lr},
                               {"beta1", &p.beta1},
                               {"beta2", &p.beta2},
-                              {"eps", &p.eps}}) {
+                              {"eps", &p.eps},
+                              {"init_a", &p.initA},
+                              {"init_b", &p.initB}}) {
       auto a = ps.getAs<FloatAttr>(key);
       if (!a)
         return malformed();

@@ -201,6 +201,8 @@ LogicalResult Importer::importGraph(ModuleOp module) {
   // none); empty when it has none.
   SmallVector<SmallVector<std::string>> argDimNames;
   llvm::StringSet<> inputNames;
+  // Graph inputs that are tables without values (opts.declaredParams).
+  SmallVector<std::pair<std::string, RankedTensorType>> declaredInputs;
   for (const onnx::ValueInfoProto &vi : graph.input()) {
     inputNames.insert(vi.name());
     if (initializers.count(vi.name()))
@@ -250,6 +252,18 @@ LogicalResult Importer::importGraph(ModuleOp module) {
                             << "' more elements than fit in 64 bits";
       *type = RankedTensorType::get(shape, getElementTypeOrSelf(*type));
     }
+    if (opts.declaredParams.count(vi.name())) {
+      // A table the parameter servers fill: a parameter of this shape.
+      auto ranked = dyn_cast<RankedTensorType>(*type);
+      if (!ranked || !ranked.hasStaticShape())
+        return error(loc) << "graph input '" << vi.name() << "' has type "
+                          << *type
+                          << "; a table without values needs a static shape "
+                             "(give it with --input-shape="
+                          << vi.name() << "=ROWS,DIM)";
+      declaredInputs.push_back({vi.name(), ranked});
+      continue;
+    }
     argTypes.push_back(*type);
     argNames.push_back(vi.name());
     SmallVector<std::string> dimNames;
@@ -298,6 +312,10 @@ LogicalResult Importer::importGraph(ModuleOp module) {
     values[name] = body->getArgument(i);
   }
   builder.setInsertionPointToStart(body);
+  for (auto &[name, type] : declaredInputs) {
+    Location loc = NameLoc::get(builder.getStringAttr(name), fileLoc);
+    values[name] = declareParam(name, type, loc);
+  }
   for (auto &entry : boundInputs) {
     Location loc = NameLoc::get(builder.getStringAttr(entry.getKey()), fileLoc);
     FailureOr<Value> v =

@@ -75,6 +75,9 @@ public:
   FailureOr<Value> materializeTensor(const onnx::TensorProto &t, Location loc,
                                      StringRef what, bool mayInline,
                                      StringRef paramName = {});
+  /// Declares parameter `name` of `type` (before the function) and reads
+  /// it (in the body).
+  Value declareParam(StringRef name, RankedTensorType type, Location loc);
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &t,
                                           Location loc, StringRef what);
   /// The values of node input `name` when it is a constant (an initializer

@@ -20,8 +20,10 @@
 #include "dist/Import/ONNX/ONNXImporter.h"
 
 #include "Importer.h"
+#include "ParamWriter.h"
 
 #include "dist/Dialect/Dist/IR/DistDialect.h"
+#include "dist_rt/param_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
@@ -124,6 +126,83 @@ std::string PendingParamFile::commit() {
     return path +
            ": cannot move parameter file into place: " + std::strerror(errno);
   committed = true;
+  return "";
+}
+
+std::string PendingParamFile::drop(const llvm::StringSet<> &names) {
+  auto buffer = llvm::MemoryBuffer::getFile(tempPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return tempPath + ": cannot read: " + buffer.getError().message();
+  StringRef bytes = (*buffer)->getBuffer();
+  std::string corrupt = tempPath + ": not a parameter file this import wrote";
+  auto u64 = [&](size_t at, uint64_t &v) {
+    if (at + 8 > bytes.size())
+      return false;
+    std::memcpy(&v, bytes.data() + at, 8);
+    return true;
+  };
+  uint64_t count = 0, indexAt = 0;
+  if (!bytes.starts_with(
+          StringRef(DIST_RT_PARAM_MAGIC, DIST_RT_PARAM_MAGIC_SIZE)) ||
+      !u64(8, count) || !u64(16, indexAt))
+    return corrupt;
+  struct Entry {
+    StringRef name;
+    uint32_t dtype;
+    SmallVector<int64_t> dims;
+    uint64_t offset, nbytes;
+  };
+  SmallVector<Entry> entries;
+  size_t at = indexAt;
+  bool dropsAny = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    Entry e;
+    uint32_t nameLen = 0, rank = 0;
+    if (at + 4 > bytes.size())
+      return corrupt;
+    std::memcpy(&nameLen, bytes.data() + at, 4);
+    at += 4;
+    if (at + nameLen + 8 > bytes.size())
+      return corrupt;
+    e.name = bytes.substr(at, nameLen);
+    at += nameLen;
+    std::memcpy(&e.dtype, bytes.data() + at, 4);
+    std::memcpy(&rank, bytes.data() + at + 4, 4);
+    at += 8;
+    if (rank > DIST_RT_PARAM_MAX_RANK || at + 8 * (rank + 2) > bytes.size())
+      return corrupt;
+    e.dims.resize(rank);
+    std::memcpy(e.dims.data(), bytes.data() + at, 8 * rank);
+    at += 8 * rank;
+    std::memcpy(&e.offset, bytes.data() + at, 8);
+    std::memcpy(&e.nbytes, bytes.data() + at + 8, 8);
+    at += 16;
+    if (e.offset > bytes.size() || e.nbytes > bytes.size() - e.offset)
+      return corrupt;
+    dropsAny |= names.contains(e.name);
+    entries.push_back(std::move(e));
+  }
+  if (!dropsAny)
+    return "";
+  // Written beside the file, then moved over it.
+  ParamWriter writer;
+  std::string err = writer.open(tempPath);
+  for (const Entry &e : entries)
+    if (err.empty() && !names.contains(e.name))
+      err = writer.add(e.name, e.dtype, e.dims,
+                       ArrayRef<char>(bytes.data() + e.offset, e.nbytes));
+  if (err.empty())
+    err = writer.finish();
+  if (!err.empty()) {
+    writer.abort();
+    return err;
+  }
+  buffer->reset();
+  if (std::rename(writer.getTempPath().c_str(), tempPath.c_str()) != 0) {
+    std::remove(writer.getTempPath().c_str());
+    return tempPath + ": cannot replace: " + std::strerror(errno);
+  }
   return "";
 }
 

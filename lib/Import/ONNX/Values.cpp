@@ -274,6 +274,10 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
   FailureOr<RankedTensorType> type = tensorType(t, loc, what);
   if (failed(type))
     return failure();
+  // A table whose rows the parameter servers create: its bytes are never
+  // read (they may not even be there, as external data left behind).
+  if (!t.name().empty() && opts.declaredParams.count(t.name()))
+    return declareParam(t.name(), *type, loc);
   int64_t numel = type->getNumElements();
   bool isFloat = isa<FloatType>(type->getElementType());
   bool inlineIt =
@@ -305,13 +309,18 @@ FailureOr<Value> Importer::materializeTensor(const onnx::TensorProto &t,
       params.add(name, t.data_type(), type->getShape(), data.bytes());
   if (!err.empty())
     return error(loc) << what << ": " << err;
+  return declareParam(name, *type, loc);
+}
+
+Value Importer::declareParam(StringRef name, RankedTensorType type,
+                             Location loc) {
   {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(funcOp);
     ParamOp::create(builder, loc, builder.getStringAttr(name),
-                    TypeAttr::get(*type), UnitAttr());
+                    TypeAttr::get(type), UnitAttr());
   }
-  return GetParamOp::create(builder, loc, *type,
+  return GetParamOp::create(builder, loc, type,
                             FlatSymbolRefAttr::get(ctx, name))
       .getResult();
 }

@@ -57,7 +57,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 9
+#define DIST_RT_MODEL_ABI_VERSION 10
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -256,6 +256,13 @@ typedef struct dist_rt_ps_desc_t {
   const dist_rt_ps_lookup_t *lookups;
   const char *optimizer;
   double lr, beta1, beta2, eps;
+  /// How the servers create a row first touched: "rows" (the table's values
+  /// in the parameter file), "uniform" in [init_a, init_b) or "normal" of
+  /// mean init_a and standard deviation init_b, drawn per (table, id,
+  /// column) and so the same for any number of servers (the tables are
+  /// then not in the parameter file).
+  const char *init;
+  double init_a, init_b;
 } dist_rt_ps_desc_t;
 
 /// Everything the runtime needs to know about a compiled model. Defined as

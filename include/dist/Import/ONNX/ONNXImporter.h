@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
 #include <memory>
@@ -41,6 +42,12 @@ struct ONNXImportOptions {
   /// training import: the bias of a Linear layer with one output, a learnt
   /// scale, must be trainable, not a constant).
   bool floatScalarsAsParams = false;
+  /// Initializers and graph inputs that become parameters without values:
+  /// tables whose rows parameter servers create (dist-opt --ps-init).
+  /// Nothing of theirs is read or written to the parameter file, so a
+  /// model can declare a table too large to ship as a graph input of that
+  /// shape (static, or fixed by inputShapes).
+  llvm::StringSet<> declaredParams;
   /// When set, receives the model as parsed (binary protobuf, also for the
   /// text format) after a successful import: training artifacts keep it to
   /// export the trained model.
@@ -72,6 +79,10 @@ public:
   ~PendingParamFile();
   /// Renames the file into place; returns an error message, empty on success.
   std::string commit();
+  /// Rewrites the file without the parameters named in `names` (tables
+  /// whose rows parameter servers create); returns an error message, empty
+  /// on success. Nothing changes when none of them is in the file.
+  std::string drop(const llvm::StringSet<> &names);
   const std::string &getPath() const { return path; }
 
 private:
