@@ -16,6 +16,12 @@ peak resident memory (getrusage) beside the budget and the table; the
 second is refused by the same budget before it starts. Servers create a
 row when it is first touched, from the parameter file (mapped, read only
 where touched), so the server's memory follows the rows the run touches.
+
+Third, a table too large to ship (--declared-factor times the first, default
+8: 4 GiB) declared as a graph input of its shape, without values, and
+compiled with --ps-tables=table --ps-init=uniform:-0.05,0.05: the servers
+draw the rows the run touches. Prints the artifact's parameter file size
+and the worker's peak under the same budget.
 """
 
 import argparse
@@ -25,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnx
@@ -66,6 +73,31 @@ def build(work, rows):
     return path, table.nbytes
 
 
+def build_declared(work, rows):
+    """The model of build() with its table a graph input of `rows` rows."""
+    rs = np.random.RandomState(1)
+    w = (rs.rand(DIM, 1).astype(np.float32) - 0.5)
+    b = np.zeros((1,), np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["emb"], axis=0),
+         helper.make_node("MatMul", ["emb", "w"], ["logit0"]),
+         helper.make_node("Add", ["logit0", "b"], ["logit"]),
+         helper.make_node("Sigmoid", ["logit"], ["prob"])],
+        "declared_table",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [BATCH]),
+         helper.make_tensor_value_info("table", TensorProto.FLOAT,
+                                       [rows, DIM])],
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [BATCH, 1])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("",
+                                                                        17)])
+    path = os.path.join(work, "declared.onnx")
+    onnx.save_model(model, path)
+    np.save(os.path.join(work, "declared_ids.npy"),
+            rs.randint(0, rows, BATCH * 20).astype(np.int64))
+    return path
+
+
 def run(cmd, check=True):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if check and p.returncode != 0:
@@ -82,6 +114,7 @@ def main():
                     default=os.path.join(ROOT, "build", "bin", "dist-opt"))
     ap.add_argument("--rows", type=int, default=4194304)
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--declared-factor", type=int, default=8)
     ap.add_argument("--work", default=None)
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="dist-ps-big-")
@@ -110,6 +143,27 @@ def main():
           f"worker peak {peak.group(1) if peak else '?'} MiB")
     print(f"  table in the worker: exit {dense.returncode}: "
           f"{dense.stderr.strip().splitlines()[-1] if dense.stderr else ''}")
+    rows = args.rows * args.declared_factor
+    declared = build_declared(work, rows)
+    t0 = time.time()
+    run([args.dist_opt, declared] + common +
+        ["--ps-tables=table", "--ps-init=uniform:-0.05,0.05", "-o",
+         os.path.join(work, "declared"), "--name", "big"])
+    took = time.time() - t0
+    exe = os.path.join(work, "declared", "big")
+    p = run(MPIRUN + ["-np", "1", exe, "ps-server", ":", "-np", "1", exe,
+                      "train", "--data", f"ids={work}/declared_ids.npy",
+                      "--data", f"label={work}/label.npy",
+                      "--steps", str(args.steps), "--quiet", "--threads", "1",
+                      "--worker-memory", str(budget)])
+    peak = re.search(r"peak memory of worker 0: ([0-9.]+) MiB", p.stdout)
+    trained = re.search(r"trained .*", p.stdout)
+    params = os.path.join(work, "declared", "big.params")
+    print(f"  declared table of {rows * DIM * 4 / 1048576:.0f} MiB ({rows} x "
+          f"{DIM}, a graph input, --ps-init): compiled in {took:.1f} s, "
+          f"parameter file {os.path.getsize(params)} bytes; "
+          f"{trained.group(0) if trained else '?'}; worker peak "
+          f"{peak.group(1) if peak else '?'} MiB")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
 
