@@ -27,9 +27,10 @@ Checks (each prints one PASS/FAIL line with its figures):
   modes         async and ssp:2 over --mode-steps steps (2 x 2): the mean
                 loss of the last 10 steps within 5% of sync's; ssp:2's
                 servers report a largest step gap of at most 3 (K + 1).
-  resume        a checkpoint of 2 workers x 2 servers (SGD) at step 10 of
-                20, resumed by one process (its server starts from the
-                checkpoint's tables) and by 2 workers x 1 server (ps-server
+  resume <opt>  a checkpoint of 2 workers x 2 servers at step 10 of 20,
+                resumed by one process (its server starts from the
+                checkpoint's tables, their Adagrad or Adam state and counts
+                of updates) and, for SGD, by 2 workers x 1 server (ps-server
                 --params <checkpoint>): losses and tables as the
                 uninterrupted run's.
   kill          two long-lived servers (ps-server --shard-dir, fixed ports),
@@ -357,12 +358,13 @@ def check_kill(args, checks, exe2, files):
                   f" tables vs the run without the kill {d:.3g}")
 
 
-def check_resume(args, checks, exe1, exe2, files):
+def check_resume(args, checks, exe1, exe2, files, optimizer="sgd"):
     """A checkpoint of 2 workers x 2 servers resumed by one process (its
-    server reads the checkpoint's tables) and by 2 workers x 1 server
-    (ps-server --params of the checkpoint): SGD keeps no optimizer state,
-    so both end where the uninterrupted run does."""
-    work = os.path.join(args.work, "resume")
+    server reads the checkpoint's tables, with their optimizer state and
+    counts of updates) and, for SGD, by 2 workers x 1 server (ps-server
+    --params of the checkpoint): both end where the uninterrupted run
+    does."""
+    work = os.path.join(args.work, "resume", optimizer)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     steps = 20
@@ -384,16 +386,18 @@ def check_resume(args, checks, exe1, exe2, files):
     one = read_tables(os.path.join(work, "one"))
     dl = max(abs(a - b) for a, b in zip(read_losses(one_log),
                                         full_losses[steps // 2:]))
-    checks.report("resume one process", dl <= args.tol and
+    checks.report(f"resume {optimizer} one process", dl <= args.tol and
                   max_table_diff(one, full) <= args.tol,
                   f"step {steps // 2} of 2 workers x 2 servers resumed alone:"
                   f" losses {dl:.3g}, tables {max_table_diff(one, full):.3g}")
+    if optimizer != "sgd":
+        return
     run(MPIRUN + ["-np", "1", exe2, "ps-server", "--params", half, ":",
                   "-np", "2", exe2, "train"] + data_args(files) +
         ["--steps", str(steps), "--resume", half, "--save-params",
          os.path.join(work, "two"), "--quiet", "--threads", "1"])
     two = read_tables(os.path.join(work, "two"))
-    checks.report("resume 1 server", max_table_diff(two, full) <= args.tol,
+    checks.report("resume sgd 1 server", max_table_diff(two, full) <= args.tol,
                   f"resumed with 2 workers x 1 server: tables "
                   f"{max_table_diff(two, full):.3g}")
 
@@ -602,12 +606,16 @@ def main(argv=None):
         args, onnx_path, os.path.join(args.work, "sgd", "dp2"), "sgd",
         ["--mesh", "dp=2"])
     if "resume" in args.check:
-        try:
-            exe1 = compile_model(args, onnx_path,
-                                 os.path.join(args.work, "sgd", "one"), "sgd")
-            check_resume(args, checks, exe1, sgd2, files)
-        except Exception as e:
-            checks.report("resume", False, f"error: {e}")
+        for opt in args.optimizer:
+            try:
+                exe1 = compile_model(args, onnx_path,
+                                     os.path.join(args.work, opt, "one"), opt)
+                exe2 = exe.get(opt) or compile_model(
+                    args, onnx_path, os.path.join(args.work, opt, "dp2"), opt,
+                    ["--mesh", "dp=2"])
+                check_resume(args, checks, exe1, exe2, files, opt)
+            except Exception as e:
+                checks.report(f"resume {opt}", False, f"error: {e}")
     for name, fn in (("modes", check_modes), ("kill", check_kill)):
         if name in args.check:
             try:

@@ -281,9 +281,13 @@ void describeParam(const dist_rt_model &model, size_t index,
 /// dist_rt::psTables, rows x dim floats, valid while this object lives.
 /// NULL for a table the servers draw from a distribution (desc.ps->init)
 /// that `paramPath` does not hold (or without a `paramPath`): see
-/// useInitRows.
+/// useInitRows. A checkpoint's tables come with their optimizer state.
 struct PsInitRows {
   std::vector<const float *> rows;
+  /// Per table, its optimizer state and count of applied updates when the
+  /// directory read holds them (a checkpoint); NULL and 0 otherwise.
+  std::vector<const float *> state;
+  std::vector<int64_t> updates;
   dist_rt_status_t load(const dist_rt_model_desc_t &desc,
                         const char *paramPath);
   PsInitRows() = default;
@@ -319,6 +323,20 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step);
 /// the servers into `out` (count x dim floats).
 dist_rt_status_t psReadRows(dist_rt_model &model, uint32_t param, int64_t first,
                             int64_t count, float *out);
+
+/// Reads the optimizer state of rows [first, first + count) of the table
+/// of parameter `param` (count x dist_rt_ps_state_floats floats) and the
+/// table's count of applied updates; `width` gets the floats per row.
+dist_rt_status_t psReadState(dist_rt_model &model, uint32_t param,
+                             int64_t first, int64_t count, float *out,
+                             int64_t &updates);
+/// Floats of optimizer state per row of the table of parameter `param`
+/// (0 when it has none or is not a table).
+size_t psStateFloats(const dist_rt_model_desc_t &desc, uint32_t param);
+/// The file name, within a checkpoint, of the optimizer state of table
+/// `name` (rows x state floats), and of its count of applied updates.
+std::string psStateFileName(const char *name);
+std::string psUpdatesFileName(const char *name);
 
 //===----------------------------------------------------------------------===//
 // Memref descriptors and calls (model_call.cpp)

@@ -353,6 +353,8 @@ dist_rt_status_t PsInitRows::load(const dist_rt_model_desc_t &desc,
   psTables(desc, params, tables);
   arrays.clear();
   rows.assign(params.size(), nullptr);
+  state.assign(params.size(), nullptr);
+  updates.assign(params.size(), 0);
   // Tables drawn from a distribution (dist-opt --ps-init) are in no
   // parameter file; a checkpoint or saved directory given has them.
   bool drawn = desc.ps && std::strcmp(desc.ps->init, "rows") != 0;
@@ -396,6 +398,34 @@ dist_rt_status_t PsInitRows::load(const dist_rt_model_desc_t &desc,
     arrays.push_back(fromDir.array);
     fromDir.array = dist_rt_npy_array_t{};
     rows[t] = static_cast<const float *>(arrays.back().data);
+    // A checkpoint also holds the rows' optimizer state.
+    int64_t width = static_cast<int64_t>(dist_rt_ps_state_floats(&tables[t]));
+    if (width == 0)
+      continue;
+    std::string statePath = dir + "/" + psStateFileName(param.name);
+    std::string updatesPath = dir + "/" + psUpdatesFileName(param.name);
+    struct stat st;
+    if (::stat(statePath.c_str(), &st) != 0)
+      continue;
+    dist_rt_npy_array_t s = {}, u = {};
+    if (dist_rt_status_t status = dist_rt_npy_read(statePath.c_str(), &s))
+      return status;
+    arrays.push_back(s);
+    if (s.dtype != DIST_RT_DTYPE_FLOAT || s.rank != 2 ||
+        s.dims[0] != param.dims[0] || s.dims[1] != width)
+      return makeStatus(DIST_RT_ERROR_FORMAT,
+                        "%s: not the optimizer state of table '%s' (%" PRId64
+                        " rows of %" PRId64 " floats)",
+                        statePath.c_str(), param.name, param.dims[0], width);
+    if (dist_rt_status_t status = dist_rt_npy_read(updatesPath.c_str(), &u))
+      return status;
+    arrays.push_back(u);
+    if (u.dtype != DIST_RT_DTYPE_INT64 || u.nbytes != sizeof(int64_t))
+      return makeStatus(DIST_RT_ERROR_FORMAT,
+                        "%s: not a count of updates (one int64)",
+                        updatesPath.c_str());
+    state[t] = static_cast<const float *>(s.data);
+    std::memcpy(&updates[t], u.data, sizeof(int64_t));
   }
   return nullptr;
 }

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "driver.h"
 #include "model_internal.h"
 
 #include <cinttypes>
@@ -226,8 +227,13 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step) {
   return nullptr;
 }
 
-dist_rt_status_t psReadRows(dist_rt_model &model, uint32_t param, int64_t first,
-                            int64_t count, float *out) {
+namespace {
+
+/// Reads rows [first, first + count) of the table of parameter `param`
+/// with `read(client, table, ids, count)`.
+template <typename Read>
+dist_rt_status_t readTableRows(dist_rt_model &model, uint32_t param,
+                               int64_t first, int64_t count, Read read) {
   dist_rt_model::PsState &st = model.ps;
   for (size_t t = 0; t < st.tableParams.size(); ++t) {
     if (st.tableParams[t] != param)
@@ -240,13 +246,53 @@ dist_rt_status_t psReadRows(dist_rt_model &model, uint32_t param, int64_t first,
     std::vector<int64_t> ids(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i)
       ids[static_cast<size_t>(i)] = first + i;
-    return dist_rt_ps_read(st.client, static_cast<uint32_t>(t), ids.data(),
-                           ids.size(), out);
+    return read(st.client, static_cast<uint32_t>(t), ids.data(), ids.size());
   }
   return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                     "model '%s': parameter '%s' is not a table on the "
                     "parameter server",
                     model.desc->name, model.desc->params[param].name);
+}
+
+} // namespace
+
+dist_rt_status_t psReadRows(dist_rt_model &model, uint32_t param, int64_t first,
+                            int64_t count, float *out) {
+  return readTableRows(
+      model, param, first, count,
+      [&](dist_rt_ps_client_t c, uint32_t t, const int64_t *ids, size_t n) {
+        return dist_rt_ps_read(c, t, ids, n, out);
+      });
+}
+
+dist_rt_status_t psReadState(dist_rt_model &model, uint32_t param,
+                             int64_t first, int64_t count, float *out,
+                             int64_t &updates) {
+  return readTableRows(
+      model, param, first, count,
+      [&](dist_rt_ps_client_t c, uint32_t t, const int64_t *ids, size_t n) {
+        return dist_rt_ps_read_state(c, t, ids, n, out, &updates);
+      });
+}
+
+size_t psStateFloats(const dist_rt_model_desc_t &desc, uint32_t param) {
+  std::vector<uint32_t> params;
+  std::vector<dist_rt_ps_table_t> tables;
+  psTables(desc, params, tables);
+  for (size_t t = 0; t < params.size(); ++t)
+    if (params[t] == param)
+      return dist_rt_ps_state_floats(&tables[t]);
+  return 0;
+}
+
+std::string psStateFileName(const char *name) {
+  return dist_rt::driver::tensorFileName(
+      (std::string(name) + ".ps_state").c_str());
+}
+
+std::string psUpdatesFileName(const char *name) {
+  return dist_rt::driver::tensorFileName(
+      (std::string(name) + ".ps_updates").c_str());
 }
 
 } // namespace model_impl
@@ -322,6 +368,8 @@ void dist_rt::model_impl::PsInitRows::useInitRows(
     if (rows[t]) {
       tables[t].init = DIST_RT_PS_INIT_ROWS;
       tables[t].init_rows = rows[t];
+      tables[t].init_state = t < state.size() ? state[t] : nullptr;
+      tables[t].init_updates = t < updates.size() ? updates[t] : 0;
     }
 }
 

@@ -16,6 +16,7 @@
 #include "ps_internal.h"
 #include "ps_zmq.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -286,15 +287,23 @@ struct dist_rt_ps_client {
     return requests.back();
   }
 
+  /// Pulls or reads (kPull, kRead: dim floats per id) or reads the
+  /// optimizer state (kReadState: dist_rt_ps_state_floats per id, and the
+  /// largest count of applied updates into `updates`).
   dist_rt_status_t gather(const char *function, uint32_t op, uint32_t table,
                           const int64_t *ids, size_t count, int64_t step,
-                          float *out) {
+                          float *out, int64_t *updates = nullptr) {
     if (dist_rt_status_t s = checkTable(function, table, ids, count))
       return s;
     if (count && !out)
       return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "%s: null rows",
                         function);
-    size_t dim = static_cast<size_t>(specs[table].dim);
+    size_t dim = op == kReadState ? dist_rt::ps::stateFloats(specs[table])
+                                  : static_cast<size_t>(specs[table].dim);
+    // The state answer ends with the server's count of applied updates.
+    size_t tail = op == kReadState ? sizeof(int64_t) : 0;
+    if (updates)
+      *updates = 0;
     split(ids, count);
     uniqueRows.resize(uniqueIds.size() * dim);
     requests.clear();
@@ -303,16 +312,25 @@ struct dist_rt_ps_client {
         addIdRequest(s, op, table, step, first,
                      std::min(kPullPiece, shardIds[s].size() - first));
     }
+    if (op == kReadState)
+      for (uint32_t s = 0; s < servers.size(); ++s)
+        if (shardIds[s].empty()) // every server tells its count of updates
+          addIdRequest(s, op, table, step, 0, 0);
     dist_rt_status_t status = exchange(
         op == kPull ? "pull" : "read",
         [&](const Request &r, const char *data,
             size_t bytes) -> dist_rt_status_t {
           const uint32_t *slots = shardSlots[r.server].data() + r.first;
           size_t n = r.header.count;
-          if (bytes != n * dim * sizeof(float))
+          if (bytes != n * dim * sizeof(float) + tail)
             return makeStatus(DIST_RT_ERROR_COMM,
                               "worker %u: %s answered %zu bytes for %zu rows",
                               worker, describe(r.server).c_str(), bytes, n);
+          if (tail && updates) {
+            int64_t u;
+            std::memcpy(&u, data + n * dim * sizeof(float), sizeof u);
+            *updates = std::max(*updates, u);
+          }
           for (size_t k = 0; k < n; ++k)
             std::memcpy(uniqueRows.data() + slots[k] * dim,
                         data + k * dim * sizeof(float), dim * sizeof(float));
@@ -503,6 +521,18 @@ DIST_RT_API dist_rt_status_t dist_rt_ps_read(dist_rt_ps_client_t client,
   return guardStatus("dist_rt_ps_read", [&] {
     return client->gather("dist_rt_ps_read", kRead, table, ids, count, 0,
                           out_rows);
+  });
+}
+
+DIST_RT_API dist_rt_status_t dist_rt_ps_read_state(
+    dist_rt_ps_client_t client, uint32_t table, const int64_t *ids,
+    size_t count, float *out_state, int64_t *out_updates) {
+  if (!client)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_ps_read_state: null client");
+  return guardStatus("dist_rt_ps_read_state", [&] {
+    return client->gather("dist_rt_ps_read_state", kReadState, table, ids,
+                          count, 0, out_state, out_updates);
   });
 }
 

@@ -40,6 +40,9 @@ enum Op : uint32_t {
   kPush = 3,
   kRead = 4,
   kBye = 5,
+  /// Reads rows' optimizer state; the answer ends with the table's count
+  /// of applied updates (int64).
+  kReadState = 6,
   kReply = 100,
   kError = 101,
 };
@@ -167,6 +170,8 @@ public:
   float *row(int64_t id);
   /// Copies the values of `id` into `out` (dim floats).
   void read(int64_t id, float *out);
+  /// Copies the optimizer state of `id` into `out` (stride - dim floats).
+  void readState(int64_t id, float *out);
   /// Applies one optimizer update with the gradients `grads` (count x dim)
   /// of the distinct rows `ids`.
   void apply(const int64_t *ids, size_t count, const float *grads);
@@ -180,6 +185,7 @@ private:
   static constexpr size_t kChunkShift = 14;
   static constexpr size_t kChunkMask = (size_t(1) << kChunkShift) - 1;
   void initRow(int64_t id, float *values) const;
+  void initState(int64_t id, float *state) const;
 
   dist_rt_ps_table_t tableSpec;
   std::string tableName;

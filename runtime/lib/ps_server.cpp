@@ -552,6 +552,27 @@ struct dist_rt_ps_server {
     z->msgSend(&rows, socket, 0);
   }
 
+  /// Answers a kReadState: the rows' optimizer state, then the table's
+  /// count of applied updates.
+  void serveState(const std::string &identity, const Header &h,
+                  const int64_t *ids) {
+    Table &table = *tables[h.table].table;
+    size_t width = table.stride() - static_cast<size_t>(table.dim());
+    std::vector<float> state(h.count * width);
+    for (uint64_t k = 0; k < h.count; ++k)
+      table.readState(ids[k], state.data() + k * width);
+    int64_t updates = table.updates();
+    std::string payload(state.size() * sizeof(float) + sizeof updates, '\0');
+    std::memcpy(&payload[0], state.data(), state.size() * sizeof(float));
+    std::memcpy(&payload[state.size() * sizeof(float)], &updates,
+                sizeof updates);
+    Header reply = h;
+    reply.op = kReply;
+    z->send(socket, identity.data(), identity.size(), ZMQ_SNDMORE);
+    z->send(socket, &reply, sizeof reply, ZMQ_SNDMORE);
+    z->send(socket, payload.data(), payload.size(), 0);
+  }
+
   void serveDeferred() {
     for (size_t i = 0; i < deferred.size();) {
       if (!ready(deferred[i].header)) {
@@ -646,7 +667,7 @@ struct dist_rt_ps_server {
       sendReply(identity, h, kReply, nullptr, 0);
       return nullptr;
     }
-    if (h.op != kPull && h.op != kPush && h.op != kRead) {
+    if (h.op != kPull && h.op != kPush && h.op != kRead && h.op != kReadState) {
       sendError(identity, h, label + ": unknown request");
       return nullptr;
     }
@@ -679,6 +700,10 @@ struct dist_rt_ps_server {
     }
     if (h.op == kRead) {
       servePull(identity, h, ids);
+      return nullptr;
+    }
+    if (h.op == kReadState) {
+      serveState(identity, h, ids);
       return nullptr;
     }
     if (h.op == kPull) {
@@ -758,6 +783,10 @@ DIST_RT_API void dist_rt_ps_table_initialize(dist_rt_ps_table_t *table) {
   table->beta2 = 0.999f;
   table->eps = 1e-8f;
   table->init = DIST_RT_PS_INIT_ZEROS;
+}
+
+DIST_RT_API size_t dist_rt_ps_state_floats(const dist_rt_ps_table_t *table) {
+  return table ? dist_rt::ps::stateFloats(*table) : 0;
 }
 
 DIST_RT_API void

@@ -64,6 +64,16 @@ Table::Table(const dist_rt_ps_table_t &spec)
     : tableSpec(spec), tableName(spec.name ? spec.name : ""),
       rowStride(static_cast<size_t>(spec.dim) + stateFloats(spec)) {
   tableSpec.name = tableName.c_str();
+  appliedUpdates = spec.init_updates;
+}
+
+void Table::initState(int64_t id, float *state) const {
+  size_t n = rowStride - static_cast<size_t>(tableSpec.dim);
+  if (tableSpec.init == DIST_RT_PS_INIT_ROWS && tableSpec.init_state)
+    std::memcpy(state, tableSpec.init_state + static_cast<size_t>(id) * n,
+                n * sizeof(float));
+  else
+    std::memset(state, 0, n * sizeof(float));
 }
 
 void Table::initRow(int64_t id, float *values) const {
@@ -109,8 +119,7 @@ float *Table::row(int64_t id) {
   ids.push_back(id);
   float *r = rowAt(i);
   initRow(id, r);
-  std::memset(r + tableSpec.dim, 0,
-              (rowStride - tableSpec.dim) * sizeof(float));
+  initState(id, r + tableSpec.dim);
   return r;
 }
 
@@ -123,6 +132,16 @@ void Table::read(int64_t id, float *out) {
   }
   std::memcpy(out, rowAt(static_cast<size_t>(i)),
               tableSpec.dim * sizeof(float));
+}
+
+void Table::readState(int64_t id, float *out) {
+  int64_t i = index.find(id);
+  if (i < 0) {
+    initState(id, out);
+    return;
+  }
+  std::memcpy(out, rowAt(static_cast<size_t>(i)) + tableSpec.dim,
+              (rowStride - static_cast<size_t>(tableSpec.dim)) * sizeof(float));
 }
 
 void Table::apply(const int64_t *rowIds, size_t count, const float *grads) {

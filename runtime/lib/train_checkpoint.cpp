@@ -128,6 +128,32 @@ bool writeParams(dist_rt_model_t model, const WholeParams &whole,
                                   *model, i, first, count,
                                   static_cast<float *>(out));
                             });
+      // A checkpoint keeps the rows' optimizer state too (Adagrad, Adam),
+      // and the tables' counts of updates (Adam's bias correction).
+      int64_t width =
+          static_cast<int64_t>(dist_rt::model_impl::psStateFloats(desc, i));
+      if (!status && withState && width > 0) {
+        const int64_t dims[2] = {p.dims[0], width};
+        int64_t updates = 0;
+        std::string statePath =
+            dir + "/" + dist_rt::model_impl::psStateFileName(p.name);
+        status = writeNpyRows(
+            statePath.c_str(), DIST_RT_DTYPE_FLOAT, 2, dims, 4096,
+            [&](int64_t first, int64_t count, void *out) {
+              return dist_rt::model_impl::psReadState(
+                  *model, i, first, count, static_cast<float *>(out), updates);
+            });
+        if (!status && sync && !syncPath(statePath, error))
+          return false;
+        const int64_t one = 1;
+        dist_rt_tensor_t count{DIST_RT_DTYPE_INT64, 1, &one, &updates};
+        std::string updatesPath =
+            dir + "/" + dist_rt::model_impl::psUpdatesFileName(p.name);
+        if (!status)
+          status = writeTensorFile(updatesPath, count);
+        if (!status && sync && !syncPath(updatesPath, error))
+          return false;
+      }
     } else {
       status = whole.get(i, param);
       if (!status)

@@ -200,10 +200,11 @@ private:
 
 dist_rt_ps_client_t connectTo(const std::string &endpoint,
                               const std::vector<dist_rt_ps_table_t> &tables,
-                              double timeout = 10) {
+                              double timeout = 10, int64_t firstStep = 0) {
   const char *servers[] = {endpoint.c_str()};
   dist_rt_ps_client_options_t options;
   dist_rt_ps_client_options_initialize(&options);
+  options.first_step = firstStep;
   options.servers = servers;
   options.num_servers = 1;
   options.timeout_seconds = timeout;
@@ -311,6 +312,72 @@ TEST(PsServer, PullsLargeBatchesInPieces) {
   }
   EXPECT_GT(server.stats().pulls, 1u);
   EXPECT_EQ(server.stats().pulled_keys, 5000u);
+  EXPECT_EQ(takeMessage(dist_rt_ps_client_finish(client)), "");
+  dist_rt_ps_client_release(client);
+}
+
+TEST(PsServer, StateReadBackContinuesExactly) {
+  // Adam's moments and count of updates read from one server and given to
+  // a fresh one (a checkpoint's init_rows, init_state, init_updates): the
+  // next update gives the same rows on both.
+  std::vector<dist_rt_ps_table_t> tables = {
+      makeTable("emb", 50, 3, DIST_RT_PS_ADAM)};
+  EXPECT_EQ(dist_rt_ps_state_floats(&tables[0]), 6u);
+  std::vector<int64_t> all(50);
+  for (int64_t i = 0; i < 50; ++i)
+    all[static_cast<size_t>(i)] = i;
+  std::vector<float> rows(50 * 3), state(50 * 6), grads(4 * 3);
+  std::vector<int64_t> ids = {3, 17, 3, 40};
+  int64_t updates = -1;
+  std::vector<float> first(4 * 3);
+  {
+    ServerThread server(tables, 1);
+    dist_rt_ps_client_t client = connectTo(server.endpoint(), tables);
+    ASSERT_NE(client, nullptr);
+    for (int64_t step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < grads.size(); ++i)
+        grads[i] = 0.05f * static_cast<float>((i + step) % 7) - 0.1f;
+      ASSERT_EQ(takeMessage(dist_rt_ps_push(client, 0, ids.data(), 3 - step,
+                                            grads.data(), step)),
+                "");
+    }
+    ASSERT_EQ(takeMessage(dist_rt_ps_read(client, 0, all.data(), all.size(),
+                                          rows.data())),
+              "");
+    ASSERT_EQ(takeMessage(dist_rt_ps_read_state(
+                  client, 0, all.data(), all.size(), state.data(), &updates)),
+              "");
+    EXPECT_EQ(updates, 3);
+    // Row 3 has moments, row 0 (never pushed) none.
+    EXPECT_NE(state[3 * 6], 0.0f);
+    for (int j = 0; j < 6; ++j)
+      EXPECT_EQ(state[j], 0.0f);
+    ASSERT_EQ(takeMessage(dist_rt_ps_push(client, 0, ids.data(), ids.size(),
+                                          grads.data(), 3)),
+              "");
+    ASSERT_EQ(takeMessage(dist_rt_ps_read(client, 0, ids.data(), ids.size(),
+                                          first.data())),
+              "");
+    EXPECT_EQ(takeMessage(dist_rt_ps_client_finish(client)), "");
+    dist_rt_ps_client_release(client);
+  }
+  std::vector<dist_rt_ps_table_t> resumed = tables;
+  resumed[0].init = DIST_RT_PS_INIT_ROWS;
+  resumed[0].init_rows = rows.data();
+  resumed[0].init_state = state.data();
+  resumed[0].init_updates = updates;
+  ServerThread server(resumed, 1);
+  // The worker resumes at step 3: the fresh server's clock starts there.
+  dist_rt_ps_client_t client = connectTo(server.endpoint(), resumed, 10, 3);
+  ASSERT_NE(client, nullptr);
+  ASSERT_EQ(takeMessage(dist_rt_ps_push(client, 0, ids.data(), ids.size(),
+                                        grads.data(), 3)),
+            "");
+  std::vector<float> second(4 * 3);
+  ASSERT_EQ(takeMessage(dist_rt_ps_read(client, 0, ids.data(), ids.size(),
+                                        second.data())),
+            "");
+  EXPECT_EQ(first, second);
   EXPECT_EQ(takeMessage(dist_rt_ps_client_finish(client)), "");
   dist_rt_ps_client_release(client);
 }

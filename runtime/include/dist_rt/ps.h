@@ -112,7 +112,18 @@ typedef struct dist_rt_ps_table_t {
   float init_a, init_b;
   uint64_t seed;
   const float *init_rows;
+  /// With init_rows: the optimizer state of those rows (rows x
+  /// dist_rt_ps_state_floats floats, borrowed for the server's lifetime),
+  /// as dist_rt_ps_read_state gave it; NULL: zeros.
+  const float *init_state;
+  /// The table's count of applied updates to start from (lazy Adam's bias
+  /// correction), as dist_rt_ps_read_state gave it.
+  int64_t init_updates;
 } dist_rt_ps_table_t;
+
+/// Floats of optimizer state per row of `table`: 0 for SGD, dim for
+/// Adagrad (the sum of squares), 2 x dim for Adam (the two moments).
+DIST_RT_API size_t dist_rt_ps_state_floats(const dist_rt_ps_table_t *table);
 
 /// Fills `table` with defaults: SGD with lr 0.01, Adam's betas 0.9 and
 /// 0.999, eps 1e-8 (1e-10 for Adagrad is set by the caller), zeros.
@@ -237,6 +248,16 @@ DIST_RT_API dist_rt_status_t dist_rt_ps_push(dist_rt_ps_client_t client,
 DIST_RT_API dist_rt_status_t dist_rt_ps_read(dist_rt_ps_client_t client,
                                              uint32_t table, const int64_t *ids,
                                              size_t count, float *out_rows);
+
+/// Reads the optimizer state of `count` rows of table `table` (count x
+/// dist_rt_ps_state_floats floats; zeros, or init_state, for rows never
+/// written) and, when `out_updates` is not NULL, the table's count of
+/// applied updates (the largest over the servers): what a checkpoint
+/// keeps so that Adagrad and Adam resume exactly (init_state,
+/// init_updates).
+DIST_RT_API dist_rt_status_t dist_rt_ps_read_state(
+    dist_rt_ps_client_t client, uint32_t table, const int64_t *ids,
+    size_t count, float *out_state, int64_t *out_updates);
 
 /// Tells every server that this worker has finished.
 DIST_RT_API dist_rt_status_t
