@@ -11,8 +11,10 @@ The model (ONNX built with onnx.helper, the table as external data): prob
 4,194,304 rows: 512 MiB), ids int64 [256] drawn uniformly, BCE, SGD. It is
 compiled twice: with --ps-tables=all, and with the table in the model. The
 first trains as `mpirun -np 1 <model> ps-server : -np 1 <model> train
---worker-memory B` (B = table / 4, default 128 MiB) and prints the worker's
-peak resident memory (getrusage) beside the budget and the table; the
+--worker-memory B --save-params D --export-onnx F` (B = table / 4, default
+128 MiB; the table is streamed from the server into both) and prints the
+worker's peak resident memory (getrusage, after the saving) beside the
+budget and the table; the
 second is refused by the same budget before it starts. Servers create a
 row when it is first touched, from the parameter file (mapped, read only
 where touched), so the server's memory follows the rows the run touches.
@@ -132,14 +134,20 @@ def main():
     p = run(MPIRUN + ["-np", "1", exe, "ps-server", ":", "-np", "1", exe,
                       "train"] + data +
             ["--steps", str(args.steps), "--quiet", "--threads", "1",
-             "--worker-memory", str(budget)])
+             "--worker-memory", str(budget), "--save-params",
+             os.path.join(work, "saved"), "--export-onnx",
+             os.path.join(work, "exported.onnx")])
     peak = re.search(r"peak memory of worker 0: ([0-9.]+) MiB", p.stdout)
     trained = re.search(r"trained .*", p.stdout)
+    saved = os.path.getsize(os.path.join(work, "saved", "table.npy"))
+    exported = os.path.getsize(os.path.join(work, "exported.onnx.data"))
     dense = run([os.path.join(work, "dense", "big"), "train"] + data +
                 ["--steps", "1", "--worker-memory", str(budget)], check=False)
     print(f"table {table_bytes / 1048576:.0f} MiB ({args.rows} x {DIM} "
           f"floats), worker budget {budget} MiB (--worker-memory)")
     print(f"  table on 1 server: {trained.group(0) if trained else '?'}; "
+          f"saved ({saved / 1048576:.0f} MiB) and exported "
+          f"({exported / 1048576:.0f} MiB of external data); "
           f"worker peak {peak.group(1) if peak else '?'} MiB")
     print(f"  table in the worker: exit {dense.returncode}: "
           f"{dense.stderr.strip().splitlines()[-1] if dense.stderr else ''}")

@@ -44,8 +44,9 @@ Checks (each prints one PASS/FAIL line with its figures):
                 process; rows no id reached equal in both runs, lie within
                 the bounds with the uniform's spread, and differ between
                 tables; a checkpoint resumed alone ends where the
-                uninterrupted run does; --export-onnx turns the declared
-                tables into initializers; one-line errors for a graph-input
+                uninterrupted run does; --export-onnx streams every table
+                into external data and turns the declared ones into
+                initializers; one-line errors for a graph-input
                 table without --ps-init, --ps-init without --ps-tables and
                 bounds the wrong way round.
   errors        an id outside its table, an unreachable server (error
@@ -497,16 +498,24 @@ def check_init(args, checks, files, sparse, onnx_path):
                   f"step {steps // 2} of 2 workers x 2 servers resumed alone:"
                   f" losses {dl:.3g}, tables {dt:.3g}")
     import onnx
-    from onnx import numpy_helper
-    exported = onnx.load(os.path.join(work, "resumed.onnx"))
+    from onnx import TensorProto, numpy_helper
+    path = os.path.join(work, "resumed.onnx")
+    bare = onnx.load(path, load_external_data=False)
+    external = sorted(t.name for t in bare.graph.initializer
+                      if t.data_location == TensorProto.EXTERNAL)
+    data_bytes = os.path.getsize(path + ".data")
+    exported = onnx.load(path)
     inputs = [i.name for i in exported.graph.input]
     inits = {t.name: numpy_helper.to_array(t)
              for t in exported.graph.initializer}
     de = max(float(np.abs(inits[k] - tr[k]).max()) if k in inits else
              float("inf") for k in tr)
-    checks.report("init export", inputs == ["dense", "sparse"] and de == 0,
-                  f"exported inputs {inputs}; tables as initializers, "
-                  f"largest difference {de:.3g}")
+    checks.report("init export", inputs == ["dense", "sparse"] and de == 0 and
+                  external == sorted(tr) and
+                  data_bytes == sum(a.nbytes for a in tr.values()),
+                  f"exported inputs {inputs}; {len(external)} tables streamed "
+                  f"into {data_bytes} bytes of external data; largest "
+                  f"difference {de:.3g}")
     expect_error(checks, "graph-input table without --ps-init",
                  [args.dist_opt, model, "--train", "--loss=bce", tables,
                   "-o", os.path.join(work, "bad")],

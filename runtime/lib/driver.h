@@ -197,10 +197,9 @@ bool readLatest(const std::string &dir, std::string &name, std::string &error);
 /// same point. The others are the model's own buffers.
 class WholeParams {
 public:
-  /// Tables on the parameter server are read whole only `withTables`
-  /// (--export-onnx); writeParams streams them.
-  bool gather(dist_rt_model_t model, bool withState, std::string &error,
-              bool withTables = false);
+  /// Tables on the parameter server are not gathered: writeParams and
+  /// exportOnnx stream them from the servers.
+  bool gather(dist_rt_model_t model, bool withState, std::string &error);
   /// Parameter `index` (descriptor order); `gather` must have run.
   dist_rt_status_t get(uint32_t index, dist_rt_tensor_t &out) const;
 

@@ -11,19 +11,33 @@
 // byte for byte. That is all it takes, and it keeps everything the compiler
 // did not look at (metadata, functions, other initializers) intact.
 //
+// Tables on parameter servers are never whole in the worker: their rows
+// are streamed from the servers, a piece at a time, into `<dest>.data`
+// (ONNX external data: data_location (14) EXTERNAL and external_data (13)
+// entries location, offset and length), beside the model. Tables that the
+// model declared as graph inputs without values (dist-opt --ps-init)
+// become initializers; their graph inputs are dropped.
+//
 //===----------------------------------------------------------------------===//
 
 #include "driver.h"
 #include "internal.h"
+#include "model_internal.h"
 
 #include "dist_rt/model.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -125,6 +139,103 @@ std::string encodeTensor(const std::string &name, const dist_rt_tensor_t &t) {
   return out;
 }
 
+/// The external data file of the tables (see the header's comment),
+/// written beside the model under a temporary name and moved into place by
+/// commit(); removed when not committed.
+class TableData {
+public:
+  TableData(dist_rt_model_t model, const std::string &dest)
+      : model(model), path(dest + ".data") {
+    size_t slash = path.rfind('/');
+    location = slash == std::string::npos ? path : path.substr(slash + 1);
+  }
+  TableData(const TableData &) = delete;
+  TableData &operator=(const TableData &) = delete;
+  ~TableData() {
+    if (fd >= 0)
+      ::close(fd);
+    if (!tempPath.empty())
+      ::unlink(tempPath.c_str());
+  }
+
+  /// Streams table `index` (named `name`) from the servers and returns its
+  /// TensorProto, pointing at the rows in the file.
+  bool add(uint32_t index, const std::string &name, std::string &tensor,
+           std::string &error) {
+    if (fd < 0) {
+      tempPath = path + ".tmp.XXXXXX";
+      fd = ::mkstemp(&tempPath[0]);
+      if (fd < 0) {
+        tempPath.clear();
+        error = dist_rt::driver::errnoMessage(
+            "--export-onnx: cannot create a file next to '" + path + "'",
+            errno);
+        return false;
+      }
+      (void)::fchmod(fd, 0644);
+    }
+    const dist_rt_tensor_desc_t &t = dist_rt_model_desc(model)->params[index];
+    int64_t rows = t.dims[0], dim = t.dims[1];
+    uint64_t start = offset;
+    const int64_t piece = 4096;
+    std::vector<float> buffer(static_cast<size_t>(piece * dim));
+    for (int64_t first = 0; first < rows; first += piece) {
+      int64_t n = std::min(piece, rows - first);
+      if (dist_rt_status_t status = dist_rt::model_impl::psReadRows(
+              *model, index, first, n, buffer.data())) {
+        error = dist_rt_status_message(status);
+        dist_rt_status_free(status);
+        return false;
+      }
+      size_t bytes = static_cast<size_t>(n * dim) * sizeof(float);
+      if (!dist_rt::writeFully(fd, buffer.data(), bytes)) {
+        error = dist_rt::driver::errnoMessage(
+            "--export-onnx: cannot write '" + path + "'", errno);
+        return false;
+      }
+      offset += bytes;
+    }
+    tensor.clear();
+    writeVarintField(tensor, 1, static_cast<uint64_t>(rows));
+    writeVarintField(tensor, 1, static_cast<uint64_t>(dim));
+    writeVarintField(tensor, 2, DIST_RT_DTYPE_FLOAT);
+    writeBytesField(tensor, 8, name.data(), name.size());
+    auto entry = [&](const std::string &key, const std::string &value) {
+      std::string e;
+      writeBytesField(e, 1, key.data(), key.size());
+      writeBytesField(e, 2, value.data(), value.size());
+      writeBytesField(tensor, 13, e.data(), e.size());
+    };
+    entry("location", location);
+    entry("offset", std::to_string(start));
+    entry("length", std::to_string(offset - start));
+    writeVarintField(tensor, 14, 1); // EXTERNAL
+    return true;
+  }
+
+  /// Moves the file into place (nothing when no table was added).
+  bool commit(std::string &error) {
+    if (fd < 0)
+      return true;
+    bool ok = ::fsync(fd) == 0;
+    ok = ::close(fd) == 0 && ok;
+    fd = -1;
+    if (!ok || ::rename(tempPath.c_str(), path.c_str()) != 0) {
+      error = dist_rt::driver::errnoMessage(
+          "--export-onnx: cannot write '" + path + "'", errno);
+      return false;
+    }
+    tempPath.clear();
+    return true;
+  }
+
+private:
+  dist_rt_model_t model;
+  std::string path, location, tempPath;
+  int fd = -1;
+  uint64_t offset = 0;
+};
+
 } // namespace
 
 bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
@@ -151,6 +262,7 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
   const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
   const uint8_t *end = p + bytes.size();
   std::string out;
+  TableData tables(model, dest);
   bool sawGraph = false;
   while (p < end) {
     Field f;
@@ -216,7 +328,15 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
         if (!nameOf(gf, 8, name, dataType))
           return malformed("corrupt initializer");
         auto it = wanted.find(name);
-        if (it != wanted.end()) {
+        if (it != wanted.end() &&
+            desc.train->param_roles[it->second] == DIST_RT_PARAM_PS) {
+          std::string tensor;
+          if (!tables.add(it->second, name, tensor, error))
+            return false;
+          writeBytesField(graph, 5, tensor.data(), tensor.size());
+          wanted.erase(it);
+          replaced = true;
+        } else if (it != wanted.end()) {
           dist_rt_tensor_t value;
           if (dist_rt_status_t status = params.get(it->second, value)) {
             error = dist_rt_status_message(status);
@@ -240,13 +360,9 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
                      gf.end - gf.begin);
     }
     for (const auto &[name, index] : declared) {
-      dist_rt_tensor_t value;
-      if (dist_rt_status_t status = params.get(index, value)) {
-        error = dist_rt_status_message(status);
-        dist_rt_status_free(status);
+      std::string tensor;
+      if (!tables.add(index, name, tensor, error))
         return false;
-      }
-      std::string tensor = encodeTensor(name, value);
       writeBytesField(graph, 5, tensor.data(), tensor.size());
       wanted.erase(name);
     }
@@ -260,5 +376,6 @@ bool dist_rt::driver::exportOnnx(dist_rt_model_t model,
             ", so it cannot be exported";
     return false;
   }
-  return writeFileAtomically(dest, out, error);
+  // The tables' data first: the model never names a missing file.
+  return tables.commit(error) && writeFileAtomically(dest, out, error);
 }

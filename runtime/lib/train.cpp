@@ -465,8 +465,8 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   if (traceFile && !writeTrace(std::move(traceFile), tracePath, trace, error))
     return fail(error);
   WholeParams whole;
-  if (gatherAtEnd && !whole.gather(model.get(), /*withState=*/false, error,
-                                   /*withTables=*/!cl.exportOnnxPath.empty()))
+  // Tables on the servers are streamed by writeParams and exportOnnx.
+  if (gatherAtEnd && !whole.gather(model.get(), /*withState=*/false, error))
     return fail(error);
   if (!cl.saveParamsDir.empty() &&
       !writeParams(model.get(), whole, names, cl.saveParamsDir,

@@ -37,7 +37,7 @@ namespace driver {
 //===----------------------------------------------------------------------===//
 
 bool WholeParams::gather(dist_rt_model_t model, bool withState,
-                         std::string &error, bool withTables) {
+                         std::string &error) {
   model_ = model;
   const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
   // Pipeline stages: each parameter's current value is on its stage's rank.
@@ -50,21 +50,6 @@ bool WholeParams::gather(dist_rt_model_t model, bool withState,
   bytes_.assign(desc.num_params, {});
   dims_.assign(desc.num_params, {});
   for (uint32_t i = 0; i < desc.num_params; ++i) {
-    if (withTables && desc.train &&
-        desc.train->param_roles[i] == DIST_RT_PARAM_PS) {
-      const dist_rt_tensor_desc_t &p = desc.params[i];
-      bytes_[i].resize(static_cast<size_t>(p.dims[0] * p.dims[1]) *
-                       sizeof(float));
-      if (dist_rt_status_t status = dist_rt::model_impl::psReadRows(
-              *model, i, 0, p.dims[0],
-              reinterpret_cast<float *>(bytes_[i].data()))) {
-        error = dist_rt_status_message(status);
-        dist_rt_status_free(status);
-        return false;
-      }
-      dims_[i].assign(p.dims, p.dims + 2);
-      continue;
-    }
     if (paramShard(desc, i).axis < 0 ||
         (!withState && desc.train &&
          desc.train->param_roles[i] == DIST_RT_PARAM_STATE))
