@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dist_rt {
@@ -172,14 +173,26 @@ struct dist_rt_model {
       uint32_t table = 0;
       int32_t inferRows = -1, inferIds = -1;
       int32_t trainRows = -1, trainIds = -1, trainGrad = -1;
-      /// Offset of the lookup's ids in the table's ids of a step.
-      size_t offset = 0, count = 0;
     };
     std::vector<Lookup> lookups;
-    /// Per table, the ids of the step's lookups back to back, their rows
-    /// and the gradients to push.
-    std::vector<std::vector<int64_t>> ids;
-    std::vector<std::vector<float>> rows, grads;
+    /// The rows of one batch: per table, the ids of its lookups back to
+    /// back and their rows; per lookup, where its ids start and how many.
+    struct Batch {
+      std::vector<std::vector<int64_t>> ids;
+      std::vector<std::vector<float>> rows;
+      std::vector<size_t> offset, count;
+    };
+    /// This step's batch, and the gradients to push.
+    Batch batch;
+    std::vector<std::vector<float>> grads;
+    /// The next step's batch (dist_rt_model_ps_prefetch): its ids are
+    /// known (`nextIds`); `nextStep` is the 0-based step its rows were
+    /// pulled for by `prefetcher` while this step computes (-1: none).
+    Batch next;
+    bool nextIds = false;
+    int64_t nextStep = -1;
+    std::thread prefetcher;
+    dist_rt_status_t prefetchStatus = nullptr;
     /// The inputs with the rows filled in, and their dims.
     std::vector<dist_rt_tensor_t> inputs;
     std::vector<int64_t> dims;
@@ -318,6 +331,17 @@ dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
 /// After a training step (outputs in model.returned): pushes the rows'
 /// gradients, every table once, as of `step`.
 dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step);
+
+/// Waits for the pull of the next step's rows started by psFillRows (a
+/// no-op without one); before anything else uses the client.
+void psJoinPrefetch(dist_rt_model &model);
+
+/// The ids of the lookups of training-step inputs, into `b` (see
+/// dist_rt_model_ps_prefetch); `usable` false when the inputs are not the
+/// step's.
+dist_rt_status_t collectIdsOf(const dist_rt_model &model,
+                              const dist_rt_tensor_t *inputs, size_t numInputs,
+                              dist_rt_model::PsState::Batch &b, bool &usable);
 
 /// Reads rows [first, first + count) of the table of parameter `param` from
 /// the servers into `out` (count x dim floats).

@@ -82,55 +82,64 @@ dist_rt_status_t setUpPs(dist_rt_model &model) {
                             std::string(l.rows) + ".grad");
     }
   }
-  st.ids.resize(st.tableParams.size());
-  st.rows.resize(st.tableParams.size());
+  for (dist_rt_model::PsState::Batch *b : {&st.batch, &st.next}) {
+    b->ids.resize(st.tableParams.size());
+    b->rows.resize(st.tableParams.size());
+    b->offset.assign(desc.ps->num_lookups, 0);
+    b->count.assign(desc.ps->num_lookups, 0);
+  }
   st.grads.resize(st.tableParams.size());
   return nullptr;
 }
 
-dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
-                            const dist_rt_tensor_t *&inputs, size_t numInputs) {
+namespace {
+
+/// Collects into `b` the ids of every lookup in `inputs` (of inference or
+/// of the training step), checked against their tables. Sets `usable` to
+/// false, without an error, when the inputs are not what the model
+/// declares: bindInputs names what is wrong.
+dist_rt_status_t collectIds(const dist_rt_model &model, bool training,
+                            const dist_rt_tensor_t *inputs, size_t numInputs,
+                            dist_rt_model::PsState::Batch &b, bool &usable) {
   const dist_rt_model_desc_t &desc = *model.desc;
-  dist_rt_model::PsState &st = model.ps;
+  const dist_rt_model::PsState &st = model.ps;
   const dist_rt_tensor_desc_t *group =
       training ? desc.train->inputs : desc.inputs;
   uint32_t groupSize = training ? desc.train->num_inputs : desc.num_inputs;
-  // A wrong number of inputs is bindInputs' to report.
-  if (numInputs != groupSize || !inputs)
+  usable = numInputs == groupSize && inputs;
+  if (!usable)
     return nullptr;
   const char *kind = training ? "train input" : "input";
-  for (std::vector<int64_t> &ids : st.ids)
+  for (std::vector<int64_t> &ids : b.ids)
     ids.clear();
-  size_t numDims = 0;
   for (uint32_t k = 0; k < desc.ps->num_lookups; ++k) {
     const dist_rt_ps_lookup_t &l = desc.ps->lookups[k];
-    dist_rt_model::PsState::Lookup &s = st.lookups[k];
+    const dist_rt_model::PsState::Lookup &s = st.lookups[k];
     int32_t idsAt = training ? s.trainIds : s.inferIds;
     int32_t rowsAt = training ? s.trainRows : s.inferRows;
     if (idsAt < 0 || rowsAt < 0)
       continue;
-    numDims += group[rowsAt].rank;
     const dist_rt_tensor_t &t = inputs[idsAt];
     const dist_rt_tensor_desc_t &declared = group[idsAt];
-    bool usable = t.dtype == declared.dtype && t.rank == declared.rank &&
-                  t.rank > 0 && t.dims && t.dims[0] >= 0 &&
-                  (t.data || t.dims[0] == 0);
+    usable = t.dtype == declared.dtype && t.rank == declared.rank &&
+             t.rank > 0 && t.dims && t.dims[0] >= 0 &&
+             (t.data || t.dims[0] == 0);
     int64_t perSample = 1;
     for (uint32_t d = 1; usable && d < t.rank; ++d) {
       usable = t.dims[d] == declared.dims[d];
       perSample *= t.dims[d];
     }
     if (!usable)
-      return nullptr; // bindInputs names what is wrong
+      return nullptr;
     const dist_rt_tensor_desc_t &table = desc.params[l.table];
     int64_t tableRows = table.dims[0];
-    std::vector<int64_t> &ids = st.ids[s.table];
-    s.offset = ids.size();
-    s.count = static_cast<size_t>(t.dims[0]) * l.num_cols;
-    ids.reserve(ids.size() + s.count);
-    for (int64_t b = 0; b < t.dims[0]; ++b)
+    std::vector<int64_t> &ids = b.ids[s.table];
+    b.offset[k] = ids.size();
+    b.count[k] = static_cast<size_t>(t.dims[0]) * l.num_cols;
+    ids.reserve(ids.size() + b.count[k]);
+    for (int64_t i = 0; i < t.dims[0]; ++i)
       for (uint32_t j = 0; j < l.num_cols; ++j) {
-        int64_t at = b * perSample + l.cols[j];
+        int64_t at = i * perSample + l.cols[j];
         int64_t id = t.dtype == DIST_RT_DTYPE_INT64
                          ? static_cast<const int64_t *>(t.data)[at]
                          : static_cast<const int32_t *>(t.data)[at];
@@ -141,15 +150,23 @@ dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
               DIST_RT_ERROR_INVALID_ARGUMENT,
               "%s '%s': id %" PRId64 " (sample %" PRId64 ", element %" PRId64
               ") is outside table '%s' of %" PRId64 " rows",
-              kind, l.ids, id, b, at - b * perSample, table.name, tableRows);
+              kind, l.ids, id, i, at - i * perSample, table.name, tableRows);
         ids.push_back(row);
       }
   }
+  return nullptr;
+}
+
+/// Pulls (training, as of 0-based `step`) or reads the rows of `b`'s ids.
+dist_rt_status_t pullRows(dist_rt_model &model, bool training, int64_t step,
+                          dist_rt_model::PsState::Batch &b) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  dist_rt_model::PsState &st = model.ps;
   for (size_t t = 0; t < st.tableParams.size(); ++t) {
     const dist_rt_tensor_desc_t &table = desc.params[st.tableParams[t]];
     int64_t dim = table.dims[1];
-    std::vector<int64_t> &ids = st.ids[t];
-    std::vector<float> &rows = st.rows[t];
+    std::vector<int64_t> &ids = b.ids[t];
+    std::vector<float> &rows = b.rows[t];
     rows.resize(ids.size() * static_cast<size_t>(dim));
     if (st.client) {
       dist_rt_status_t status =
@@ -176,7 +193,43 @@ dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
                   data + ids[i] * dim,
                   static_cast<size_t>(dim) * sizeof(float));
   }
+  return nullptr;
+}
+
+} // namespace
+
+dist_rt_status_t collectIdsOf(const dist_rt_model &model,
+                              const dist_rt_tensor_t *inputs, size_t numInputs,
+                              dist_rt_model::PsState::Batch &b, bool &usable) {
+  return collectIds(model, /*training=*/true, inputs, numInputs, b, usable);
+}
+
+dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
+                            const dist_rt_tensor_t *&inputs, size_t numInputs) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  dist_rt_model::PsState &st = model.ps;
+  bool usable = true;
+  if (dist_rt_status_t status =
+          collectIds(model, training, inputs, numInputs, st.batch, usable))
+    return status;
+  if (!usable)
+    return nullptr;
+  // Rows pulled while the previous step computed, for these very ids.
+  if (training && st.nextStep == step && st.next.ids == st.batch.ids) {
+    std::swap(st.batch.rows, st.next.rows);
+  } else if (dist_rt_status_t status =
+                 pullRows(model, training, step, st.batch)) {
+    return status;
+  }
+  st.nextStep = -1;
+  const dist_rt_tensor_desc_t *group =
+      training ? desc.train->inputs : desc.inputs;
   st.inputs.assign(inputs, inputs + numInputs);
+  size_t numDims = 0;
+  for (const dist_rt_model::PsState::Lookup &s : st.lookups) {
+    int32_t rowsAt = training ? s.trainRows : s.inferRows;
+    numDims += rowsAt < 0 ? 0 : group[rowsAt].rank;
+  }
   st.dims.clear();
   st.dims.reserve(numDims);
   for (uint32_t k = 0; k < desc.ps->num_lookups; ++k) {
@@ -192,10 +245,33 @@ dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
     int64_t dim = desc.params[st.tableParams[s.table]].dims[1];
     st.inputs[rowsAt] = dist_rt_tensor_t{
         DIST_RT_DTYPE_FLOAT, r.rank, st.dims.data() + first,
-        st.rows[s.table].data() + s.offset * static_cast<size_t>(dim)};
+        st.batch.rows[s.table].data() + st.batch.offset[k] * size_t(dim)};
   }
   inputs = st.inputs.data();
+  // The next step's rows travel while this one computes; psJoinPrefetch
+  // waits for them before the push.
+  if (training && st.nextIds && st.client) {
+    st.nextIds = false;
+    st.nextStep = step + 1;
+    st.prefetcher = std::thread([&model, step] {
+      dist_rt_model::PsState &ps = model.ps;
+      ps.prefetchStatus = pullRows(model, true, step + 1, ps.next);
+    });
+  }
   return nullptr;
+}
+
+void psJoinPrefetch(dist_rt_model &model) {
+  dist_rt_model::PsState &st = model.ps;
+  if (!st.prefetcher.joinable())
+    return;
+  st.prefetcher.join();
+  // A failed pull is made again, and reported, by the next step.
+  if (st.prefetchStatus) {
+    dist_rt_status_free(st.prefetchStatus);
+    st.prefetchStatus = nullptr;
+    st.nextStep = -1;
+  }
 }
 
 dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step) {
@@ -203,7 +279,7 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step) {
   dist_rt_model::PsState &st = model.ps;
   for (size_t t = 0; t < st.tableParams.size(); ++t)
     st.grads[t].assign(
-        st.ids[t].size() *
+        st.batch.ids[t].size() *
             static_cast<size_t>(desc.params[st.tableParams[t]].dims[1]),
         0.0f);
   for (uint32_t k = 0; k < desc.ps->num_lookups; ++k) {
@@ -211,8 +287,9 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step) {
     if (s.trainGrad < 0 || s.trainRows < 0)
       continue;
     int64_t dim = desc.params[st.tableParams[s.table]].dims[1];
-    float *dst = st.grads[s.table].data() + s.offset * static_cast<size_t>(dim);
-    size_t count = s.count * static_cast<size_t>(dim);
+    float *dst = st.grads[s.table].data() +
+                 st.batch.offset[k] * static_cast<size_t>(dim);
+    size_t count = st.batch.count[k] * static_cast<size_t>(dim);
     copyReturned(model.returned[static_cast<size_t>(s.trainGrad)],
                  desc.train->outputs[s.trainGrad].rank, dst, count);
     if (st.gradScale != 1)
@@ -221,8 +298,8 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step) {
   }
   for (size_t t = 0; t < st.tableParams.size(); ++t)
     if (dist_rt_status_t status = dist_rt_ps_push(
-            st.client, static_cast<uint32_t>(t), st.ids[t].data(),
-            st.ids[t].size(), st.grads[t].data(), step))
+            st.client, static_cast<uint32_t>(t), st.batch.ids[t].data(),
+            st.batch.ids[t].size(), st.grads[t].data(), step))
       return status;
   return nullptr;
 }
@@ -390,6 +467,36 @@ uint64_t dist_rt::psModelId(const dist_rt_model_desc_t &desc) {
 }
 
 using dist_rt::makeStatus;
+
+extern "C" dist_rt_status_t
+dist_rt_model_ps_prefetch(dist_rt_model_t model,
+                          const dist_rt_tensor_t *next_inputs,
+                          size_t num_inputs) {
+  if (!model)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_ps_prefetch: model is NULL");
+  const dist_rt_model_desc_t &desc = *model->desc;
+  if (!desc.ps || !desc.train)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s' has no training step with tables on the "
+                      "parameter server",
+                      desc.name);
+  dist_rt_model::PsState &st = model->ps;
+  // Under SYNC (and SSP:0) the pull would wait for this step's own push.
+  if (!dist_rt_ps_client_may_run_ahead(st.client))
+    return nullptr;
+  bool usable = true;
+  if (dist_rt_status_t status = dist_rt::model_impl::collectIdsOf(
+          *model, next_inputs, num_inputs, st.next, usable))
+    return status;
+  if (!usable)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_model_ps_prefetch: model '%s': the inputs "
+                      "are not those of its training step",
+                      desc.name);
+  st.nextIds = true;
+  return nullptr;
+}
 
 extern "C" dist_rt_status_t dist_rt_model_attach_ps(dist_rt_model_t model,
                                                     dist_rt_ps_client_t client,

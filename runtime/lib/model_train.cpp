@@ -78,6 +78,12 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
     if (dist_rt_status_t status =
             psFillRows(model, /*training=*/true, step - 1, inputs, numInputs))
       return status;
+  // The next step's rows may be on their way (dist_rt_model_ps_prefetch):
+  // they have arrived before this step returns.
+  struct JoinPrefetch {
+    dist_rt_model &model;
+    ~JoinPrefetch() { psJoinPrefetch(model); }
+  } joinPrefetch{model};
   if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
     return status;
   for (uint32_t i = 1; i < call.numInputs; ++i)
@@ -109,7 +115,8 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   float value;
   std::memcpy(&value, loss.aligned + loss.offset * int64_t{sizeof(float)},
               sizeof(float));
-  // The rows' gradients go to the servers.
+  // The rows' gradients go to the servers, once the client is free.
+  psJoinPrefetch(model);
   dist_rt_status_t pushed = desc.ps ? psPushGrads(model, step - 1) : nullptr;
   // Nothing but the loss is handed out: every fresh block goes back.
   freeBlocks(model.returnedBlocks, {});

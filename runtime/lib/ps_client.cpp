@@ -71,6 +71,9 @@ struct dist_rt_ps_client {
   uint32_t worker = 0, numWorkers = 1;
   /// dist_rt_ps_client_options_t::first_step, sent with the hello.
   int64_t firstStep = 0;
+  /// Whether every server lets a pull run ahead of this worker's own last
+  /// push (ASYNC, or SSP with a bound of 1 or more), as their hellos said.
+  bool mayRunAhead = false;
   uint64_t modelId = 0, fingerprint = 0;
   double timeoutSeconds = 60;
   uint64_t nextRequest = 0;
@@ -409,9 +412,22 @@ struct dist_rt_ps_client {
         r.header.step = firstStep;
       requests.push_back(r);
     }
-    return exchange(what, [](const Request &, const char *, size_t) {
-      return dist_rt_status_t(nullptr);
-    });
+    // A hello's answer is the server's mode and bound (two uint32).
+    size_t heard = 0, ahead = 0;
+    dist_rt_status_t status =
+        exchange(what, [&](const Request &, const char *data, size_t bytes) {
+          uint32_t words[2];
+          if (op == kHello && bytes == sizeof words) {
+            std::memcpy(words, data, sizeof words);
+            ++heard;
+            ahead += words[0] == DIST_RT_PS_ASYNC ||
+                     (words[0] == DIST_RT_PS_SSP && words[1] >= 1);
+          }
+          return dist_rt_status_t(nullptr);
+        });
+    if (op == kHello)
+      mayRunAhead = heard == servers.size() && ahead == heard;
+    return status;
   }
 };
 
@@ -522,6 +538,10 @@ DIST_RT_API dist_rt_status_t dist_rt_ps_read(dist_rt_ps_client_t client,
     return client->gather("dist_rt_ps_read", kRead, table, ids, count, 0,
                           out_rows);
   });
+}
+
+DIST_RT_API int dist_rt_ps_client_may_run_ahead(dist_rt_ps_client_t client) {
+  return client && client->mayRunAhead ? 1 : 0;
 }
 
 DIST_RT_API dist_rt_status_t dist_rt_ps_read_state(

@@ -652,7 +652,10 @@ struct dist_rt_ps_server {
           std::fill(ts.pushed.begin(), ts.pushed.end(), h.step - 1);
           moved = true;
         }
-        sendReply(identity, h, kReply, nullptr, 0);
+        // The mode and bound: whether a worker may pull ahead of its
+        // own pushes (dist_rt_ps_client_may_run_ahead).
+        const uint32_t mode[2] = {options.mode, options.staleness};
+        sendReply(identity, h, kReply, mode, sizeof mode);
         // Kept in the shard directory before any push depends on it.
         if (moved && !shardDir.empty())
           return writeSnapshot();

@@ -396,10 +396,20 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
           errnoMessage("cannot open the log file '" + cl.logPath + "'", errno));
   }
 
-  Batcher batcher(data, batchSize, dpRank * (batchSize / dp), batchSize / dp,
-                  cl.shuffle, static_cast<uint64_t>(cl.seed));
-  if (!batcher.init())
-    return fail(std::string("out of memory allocating the batch buffers"));
+  // Two batches in turn where the next step's table rows are pulled while
+  // a step computes (dist_rt_model_ps_prefetch; the servers' ASYNC and
+  // SSP:K >= 1 modes): the next batch must be ready before the step.
+  bool prefetch = desc.ps && dist_rt_ps_client_may_run_ahead(ps.client());
+  std::vector<std::unique_ptr<Batcher>> batchers;
+  for (int i = 0; i < (prefetch ? 2 : 1); ++i) {
+    batchers.emplace_back(
+        new Batcher(data, batchSize, dpRank * (batchSize / dp), batchSize / dp,
+                    cl.shuffle, static_cast<uint64_t>(cl.seed)));
+    if (!batchers.back()->init())
+      return fail(std::string("out of memory allocating the batch buffers"));
+  }
+  if (firstStep < totalSteps)
+    batchers[firstStep % batchers.size()]->prepare(firstStep);
   Progress progress(log.get(), cl.logPath,
                     !cl.quiet && ::isatty(::fileno(stdout)), firstStep,
                     totalSteps, batchSize, lead);
@@ -409,13 +419,23 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   float loss = 0;
   Clock::time_point start = Clock::now();
   for (int64_t step = firstStep; step < totalSteps; ++step) {
-    batcher.prepare(step);
+    const Batcher &batcher = *batchers[step % batchers.size()];
+    dist_rt_status_t status = nullptr;
+    if (prefetch && step + 1 < totalSteps) {
+      Batcher &next = *batchers[(step + 1) % batchers.size()];
+      next.prepare(step + 1);
+      status = dist_rt_model_ps_prefetch(model.get(), next.tensors().data(),
+                                         next.tensors().size());
+    }
     double lr = dist_rt_lr_at(&train, step, totalSteps);
     Clock::time_point stepStart = Clock::now();
-    dist_rt_status_t status = dist_rt_model_train_step(
-        model.get(), batcher.tensors().data(), batcher.tensors().size(),
-        static_cast<float>(lr), step + 1, &loss);
+    if (!status)
+      status = dist_rt_model_train_step(
+          model.get(), batcher.tensors().data(), batcher.tensors().size(),
+          static_cast<float>(lr), step + 1, &loss);
     double stepSeconds = secondsSince(stepStart);
+    if (!prefetch && step + 1 < totalSteps)
+      batchers[0]->prepare(step + 1);
     if (model->trace) {
       dist_rt::model_impl::TraceEvent e;
       e.name = "step";

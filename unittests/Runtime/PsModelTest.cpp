@@ -261,6 +261,97 @@ TEST_F(PsModelTest, StepsPullAndPushTheRowsOfPickedIds) {
   dist_rt_ps_server_release(server);
 }
 
+TEST_F(PsModelTest, PrefetchedRowsMissOnlyTheOwnLastPush) {
+  // Two steps on the same ids, the second's declared before the first
+  // (dist_rt_model_ps_prefetch). Under ASYNC the second step's rows were
+  // pulled while the first computed: the file's rows, with the first
+  // step's update of w. Under SYNC nothing is prefetched: the second step
+  // sees the pushed rows. Ids that differ from the declared ones are
+  // pulled again.
+  auto row = [&](int64_t r, int64_t j) { return table[r * kDim + j]; };
+  std::vector<float> w1(kDim), pushed(kTableRows * kDim);
+  pushed = table;
+  for (int64_t j = 0; j < kDim; ++j) {
+    float mean = (2 * row(2, j) + row(5, j)) / 3;
+    w1[j] = w[j] - kLr * mean;
+    pushed[2 * kDim + j] -= 0.5f * 2 * w[j] / 3;
+    pushed[5 * kDim + j] -= 0.5f * w[j] / 3;
+  }
+  auto lossOf = [&](const std::vector<float> &t, std::vector<int64_t> rows) {
+    float l = 0;
+    for (int64_t r : rows)
+      l += (t[r * kDim] * w1[0] + t[r * kDim + 1] * w1[1]) / 3;
+    return l;
+  };
+  for (uint32_t mode : {DIST_RT_PS_ASYNC, DIST_RT_PS_SYNC}) {
+    for (bool sameIds : {true, false}) {
+      dist_rt_ps_table_t spec;
+      dist_rt_ps_table_initialize(&spec);
+      spec.name = "table";
+      spec.rows = kTableRows;
+      spec.dim = kDim;
+      spec.lr = 0.5f;
+      spec.init = DIST_RT_PS_INIT_ROWS;
+      spec.init_rows = table.data();
+      dist_rt_ps_server_options_t so;
+      dist_rt_ps_server_options_initialize(&so);
+      so.mode = mode;
+      dist_rt_ps_server_t server = nullptr;
+      ASSERT_EQ(Status(dist_rt_ps_server_create(&so, &spec, 1, &server)),
+                nullptr);
+      dist_rt_status_t served = nullptr;
+      std::thread serving([&] { served = dist_rt_ps_server_run(server); });
+      const char *endpoint = dist_rt_ps_server_endpoint(server);
+      dist_rt_ps_client_options_t co;
+      dist_rt_ps_client_options_initialize(&co);
+      co.servers = &endpoint;
+      co.num_servers = 1;
+      dist_rt_ps_client_t client = nullptr;
+      ASSERT_EQ(Status(dist_rt_ps_client_create(&co, &spec, 1, &client)),
+                nullptr);
+      EXPECT_EQ(dist_rt_ps_client_may_run_ahead(client),
+                mode == DIST_RT_PS_ASYNC ? 1 : 0);
+      dist_rt_model_desc_t desc = modelDesc(&kTrain, &kPs);
+      dist_rt_model_options_t options;
+      dist_rt_model_options_initialize(&options);
+      options.param_path = paramPath.c_str();
+      dist_rt_model_t model = nullptr;
+      ASSERT_EQ(Status(dist_rt_model_create(&desc, &options, &model)), nullptr);
+      ASSERT_EQ(Status(dist_rt_model_attach_ps(model, client, 1)), nullptr);
+      std::vector<int64_t> ids = {9, 2, 9, 9, -1, 9, 9, 2, 9};
+      // Declared for step 2: the same ids, or row 3 in place of row 5.
+      std::vector<int64_t> declared = ids;
+      if (!sameIds)
+        declared[4] = 3;
+      const int64_t idsDims[] = {3, 3};
+      const int64_t rowsDims[] = {3, kDim};
+      dist_rt_tensor_t inputs[] = {
+          {DIST_RT_DTYPE_INT64, 2, idsDims, ids.data()},
+          {DIST_RT_DTYPE_FLOAT, 2, rowsDims, nullptr}};
+      dist_rt_tensor_t next[] = {
+          {DIST_RT_DTYPE_INT64, 2, idsDims, declared.data()},
+          {DIST_RT_DTYPE_FLOAT, 2, rowsDims, nullptr}};
+      float loss = 0;
+      ASSERT_EQ(Status(dist_rt_model_ps_prefetch(model, next, 2)), nullptr);
+      ASSERT_EQ(
+          Status(dist_rt_model_train_step(model, inputs, 2, kLr, 1, &loss)),
+          nullptr);
+      ASSERT_EQ(
+          Status(dist_rt_model_train_step(model, inputs, 2, kLr, 2, &loss)),
+          nullptr);
+      bool stale = mode == DIST_RT_PS_ASYNC && sameIds;
+      EXPECT_FLOAT_EQ(loss, lossOf(stale ? table : pushed, {2, 5, 2}))
+          << "mode " << mode << ", same ids " << sameIds;
+      dist_rt_model_destroy(model);
+      ASSERT_EQ(Status(dist_rt_ps_client_finish(client)), nullptr);
+      serving.join();
+      EXPECT_EQ(served, nullptr);
+      dist_rt_ps_client_release(client);
+      dist_rt_ps_server_release(server);
+    }
+  }
+}
+
 TEST_F(PsModelTest, CreateChecksTheLookups) {
   dist_rt_model_desc_t desc = modelDesc(&kTrain, &kPs);
   dist_rt_ps_lookup_t lookup = kLookups[0];

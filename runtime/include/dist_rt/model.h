@@ -456,6 +456,18 @@ DIST_RT_API dist_rt_status_t dist_rt_model_attach_ps(dist_rt_model_t model,
                                                      dist_rt_ps_client_t client,
                                                      int32_t num_workers);
 
+/// Declares the inputs of the next training step (their ids are copied),
+/// so that the next dist_rt_model_train_step pulls their rows while it
+/// computes (as of its step number, 0-based, + 1) and the step after uses
+/// them when its ids are these. Only the servers' ASYNC and SSP modes with
+/// a bound K >= 1 let a step's rows miss the worker's own previous push:
+/// under SYNC (or SSP with K = 0), where that pull would wait for this very
+/// step's push, or without an attached client, this does nothing
+/// (dist_rt_ps_client_may_run_ahead).
+DIST_RT_API dist_rt_status_t dist_rt_model_ps_prefetch(
+    dist_rt_model_t model, const dist_rt_tensor_t *next_inputs,
+    size_t num_inputs);
+
 /// The learning rate of 0-based step `step` of a run of `total_steps`
 /// steps under the schedule of `train` (see DIST_RT_LR_*).
 DIST_RT_API double dist_rt_lr_at(const dist_rt_train_desc_t *train,

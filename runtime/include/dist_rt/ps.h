@@ -259,6 +259,12 @@ DIST_RT_API dist_rt_status_t dist_rt_ps_read_state(
     dist_rt_ps_client_t client, uint32_t table, const int64_t *ids,
     size_t count, float *out_state, int64_t *out_updates);
 
+/// 1 when every server lets this worker pull rows for a step before its own
+/// push of the previous step has been applied (ASYNC, or SSP with a bound
+/// of 1 or more, as the servers said when the client connected); 0 under
+/// SYNC or SSP:0, where such a pull waits for that push.
+DIST_RT_API int dist_rt_ps_client_may_run_ahead(dist_rt_ps_client_t client);
+
 /// Tells every server that this worker has finished.
 DIST_RT_API dist_rt_status_t
 dist_rt_ps_client_finish(dist_rt_ps_client_t client);
