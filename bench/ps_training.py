@@ -15,6 +15,9 @@ step) on this machine:
 
   dist-opt ps     --ps-tables=all --mesh dp=2; `mpirun -np 2 <model>
                   ps-server : -np 2 <model> train` (2 servers, 2 workers)
+  dist-opt ps async+prefetch  the same with `train --ps-mode=async
+                  --ps-prefetch`: each step's rows are pulled while the
+                  previous step computes
   dist-opt dense  --mesh dp=2, tables in the workers: their gradients are
                   all-reduced whole (24 MB a step) and applied densely
   torch DDP       2 processes (gloo), nn.EmbeddingBag(mode="sum",
@@ -148,7 +151,7 @@ def prepare(work, dist_opt):
     return exes, batch
 
 
-def dist_rate(kind, exe, work, batch, steps, warmup, threads):
+def dist_rate(kind, exe, work, batch, steps, warmup, threads, mode="sync"):
     data = ["--data", f"dense={work}/dense.npy", "--data",
             f"sparse={work}/sparse.npy", "--data", f"label={work}/label.npy"]
     log = os.path.join(work, kind + ".jsonl")
@@ -156,7 +159,9 @@ def dist_rate(kind, exe, work, batch, steps, warmup, threads):
                                      log, "--quiet", "--threads",
                                      str(threads)]
     if kind == "ps":
-        cmd = MPIRUN + ["-np", "2", exe, "ps-server", ":", "-np", "2"] + train
+        cmd = MPIRUN + ["-np", "2", exe, "ps-server", ":", "-np", "2"] + \
+            train + [f"--ps-mode={mode}"] + \
+            (["--ps-prefetch"] if mode != "sync" else [])
     else:
         cmd = MPIRUN + ["-np", "2"] + train
     run(cmd)
@@ -204,11 +209,16 @@ def main():
     os.makedirs(work, exist_ok=True)
     torch.set_num_threads(1)
     exes, batch = prepare(work, args.dist_opt)
-    rates = {"dist-opt ps": [], "dist-opt dense": [], "torch DDP": []}
+    rates = {"dist-opt ps": [], "dist-opt ps async+prefetch": [],
+             "dist-opt dense": [], "torch DDP": []}
     for _ in range(args.repeats):
         rates["dist-opt ps"].append(dist_rate(
             "ps", exes["ps"], work, batch, args.steps, args.warmup,
             args.threads))
+        # The next step's rows pulled while a step computes.
+        rates["dist-opt ps async+prefetch"].append(dist_rate(
+            "ps", exes["ps"], work, batch, args.steps, args.warmup,
+            args.threads, "async"))
         rates["dist-opt dense"].append(dist_rate(
             "dense", exes["dense"], work, batch, args.steps, args.warmup,
             args.threads))
@@ -219,10 +229,12 @@ def main():
           f"{cpu_name()}, {os.cpu_count()} cores")
     med = {k: statistics.median(v) for k, v in rates.items()}
     for k, v in rates.items():
-        print(f"  {k:15s} {med[k]:10.0f} samples/s (runs: " +
+        print(f"  {k:26s} {med[k]:10.0f} samples/s (runs: " +
               ", ".join(f"{x:.0f}" for x in v) + ")")
     print(f"  ps / dense {med['dist-opt ps'] / med['dist-opt dense']:.2f}x, "
-          f"ps / torch {med['dist-opt ps'] / med['torch DDP']:.2f}x")
+          f"ps / torch {med['dist-opt ps'] / med['torch DDP']:.2f}x, "
+          f"async+prefetch / sync "
+          f"{med['dist-opt ps async+prefetch'] / med['dist-opt ps']:.2f}x")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -24,8 +24,10 @@ Checks (each prints one PASS/FAIL line with its figures):
                 tables with SGD, Adagrad(eps=1e-10) or SparseAdam (lazy
                 Adam, the servers' formula) on nn.Embedding(sparse=True)
                 (dist-opt --ps-optimizer).
-  modes         async and ssp:2 over --mode-steps steps (2 x 2): the mean
-                loss of the last 10 steps within 5% of sync's; ssp:2's
+  modes         async (also with --ps-prefetch: each step's rows pulled
+                while the previous step computes) and ssp:2 over
+                --mode-steps steps (2 x 2): the mean loss of the last 10
+                steps within 5% of sync's; ssp:2's
                 servers report a largest step gap of at most 3 (K + 1).
   resume <opt>  a checkpoint of 2 workers x 2 servers at step 10 of 20,
                 resumed by one process (its server starts from the
@@ -49,7 +51,7 @@ Checks (each prints one PASS/FAIL line with its figures):
                 initializers; one-line errors for a graph-input
                 table without --ps-init, --ps-init without --ps-tables and
                 bounds the wrong way round.
-  errors        an id outside its table, an unreachable server (error
+  errors        --ps-prefetch under sync, an id outside its table, an unreachable server (error
                 naming it within --ps-timeout), a shard directory of another
                 model, --data for pulled rows: one-line errors, exit 1.
 Ends with `N passed, N failed`.
@@ -267,16 +269,20 @@ def check_modes(args, checks, exe2, files):
     work = os.path.join(args.work, "modes")
     tails = {}
     gap = None
-    for mode in ("sync", "async", "ssp:2"):
+    runs = (("sync", "sync", []), ("async", "async", []),
+            ("async prefetch", "async", ["--ps-prefetch"]),
+            ("ssp:2", "ssp:2", []))
+    for name, mode, extra in runs:
         p, losses, _ = mpmd_train(exe2, files,
-                                  os.path.join(work, mode.replace(":", "")),
-                                  args.mode_steps, mode)
-        tails[mode] = float(np.mean(losses[-10:]))
+                                  os.path.join(work, name.replace(":", "")
+                                               .replace(" ", "-")),
+                                  args.mode_steps, mode, extra)
+        tails[name] = float(np.mean(losses[-10:]))
         if mode == "ssp:2":
             gaps = [int(line.rsplit(" ", 1)[1]) for line in
                     p.stdout.splitlines() if "max step gap" in line]
             gap = max(gaps) if gaps else None
-    for mode in ("async", "ssp:2"):
+    for mode in ("async", "async prefetch", "ssp:2"):
         rel = abs(tails[mode] - tails["sync"]) / tails["sync"]
         checks.report(f"modes {mode}", rel <= 0.05,
                       f"mean loss of the last 10 of {args.mode_steps} steps "
@@ -552,6 +558,10 @@ def check_errors(args, checks, exe1, exe2, files, onnx_path):
     bad[3, 2] = 200  # table 2 has 200 rows
     bad_path = os.path.join(work, "sparse_bad.npy")
     np.save(bad_path, bad)
+    expect_error(checks, "--ps-prefetch under sync",
+                 [exe1, "train"] + data_args(files) +
+                 ["--steps", "2", "--ps-prefetch"],
+                 "--ps-prefetch needs --ps-mode async or ssp:K with K >= 1")
     expect_error(checks, "id outside its table",
                  [exe1, "train", "--data", f"dense={files['dense']}",
                   "--data", f"sparse={bad_path}", "--data",

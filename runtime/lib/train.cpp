@@ -399,7 +399,11 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   // Two batches in turn where the next step's table rows are pulled while
   // a step computes (dist_rt_model_ps_prefetch; the servers' ASYNC and
   // SSP:K >= 1 modes): the next batch must be ready before the step.
-  bool prefetch = desc.ps && dist_rt_ps_client_may_run_ahead(ps.client());
+  bool prefetch = desc.ps && cl.psPrefetch;
+  if (prefetch && !dist_rt_ps_client_may_run_ahead(ps.client()))
+    return fail("--ps-prefetch: the parameter servers run in sync or ssp:0 "
+                "mode, where a step's pull waits for the previous step's "
+                "push");
   std::vector<std::unique_ptr<Batcher>> batchers;
   for (int i = 0; i < (prefetch ? 2 : 1); ++i) {
     batchers.emplace_back(

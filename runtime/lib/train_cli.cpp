@@ -57,7 +57,8 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
       "       [--checkpoint-dir DIR --checkpoint-every K] [--resume DIR]\n"
       "       [--params PATH] [--ps-servers ADDR,...] [--ps-mode MODE]\n"
-      "       [--ps-timeout S] [--worker-memory MB] [--quiet] [--help]\n"
+      "       [--ps-timeout S] [--ps-prefetch] [--worker-memory MB] [--quiet]\n"
+      "       [--help]\n"
       "\n"
       "Trains the compiled model '%s' (optimizer %s, loss %s, learning rate\n"
       "%g, %s schedule, %" PRId64 " warm-up steps) on samples read from .npy\n"
@@ -108,6 +109,11 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "steps ahead of the slowest) (default: sync)\n"
       "  --ps-timeout S         seconds a server may take to answer before "
       "the run fails naming it (default: 60)\n"
+      "  --ps-prefetch          pull the next step's rows while a step "
+      "computes (needs servers in --ps-mode async or ssp:K with K >= 1: a "
+      "step's rows may then miss this worker's previous push; pays off when "
+      "the servers run on other machines, not when they share this one's "
+      "cores)\n"
       "  --worker-memory MB     refuse to start when this worker's parameters "
       "and optimizer state (tables on the parameter server excluded) exceed "
       "MB MiB, and report its peak memory against it at the end (default: "
@@ -167,6 +173,8 @@ bool parseTrainCommandLine(int argc, char **argv,
       cl.shuffle = true;
     else if (flag == "--quiet")
       cl.quiet = true;
+    else if (flag == "--ps-prefetch")
+      cl.psPrefetch = true;
     else if (flag == "--data")
       return bindFile(value, desc.name, data, cl.dataFiles, error);
     else if (flag == "--batch-size")
@@ -223,19 +231,30 @@ bool parseTrainCommandLine(int argc, char **argv,
     }
     return true;
   };
-  if (!parseOptions(
-          argc, argv, 2, {{"--help", false},       {"--shuffle", false},
-                          {"--quiet", false},      {"--data", true},
-                          {"--batch-size", true},  {"--steps", true},
-                          {"--epochs", true},      {"--checkpoint-every", true},
-                          {"--threads", true},     {"--log", true},
-                          {"--trace", true},       {"--save-params", true},
-                          {"--export-onnx", true}, {"--checkpoint-dir", true},
-                          {"--resume", true},      {"--params", true},
-                          {"--ps-servers", true},  {"--ps-mode", true},
-                          {"--ps-timeout", true},  {"--worker-memory", true},
-                          {"--seed", true}},
-          "train inputs are given as --data NAME=FILE", handle, error))
+  if (!parseOptions(argc, argv, 2, {{"--help", false},
+                                    {"--shuffle", false},
+                                    {"--quiet", false},
+                                    {"--data", true},
+                                    {"--ps-prefetch", false},
+                                    {"--batch-size", true},
+                                    {"--steps", true},
+                                    {"--epochs", true},
+                                    {"--checkpoint-every", true},
+                                    {"--threads", true},
+                                    {"--log", true},
+                                    {"--trace", true},
+                                    {"--save-params", true},
+                                    {"--export-onnx", true},
+                                    {"--checkpoint-dir", true},
+                                    {"--resume", true},
+                                    {"--params", true},
+                                    {"--ps-servers", true},
+                                    {"--ps-mode", true},
+                                    {"--ps-timeout", true},
+                                    {"--worker-memory", true},
+                                    {"--seed", true}},
+                    "train inputs are given as --data NAME=FILE", handle,
+                    error))
     return false;
   if (cl.help)
     return true;
@@ -248,10 +267,17 @@ bool parseTrainCommandLine(int argc, char **argv,
                        "--epochs E";
     return false;
   }
-  if (!desc.ps && (!cl.psServers.empty() || cl.psMode != 0)) {
-    error = std::string("--ps-servers and --ps-mode need tables on the "
-                        "parameter server: model '") +
+  if (!desc.ps && (!cl.psServers.empty() || cl.psMode != 0 || cl.psPrefetch)) {
+    error = std::string("--ps-servers, --ps-mode and --ps-prefetch need "
+                        "tables on the parameter server: model '") +
             desc.name + "' has none (dist-opt --ps-tables)";
+    return false;
+  }
+  if (cl.psPrefetch && cl.psServers.empty() &&
+      (cl.psMode == DIST_RT_PS_SYNC ||
+       (cl.psMode == DIST_RT_PS_SSP && cl.psStaleness == 0))) {
+    error = "--ps-prefetch needs --ps-mode async or ssp:K with K >= 1 (under "
+            "sync a step's pull waits for the previous step's push)";
     return false;
   }
   if (cl.checkpointDir.empty() != (cl.checkpointEvery == 0)) {

@@ -67,6 +67,8 @@ struct TrainCommandLine {
   uint32_t psMode = 0;
   uint32_t psStaleness = 0;
   double psTimeout = 60;
+  /// --ps-prefetch: pull each step's rows while the previous one computes.
+  bool psPrefetch = false;
   /// --worker-memory in MiB (0: no budget).
   int64_t workerMemoryMb = 0;
 };
