@@ -276,6 +276,11 @@ dist_rt_status_t guardStatus(const char *function, Body &&body) {
 /// (where its parameter file and other artifacts are found).
 std::string modelDirectory(const dist_rt_model_desc_t *desc);
 
+/// The options every world_init of the runtime uses: defaults, with the
+/// timeout of DIST_RT_COMM_TIMEOUT (seconds) when set. The first call of
+/// dist_rt_world_init decides them for the process.
+dist_rt_status_t worldOptionsFromEnvironment(dist_rt_world_options_t &options);
+
 } // namespace dist_rt
 
 #endif // DIST_RT_LIB_INTERNAL_H

@@ -198,17 +198,8 @@ extern "C" dist_rt_status_t dist_rt_mesh_setup(uint32_t num_axes,
                       meshText(meshShape, meshNames).c_str());
   }
   dist_rt_world_options_t options;
-  dist_rt_world_options_initialize(&options);
-  if (const char *t = std::getenv("DIST_RT_COMM_TIMEOUT")) {
-    char *end = nullptr;
-    double v = std::strtod(t, &end);
-    if (!end || *end || !(v >= 0) || v > 1e9)
-      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                        "DIST_RT_COMM_TIMEOUT='%s' is not a number of "
-                        "seconds",
-                        t);
-    options.timeout_s = v;
-  }
+  if (dist_rt_status_t s = dist_rt::worldOptionsFromEnvironment(options))
+    return s;
   dist_rt_comm_t world = nullptr;
   if (dist_rt_status_t s =
           dist_rt_world_init(nullptr, nullptr, &options, &world))
@@ -665,4 +656,20 @@ dist_rt_status_t dist_rt::pipelineBroadcast(void *buf, int64_t bytes,
   if (!status)
     std::memcpy(buf, padded.data(), static_cast<size_t>(bytes));
   return status;
+}
+
+dist_rt_status_t
+dist_rt::worldOptionsFromEnvironment(dist_rt_world_options_t &options) {
+  dist_rt_world_options_initialize(&options);
+  if (const char *t = std::getenv("DIST_RT_COMM_TIMEOUT")) {
+    char *end = nullptr;
+    double v = std::strtod(t, &end);
+    if (!end || *end || !(v >= 0) || v > 1e9)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "DIST_RT_COMM_TIMEOUT='%s' is not a number of "
+                        "seconds",
+                        t);
+    options.timeout_s = v;
+  }
+  return nullptr;
 }

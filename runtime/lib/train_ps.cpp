@@ -54,16 +54,27 @@ std::string statusText(dist_rt_status_t status) {
   return text;
 }
 
+/// The job's world, with the timeout of DIST_RT_COMM_TIMEOUT as the mesh
+/// uses (the first world_init of the process sets it).
+bool openWorld(dist_rt_comm_t &world, std::string &error) {
+  dist_rt_world_options_t options;
+  dist_rt_status_t status = worldOptionsFromEnvironment(options);
+  if (!status)
+    status = dist_rt_world_init(nullptr, nullptr, &options, &world);
+  if (status) {
+    error = statusText(status);
+    return false;
+  }
+  return true;
+}
+
 /// Round 1: every rank's role (and the workers' mode). Sets job.size to 0
 /// for a process alone.
 bool exchangeRoles(int64_t role, uint32_t mode, uint32_t staleness, PsJob &job,
                    std::string &error) {
   dist_rt_comm_t world = nullptr;
-  if (dist_rt_status_t status =
-          dist_rt_world_init(nullptr, nullptr, nullptr, &world)) {
-    error = statusText(status);
+  if (!openWorld(world, error))
     return false;
-  }
   int32_t size = dist_rt_comm_size(world);
   int32_t rank = dist_rt_comm_rank(world);
   if (size == 1) {
@@ -124,11 +135,8 @@ bool exchangeAddresses(const PsJob &job, int64_t role,
   std::memcpy(mine.data() + 3, address.data(), address.size());
   std::vector<int64_t> all(static_cast<size_t>(job.size) * kExchangeWords);
   dist_rt_comm_t world = nullptr;
-  if (dist_rt_status_t status =
-          dist_rt_world_init(nullptr, nullptr, nullptr, &world)) {
-    error = statusText(status);
+  if (!openWorld(world, error))
     return false;
-  }
   dist_rt_status_t status = dist_rt_all_gather(
       world, mine.data(), all.data(), kExchangeWords, DIST_RT_DTYPE_INT64);
   dist_rt_comm_release(world);
