@@ -35,6 +35,8 @@ Models (the classes come from scripts/export_models.py where it has them):
           distinct per table, so a batch repeats some), probability [16,1];
           run with --loss bce (its own sigmoid, F.binary_cross_entropy),
           and --ps-tables to train the tables on a parameter server
+  dlrm_dyn  (named only) dlrm exported with a dynamic batch axis (its pick
+          of the pairwise interactions then has a dynamic batch dimension)
 
 The data set has 5 batches (numpy RandomState, see DATA_SEED); step i uses batch
 i mod 5, in file order, as the runtime does without --shuffle.
@@ -137,7 +139,7 @@ MODELS = ("mlp", "gpt", "cnn_bn", "conv_kinds")
 EXPORT_VARIANTS = ("mlp_dyn", "gemm_scaled", "gpt_tied")
 # A recommender whose output is a probability: run with --loss bce (and
 # --ps-tables to train its tables on a parameter server).
-RECSYS = ("dlrm",)
+RECSYS = ("dlrm", "dlrm_dyn")
 # Deeper models for pipeline stages (dp_check.py --mesh pp=4): an MLP of 8
 # Linear layers and the GPT-style LM with 4 blocks.
 DEEP_VARIANTS = ("mlp8", "gpt4")
@@ -368,6 +370,11 @@ def make_spec(name):
         spec = Spec(name, module, ("dense", "sparse"), batch, (dense, sparse),
                     y, 2)
         spec.probabilities = True
+        return spec
+    if name == "dlrm_dyn":
+        spec = make_spec("dlrm")
+        spec.name = name
+        spec.dynamic_batch = True
         return spec
     if name == "mlp8":
         spec = make_spec("mlp")

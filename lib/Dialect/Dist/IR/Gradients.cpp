@@ -928,6 +928,54 @@ Value scatterAddRows(GraphBuilder &g, Value data, Value idx, Value upd) {
       {g.i64("axis", 0), g.attr("reduction", g.b.getStringAttr("add"))});
 }
 
+/// Gather's gradient where scatterAddRows cannot flatten the other
+/// dimensions (more than one of them dynamic, as a batch dimension and a
+/// gather on a later axis, DLRM's pick of the pairwise interactions): with
+/// n = D[axis] static and indices of rank 0 or 1 (m of them), the gradient
+/// is dy, its index axis moved last, times the one-hot matrix M[k, j] =
+/// (idx[k] == j) of [m, n], moved back. O(m * n) per row, so only for
+/// modest n * m; tables (gathered on a static axis 0) take the scatter.
+GradResult gatherGradByOneHot(GraphBuilder &g, GatherOp op, Value dy) {
+  Value data = op.getData(), idx = op.getIndices();
+  auto dt = g.typeOf(data);
+  auto it = g.typeOf(idx);
+  int64_t r = dt.getRank(), ir = it.getRank();
+  int64_t axis = normAxis(op.getAxis(), r);
+  int64_t n = dt.getDimSize(axis);
+  int64_t m = ir == 0 ? 1 : it.getDimSize(0);
+  constexpr int64_t kMaxOneHot = int64_t{1} << 22;
+  if (ir > 1 || ShapedType::isDynamic(n) || ShapedType::isDynamic(m) ||
+      n * m > kMaxOneHot || !isa<FloatType>(dt.getElementType()))
+    return unsupported(op, "dynamic non-gathered dimensions"), failure();
+  // dy: [D[:a], I, D[a+1:]] (I empty for a scalar index: add it).
+  Value d = ir == 0 ? g.unsqueeze(dy, {axis}) : dy;
+  Value i = ir == 0 ? g.unsqueeze(idx, {0}) : idx;
+  if (g.elemOf(i) != g.b.getI64Type())
+    i = g.castTo(i, g.b.getI64Type());
+  // Negative indices count from the end.
+  Value wrapped = g.add(i, g.scalarLike(i, static_cast<double>(n)));
+  i = g.where(g.one<LessOp>({i, g.scalarLike(i, 0)}), wrapped, i);
+  auto iotaType = RankedTensorType::get({1, n}, g.b.getI64Type());
+  SmallVector<APInt> iota;
+  for (int64_t j = 0; j < n; ++j)
+    iota.push_back(APInt(64, j, true));
+  Value columns = ConstantOp::create(
+      g.b, g.loc, iotaType,
+      cast<ElementsAttr>(DenseElementsAttr::get(iotaType, iota)));
+  Value oneHot = g.castTo(g.one<EqualOp>({g.unsqueeze(i, {1}), columns}),
+                          dt.getElementType());
+  // Move the index axis last, multiply, move the result back.
+  SmallVector<int64_t> perm, back(r);
+  for (int64_t k = 0; k < r; ++k)
+    if (k != axis)
+      perm.push_back(k);
+  perm.push_back(axis);
+  for (int64_t k = 0; k < r; ++k)
+    back[perm[k]] = k;
+  Value dx = g.one<MatMulOp>({g.transpose(d, perm), oneHot});
+  return Grads{g.transpose(dx, back), Value()};
+}
+
 GradResult gatherGrad(GraphBuilder &g, GatherOp op, Value dy) {
   Value data = op.getData(), idx = op.getIndices();
   auto dt = g.typeOf(data);
@@ -949,7 +997,7 @@ GradResult gatherGrad(GraphBuilder &g, GatherOp op, Value dy) {
   Value dyT = g.transpose(dy, dyperm);
   Value s = scatterAddRows(g, dataT, idx, dyT);
   if (!s)
-    return unsupported(op, "dynamic non-gathered dimensions"), failure();
+    return gatherGradByOneHot(g, op, dy);
   SmallVector<int64_t> inv(r);
   for (int64_t i = 0; i < r; ++i)
     inv[dperm[i]] = i;

@@ -90,3 +90,24 @@ module {
     return %y : tensor<2x4x4x4xf32>
   }
 }
+
+// -----
+
+// A gather on axis 1 of [batch, 5] with a dynamic batch (DLRM's pick of
+// the pairwise interactions): the gradient is dy times the one-hot matrix
+// of the indices, [3, 5], negative ones counted from the end.
+// CHECK-LABEL: dist.param @w {trainable} : tensor<5xf32>
+// CHECK: func.func @train_step(
+// CHECK: %[[HOT:.*]] = dist.equal %{{.*}}, %{{.*}} : (tensor<3x1xi64>, tensor<1x5xi64>) -> tensor<3x5xi1>
+// CHECK: %[[M:.*]] = dist.cast %[[HOT]] {{.*}} -> tensor<3x5xf32>
+// CHECK: dist.matmul %{{.*}}, %[[M]] : (tensor<?x3xf32>, tensor<3x5xf32>) -> tensor<?x5xf32>
+module {
+  dist.param @w : tensor<5xf32>
+  func.func @main(%x: tensor<?x5xf32> {dist.name = "x"}) -> (tensor<?x3xf32> {dist.name = "y"}) {
+    %w = dist.get_param @w : tensor<5xf32>
+    %a = dist.mul %x, %w : (tensor<?x5xf32>, tensor<5xf32>) -> tensor<?x5xf32>
+    %i = dist.constant dense<[4, 0, -1]> : tensor<3xi64>
+    %y = dist.gather %a, %i {axis = 1 : i64} : (tensor<?x5xf32>, tensor<3xi64>) -> tensor<?x3xf32>
+    return %y : tensor<?x3xf32>
+  }
+}
