@@ -46,23 +46,34 @@ DIM = 32
 BATCH = 256
 
 
-def build(work, rows):
-    rs = np.random.RandomState(0)
-    table = (rs.rand(rows, DIM).astype(np.float32) - 0.5) * 0.1
+def make_model(rs, table, rows):
+    """prob = sigmoid(table[ids] @ w + b): `table` the table's values, or
+    None to declare it as a graph input of `rows` rows without values."""
     w = (rs.rand(DIM, 1).astype(np.float32) - 0.5)
     b = np.zeros((1,), np.float32)
+    inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, [BATCH])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    if table is None:
+        inputs.append(helper.make_tensor_value_info("table", TensorProto.FLOAT,
+                                                    [rows, DIM]))
+    else:
+        inits.insert(0, numpy_helper.from_array(table, "table"))
     graph = helper.make_graph(
         [helper.make_node("Gather", ["table", "ids"], ["emb"], axis=0),
          helper.make_node("MatMul", ["emb", "w"], ["logit0"]),
          helper.make_node("Add", ["logit0", "b"], ["logit"]),
          helper.make_node("Sigmoid", ["logit"], ["prob"])],
-        "big_table",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, [BATCH])],
+        "big_table", inputs,
         [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [BATCH, 1])],
-        [numpy_helper.from_array(table, "table"),
-         numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("",
-                                                                        17)])
+        inits)
+    return helper.make_model(graph,
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+def build(work, rows):
+    rs = np.random.RandomState(0)
+    table = (rs.rand(rows, DIM).astype(np.float32) - 0.5) * 0.1
+    model = make_model(rs, table, rows)
     path = os.path.join(work, "big.onnx")
     onnx.save_model(model, path, save_as_external_data=True,
                     all_tensors_to_one_file=True, location="big.data",
@@ -78,23 +89,8 @@ def build(work, rows):
 def build_declared(work, rows):
     """The model of build() with its table a graph input of `rows` rows."""
     rs = np.random.RandomState(1)
-    w = (rs.rand(DIM, 1).astype(np.float32) - 0.5)
-    b = np.zeros((1,), np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("Gather", ["table", "ids"], ["emb"], axis=0),
-         helper.make_node("MatMul", ["emb", "w"], ["logit0"]),
-         helper.make_node("Add", ["logit0", "b"], ["logit"]),
-         helper.make_node("Sigmoid", ["logit"], ["prob"])],
-        "declared_table",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, [BATCH]),
-         helper.make_tensor_value_info("table", TensorProto.FLOAT,
-                                       [rows, DIM])],
-        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [BATCH, 1])],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("",
-                                                                        17)])
     path = os.path.join(work, "declared.onnx")
-    onnx.save_model(model, path)
+    onnx.save_model(make_model(rs, None, rows), path)
     np.save(os.path.join(work, "declared_ids.npy"),
             rs.randint(0, rows, BATCH * 20).astype(np.int64))
     return path

@@ -147,6 +147,53 @@ struct StatusDeleter {
 };
 using Status = std::unique_ptr<dist_rt_status, StatusDeleter>;
 
+/// A server of the test's table (initial rows `rows`, SGD with lr 0.5) in
+/// a thread, in `mode`, and a client connected to it.
+class Serving {
+public:
+  Serving(const std::vector<float> &rows, uint32_t mode) {
+    dist_rt_ps_table_initialize(&spec);
+    spec.name = "table";
+    spec.rows = kTableRows;
+    spec.dim = kDim;
+    spec.lr = 0.5f;
+    spec.init = DIST_RT_PS_INIT_ROWS;
+    spec.init_rows = rows.data();
+    dist_rt_ps_server_options_t so;
+    dist_rt_ps_server_options_initialize(&so);
+    so.mode = mode;
+    EXPECT_EQ(Status(dist_rt_ps_server_create(&so, &spec, 1, &server)),
+              nullptr);
+    if (!server)
+      return;
+    thread = std::thread([this] { served = dist_rt_ps_server_run(server); });
+    const char *endpoint = dist_rt_ps_server_endpoint(server);
+    dist_rt_ps_client_options_t co;
+    dist_rt_ps_client_options_initialize(&co);
+    co.servers = &endpoint;
+    co.num_servers = 1;
+    EXPECT_EQ(Status(dist_rt_ps_client_create(&co, &spec, 1, &client)),
+              nullptr);
+  }
+  ~Serving() {
+    if (client)
+      EXPECT_EQ(Status(dist_rt_ps_client_finish(client)), nullptr);
+    else if (server)
+      dist_rt_ps_server_stop(server);
+    if (thread.joinable())
+      thread.join();
+    EXPECT_EQ(Status(served), nullptr);
+    dist_rt_ps_client_release(client);
+    dist_rt_ps_server_release(server);
+  }
+
+  dist_rt_ps_table_t spec;
+  dist_rt_ps_server_t server = nullptr;
+  dist_rt_ps_client_t client = nullptr;
+  dist_rt_status_t served = nullptr;
+  std::thread thread;
+};
+
 class PsModelTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -171,40 +218,28 @@ protected:
     return status ? dist_rt_status_message(status.get()) : "";
   }
 
+  /// The training model of the test, from the parameter file.
+  dist_rt_model_t createModel(const dist_rt_model_desc_t &desc) {
+    dist_rt_model_options_t options;
+    dist_rt_model_options_initialize(&options);
+    options.param_path = paramPath.c_str();
+    dist_rt_model_t model = nullptr;
+    EXPECT_EQ(Status(dist_rt_model_create(&desc, &options, &model)), nullptr);
+    return model;
+  }
+
   TempDir dir;
   std::string paramPath;
   std::vector<float> table, w = {1.0f, -2.0f};
 };
 
 TEST_F(PsModelTest, StepsPullAndPushTheRowsOfPickedIds) {
-  dist_rt_ps_table_t spec;
-  dist_rt_ps_table_initialize(&spec);
-  spec.name = "table";
-  spec.rows = kTableRows;
-  spec.dim = kDim;
-  spec.lr = 0.5f;
-  spec.init = DIST_RT_PS_INIT_ROWS;
-  spec.init_rows = table.data();
-  dist_rt_ps_server_options_t so;
-  dist_rt_ps_server_options_initialize(&so);
-  dist_rt_ps_server_t server = nullptr;
-  ASSERT_EQ(Status(dist_rt_ps_server_create(&so, &spec, 1, &server)), nullptr);
-  dist_rt_status_t served = nullptr;
-  std::thread serving([&] { served = dist_rt_ps_server_run(server); });
-  const char *endpoint = dist_rt_ps_server_endpoint(server);
-  dist_rt_ps_client_options_t co;
-  dist_rt_ps_client_options_initialize(&co);
-  co.servers = &endpoint;
-  co.num_servers = 1;
-  dist_rt_ps_client_t client = nullptr;
-  ASSERT_EQ(Status(dist_rt_ps_client_create(&co, &spec, 1, &client)), nullptr);
-
+  Serving serving(table, DIST_RT_PS_SYNC);
+  dist_rt_ps_client_t client = serving.client;
+  ASSERT_NE(client, nullptr);
   dist_rt_model_desc_t desc = modelDesc(&kTrain, &kPs);
-  dist_rt_model_options_t options;
-  dist_rt_model_options_initialize(&options);
-  options.param_path = paramPath.c_str();
-  dist_rt_model_t model = nullptr;
-  ASSERT_EQ(Status(dist_rt_model_create(&desc, &options, &model)), nullptr);
+  dist_rt_model_t model = createModel(desc);
+  ASSERT_NE(model, nullptr);
   // Training without a client fails, naming the table.
   std::vector<int64_t> ids = {9, 2, 9, 9, -1, 9, 9, 2, 9};
   const int64_t idsDims[] = {3, 3};
@@ -254,11 +289,6 @@ TEST_F(PsModelTest, StepsPullAndPushTheRowsOfPickedIds) {
                "table 'table' of 6 rows");
 
   dist_rt_model_destroy(model);
-  ASSERT_EQ(Status(dist_rt_ps_client_finish(client)), nullptr);
-  serving.join();
-  EXPECT_EQ(served, nullptr);
-  dist_rt_ps_client_release(client);
-  dist_rt_ps_server_release(server);
 }
 
 TEST_F(PsModelTest, PrefetchedRowsMissOnlyTheOwnLastPush) {
@@ -285,38 +315,14 @@ TEST_F(PsModelTest, PrefetchedRowsMissOnlyTheOwnLastPush) {
   };
   for (uint32_t mode : {DIST_RT_PS_ASYNC, DIST_RT_PS_SYNC}) {
     for (bool sameIds : {true, false}) {
-      dist_rt_ps_table_t spec;
-      dist_rt_ps_table_initialize(&spec);
-      spec.name = "table";
-      spec.rows = kTableRows;
-      spec.dim = kDim;
-      spec.lr = 0.5f;
-      spec.init = DIST_RT_PS_INIT_ROWS;
-      spec.init_rows = table.data();
-      dist_rt_ps_server_options_t so;
-      dist_rt_ps_server_options_initialize(&so);
-      so.mode = mode;
-      dist_rt_ps_server_t server = nullptr;
-      ASSERT_EQ(Status(dist_rt_ps_server_create(&so, &spec, 1, &server)),
-                nullptr);
-      dist_rt_status_t served = nullptr;
-      std::thread serving([&] { served = dist_rt_ps_server_run(server); });
-      const char *endpoint = dist_rt_ps_server_endpoint(server);
-      dist_rt_ps_client_options_t co;
-      dist_rt_ps_client_options_initialize(&co);
-      co.servers = &endpoint;
-      co.num_servers = 1;
-      dist_rt_ps_client_t client = nullptr;
-      ASSERT_EQ(Status(dist_rt_ps_client_create(&co, &spec, 1, &client)),
-                nullptr);
+      Serving serving(table, mode);
+      dist_rt_ps_client_t client = serving.client;
+      ASSERT_NE(client, nullptr);
       EXPECT_EQ(dist_rt_ps_client_may_run_ahead(client),
                 mode == DIST_RT_PS_ASYNC ? 1 : 0);
       dist_rt_model_desc_t desc = modelDesc(&kTrain, &kPs);
-      dist_rt_model_options_t options;
-      dist_rt_model_options_initialize(&options);
-      options.param_path = paramPath.c_str();
-      dist_rt_model_t model = nullptr;
-      ASSERT_EQ(Status(dist_rt_model_create(&desc, &options, &model)), nullptr);
+      dist_rt_model_t model = createModel(desc);
+      ASSERT_NE(model, nullptr);
       ASSERT_EQ(Status(dist_rt_model_attach_ps(model, client, 1)), nullptr);
       std::vector<int64_t> ids = {9, 2, 9, 9, -1, 9, 9, 2, 9};
       // Declared for step 2: the same ids, or row 3 in place of row 5.
@@ -343,11 +349,6 @@ TEST_F(PsModelTest, PrefetchedRowsMissOnlyTheOwnLastPush) {
       EXPECT_FLOAT_EQ(loss, lossOf(stale ? table : pushed, {2, 5, 2}))
           << "mode " << mode << ", same ids " << sameIds;
       dist_rt_model_destroy(model);
-      ASSERT_EQ(Status(dist_rt_ps_client_finish(client)), nullptr);
-      serving.join();
-      EXPECT_EQ(served, nullptr);
-      dist_rt_ps_client_release(client);
-      dist_rt_ps_server_release(server);
     }
   }
 }
