@@ -221,7 +221,8 @@ dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
                  pullRows(model, training, step, st.batch)) {
     return status;
   }
-  st.nextStep = -1;
+  if (training)
+    st.nextStep = -1;
   const dist_rt_tensor_desc_t *group =
       training ? desc.train->inputs : desc.inputs;
   st.inputs.assign(inputs, inputs + numInputs);
