@@ -538,23 +538,16 @@ def check_init(args, checks, files, sparse, onnx_path):
                  "LOW must be below HIGH")
 
 
-def expect_error(checks, name, cmd, needle, timeout=120, within=None,
-                 env=None, ranks=1):
-    """Runs `cmd`, which must fail with `needle` in a line of its errors,
-    from at least `ranks` processes."""
+def expect_error(checks, name, cmd, needle, timeout=120, within=None):
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env=env)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     took = time.time() - t0
     lines = [l for l in p.stderr.splitlines() if l.strip()]
-    said = sum(needle in l for l in lines)
-    ok = (p.returncode != 0 and said >= ranks and
+    ok = (p.returncode != 0 and any(needle in l for l in lines) and
           (within is None or took <= within))
     shown = next((l for l in lines if needle in l), lines[0] if lines else "")
     checks.report(f"errors {name}", ok,
-                  f"exit {p.returncode} in {took:.1f}s"
-                  f"{f', from {said} ranks' if ranks > 1 else ''}: "
-                  f"{shown.strip()}")
+                  f"exit {p.returncode} in {took:.1f}s: {shown.strip()}")
 
 
 def check_errors(args, checks, exe1, exe2, files, onnx_path):
@@ -566,13 +559,13 @@ def check_errors(args, checks, exe1, exe2, files, onnx_path):
     bad_path = os.path.join(work, "sparse_bad.npy")
     np.save(bad_path, bad)
     # The exchange of roles and addresses under a launcher keeps the job's
-    # deadline for collectives: the server rank reads it too.
+    # deadline for collectives: a server rank reads it too (given to the
+    # server alone, it fails there).
     expect_error(checks, "DIST_RT_COMM_TIMEOUT of the role exchange",
-                 MPIRUN + ["-np", "1", exe2, "ps-server", ":", "-np", "2",
-                           exe2, "train"] + data_args(files) +
-                 ["--steps", "2"],
-                 "DIST_RT_COMM_TIMEOUT='soon' is not a number of seconds",
-                 env=dict(os.environ, DIST_RT_COMM_TIMEOUT="soon"), ranks=3)
+                 MPIRUN + ["-np", "1", "env", "DIST_RT_COMM_TIMEOUT=soon",
+                           exe2, "ps-server", ":", "-np", "2", exe2,
+                           "train"] + data_args(files) + ["--steps", "2"],
+                 "DIST_RT_COMM_TIMEOUT='soon' is not a number of seconds")
     expect_error(checks, "--ps-prefetch under sync",
                  [exe1, "train"] + data_args(files) +
                  ["--steps", "2", "--ps-prefetch"],

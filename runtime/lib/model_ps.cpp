@@ -162,7 +162,25 @@ dist_rt_status_t pullRows(dist_rt_model &model, bool training, int64_t step,
                           dist_rt_model::PsState::Batch &b) {
   const dist_rt_model_desc_t &desc = *model.desc;
   dist_rt_model::PsState &st = model.ps;
-  for (size_t t = 0; t < st.tableParams.size(); ++t) {
+  size_t numTables = st.tableParams.size();
+  if (training && st.client) {
+    // Every table's pull in flight together.
+    std::vector<uint32_t> tables(numTables);
+    std::vector<const int64_t *> ids(numTables);
+    std::vector<size_t> counts(numTables);
+    std::vector<float *> rows(numTables);
+    for (size_t t = 0; t < numTables; ++t) {
+      int64_t dim = desc.params[st.tableParams[t]].dims[1];
+      b.rows[t].resize(b.ids[t].size() * static_cast<size_t>(dim));
+      tables[t] = static_cast<uint32_t>(t);
+      ids[t] = b.ids[t].data();
+      counts[t] = b.ids[t].size();
+      rows[t] = b.rows[t].data();
+    }
+    return dist_rt_ps_pull_tables(st.client, numTables, tables.data(),
+                                  ids.data(), counts.data(), step, rows.data());
+  }
+  for (size_t t = 0; t < numTables; ++t) {
     const dist_rt_tensor_desc_t &table = desc.params[st.tableParams[t]];
     int64_t dim = table.dims[1];
     std::vector<int64_t> &ids = b.ids[t];
@@ -297,12 +315,20 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step) {
       for (size_t i = 0; i < count; ++i)
         dst[i] *= st.gradScale;
   }
-  for (size_t t = 0; t < st.tableParams.size(); ++t)
-    if (dist_rt_status_t status = dist_rt_ps_push(
-            st.client, static_cast<uint32_t>(t), st.batch.ids[t].data(),
-            st.batch.ids[t].size(), st.grads[t].data(), step))
-      return status;
-  return nullptr;
+  // Every table's push in flight together.
+  size_t numTables = st.tableParams.size();
+  std::vector<uint32_t> tables(numTables);
+  std::vector<const int64_t *> ids(numTables);
+  std::vector<size_t> counts(numTables);
+  std::vector<const float *> grads(numTables);
+  for (size_t t = 0; t < numTables; ++t) {
+    tables[t] = static_cast<uint32_t>(t);
+    ids[t] = st.batch.ids[t].data();
+    counts[t] = st.batch.ids[t].size();
+    grads[t] = st.grads[t].data();
+  }
+  return dist_rt_ps_push_tables(st.client, numTables, tables.data(), ids.data(),
+                                counts.data(), grads.data(), step);
 }
 
 namespace {

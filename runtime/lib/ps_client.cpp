@@ -48,8 +48,10 @@ struct Server {
 /// One request to one server in flight.
 struct Request {
   uint32_t server = 0;
-  /// The request's ids are shardIds[server][first, first + header.count).
+  /// The request's ids are shardIds[server][first, first + header.count)
+  /// of split `group` (one per table of a call).
   size_t first = 0;
+  uint32_t group = 0;
   Header header;
   const void *ids = nullptr;
   size_t idBytes = 0;
@@ -79,14 +81,19 @@ struct dist_rt_ps_client {
   uint64_t nextRequest = 0;
   std::vector<int64_t> lastPushed;
 
+  /// The ids of one table of a call split by shard: the distinct ids, each
+  /// id's slot among them, per shard its ids, their slots and rows.
+  struct Split {
+    std::vector<int64_t> uniqueIds;
+    std::vector<uint32_t> occurrence;
+    std::vector<std::vector<int64_t>> shardIds;
+    std::vector<std::vector<uint32_t>> shardSlots;
+    std::vector<std::vector<float>> shardRows;
+    std::vector<float> uniqueRows;
+  };
   // Scratch reused between calls.
   IdMap unique;
-  std::vector<int64_t> uniqueIds;
-  std::vector<uint32_t> occurrence;
-  std::vector<std::vector<int64_t>> shardIds;
-  std::vector<std::vector<uint32_t>> shardSlots;
-  std::vector<std::vector<float>> shardRows;
-  std::vector<float> uniqueRows;
+  std::vector<Split> splits;
   std::vector<Request> requests;
 
   ~dist_rt_ps_client() {
@@ -249,42 +256,54 @@ struct dist_rt_ps_client {
     return nullptr;
   }
 
-  /// Splits the distinct `ids` by shard (uniqueIds, occurrence, shardIds,
-  /// shardSlots).
-  void split(const int64_t *ids, size_t count) {
+  /// Makes room for the splits of `n` tables (before any request points
+  /// into them).
+  void reserveSplits(size_t n) {
+    if (splits.size() < n)
+      splits.resize(n);
+    for (Split &sp : splits) {
+      sp.shardIds.resize(servers.size());
+      sp.shardSlots.resize(servers.size());
+      sp.shardRows.resize(servers.size());
+    }
+  }
+
+  /// Splits the distinct `ids` by shard into `sp`.
+  void split(const int64_t *ids, size_t count, Split &sp) {
     unique.clear();
-    uniqueIds.clear();
-    occurrence.resize(count);
-    for (auto &v : shardIds)
+    sp.uniqueIds.clear();
+    sp.occurrence.resize(count);
+    for (auto &v : sp.shardIds)
       v.clear();
-    for (auto &v : shardSlots)
+    for (auto &v : sp.shardSlots)
       v.clear();
     uint32_t numShards = static_cast<uint32_t>(servers.size());
     for (size_t i = 0; i < count; ++i) {
       bool inserted;
       int64_t u = unique.insert(ids[i], inserted);
-      occurrence[i] = static_cast<uint32_t>(u);
+      sp.occurrence[i] = static_cast<uint32_t>(u);
       if (!inserted)
         continue;
-      uniqueIds.push_back(ids[i]);
+      sp.uniqueIds.push_back(ids[i]);
       uint32_t s = shardOf(ids[i], numShards);
-      shardIds[s].push_back(ids[i]);
-      shardSlots[s].push_back(static_cast<uint32_t>(u));
+      sp.shardIds[s].push_back(ids[i]);
+      sp.shardSlots[s].push_back(static_cast<uint32_t>(u));
     }
   }
 
-  /// Appends a request `op` of `count` of shard `s`'s ids (shardIds[s])
+  /// Appends a request `op` of `count` of shard `s`'s ids of split `group`
   /// from `first`.
   Request &addIdRequest(uint32_t s, uint32_t op, uint32_t table, int64_t step,
-                        size_t first, size_t count) {
+                        uint32_t group, size_t first, size_t count) {
     Request r;
     r.server = s;
     r.first = first;
+    r.group = group;
     r.header.op = op;
     r.header.table = table;
     r.header.step = step;
     r.header.count = count;
-    r.ids = shardIds[s].data() + first;
+    r.ids = splits[group].shardIds[s].data() + first;
     r.idBytes = count * sizeof(int64_t);
     requests.push_back(r);
     return requests.back();
@@ -292,108 +311,153 @@ struct dist_rt_ps_client {
 
   /// Pulls or reads (kPull, kRead: dim floats per id) or reads the
   /// optimizer state (kReadState: dist_rt_ps_state_floats per id, and the
-  /// largest count of applied updates into `updates`).
-  dist_rt_status_t gather(const char *function, uint32_t op, uint32_t table,
-                          const int64_t *ids, size_t count, int64_t step,
-                          float *out, int64_t *updates = nullptr) {
-    if (dist_rt_status_t s = checkTable(function, table, ids, count))
-      return s;
-    if (count && !out)
-      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "%s: null rows",
-                        function);
-    size_t dim = op == kReadState ? dist_rt::ps::stateFloats(specs[table])
-                                  : static_cast<size_t>(specs[table].dim);
+  /// largest count of applied updates into `updates`) of `n` tables at
+  /// once: `ids[k]` (counts[k] of them) of table tables[k] into outs[k].
+  /// Every request of the call is in flight together.
+  dist_rt_status_t gather(const char *function, uint32_t op, size_t n,
+                          const uint32_t *tables, const int64_t *const *ids,
+                          const size_t *counts, int64_t step,
+                          float *const *outs, int64_t *updates = nullptr) {
+    for (size_t k = 0; k < n; ++k) {
+      if (dist_rt_status_t s =
+              checkTable(function, tables[k], ids[k], counts[k]))
+        return s;
+      if (counts[k] && !outs[k])
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "%s: null rows",
+                          function);
+    }
+    auto dimOf = [&](uint32_t table) {
+      return op == kReadState ? dist_rt::ps::stateFloats(specs[table])
+                              : static_cast<size_t>(specs[table].dim);
+    };
     // The state answer ends with the server's count of applied updates.
     size_t tail = op == kReadState ? sizeof(int64_t) : 0;
     if (updates)
       *updates = 0;
-    split(ids, count);
-    uniqueRows.resize(uniqueIds.size() * dim);
+    reserveSplits(n);
     requests.clear();
-    for (uint32_t s = 0; s < servers.size(); ++s) {
-      for (size_t first = 0; first < shardIds[s].size(); first += kPullPiece)
-        addIdRequest(s, op, table, step, first,
-                     std::min(kPullPiece, shardIds[s].size() - first));
+    for (size_t k = 0; k < n; ++k) {
+      Split &sp = splits[k];
+      split(ids[k], counts[k], sp);
+      sp.uniqueRows.resize(sp.uniqueIds.size() * dimOf(tables[k]));
+      uint32_t g = static_cast<uint32_t>(k);
+      for (uint32_t s = 0; s < servers.size(); ++s) {
+        size_t have = sp.shardIds[s].size();
+        for (size_t first = 0; first < have; first += kPullPiece)
+          addIdRequest(s, op, tables[k], step, g, first,
+                       std::min(kPullPiece, have - first));
+        // Every server tells its count of updates.
+        if (op == kReadState && have == 0)
+          addIdRequest(s, op, tables[k], step, g, 0, 0);
+      }
     }
-    if (op == kReadState)
-      for (uint32_t s = 0; s < servers.size(); ++s)
-        if (shardIds[s].empty()) // every server tells its count of updates
-          addIdRequest(s, op, table, step, 0, 0);
     dist_rt_status_t status = exchange(
         op == kPull ? "pull" : "read",
         [&](const Request &r, const char *data,
             size_t bytes) -> dist_rt_status_t {
-          const uint32_t *slots = shardSlots[r.server].data() + r.first;
-          size_t n = r.header.count;
-          if (bytes != n * dim * sizeof(float) + tail)
+          Split &sp = splits[r.group];
+          size_t dim = dimOf(r.header.table);
+          const uint32_t *slots = sp.shardSlots[r.server].data() + r.first;
+          size_t count = r.header.count;
+          if (bytes != count * dim * sizeof(float) + tail)
             return makeStatus(DIST_RT_ERROR_COMM,
                               "worker %u: %s answered %zu bytes for %zu rows",
-                              worker, describe(r.server).c_str(), bytes, n);
+                              worker, describe(r.server).c_str(), bytes, count);
           if (tail && updates) {
             int64_t u;
-            std::memcpy(&u, data + n * dim * sizeof(float), sizeof u);
+            std::memcpy(&u, data + count * dim * sizeof(float), sizeof u);
             *updates = std::max(*updates, u);
           }
-          for (size_t k = 0; k < n; ++k)
-            std::memcpy(uniqueRows.data() + slots[k] * dim,
-                        data + k * dim * sizeof(float), dim * sizeof(float));
+          for (size_t i = 0; i < count; ++i)
+            std::memcpy(sp.uniqueRows.data() + slots[i] * dim,
+                        data + i * dim * sizeof(float), dim * sizeof(float));
           return nullptr;
         });
     if (status)
       return status;
-    for (size_t i = 0; i < count; ++i)
-      std::memcpy(out + i * dim, uniqueRows.data() + occurrence[i] * dim,
-                  dim * sizeof(float));
+    for (size_t k = 0; k < n; ++k) {
+      const Split &sp = splits[k];
+      size_t dim = dimOf(tables[k]);
+      for (size_t i = 0; i < counts[k]; ++i)
+        std::memcpy(outs[k] + i * dim,
+                    sp.uniqueRows.data() + sp.occurrence[i] * dim,
+                    dim * sizeof(float));
+    }
     return nullptr;
   }
 
-  dist_rt_status_t push(uint32_t table, const int64_t *ids, size_t count,
-                        const float *grads, int64_t step) {
+  dist_rt_status_t gather(const char *function, uint32_t op, uint32_t table,
+                          const int64_t *ids, size_t count, int64_t step,
+                          float *out, int64_t *updates = nullptr) {
+    return gather(function, op, 1, &table, &ids, &count, step, &out, updates);
+  }
+
+  /// Pushes the gradients grads[k] of the ids[k] (counts[k] of them) of
+  /// table tables[k], k < n, for `step`, all in flight together.
+  dist_rt_status_t push(size_t n, const uint32_t *tables,
+                        const int64_t *const *ids, const size_t *counts,
+                        const float *const *grads, int64_t step) {
     const char *function = "dist_rt_ps_push";
-    if (dist_rt_status_t s = checkTable(function, table, ids, count))
-      return s;
-    if (count && !grads)
-      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "%s: null gradients",
-                        function);
-    if (step <= lastPushed[table])
-      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                        "%s: table '%s': step %lld pushed after step %lld "
-                        "(one push per table and step, in increasing steps)",
-                        function, names[table].c_str(),
-                        static_cast<long long>(step),
-                        static_cast<long long>(lastPushed[table]));
-    size_t dim = static_cast<size_t>(specs[table].dim);
-    split(ids, count);
-    // Sum the gradients of repeated ids, then lay them out per shard.
-    uniqueRows.assign(uniqueIds.size() * dim, 0.0f);
-    for (size_t i = 0; i < count; ++i) {
-      float *sum = uniqueRows.data() + occurrence[i] * dim;
-      const float *g = grads + i * dim;
-      for (size_t j = 0; j < dim; ++j)
-        sum[j] += g[j];
+    for (size_t k = 0; k < n; ++k) {
+      uint32_t table = tables[k];
+      if (dist_rt_status_t s = checkTable(function, table, ids[k], counts[k]))
+        return s;
+      if (counts[k] && !grads[k])
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT, "%s: null gradients",
+                          function);
+      if (step <= lastPushed[table])
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                          "%s: table '%s': step %lld pushed after step %lld "
+                          "(one push per table and step, in increasing "
+                          "steps)",
+                          function, names[table].c_str(),
+                          static_cast<long long>(step),
+                          static_cast<long long>(lastPushed[table]));
+      for (size_t q = 0; q < k; ++q)
+        if (tables[q] == table)
+          return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                            "%s: table '%s' twice in one push", function,
+                            names[table].c_str());
     }
+    reserveSplits(n);
     requests.clear();
-    for (uint32_t s = 0; s < servers.size(); ++s) {
-      // Every server hears of every step, with no ids too: SYNC and SSP
-      // count steps by them (the client does not know the mode).
-      std::vector<float> &rows = shardRows[s];
-      rows.resize(shardIds[s].size() * dim);
-      for (size_t k = 0; k < shardSlots[s].size(); ++k)
-        std::memcpy(rows.data() + k * dim,
-                    uniqueRows.data() + shardSlots[s][k] * dim,
-                    dim * sizeof(float));
-      // One piece: a server takes one push per worker, table and step.
-      Request &r = addIdRequest(s, kPush, table, step, 0, shardIds[s].size());
-      r.rows = rows.data();
-      r.rowBytes = rows.size() * sizeof(float);
-      r.hasRows = true;
+    for (size_t k = 0; k < n; ++k) {
+      Split &sp = splits[k];
+      size_t dim = static_cast<size_t>(specs[tables[k]].dim);
+      split(ids[k], counts[k], sp);
+      // Sum the gradients of repeated ids, then lay them out per shard.
+      sp.uniqueRows.assign(sp.uniqueIds.size() * dim, 0.0f);
+      for (size_t i = 0; i < counts[k]; ++i) {
+        float *sum = sp.uniqueRows.data() + sp.occurrence[i] * dim;
+        const float *g = grads[k] + i * dim;
+        for (size_t j = 0; j < dim; ++j)
+          sum[j] += g[j];
+      }
+      for (uint32_t s = 0; s < servers.size(); ++s) {
+        // Every server hears of every step, with no ids too: SYNC and SSP
+        // count steps by them (the client does not know the mode).
+        std::vector<float> &rows = sp.shardRows[s];
+        rows.resize(sp.shardIds[s].size() * dim);
+        for (size_t i = 0; i < sp.shardSlots[s].size(); ++i)
+          std::memcpy(rows.data() + i * dim,
+                      sp.uniqueRows.data() + sp.shardSlots[s][i] * dim,
+                      dim * sizeof(float));
+        // One piece: a server takes one push per worker, table and step.
+        Request &r =
+            addIdRequest(s, kPush, tables[k], step, static_cast<uint32_t>(k), 0,
+                         sp.shardIds[s].size());
+        r.rows = rows.data();
+        r.rowBytes = rows.size() * sizeof(float);
+        r.hasRows = true;
+      }
     }
     dist_rt_status_t status =
         exchange("push", [](const Request &, const char *, size_t) {
           return dist_rt_status_t(nullptr);
         });
     if (!status)
-      lastPushed[table] = step;
+      for (size_t k = 0; k < n; ++k)
+        lastPushed[tables[k]] = step;
     return status;
   }
 
@@ -482,9 +546,6 @@ dist_rt_ps_client_create(const dist_rt_ps_client_options_t *options,
       return makeStatus(DIST_RT_ERROR_COMM, "parameter server client: %s",
                         z->strerror(z->errnum()));
     size_t n = options->num_servers;
-    client->shardIds.resize(n);
-    client->shardSlots.resize(n);
-    client->shardRows.resize(n);
     for (size_t s = 0; s < n; ++s) {
       Server server;
       server.endpoint = options->servers[s] ? options->servers[s] : "";
@@ -564,7 +625,32 @@ DIST_RT_API dist_rt_status_t dist_rt_ps_push(dist_rt_ps_client_t client,
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "dist_rt_ps_push: null client");
   return guardStatus("dist_rt_ps_push", [&] {
-    return client->push(table, ids, count, grads, step);
+    return client->push(1, &table, &ids, &count, &grads, step);
+  });
+}
+
+DIST_RT_API dist_rt_status_t dist_rt_ps_pull_tables(
+    dist_rt_ps_client_t client, size_t num_tables, const uint32_t *tables,
+    const int64_t *const *ids, const size_t *counts, int64_t step,
+    float *const *out_rows) {
+  if (!client || (num_tables && (!tables || !ids || !counts || !out_rows)))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_ps_pull_tables: null argument");
+  return guardStatus("dist_rt_ps_pull_tables", [&] {
+    return client->gather("dist_rt_ps_pull", kPull, num_tables, tables, ids,
+                          counts, step, out_rows);
+  });
+}
+
+DIST_RT_API dist_rt_status_t dist_rt_ps_push_tables(
+    dist_rt_ps_client_t client, size_t num_tables, const uint32_t *tables,
+    const int64_t *const *ids, const size_t *counts, const float *const *grads,
+    int64_t step) {
+  if (!client || (num_tables && (!tables || !ids || !counts || !grads)))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "dist_rt_ps_push_tables: null argument");
+  return guardStatus("dist_rt_ps_push_tables", [&] {
+    return client->push(num_tables, tables, ids, counts, grads, step);
   });
 }
 

@@ -316,6 +316,64 @@ TEST(PsServer, PullsLargeBatchesInPieces) {
   dist_rt_ps_client_release(client);
 }
 
+TEST(PsServer, PullsAndPushesTablesTogether) {
+  // Two tables in one call each way give what calls per table give.
+  std::vector<dist_rt_ps_table_t> tables = {
+      makeTable("a", 40, 3, DIST_RT_PS_SGD),
+      makeTable("b", 30, 2, DIST_RT_PS_ADAGRAD)};
+  ServerThread together(tables, 1), apart(tables, 1);
+  dist_rt_ps_client_t one = connectTo(together.endpoint(), tables);
+  dist_rt_ps_client_t two = connectTo(apart.endpoint(), tables);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  std::vector<int64_t> idsA = {3, 7, 3, 39}, idsB = {29, 0, 0};
+  const uint32_t both[] = {0, 1};
+  const int64_t *ids[] = {idsA.data(), idsB.data()};
+  const size_t counts[] = {idsA.size(), idsB.size()};
+  std::vector<float> gradsA(4 * 3), gradsB(3 * 2);
+  for (size_t i = 0; i < gradsA.size(); ++i)
+    gradsA[i] = 0.01f * static_cast<float>(i) - 0.05f;
+  for (size_t i = 0; i < gradsB.size(); ++i)
+    gradsB[i] = 0.2f - 0.03f * static_cast<float>(i);
+  const float *grads[] = {gradsA.data(), gradsB.data()};
+  for (int64_t step = 0; step < 3; ++step) {
+    std::vector<float> a1(4 * 3), b1(3 * 2), a2(4 * 3), b2(3 * 2);
+    float *rows[] = {a1.data(), b1.data()};
+    ASSERT_EQ(takeMessage(dist_rt_ps_pull_tables(one, 2, both, ids, counts,
+                                                 step, rows)),
+              "");
+    ASSERT_EQ(takeMessage(dist_rt_ps_pull(two, 0, idsA.data(), idsA.size(),
+                                          step, a2.data())),
+              "");
+    ASSERT_EQ(takeMessage(dist_rt_ps_pull(two, 1, idsB.data(), idsB.size(),
+                                          step, b2.data())),
+              "");
+    EXPECT_EQ(a1, a2);
+    EXPECT_EQ(b1, b2);
+    ASSERT_EQ(takeMessage(dist_rt_ps_push_tables(one, 2, both, ids, counts,
+                                                 grads, step)),
+              "");
+    ASSERT_EQ(takeMessage(dist_rt_ps_push(two, 0, idsA.data(), idsA.size(),
+                                          gradsA.data(), step)),
+              "");
+    ASSERT_EQ(takeMessage(dist_rt_ps_push(two, 1, idsB.data(), idsB.size(),
+                                          gradsB.data(), step)),
+              "");
+  }
+  // A table twice in one push is refused before anything is sent.
+  const uint32_t twice[] = {1, 1};
+  const int64_t *idsTwice[] = {idsB.data(), idsB.data()};
+  const size_t countsTwice[] = {idsB.size(), idsB.size()};
+  const float *gradsTwice[] = {gradsB.data(), gradsB.data()};
+  EXPECT_EQ(takeMessage(dist_rt_ps_push_tables(one, 2, twice, idsTwice,
+                                               countsTwice, gradsTwice, 3)),
+            "dist_rt_ps_push: table 'b' twice in one push");
+  for (dist_rt_ps_client_t c : {one, two}) {
+    EXPECT_EQ(takeMessage(dist_rt_ps_client_finish(c)), "");
+    dist_rt_ps_client_release(c);
+  }
+}
+
 TEST(PsServer, StateReadBackContinuesExactly) {
   // Adam's moments and count of updates read from one server and given to
   // a fresh one (a checkpoint's init_rows, init_state, init_updates): the

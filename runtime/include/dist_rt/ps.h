@@ -243,6 +243,22 @@ DIST_RT_API dist_rt_status_t dist_rt_ps_push(dist_rt_ps_client_t client,
                                              size_t count, const float *grads,
                                              int64_t step);
 
+/// dist_rt_ps_pull of `num_tables` distinct tables at once (`ids[k]`, of
+/// `counts[k]` ids, of table `tables[k]` into `out_rows[k]`): every
+/// request of every table is in flight together, one round trip where
+/// the tables one after another take one each.
+DIST_RT_API dist_rt_status_t dist_rt_ps_pull_tables(
+    dist_rt_ps_client_t client, size_t num_tables, const uint32_t *tables,
+    const int64_t *const *ids, const size_t *counts, int64_t step,
+    float *const *out_rows);
+
+/// dist_rt_ps_push of `num_tables` distinct tables at once, as
+/// dist_rt_ps_pull_tables.
+DIST_RT_API dist_rt_status_t dist_rt_ps_push_tables(
+    dist_rt_ps_client_t client, size_t num_tables, const uint32_t *tables,
+    const int64_t *const *ids, const size_t *counts, const float *const *grads,
+    int64_t step);
+
 /// Reads `count` rows of table `table` from the servers without any
 /// waiting or accounting (for saving parameters and for tests).
 DIST_RT_API dist_rt_status_t dist_rt_ps_read(dist_rt_ps_client_t client,
