@@ -397,6 +397,17 @@ def check_resume(args, checks, exe1, exe2, files, optimizer="sgd"):
                   max_table_diff(one, full) <= args.tol,
                   f"step {steps // 2} of 2 workers x 2 servers resumed alone:"
                   f" losses {dl:.3g}, tables {max_table_diff(one, full):.3g}")
+    if optimizer == "adam":
+        # A checkpoint whose optimizer state does not fit its table.
+        bad = os.path.join(work, "bad-state")
+        shutil.copytree(half, bad)
+        np.save(os.path.join(bad, "tables.0.weight.ps_state.npy"),
+                np.zeros((3, 2), np.float32))
+        expect_error(checks, "checkpoint state of another shape",
+                     [exe1, "train"] + data_args(files) +
+                     ["--steps", str(steps), "--resume", bad],
+                     "tables.0.weight.ps_state.npy: not the optimizer state "
+                     "of table 'tables.0.weight'")
     if optimizer != "sgd":
         return
     run(MPIRUN + ["-np", "1", exe2, "ps-server", "--params", half, ":",

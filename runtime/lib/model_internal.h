@@ -336,12 +336,13 @@ dist_rt_status_t psPushGrads(dist_rt_model &model, int64_t step);
 /// no-op without one); before anything else uses the client.
 void psJoinPrefetch(dist_rt_model &model);
 
-/// The ids of the lookups of training-step inputs, into `b` (see
-/// dist_rt_model_ps_prefetch); `usable` false when the inputs are not the
-/// step's.
-dist_rt_status_t collectIdsOf(const dist_rt_model &model,
-                              const dist_rt_tensor_t *inputs, size_t numInputs,
-                              dist_rt_model::PsState::Batch &b, bool &usable);
+/// Collects into `b` the ids of every lookup in `inputs` (of inference or
+/// of the training step), checked against their tables. Sets `usable` to
+/// false, without an error, when the inputs are not what the model
+/// declares: bindInputs names what is wrong.
+dist_rt_status_t collectIds(const dist_rt_model &model, bool training,
+                            const dist_rt_tensor_t *inputs, size_t numInputs,
+                            dist_rt_model::PsState::Batch &b, bool &usable);
 
 /// Reads rows [first, first + count) of the table of parameter `param` from
 /// the servers into `out` (count x dim floats).

@@ -92,12 +92,6 @@ dist_rt_status_t setUpPs(dist_rt_model &model) {
   return nullptr;
 }
 
-namespace {
-
-/// Collects into `b` the ids of every lookup in `inputs` (of inference or
-/// of the training step), checked against their tables. Sets `usable` to
-/// false, without an error, when the inputs are not what the model
-/// declares: bindInputs names what is wrong.
 dist_rt_status_t collectIds(const dist_rt_model &model, bool training,
                             const dist_rt_tensor_t *inputs, size_t numInputs,
                             dist_rt_model::PsState::Batch &b, bool &usable) {
@@ -157,6 +151,8 @@ dist_rt_status_t collectIds(const dist_rt_model &model, bool training,
   return nullptr;
 }
 
+namespace {
+
 /// Pulls (training, as of 0-based `step`) or reads the rows of `b`'s ids.
 dist_rt_status_t pullRows(dist_rt_model &model, bool training, int64_t step,
                           dist_rt_model::PsState::Batch &b) {
@@ -215,12 +211,6 @@ dist_rt_status_t pullRows(dist_rt_model &model, bool training, int64_t step,
 }
 
 } // namespace
-
-dist_rt_status_t collectIdsOf(const dist_rt_model &model,
-                              const dist_rt_tensor_t *inputs, size_t numInputs,
-                              dist_rt_model::PsState::Batch &b, bool &usable) {
-  return collectIds(model, /*training=*/true, inputs, numInputs, b, usable);
-}
 
 dist_rt_status_t psFillRows(dist_rt_model &model, bool training, int64_t step,
                             const dist_rt_tensor_t *&inputs, size_t numInputs) {
@@ -513,8 +503,8 @@ dist_rt_model_ps_prefetch(dist_rt_model_t model,
   if (!dist_rt_ps_client_may_run_ahead(st.client))
     return nullptr;
   bool usable = true;
-  if (dist_rt_status_t status = dist_rt::model_impl::collectIdsOf(
-          *model, next_inputs, num_inputs, st.next, usable))
+  if (dist_rt_status_t status = dist_rt::model_impl::collectIds(
+          *model, /*training=*/true, next_inputs, num_inputs, st.next, usable))
     return status;
   if (!usable)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
