@@ -310,6 +310,19 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   // where rank 0 saves them, so the other ranks keep these two settings.
   bool gatherAtEnd = !cl.saveParamsDir.empty() || !cl.exportOnnxPath.empty();
   int64_t gatherEvery = cl.checkpointEvery;
+  // Returns once every worker's pushes to the servers are in: workers are
+  // the dp ranks, and a push returns when its servers have taken it.
+  auto pushesIn = [&]() -> dist_rt_status_t {
+    if (!desc.ps || dp <= 1)
+      return nullptr;
+    dist_rt_comm_t world = nullptr;
+    dist_rt_status_t status =
+        dist_rt_world_init(nullptr, nullptr, nullptr, &world);
+    if (!status)
+      status = dist_rt_barrier(world);
+    dist_rt_comm_release(world);
+    return status;
+  };
   if (!lead) {
     cl.quiet = true;
     cl.logPath.clear();
@@ -461,6 +474,10 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
     state.step = step + 1;
     if (ok && gatherEvery &&
         (state.step % gatherEvery == 0 || state.step == totalSteps)) {
+      // A checkpoint holds every worker's push of this step, not only
+      // this worker's (the servers answer reads at once).
+      if (dist_rt_status_t s = pushesIn())
+        return fail(s);
       WholeParams whole;
       ok = whole.gather(model.get(), /*withState=*/true, error);
       if (ok && cl.checkpointEvery)
@@ -475,16 +492,8 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   progress.finish();
   double seconds = secondsSince(start);
   // Every worker's last push is in before the tables are read.
-  if (desc.ps && dp > 1) {
-    dist_rt_comm_t world = nullptr;
-    dist_rt_status_t status =
-        dist_rt_world_init(nullptr, nullptr, nullptr, &world);
-    if (!status)
-      status = dist_rt_barrier(world);
-    dist_rt_comm_release(world);
-    if (status)
-      return fail(status);
-  }
+  if (dist_rt_status_t status = pushesIn())
+    return fail(status);
 
   if (traceFile && !writeTrace(std::move(traceFile), tracePath, trace, error))
     return fail(error);
