@@ -73,6 +73,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_models  # noqa: E402
+from script_util import Checks  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -197,18 +198,6 @@ def torch_train(module, data, optimizer, steps):
     tables = {f"tables.{i}.weight": t.weight.detach().numpy()
               for i, t in enumerate(m.tables)}
     return losses, tables
-
-
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def report(self, name, ok, detail):
-        print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
 
 
 def free_port():

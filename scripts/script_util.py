@@ -1,9 +1,9 @@
 #===- scripts/script_util.py - Helpers shared by the check scripts -------===#
 # SPDX-License-Identifier: Apache-2.0
 #
-# Small helpers that scripts/onnx_conformance.py, scripts/grad_check.py and
-# scripts/train_check.py share (they import this module from their own
-# directory).
+# Small helpers that the check scripts (scripts/onnx_conformance.py,
+# grad_check.py, train_check.py, ps_check.py, elastic_check.py) share (they
+# import this module from their own directory).
 
 import argparse
 
@@ -22,3 +22,17 @@ def positive_int(s):
         raise argparse.ArgumentTypeError(f"expected a positive integer, "
                                           f"got '{s}'")
     return v
+
+
+class Checks:
+    """Counts checks and prints one `NAME: DETAIL PASS|FAIL` line each."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def report(self, name, ok, detail):
+        print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}", flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
