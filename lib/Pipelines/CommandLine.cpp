@@ -216,6 +216,13 @@ struct CompileCommandLine::Flags {
       cl::desc("Partition for this device mesh, e.g. dp=2,tp=2; run the "
                "result with mpirun -np <ranks>"),
       cl::value_desc("axis=size,..."), cl::cat(cat(Distribution))};
+  cl::opt<std::string> elastic{
+      "elastic",
+      cl::desc("Compile a data-parallel layout for every world size from MIN "
+               "to MAX ranks (with --zero 1 if given): the executable picks "
+               "the one for the ranks it is started with (dist-launch "
+               "restarts a job on another size after a failure)"),
+      cl::value_desc("MIN:MAX"), cl::cat(cat(Distribution))};
   cl::opt<double> gradBucketMb{
       "grad-bucket-mb",
       cl::desc("Size of a fused gradient all-reduce bucket in MiB (default "
@@ -327,6 +334,7 @@ struct CompileCommandLine::Flags {
             {Distribution, std::addressof(mesh)},
             {Distribution, std::addressof(gradBucketMb)},
             {Distribution, std::addressof(zero)},
+            {Distribution, std::addressof(elastic)},
             {Distribution, std::addressof(microBatches)},
             {Distribution, std::addressof(schedule)},
             {Distribution, std::addressof(ppSplit)},
@@ -493,9 +501,38 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
                   "sharding), got " +
                   Twine(f.zero.getValue()));
     // With --plan the mesh is known once planned (dist-plan checks it).
-    if (f.zero == 1 && !options.mesh && !p.applyLayout)
+    if (f.zero == 1 && !options.mesh && !p.applyLayout &&
+        !f.elastic.getNumOccurrences())
       return fail("--zero 1 needs --mesh with a dp axis (e.g. --mesh dp=2)");
     options.zero = f.zero;
+  }
+  if (f.elastic.getNumOccurrences()) {
+    StringRef lo, hi;
+    std::tie(lo, hi) = StringRef(f.elastic).split(':');
+    int64_t min = 0, max = 0;
+    if (lo.getAsInteger(10, min) || hi.getAsInteger(10, max) || min < 1 ||
+        max < min || max > 1024)
+      return fail("--elastic: expected MIN:MAX world sizes with 1 <= MIN <= "
+                  "MAX <= 1024 (e.g. 2:4), got '" +
+                  f.elastic.getValue() + "'");
+    if (!f.train)
+      return fail("--elastic: layouts for training jobs: needs --train");
+    if (!toDir || options.compileTo != Phase::Emit ||
+        options.artifact != ArtifactKind::Exe)
+      return fail("--elastic writes one executable per layout: give -o DIR "
+                  "(and no --compile-to or --emit)");
+    if (f.mesh.getNumOccurrences() || f.plan.getNumOccurrences())
+      return fail("--elastic: the layouts are data-parallel over every world "
+                  "size (dp=MIN..MAX); --mesh and --plan with other axes are "
+                  "not supported with it yet");
+    if (f.psTables.getNumOccurrences())
+      return fail("--elastic: parameter-server tables are not supported "
+                  "with it yet");
+    options.elasticMin = min;
+    options.elasticMax = max;
+    if (options.zero == 1 && max < 2)
+      return fail("--zero 1 needs layouts of 2 or more ranks (--elastic " +
+                  f.elastic.getValue() + ")");
   }
   if (!p.planFile.empty() && !llvm::sys::fs::exists(p.planFile))
     return fail("--plan: " + p.planFile + ": no such file");

@@ -21,9 +21,11 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <chrono>
 #include <map>
 
 using namespace mlir;
@@ -69,8 +71,55 @@ std::string printModeParamFile(const CompileOptions &options) {
 }
 } // namespace
 
+namespace {
+int compileOne(const CompileOptions &options, DialectRegistry &registry,
+               function_ref<LogicalResult(OpPassManager &)> extraPasses);
+} // namespace
+
 int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
                      function_ref<LogicalResult(OpPassManager &)> extraPasses) {
+  if (options.elasticMax <= 0 || !options.executableFile.empty())
+    return compileOne(options, registry, extraPasses);
+  // An elastic set: the largest layout writes every artifact (parameter
+  // file, library, header, manifest), the others their executable alone,
+  // all with the set in their descriptor.
+  for (int64_t k = options.elasticMax; k >= options.elasticMin; --k) {
+    auto start = std::chrono::steady_clock::now();
+    CompileOptions layout = options;
+    layout.mesh.reset();
+    layout.zero = 0;
+    if (k > 1) {
+      MeshSpec mesh;
+      std::string why = parseMesh("dp=" + std::to_string(k), mesh);
+      if (!why.empty()) {
+        reportError("--elastic: " + why);
+        return 1;
+      }
+      layout.mesh = std::move(mesh);
+      layout.zero = options.zero;
+    }
+    if (k != options.elasticMax)
+      layout.executableFile =
+          elasticExecutable(options.name, k, options.elasticMax);
+    if (int rc = compileOne(layout, registry, extraPasses)) {
+      reportError("--elastic: the layout for " + std::to_string(k) + " rank" +
+                  (k == 1 ? "" : "s") + " did not compile");
+      return rc;
+    }
+    llvm::outs() << llvm::formatv(
+        "elastic layout for {0} rank{1}: {2}{3} ({4:f1} s)\n", k,
+        k == 1 ? "" : "s", k > 1 ? "dp=" + std::to_string(k) : "one process",
+        k > 1 && options.zero ? ", ZeRO-1" : "",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+    llvm::outs().flush();
+  }
+  return 0;
+}
+
+namespace {
+int compileOne(const CompileOptions &options, DialectRegistry &registry,
+               function_ref<LogicalResult(OpPassManager &)> extraPasses) {
   ONNXImportOptions import;
   import.maxInlineElements = options.maxInlineElements;
   // A training import keeps scalar initializers trainable.
@@ -163,6 +212,10 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
 
   if (toDir) {
     if (upTo == Phase::Emit) {
+      // A layout of an elastic set shares the set's parameter file and
+      // model copy: its own are dropped.
+      if (!options.executableFile.empty())
+        return 0;
       // Executables keep the model for `train --export-onnx`.
       if (options.train && options.artifact == ArtifactKind::Exe &&
           !writeTextFile(outPath(options.name + ".onnx"),
@@ -191,6 +244,8 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
   output->keep();
   return 0;
 }
+
+} // namespace
 
 void dist::printModelSummary(ModuleOp module, StringRef modelPath,
                              llvm::raw_ostream &os) {

@@ -249,6 +249,9 @@ void dist::buildEmitPipeline(OpPassManager &pm, const CompileOptions &options) {
   emit.runtimeInclude = options.runtimeInclude;
   if (options.train && options.artifact == ArtifactKind::Exe)
     emit.onnxFile = emit.modelName + ".onnx";
+  emit.elasticMin = options.elasticMin;
+  emit.elasticMax = options.elasticMax;
+  emit.executableFile = options.executableFile;
   pm.addPass(createEmitArtifactsPass(emit));
 }
 

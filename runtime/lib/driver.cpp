@@ -435,6 +435,12 @@ std::string checkDriverDesc(const dist_rt_model_desc_t *desc) {
   bool usable = desc->abi_version == DIST_RT_MODEL_ABI_VERSION && desc->name &&
                 namesUsable(desc->num_inputs, desc->inputs) &&
                 namesUsable(desc->num_outputs, desc->outputs);
+  if (usable && desc->elastic) {
+    const dist_rt_elastic_desc_t &e = *desc->elastic;
+    usable = e.min_ranks >= 1 && e.max_ranks >= e.min_ranks && e.executables;
+    for (uint32_t k = 0; usable && k <= e.max_ranks - e.min_ranks; ++k)
+      usable = e.executables[k] && e.executables[k][0];
+  }
   if (usable && desc->train)
     usable = namesUsable(desc->train->num_inputs, desc->train->inputs) &&
              namesUsable(desc->train->num_outputs, desc->train->outputs);

@@ -202,6 +202,11 @@ public:
   bool gather(dist_rt_model_t model, bool withState, std::string &error);
   /// Parameter `index` (descriptor order); `gather` must have run.
   dist_rt_status_t get(uint32_t index, dist_rt_tensor_t &out) const;
+  /// Copies the parameters still read from the model's buffers (all but
+  /// the gathered ones and the servers' tables), so that the values stay
+  /// those of this step while training goes on (a snapshot written in the
+  /// background).
+  bool own(std::string &error);
 
 private:
   dist_rt_model_t model_ = nullptr;
@@ -237,6 +242,31 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc);
 /// `<exe> ps-server ...`: serves the model's tables on the parameter server
 /// (train_ps.cpp).
 int runPsServer(int argc, char **argv, const dist_rt_model_desc_t &desc);
+
+//===--- Elastic jobs (elastic.cpp) ---------------------------------------===//
+
+/// The world size and this process's rank that a launcher's environment
+/// gives (Open MPI, PMI, Slurm), or -1.
+int64_t launcherWorldSize();
+int64_t launcherWorldRank();
+
+/// For a model of an elastic set (desc.elastic): when the job's world size
+/// is another layout's, replaces this process with that layout's
+/// executable (execv, same arguments). Returns true when this executable
+/// is the one to run; false with `error` when no layout fits or the
+/// executable cannot be started.
+bool switchLayout(char **argv, const dist_rt_model_desc_t &desc,
+                  std::string &error);
+
+/// The record dist-launch reads (DIST_LAUNCH_DIR; nothing without it):
+/// started with the training command, the step after each step, and the
+/// final state ("done", "error" or "replan").
+bool launchRecordStart(std::string &error);
+void launchRecordStep(int64_t step);
+void launchRecordFinish(const char *state);
+/// True when dist-launch asked the job to stop at its next snapshot for a
+/// new layout (the file DIST_LAUNCH_DIR/replan exists).
+bool launchReplanRequested();
 
 } // namespace driver
 } // namespace dist_rt

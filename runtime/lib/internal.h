@@ -281,6 +281,13 @@ std::string modelDirectory(const dist_rt_model_desc_t *desc);
 /// dist_rt_world_init decides them for the process.
 dist_rt_status_t worldOptionsFromEnvironment(dist_rt_world_options_t &options);
 
+/// Rows of the global batch B that this dp rank takes, over B / dp (1 when
+/// the batch splits evenly). Averages over the dp axis
+/// (dist_rt_mesh_all_reduce_start with AVERAGE: the loss and the
+/// gradients, each a mean over the rank's rows) weight each rank's share
+/// by it, so that they are means over the global batch.
+void setDataParallelRowWeight(double weight);
+
 } // namespace dist_rt
 
 #endif // DIST_RT_LIB_INTERNAL_H

@@ -139,6 +139,9 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
   std::string error = checkDriverDesc(desc);
   if (!error.empty())
     return fail(error);
+  // An elastic set: the executable of the job's world size runs.
+  if (desc->elastic && !switchLayout(argv, *desc, error))
+    return fail(error);
   if (argc > 1 && argv[1] && std::strcmp(argv[1], "train") == 0)
     return runTrain(argc, argv, *desc);
   if (argc > 1 && argv[1] && std::strcmp(argv[1], "ps-server") == 0)

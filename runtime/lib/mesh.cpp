@@ -80,6 +80,9 @@ struct Mesh {
   int64_t nextHandle = 1;
 
   dist_rt_mesh_stats_t stats = {0, 0, 0.0, 0.0};
+  /// This rank's rows over the mean rows of a dp rank
+  /// (setDataParallelRowWeight).
+  double dpRowWeight = 1.0;
 };
 
 Mesh &mesh() {
@@ -311,6 +314,27 @@ extern "C" int64_t dist_rt_mesh_all_reduce_start(int64_t data, int64_t count,
              " is not supported (one axis or all of them)");
   if (dist_rt_comm_size(comm) == 1)
     return 0; // Identity; nothing to wait for.
+  // A mean over dp ranks of means over unequal numbers of rows: each
+  // rank's share is weighted by its rows first.
+  if (reduce == DIST_RT_MESH_REDUCE_AVERAGE && m.dpRowWeight != 1.0) {
+    bool overDp = false;
+    for (size_t a = 0; a < numAxes; ++a)
+      if (m.names[a] == "dp")
+        overDp = comm == m.axisComms[a] ||
+                 (comm == m.world && m.shape[a] == m.worldSize);
+    if (overDp) {
+      if (dtype == DIST_RT_DTYPE_FLOAT) {
+        auto *p = reinterpret_cast<float *>(static_cast<intptr_t>(data));
+        auto w = static_cast<float>(m.dpRowWeight);
+        for (int64_t i = 0; i < count; ++i)
+          p[i] *= w;
+      } else {
+        auto *p = reinterpret_cast<double *>(static_cast<intptr_t>(data));
+        for (int64_t i = 0; i < count; ++i)
+          p[i] *= m.dpRowWeight;
+      }
+    }
+  }
 
   auto *job = new Job();
   job->data = reinterpret_cast<void *>(static_cast<intptr_t>(data));
@@ -656,6 +680,10 @@ dist_rt_status_t dist_rt::pipelineBroadcast(void *buf, int64_t bytes,
   if (!status)
     std::memcpy(buf, padded.data(), static_cast<size_t>(bytes));
   return status;
+}
+
+void dist_rt::setDataParallelRowWeight(double weight) {
+  mesh().dpRowWeight = weight;
 }
 
 dist_rt_status_t

@@ -316,6 +316,20 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
   if (dist_rt_status_t status =
           checkTensorGroup(desc, "output", desc.num_outputs, desc.outputs))
     return status;
+  if (const dist_rt_elastic_desc_t *e = desc.elastic) {
+    if (e->min_ranks < 1 || e->max_ranks < e->min_ranks || !e->executables)
+      return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                        "model '%s': the descriptor's elastic layouts "
+                        "(ranks %" PRIu32 " to %" PRIu32 ") are malformed",
+                        desc.name, e->min_ranks, e->max_ranks);
+    for (uint32_t k = e->min_ranks; k <= e->max_ranks; ++k)
+      if (!e->executables[k - e->min_ranks] ||
+          !e->executables[k - e->min_ranks][0])
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                          "model '%s': the descriptor names no executable "
+                          "for the elastic layout of %" PRIu32 " ranks",
+                          desc.name, k);
+  }
   if (desc.num_mesh_axes && !desc.mesh_shape)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s': the descriptor has %" PRIu32

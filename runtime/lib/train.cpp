@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/resource.h>
@@ -201,11 +202,17 @@ private:
 //===----------------------------------------------------------------------===//
 
 namespace {
-int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc);
+int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
+                 bool &replan);
 } // namespace
 
 int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
-  int code = trainCommand(argc, argv, desc);
+  std::string error;
+  if (!launchRecordStart(error))
+    return fail(error);
+  bool replan = false;
+  int code = trainCommand(argc, argv, desc, replan);
+  launchRecordFinish(code != 0 ? "error" : replan ? "replan" : "done");
   // The ps-server ranks of the job would wait for this worker forever.
   if (code != 0 && desc.ps)
     dist_rt_world_abort(code);
@@ -219,7 +226,60 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
 
 namespace {
 
-int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
+/// Writes checkpoints on a thread of its own while training goes on: the
+/// step copies the values into memory (WholeParams::own), one write is in
+/// flight at a time, and a failed write is reported at the next snapshot
+/// or at the end. A crash during a write leaves the previous checkpoint
+/// (saveCheckpoint writes a temporary directory and renames it).
+class SnapshotWriter {
+public:
+  ~SnapshotWriter() {
+    if (thread_.joinable())
+      thread_.join();
+  }
+  /// Waits for the write in flight; false with its error.
+  bool wait(std::string &error) {
+    if (thread_.joinable())
+      thread_.join();
+    if (failed_.empty())
+      return true;
+    error = failed_;
+    failed_.clear();
+    return false;
+  }
+  void start(const std::string &dir, dist_rt_model_t model,
+             std::unique_ptr<WholeParams> whole,
+             const std::vector<std::string> &names,
+             const CheckpointState &state) {
+    thread_ =
+        std::thread([this, dir, model, w = std::move(whole), &names, state] {
+          std::string error;
+          if (!saveCheckpoint(dir, model, *w, names, state, error))
+            failed_ = "the checkpoint of step " + std::to_string(state.step) +
+                      ": " + error;
+        });
+  }
+
+private:
+  std::thread thread_;
+  std::string failed_;
+};
+
+/// Sets `value` on every rank of the job to rank 0's.
+dist_rt_status_t agreeWithRankZero(int32_t &value) {
+  if (dist_rt_mesh_world_size() <= 1)
+    return nullptr;
+  dist_rt_comm_t world = nullptr;
+  dist_rt_status_t status =
+      dist_rt_world_init(nullptr, nullptr, nullptr, &world);
+  if (!status)
+    status = dist_rt_broadcast(world, &value, 1, DIST_RT_DTYPE_INT32, 0);
+  dist_rt_comm_release(world);
+  return status;
+}
+
+int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
+                 bool &replan) {
   if (!desc.train)
     return fail(std::string("model '") + desc.name +
                 "' was not compiled for training (dist-opt --train)");
@@ -403,7 +463,10 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
     return fail(error);
   std::unique_ptr<FILE, FileCloser> log;
   if (!cl.logPath.empty()) {
-    log.reset(std::fopen(cl.logPath.c_str(), cl.resumeDir.empty() ? "w" : "a"));
+    // Appended to on a resumed run, and on any run dist-launch restarted
+    // (one that failed before its first snapshot starts over).
+    bool append = !cl.resumeDir.empty() || std::getenv("DIST_LAUNCH_RESTART");
+    log.reset(std::fopen(cl.logPath.c_str(), append ? "a" : "w"));
     if (!log)
       return fail(
           errnoMessage("cannot open the log file '" + cl.logPath + "'", errno));
@@ -417,11 +480,21 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
     return fail("--ps-prefetch: the parameter servers run in sync or ssp:0 "
                 "mode, where a step's pull waits for the previous step's "
                 "push");
+  // This rank's rows of each global batch: [r * B / dp, (r + 1) * B / dp),
+  // unequal when dp does not divide B.
+  int64_t rowBegin = dpRank * batchSize / dp;
+  int64_t rowEnd = (dpRank + 1) * batchSize / dp;
+  double rowWeight = static_cast<double>(rowEnd - rowBegin) *
+                     static_cast<double>(dp) / static_cast<double>(batchSize);
+  dist_rt::setDataParallelRowWeight(rowWeight);
+  // The rows' gradients pushed to the servers too (summed there over the
+  // workers, each already divided by their number).
+  model->ps.gradScale *= static_cast<float>(rowWeight);
   std::vector<std::unique_ptr<Batcher>> batchers;
   for (int i = 0; i < (prefetch ? 2 : 1); ++i) {
-    batchers.emplace_back(
-        new Batcher(data, batchSize, dpRank * (batchSize / dp), batchSize / dp,
-                    cl.shuffle, static_cast<uint64_t>(cl.seed)));
+    batchers.emplace_back(new Batcher(data, batchSize, rowBegin,
+                                      rowEnd - rowBegin, cl.shuffle,
+                                      static_cast<uint64_t>(cl.seed)));
     if (!batchers.back()->init())
       return fail(std::string("out of memory allocating the batch buffers"));
   }
@@ -434,6 +507,7 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
   CheckpointState state = {0,         totalSteps,         cl.seed,
                            batchSize, cl.shuffle ? 1 : 0, desc.name};
   float loss = 0;
+  SnapshotWriter snapshots;
   Clock::time_point start = Clock::now();
   for (int64_t step = firstStep; step < totalSteps; ++step) {
     const Batcher &batcher = *batchers[step % batchers.size()];
@@ -478,18 +552,48 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc) {
       // this worker's (the servers answer reads at once).
       if (dist_rt_status_t s = pushesIn())
         return fail(s);
-      WholeParams whole;
-      ok = whole.gather(model.get(), /*withState=*/true, error);
-      if (ok && cl.checkpointEvery)
-        ok = saveCheckpoint(cl.checkpointDir, model.get(), whole, names, state,
+      auto whole = std::make_unique<WholeParams>();
+      ok = whole->gather(model.get(), /*withState=*/true, error);
+      // Tables on the servers are streamed at once; everything else is
+      // copied now and written while the next steps run.
+      if (ok && cl.checkpointEvery && desc.ps)
+        ok = saveCheckpoint(cl.checkpointDir, model.get(), *whole, names, state,
                             error);
+      else if (ok && cl.checkpointEvery) {
+        ok = snapshots.wait(error) && whole->own(error);
+        if (ok)
+          snapshots.start(cl.checkpointDir, model.get(), std::move(whole),
+                          names, state);
+      }
+      // dist-launch may ask for a new layout (ranks came back): the job
+      // stops at this snapshot, every rank alike (rank 0 decides).
+      if (ok && state.step < totalSteps && std::getenv("DIST_LAUNCH_DIR")) {
+        int32_t stop = lead && launchReplanRequested() ? 1 : 0;
+        if (dist_rt_status_t s = agreeWithRankZero(stop))
+          return fail(s);
+        if (stop) {
+          progress.finish();
+          if (!snapshots.wait(error))
+            return fail(error);
+          if (lead)
+            std::printf("stopped after step %" PRId64
+                        " for a new layout (dist-launch)\n",
+                        state.step);
+          replan = true;
+          return 0;
+        }
+      }
     }
+    launchRecordStep(state.step);
     if (!ok) {
       progress.finish();
       return status ? fail(status) : fail(error);
     }
   }
   progress.finish();
+  // The last snapshot is on disk before the run counts as done.
+  if (!snapshots.wait(error))
+    return fail(error);
   double seconds = secondsSince(start);
   // Every worker's last push is in before the tables are read.
   if (dist_rt_status_t status = pushesIn())

@@ -19,9 +19,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cinttypes>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -67,11 +70,39 @@ bool WholeParams::gather(dist_rt_model_t model, bool withState,
 dist_rt_status_t WholeParams::get(uint32_t index, dist_rt_tensor_t &out) const {
   if (dist_rt_status_t status = dist_rt_model_param(model_, index, &out))
     return status;
-  if (index < dims_.size() && !dims_[index].empty()) {
+  if (index < bytes_.size() && !bytes_[index].empty()) {
     out.dims = dims_[index].data();
     out.data = const_cast<char *>(bytes_[index].data());
   }
   return nullptr;
+}
+
+bool WholeParams::own(std::string &error) {
+  const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model_);
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    if (!bytes_[i].empty() ||
+        (desc.train && desc.train->param_roles[i] == DIST_RT_PARAM_PS))
+      continue;
+    dist_rt_tensor_t param;
+    if (dist_rt_status_t status = dist_rt_model_param(model_, i, &param)) {
+      error = dist_rt_status_message(status);
+      dist_rt_status_free(status);
+      return false;
+    }
+    size_t bytes = dist_rt_dtype_size(param.dtype);
+    for (uint32_t d = 0; d < param.rank; ++d)
+      bytes *= static_cast<size_t>(param.dims[d]);
+    try {
+      bytes_[i].assign(static_cast<const char *>(param.data),
+                       static_cast<const char *>(param.data) + bytes);
+    } catch (const std::bad_alloc &) {
+      error = "out of memory copying parameter '" +
+              std::string(desc.params[i].name) + "' for a snapshot";
+      return false;
+    }
+    dims_[i].assign(param.dims, param.dims + param.rank);
+  }
+  return true;
 }
 
 namespace train_impl {
@@ -489,9 +520,19 @@ bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
     previous.clear();
   if (!writeFileAtomically(dir + "/" + kLatestFile, name + "\n", error))
     return false;
-  for (const std::string &entry : listDirectory(dir))
+  for (const std::string &entry : listDirectory(dir)) {
     if (isCheckpointName(entry) && entry != name && entry != previous)
       removeTree(dir + "/" + entry);
+    // Half-written checkpoints of processes that died while writing them
+    // (".tmp-<name>-<pid>", the pid gone).
+    size_t dash = entry.rfind('-');
+    if (entry.rfind(".tmp-", 0) == 0 && dash != std::string::npos) {
+      long pid = std::strtol(entry.c_str() + dash + 1, nullptr, 10);
+      if (pid > 0 && pid != static_cast<long>(::getpid()) &&
+          ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        removeTree(dir + "/" + entry);
+    }
+  }
   return true;
 }
 

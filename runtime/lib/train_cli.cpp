@@ -93,7 +93,8 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --checkpoint-dir DIR   save checkpoints in DIR, keeping the two "
       "newest, for --resume and for --params of inference (default: none)\n"
       "  --checkpoint-every K   save a checkpoint every K steps and after the "
-      "last (required with --checkpoint-dir)\n"
+      "last (required with --checkpoint-dir); --snapshot-every K is the "
+      "same\n"
       "  --resume DIR           continue from the newest checkpoint in DIR, "
       "or from DIR itself when it is one checkpoint (default: start at step "
       "0)\n"
@@ -183,7 +184,7 @@ bool parseTrainCommandLine(int argc, char **argv,
       return positive(flag, value, cl.steps, error);
     else if (flag == "--epochs")
       return positive(flag, value, cl.epochs, error);
-    else if (flag == "--checkpoint-every")
+    else if (flag == "--checkpoint-every" || flag == "--snapshot-every")
       return positive(flag, value, cl.checkpointEvery, error);
     else if (flag == "--threads")
       return parseThreads(value, cl.threads, error);
@@ -231,28 +232,30 @@ bool parseTrainCommandLine(int argc, char **argv,
     }
     return true;
   };
-  if (!parseOptions(argc, argv, 2, {{"--help", false},
-                                    {"--shuffle", false},
-                                    {"--quiet", false},
-                                    {"--data", true},
-                                    {"--ps-prefetch", false},
-                                    {"--batch-size", true},
-                                    {"--steps", true},
-                                    {"--epochs", true},
-                                    {"--checkpoint-every", true},
-                                    {"--threads", true},
-                                    {"--log", true},
-                                    {"--trace", true},
-                                    {"--save-params", true},
-                                    {"--export-onnx", true},
-                                    {"--checkpoint-dir", true},
-                                    {"--resume", true},
-                                    {"--params", true},
-                                    {"--ps-servers", true},
-                                    {"--ps-mode", true},
-                                    {"--ps-timeout", true},
-                                    {"--worker-memory", true},
-                                    {"--seed", true}},
+  if (!parseOptions(argc, argv, 2,
+                    {{"--help", false},
+                     {"--shuffle", false},
+                     {"--quiet", false},
+                     {"--data", true},
+                     {"--ps-prefetch", false},
+                     {"--batch-size", true},
+                     {"--steps", true},
+                     {"--epochs", true},
+                     {"--checkpoint-every", true},
+                     {"--snapshot-every", true},
+                     {"--threads", true},
+                     {"--log", true},
+                     {"--trace", true},
+                     {"--save-params", true},
+                     {"--export-onnx", true},
+                     {"--checkpoint-dir", true},
+                     {"--resume", true},
+                     {"--params", true},
+                     {"--ps-servers", true},
+                     {"--ps-mode", true},
+                     {"--ps-timeout", true},
+                     {"--worker-memory", true},
+                     {"--seed", true}},
                     "train inputs are given as --data NAME=FILE", handle,
                     error))
     return false;

@@ -114,10 +114,22 @@ bool chooseBatchSize(const dist_rt_train_desc_t &train,
     }
     batchSize = first.dims[0] * dp;
   }
-  if (batchSize % dp != 0) {
+  // A batch dynamic in every train input splits unevenly (the runtime
+  // weights each rank's means by its rows); a fixed one, or pipeline
+  // stages' micro-batches, must split evenly.
+  bool dynamic = !train.pipeline;
+  for (uint32_t i = 0; i < train.num_inputs; ++i)
+    dynamic = dynamic && train.inputs[i].dims[0] == DIST_RT_DYNAMIC_DIM;
+  if (batchSize % dp != 0 && !dynamic) {
     error = "--batch-size " + std::to_string(batchSize) +
             " cannot be split evenly over the " + std::to_string(dp) +
             " data-parallel ranks";
+    return false;
+  }
+  if (batchSize < dp) {
+    error = "--batch-size " + std::to_string(batchSize) +
+            " leaves some of the " + std::to_string(dp) +
+            " data-parallel ranks without a sample";
     return false;
   }
   for (uint32_t i = 0; i < train.num_inputs; ++i) {

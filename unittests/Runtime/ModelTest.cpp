@@ -803,7 +803,21 @@ TEST_F(ModelTest, BadDescriptorsAndOptions) {
   desc.abi_version = 1;
   EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
             "model 'affine' was compiled for runtime ABI version 1, this "
-            "runtime supports version 10");
+            "runtime supports version " +
+                std::to_string(DIST_RT_MODEL_ABI_VERSION));
+
+  // An elastic layout set without a usable executable for every size.
+  desc = affineDesc();
+  const char *const files[] = {"affine.dp2", nullptr};
+  dist_rt_elastic_desc_t elastic = {2, 3, files};
+  desc.elastic = &elastic;
+  EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
+            "model 'affine': the descriptor names no executable for the "
+            "elastic layout of 3 ranks");
+  elastic = {3, 2, files};
+  EXPECT_EQ(createError(desc, nullptr, DIST_RT_ERROR_INVALID_ARGUMENT),
+            "model 'affine': the descriptor's elastic layouts (ranks 3 to 2) "
+            "are malformed");
 
   // A split parameter whose axis the mesh does not have, or whose local
   // extent the blocks do not divide.

@@ -155,7 +155,18 @@ struct EmitOptions {
   std::string trainEntrySymbol;
   /// File name of the copy of the ONNX model inside outDir ("": none).
   std::string onnxFileName;
+  /// The elastic layout set (dist-opt --elastic=MIN:MAX) the executable
+  /// belongs to; 0: none.
+  int64_t elasticMin = 0, elasticMax = 0;
+  /// When set, only the executable is linked, under this file name (one
+  /// layout of an elastic set beside the set's full artifacts).
+  std::string executableFile;
 };
+
+/// The executable of an elastic set's layout for `ranks` ranks: `<name>`
+/// for the largest, `<name>.dp<ranks>` for the others.
+std::string elasticExecutable(llvm::StringRef name, int64_t ranks,
+                              int64_t maxRanks);
 
 /// Translates `module` (LLVM dialect) to LLVM IR for the host, optimises it
 /// at O3 for the host CPU and returns the textual IR (`asText`) or writes

@@ -412,7 +412,9 @@ def EmitArtifactsPass : Pass<"dist-emit-artifacts", "::mlir::ModuleOp"> {
     `<name>.json`, linked with `cc` (or `$CC`) against the runtime library.
     Everything is built under temporary names and moved into place only
     when both links succeed. The parameter file `<name>.params` is expected
-    next to them when the model has parameters.
+    next to them when the model has parameters. With `elastic-min/max` the
+    descriptor and manifest list the executables of an elastic layout set;
+    with `executable-file` only that executable is linked.
   }];
   let options = [
     Option<"outDir", "out-dir", "std::string", "\".\"",
@@ -429,6 +431,14 @@ def EmitArtifactsPass : Pass<"dist-emit-artifacts", "::mlir::ModuleOp"> {
     Option<"onnxFile", "onnx-file", "std::string", "\"\"",
            "the file name of the model's ONNX copy in out-dir (training "
            "artifacts keep it for `train --export-onnx`)">,
+    Option<"elasticMin", "elastic-min", "int64_t", "0",
+           "the smallest world size of the elastic layout set the "
+           "executable belongs to (dist-opt --elastic; 0: none)">,
+    Option<"elasticMax", "elastic-max", "int64_t", "0",
+           "the largest world size of that set">,
+    Option<"executableFile", "executable-file", "std::string", "\"\"",
+           "link only the executable, under this file name (a layout of "
+           "an elastic set other than the largest)">,
   ];
 }
 

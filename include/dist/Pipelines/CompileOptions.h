@@ -182,6 +182,11 @@ struct CompileOptions {
   std::string psInit;
   /// ZeRO stage (0 or 1).
   int64_t zero = 0;
+  /// --elastic=MIN:MAX: one data-parallel layout per world size (0: none).
+  int64_t elasticMin = 0, elasticMax = 0;
+  /// Set by runCompile for each layout of an elastic set but the largest:
+  /// only the executable is written, under this name (elasticExecutable).
+  std::string executableFile;
 
   /// Whether the compile writes artifacts into a directory.
   bool toDirectory() const { return !outDir.empty(); }

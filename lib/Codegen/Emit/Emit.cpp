@@ -610,6 +610,13 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
        << ", " << cString(ps.init) << ", "
        << llvm::formatv("{0:e}, {1:e}", ps.initA, ps.initB).str() << "};\n";
   }
+  if (o.elasticMax > 0) {
+    os << "static const char *const elastic_executables[] = {";
+    for (int64_t k = o.elasticMin; k <= o.elasticMax; ++k)
+      os << cString(elasticExecutable(o.name, k, o.elasticMax)) << ", ";
+    os << "};\nstatic const dist_rt_elastic_desc_t elastic_desc = {"
+       << o.elasticMin << ", " << o.elasticMax << ", elastic_executables};\n";
+  }
   os << "\nconst dist_rt_model_desc_t " << o.name << "_model_desc = {\n"
      << "  DIST_RT_MODEL_ABI_VERSION, " << cString(o.name) << ", "
      << (o.paramFileName.empty() ? std::string("NULL")
@@ -623,7 +630,8 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
                                      ", mesh_shape, mesh_axis_names")
      << ",\n  " << (anyShard ? "param_shards" : "NULL") << ",\n  "
      << (sig.inferBatchSplit > 1 ? 1 : 0) << ",\n  "
-     << (sig.ps ? "&ps_desc" : "NULL") << "};\n\n";
+     << (sig.ps ? "&ps_desc" : "NULL") << ",\n  "
+     << (o.elasticMax > 0 ? "&elastic_desc" : "NULL") << "};\n\n";
   os << "#ifdef DIST_MODEL_MAIN\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"
@@ -829,6 +837,17 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
                           ? llvm::json::Value(nullptr)
                           : llvm::json::Value(o.paramFileName)},
       {"executable", o.name},
+      {"elastic", o.elasticMax <= 0 ? llvm::json::Value(nullptr) : [&] {
+         // The executable of each world size.
+         llvm::json::Object files;
+         for (int64_t k = o.elasticMin; k <= o.elasticMax; ++k)
+           files[std::to_string(k)] =
+               elasticExecutable(o.name, k, o.elasticMax);
+         return llvm::json::Value(
+             llvm::json::Object{{"min_ranks", o.elasticMin},
+                                {"max_ranks", o.elasticMax},
+                                {"executables", std::move(files)}});
+       }()},
       {"library", "lib" + o.name + ".so"},
       {"header", o.name + ".h"}};
 }
@@ -928,6 +947,13 @@ LogicalResult runTools(ModuleOp module, ArrayRef<Tool> tools) {
 }
 } // namespace
 
+std::string dist::elasticExecutable(StringRef name, int64_t ranks,
+                                    int64_t maxRanks) {
+  if (ranks == maxRanks)
+    return name.str();
+  return (name + ".dp" + Twine(ranks)).str();
+}
+
 LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
                                   const EmitOptions &o, StringRef objPath) {
   SmallString<256> dir(o.outDir);
@@ -984,9 +1010,21 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
       common.push_back(flag.str());
   // Executable (linked to a temporary name first: nothing half-written is
   // left under the final name).
-  std::string exe = path(o.name), exeTmp = exe + ".tmp";
+  std::string exe = path(o.executableFile.empty() ? o.name : o.executableFile),
+              exeTmp = exe + ".tmp";
   std::vector<std::string> exeArgs{o.cc, "-DDIST_MODEL_MAIN", "-o", exeTmp};
   exeArgs.insert(exeArgs.end(), common.begin(), common.end());
+  // One layout of an elastic set: its executable alone.
+  if (!o.executableFile.empty()) {
+    if (failed(runTools(module, {{exeArgs, "link the executable"}}))) {
+      llvm::sys::fs::remove(exeTmp);
+      return failure();
+    }
+    if (auto ec = llvm::sys::fs::rename(exeTmp, exe))
+      return module.emitError()
+             << "cannot write " << exe << ": " << ec.message();
+    return success();
+  }
   // Shared library exporting only <name>_*.
   SmallString<128> vs;
   if (llvm::sys::fs::createTemporaryFile("dist-opt-exports", "map", fd, vs))

@@ -120,6 +120,9 @@ void EmitArtifactsPass::runOnOperation() {
   if (sig->train)
     opts.trainEntrySymbol = sig->trainSymbol;
   opts.onnxFileName = onnxFile;
+  opts.elasticMin = elasticMin;
+  opts.elasticMax = elasticMax;
+  opts.executableFile = executableFile;
   if (!llvm::sys::fs::exists(opts.runtimeLib)) {
     emitError(UnknownLoc::get(&getContext()))
         << "the runtime library " << opts.runtimeLib

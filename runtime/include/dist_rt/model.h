@@ -57,10 +57,22 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 10
+#define DIST_RT_MODEL_ABI_VERSION 11
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
+
+/// The layouts of an elastic artifact (dist-opt --elastic=MIN:MAX): one
+/// data-parallel executable per world size from min_ranks to max_ranks, all
+/// beside each other and sharing the parameter file. An executable started
+/// by a launcher with another world size in that range replaces itself
+/// (execv) with the one compiled for it before anything else runs.
+typedef struct dist_rt_elastic_desc_t {
+  uint32_t min_ranks, max_ranks;
+  /// max_ranks - min_ranks + 1 file names, relative to the directory of the
+  /// binary that holds this descriptor: the executable for min_ranks + i.
+  const char *const *executables;
+} dist_rt_elastic_desc_t;
 
 /// Static description of one parameter, input or output.
 typedef struct dist_rt_tensor_desc_t {
@@ -326,6 +338,9 @@ typedef struct dist_rt_model_desc_t {
   /// gathers them from the table's parameter, which an inference-only
   /// artifact loads like any other.
   const dist_rt_ps_desc_t *ps;
+  /// The layout set this executable belongs to (dist-opt --elastic), or
+  /// NULL.
+  const dist_rt_elastic_desc_t *elastic;
 } dist_rt_model_desc_t;
 
 /*===----------------------------------------------------------------------===*
