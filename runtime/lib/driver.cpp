@@ -343,6 +343,23 @@ bool syncPath(const std::string &path, std::string &error) {
   return true;
 }
 
+bool syncFileSystem(const std::string &path, std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = errnoMessage("cannot open '" + path + "' to flush it", errno);
+    return false;
+  }
+  bool ok = ::syncfs(fd) == 0;
+  int errnum = errno;
+  ::close(fd);
+  if (!ok) {
+    error = errnoMessage("cannot flush the file system of '" + path + "'",
+                         errnum);
+    return false;
+  }
+  return true;
+}
+
 bool writeFileAtomically(const std::string &path, const std::string &text,
                          std::string &error) {
   std::string tempPath = path + ".tmp.XXXXXX";

@@ -155,6 +155,9 @@ std::vector<std::string> listDirectory(const std::string &path);
 
 /// Flushes the file or directory `path` to stable storage.
 bool syncPath(const std::string &path, std::string &error);
+/// Flushes everything written to the file system that holds `path`
+/// (syncfs: one flush for many files).
+bool syncFileSystem(const std::string &path, std::string &error);
 
 /// Replaces `path` with a file holding `text`: writes a temporary file in
 /// the same directory, flushes it to storage, renames it onto `path` and

