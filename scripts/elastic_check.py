@@ -358,10 +358,14 @@ def check_errors(args, checks, onnx_path):
            [args.dist_opt, onnx_path, "--train", "--loss=cross_entropy",
             "--elastic=2:4", "--mesh", "tp=2", "-o", os.path.join(d, "bad")],
            lambda c: True, "--mesh and --plan with other axes")
+    # The largest layout is compiled last: a failure writes no set.
+    bad = os.path.join(d, "bad")
     expect(checks, "uneven batch",
            [args.dist_opt, onnx_path, "--train", "--loss=cross_entropy",
-            "--elastic=2:5", "-o", os.path.join(d, "bad")],
-           lambda c: True, "the layout for 5 ranks did not compile")
+            "--elastic=4:5", "-o", bad],
+           lambda c: not os.path.exists(os.path.join(bad, "gpt")) and
+           not os.path.exists(os.path.join(bad, "gpt.params")),
+           "the layout for 5 ranks did not compile")
 
 
 # A model of another shape, for "checkpoint of another model".

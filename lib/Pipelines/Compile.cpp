@@ -82,8 +82,9 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
     return compileOne(options, registry, extraPasses);
   // An elastic set: the largest layout writes every artifact (parameter
   // file, library, header, manifest), the others their executable alone,
-  // all with the set in their descriptor.
-  for (int64_t k = options.elasticMax; k >= options.elasticMin; --k) {
+  // all with the set in their descriptor. The largest comes last, so that
+  // a layout that fails leaves no new set behind.
+  for (int64_t k = options.elasticMin; k <= options.elasticMax; ++k) {
     auto start = std::chrono::steady_clock::now();
     CompileOptions layout = options;
     layout.mesh.reset();
