@@ -326,38 +326,35 @@ bool removeTree(const std::string &path) {
   return ::rmdir(path.c_str()) == 0;
 }
 
-bool syncPath(const std::string &path, std::string &error) {
+namespace {
+/// fsync of `path` (or syncfs of its file system) with the error in words.
+bool flush(const std::string &path, bool fileSystem, std::string &error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = errnoMessage("cannot open '" + path + "' to flush it", errno);
     return false;
   }
-  bool ok = ::fsync(fd) == 0;
+  bool ok = (fileSystem ? ::syncfs(fd) : ::fsync(fd)) == 0;
   int errnum = errno;
   ::close(fd);
   // Some file systems cannot flush directories; that is no reason to fail.
-  if (!ok && errnum != EINVAL && errnum != EROFS) {
-    error = errnoMessage("cannot flush '" + path + "'", errnum);
-    return false;
-  }
-  return true;
-}
-
-bool syncFileSystem(const std::string &path, std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = errnoMessage("cannot open '" + path + "' to flush it", errno);
-    return false;
-  }
-  bool ok = ::syncfs(fd) == 0;
-  int errnum = errno;
-  ::close(fd);
-  if (!ok) {
-    error = errnoMessage("cannot flush the file system of '" + path + "'",
+  if (!ok && (fileSystem || (errnum != EINVAL && errnum != EROFS))) {
+    error = errnoMessage(fileSystem
+                             ? "cannot flush the file system of '" + path + "'"
+                             : "cannot flush '" + path + "'",
                          errnum);
     return false;
   }
   return true;
+}
+} // namespace
+
+bool syncPath(const std::string &path, std::string &error) {
+  return flush(path, /*fileSystem=*/false, error);
+}
+
+bool syncFileSystem(const std::string &path, std::string &error) {
+  return flush(path, /*fileSystem=*/true, error);
 }
 
 bool writeFileAtomically(const std::string &path, const std::string &text,
