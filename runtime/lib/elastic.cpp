@@ -10,12 +10,12 @@
 //
 // - A record for `dist-launch` (runtime/tools/dist-launch.cpp), when it set
 //   DIST_LAUNCH_DIR: the file `<dir>/rank-<R>` holds one line, rewritten in
-//   place, with the rank's pid, its last finished step, a heartbeat (wall
-//   clock, milliseconds) that a thread refreshes every 200 ms whatever the
-//   training does, and its state: running, done, error (the rank failed on
-//   its own, e.g. a peer's failure seen in a collective), terminated
-//   (SIGTERM, as mpirun ends a job), or replan (stopped at a snapshot
-//   because the supervisor asked for a new layout). A rank killed with
+//   place, with the rank's pid and host, its last finished step, a
+//   heartbeat (wall clock, milliseconds) that a thread refreshes every
+//   200 ms whatever the training does, and its state: running, done, error (the
+//   rank failed on its own, e.g. a peer's failure seen in a collective),
+//   terminated (SIGTERM, as mpirun ends a job), or replan (stopped at a
+//   snapshot because the supervisor asked for a new layout). A rank killed with
 //   SIGKILL stays "running" with a heartbeat that ages; one stopped with
 //   SIGSTOP too: that is how the supervisor tells a lost rank from the
 //   ranks the job's end took with it.
@@ -114,7 +114,7 @@ bool switchLayout(char **argv, const dist_rt_model_desc_t &desc,
 namespace {
 
 /// Bytes of the record's line (padded with spaces; ends in a newline).
-constexpr size_t kRecordBytes = 96;
+constexpr size_t kRecordBytes = 192;
 
 int64_t wallMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -124,6 +124,8 @@ int64_t wallMillis() {
 
 struct Record {
   int fd = -1;
+  /// This machine's name: dist-launch signals only the pids of its own.
+  char host[64] = "";
   std::atomic<int64_t> step{0};
   std::mutex mutex;
   std::condition_variable wake;
@@ -135,9 +137,9 @@ struct Record {
   void format(char *out, const char *state) {
     std::memset(out, ' ', kRecordBytes);
     int n = std::snprintf(
-        out, kRecordBytes, "pid=%ld step=%lld beat=%lld state=%s",
+        out, kRecordBytes, "pid=%ld step=%lld beat=%lld state=%s host=%s",
         static_cast<long>(::getpid()), static_cast<long long>(step.load()),
-        static_cast<long long>(wallMillis()), state);
+        static_cast<long long>(wallMillis()), state, host);
     if (n > 0 && static_cast<size_t>(n) < kRecordBytes)
       out[n] = ' ';
     out[kRecordBytes - 1] = '\n';
@@ -183,6 +185,7 @@ bool launchRecordStart(std::string &error) {
   }
   auto *r = new Record; // Lives to the end of the process (signal handler).
   r->fd = fd;
+  ::gethostname(r->host, sizeof r->host - 1);
   r->write("running");
   theRecord = r;
   std::signal(SIGTERM, onTerminate);

@@ -286,7 +286,13 @@ void manifestRange(const std::string &program, long long &low,
 struct RankRecord {
   bool present = false;
   long long pid = 0, step = 0, beat = 0;
-  std::string state;
+  std::string state, host;
+  /// Whether the rank runs on this machine, where its pid means it.
+  bool local() const {
+    char name[256] = "";
+    ::gethostname(name, sizeof name - 1);
+    return pid > 0 && host == name;
+  }
 };
 
 RankRecord readRecord(const std::string &path) {
@@ -309,6 +315,8 @@ RankRecord readRecord(const std::string &path) {
       r.beat = std::atoll(v.c_str());
     else if (k == "state")
       r.state = v;
+    else if (k == "host")
+      r.host = v;
   }
   r.present = !r.state.empty();
   return r;
@@ -411,7 +419,7 @@ Outcome runOnce(const Options &o, long long ranks,
         }
         // On this machine the rank itself is ended; elsewhere mpirun ends
         // the job once dist-launch does.
-        if (rec.pid > 0 && ::kill(static_cast<pid_t>(rec.pid), 0) == 0) {
+        if (rec.local() && ::kill(static_cast<pid_t>(rec.pid), 0) == 0) {
           ::kill(static_cast<pid_t>(rec.pid), SIGKILL);
         } else if (!ending) {
           ::kill(-child, SIGTERM);
@@ -426,7 +434,7 @@ Outcome runOnce(const Options &o, long long ranks,
     if (!signSeen)
       for (long long k = 0; k < ranks; ++k) {
         RankRecord rec = readRecord(o.stateDir + "/rank-" + std::to_string(k));
-        if (rec.present && rec.state == "running" && rec.pid > 0 &&
+        if (rec.present && rec.state == "running" && rec.local() &&
             ::kill(static_cast<pid_t>(rec.pid), 0) != 0 && errno == ESRCH) {
           signSeen = true;
           firstSign = Clock::now();
