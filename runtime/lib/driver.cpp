@@ -358,7 +358,7 @@ bool syncFileSystem(const std::string &path, std::string &error) {
 }
 
 bool writeFileAtomically(const std::string &path, const std::string &text,
-                         std::string &error) {
+                         std::string &error, bool flush) {
   std::string tempPath = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(&tempPath[0]);
   if (fd < 0) {
@@ -367,7 +367,8 @@ bool writeFileAtomically(const std::string &path, const std::string &text,
     return false;
   }
   (void)::fchmod(fd, 0644);
-  bool ok = writeFully(fd, text.data(), text.size()) && ::fsync(fd) == 0;
+  bool ok =
+      writeFully(fd, text.data(), text.size()) && (!flush || ::fsync(fd) == 0);
   int errnum = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -382,7 +383,7 @@ bool writeFileAtomically(const std::string &path, const std::string &text,
     error = errnoMessage("cannot write '" + path + "'", errnum);
     return false;
   }
-  return syncPath(parentDirectory(path), error);
+  return !flush || syncPath(parentDirectory(path), error);
 }
 
 bool readTextFile(const std::string &path, std::string &text,
@@ -426,7 +427,12 @@ bool isCheckpointName(const std::string &name) {
 }
 
 bool readLatest(const std::string &dir, std::string &name, std::string &error) {
-  std::string path = dir + "/" + kLatestFile;
+  return readNamedCheckpoint(dir, kLatestFile, name, error);
+}
+
+bool readNamedCheckpoint(const std::string &dir, const char *file,
+                         std::string &name, std::string &error) {
+  std::string path = dir + "/" + file;
   if (!readTextFile(path, name, error))
     return false;
   while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))

@@ -162,9 +162,9 @@ bool syncFileSystem(const std::string &path, std::string &error);
 /// Replaces `path` with a file holding `text`: writes a temporary file in
 /// the same directory, flushes it to storage, renames it onto `path` and
 /// flushes the directory, so that `path` is either the old or the whole new
-/// file after a crash.
+/// file after a crash. Without `flush`, only after a process's crash.
 bool writeFileAtomically(const std::string &path, const std::string &text,
-                         std::string &error);
+                         std::string &error, bool flush = true);
 
 /// Reads the whole (small) text file `path`.
 bool readTextFile(const std::string &path, std::string &text,
@@ -187,8 +187,15 @@ constexpr const char *kStateFile = "state.json";
 /// step-<completed steps>.
 bool isCheckpointName(const std::string &name);
 
+/// The file of a checkpoint directory naming its newest checkpoint that was
+/// flushed to storage.
+constexpr const char *kDurableFile = "durable";
+
 /// Reads the name of the newest checkpoint in `dir` from its `latest` file.
 bool readLatest(const std::string &dir, std::string &name, std::string &error);
+/// Reads the checkpoint name that dir/`file` holds.
+bool readNamedCheckpoint(const std::string &dir, const char *file,
+                         std::string &name, std::string &error);
 
 //===----------------------------------------------------------------------===//
 // Parameters

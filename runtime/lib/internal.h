@@ -124,6 +124,16 @@ dist_rt_param_shard_t paramShard(const dist_rt_model_desc_t &desc,
 /// The extents of the whole parameter `index` (the local ones unless split).
 std::vector<int64_t> paramFullDims(const dist_rt_model_desc_t &desc,
                                    uint32_t index);
+/// One chunk of this rank's part of a split parameter: `bytes` bytes at
+/// `localOffset` in its part and at `wholeOffset` in the whole tensor.
+struct ParamChunk {
+  int64_t localOffset;
+  int64_t wholeOffset;
+  int64_t bytes;
+};
+/// The chunks of this rank's part of split parameter `index`, in order.
+std::vector<ParamChunk> paramChunks(const dist_rt_model_desc_t &desc,
+                                    uint32_t index);
 /// Copies this rank's part of split parameter `index` from the whole
 /// tensor `full` into `local`.
 void sliceParam(const dist_rt_model_desc_t &desc, uint32_t index,
@@ -179,6 +189,21 @@ using NpyRowReader =
 dist_rt_status_t writeNpyRows(const char *path, uint32_t dtype, uint32_t rank,
                               const int64_t *dims, int64_t rowsPerPiece,
                               const NpyRowReader &readRows);
+
+/// `bytes` bytes of a tensor's data, at `offset` in it.
+struct NpyPiece {
+  uint64_t offset;
+  const void *data;
+  uint64_t bytes;
+};
+
+/// Writes `pieces` of a tensor of `dtype` and `dims` into the .npy file
+/// `path`, in place (no temporary file), with its header when `withHeader`.
+/// The file is created when missing and never truncated, so that several
+/// processes can each write their pieces of one tensor into it.
+dist_rt_status_t writeNpyPieces(const char *path, uint32_t dtype, uint32_t rank,
+                                const int64_t *dims, bool withHeader,
+                                const std::vector<NpyPiece> &pieces);
 
 //===----------------------------------------------------------------------===//
 // Convolution (conv.cpp)

@@ -496,18 +496,25 @@ ShardGeometry shardGeometry(const dist_rt_model_desc_t &desc, uint32_t index) {
 }
 } // namespace
 
-void dist_rt::sliceParam(const dist_rt_model_desc_t &desc, uint32_t index,
-                         const void *full, void *local) {
-  dist_rt_param_shard_t s = paramShard(desc, index);
+std::vector<dist_rt::ParamChunk>
+dist_rt::paramChunks(const dist_rt_model_desc_t &desc, uint32_t index) {
   ShardGeometry g = shardGeometry(desc, index);
-  int64_t coord = dist_rt_mesh_coord(s.axis);
-  const char *src = static_cast<const char *>(full);
-  char *dst = static_cast<char *>(local);
+  int64_t coord = dist_rt_mesh_coord(paramShard(desc, index).axis);
+  std::vector<ParamChunk> chunks;
   for (int64_t o = 0; o < g.outer; ++o)
     for (int64_t b = 0; b < g.blocks; ++b)
-      std::memcpy(dst + (o * g.blocks + b) * g.chunkBytes,
-                  src + ((o * g.blocks + b) * g.parts + coord) * g.chunkBytes,
-                  static_cast<size_t>(g.chunkBytes));
+      chunks.push_back({(o * g.blocks + b) * g.chunkBytes,
+                        ((o * g.blocks + b) * g.parts + coord) * g.chunkBytes,
+                        g.chunkBytes});
+  return chunks;
+}
+
+void dist_rt::sliceParam(const dist_rt_model_desc_t &desc, uint32_t index,
+                         const void *full, void *local) {
+  for (const ParamChunk &c : paramChunks(desc, index))
+    std::memcpy(static_cast<char *>(local) + c.localOffset,
+                static_cast<const char *>(full) + c.wholeOffset,
+                static_cast<size_t>(c.bytes));
 }
 
 dist_rt_status_t dist_rt::gatherParam(dist_rt_model_t model, uint32_t index,

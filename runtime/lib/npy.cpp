@@ -531,10 +531,12 @@ std::string buildHeader(const NpyType &type, uint32_t rank,
   return header + dict;
 }
 
-dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
-                          const int64_t *dims, const void *data,
-                          const dist_rt::NpyRowReader *readRows = nullptr,
-                          int64_t rowsPerPiece = 0) {
+/// Checks what writing a tensor of `dtype` and `dims` to `path` needs and
+/// returns its .npy header and data size.
+dist_rt_status_t prepareNpyWrite(const char *path, uint32_t dtype,
+                                 uint32_t rank, const int64_t *dims,
+                                 bool hasData, std::string &header,
+                                 uint64_t &nbytes) {
   const NpyType *type = findTypeByDtype(dtype);
   if (!type)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
@@ -563,17 +565,28 @@ dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
     overflow |=
         __builtin_mul_overflow(count, static_cast<uint64_t>(dims[d]), &count);
   }
-  uint64_t nbytes = 0;
+  nbytes = 0;
   overflow |= __builtin_mul_overflow(count, uint64_t{type->size}, &nbytes);
   if (overflow || nbytes > SIZE_MAX)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "%s: shape %s is too large", path,
                       dist_rt::formatShape(rank, dims).c_str());
-  if (nbytes != 0 && !data && !readRows)
+  if (nbytes != 0 && !hasData)
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "%s: data is NULL for %" PRIu64 " bytes", path, nbytes);
+  header = buildHeader(*type, rank, dims);
+  return nullptr;
+}
 
-  std::string header = buildHeader(*type, rank, dims);
+dist_rt_status_t writeNpy(const char *path, uint32_t dtype, uint32_t rank,
+                          const int64_t *dims, const void *data,
+                          const dist_rt::NpyRowReader *readRows = nullptr,
+                          int64_t rowsPerPiece = 0) {
+  std::string header;
+  uint64_t nbytes = 0;
+  if (dist_rt_status_t status = prepareNpyWrite(
+          path, dtype, rank, dims, data || readRows, header, nbytes))
+    return status;
   std::string tempPath = std::string(path) + ".tmp.XXXXXX";
   int fd = ::mkstemp(&tempPath[0]);
   if (fd < 0)
@@ -670,6 +683,54 @@ dist_rt_status_t dist_rt::writeNpyRows(const char *path, uint32_t dtype,
                                        const NpyRowReader &readRows) {
   return dist_rt::guardStatus(path, [&] {
     return writeNpy(path, dtype, rank, dims, nullptr, &readRows, rowsPerPiece);
+  });
+}
+
+dist_rt_status_t dist_rt::writeNpyPieces(const char *path, uint32_t dtype,
+                                         uint32_t rank, const int64_t *dims,
+                                         bool withHeader,
+                                         const std::vector<NpyPiece> &pieces) {
+  return dist_rt::guardStatus(path, [&]() -> dist_rt_status_t {
+    std::string header;
+    uint64_t nbytes = 0;
+    if (dist_rt_status_t status =
+            prepareNpyWrite(path, dtype, rank, dims, true, header, nbytes))
+      return status;
+    for (const NpyPiece &piece : pieces)
+      if (piece.offset > nbytes || piece.bytes > nbytes - piece.offset)
+        return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                          "%s: a piece of %" PRIu64 " bytes at %" PRIu64
+                          " is outside the %" PRIu64 " bytes of data",
+                          path, piece.bytes, piece.offset, nbytes);
+    // Shared with the writers of the other pieces: never truncated.
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return ioError(path, "cannot open for writing", errno);
+    auto writeAt = [&](const void *data, uint64_t bytes, uint64_t offset) {
+      for (uint64_t done = 0; done < bytes;) {
+        ssize_t put = ::pwrite(fd, static_cast<const char *>(data) + done,
+                               static_cast<size_t>(bytes - done),
+                               static_cast<off_t>(offset + done));
+        if (put < 0 && errno == EINTR)
+          continue;
+        if (put <= 0)
+          return false;
+        done += static_cast<uint64_t>(put);
+      }
+      return true;
+    };
+    bool ok = !withHeader || writeAt(header.data(), header.size(), 0);
+    for (size_t k = 0; ok && k < pieces.size(); ++k)
+      ok = writeAt(pieces[k].data, pieces[k].bytes,
+                   header.size() + pieces[k].offset);
+    int error = errno;
+    if (::close(fd) != 0 && ok) {
+      ok = false;
+      error = errno;
+    }
+    if (!ok)
+      return ioError(path, "cannot write", error);
+    return nullptr;
   });
 }
 

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -133,19 +134,20 @@ public:
   bool record(int64_t number, float loss, double lr, double stepSeconds,
               std::string &error) {
     auto samples = static_cast<double>(batchSize);
+    double elapsed = secondsSince(start);
     if (log) {
       std::fprintf(log,
                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, "
-                   "\"samples_per_s\": %s}\n",
+                   "\"samples_per_s\": %s, \"elapsed_s\": %s}\n",
                    number, jsonNumber(loss).c_str(), jsonNumber(lr).c_str(),
-                   jsonNumber(samples / std::max(stepSeconds, 1e-9)).c_str());
+                   jsonNumber(samples / std::max(stepSeconds, 1e-9)).c_str(),
+                   jsonNumber(elapsed).c_str());
       if (std::fflush(log) != 0 || std::ferror(log)) {
         error =
             errnoMessage("cannot write the log file '" + logPath + "'", errno);
         return false;
       }
     }
-    double elapsed = secondsSince(start);
     auto done = static_cast<double>(number - firstStep);
     double samplesPerS = done * samples / std::max(elapsed, 1e-9);
     if (bar) {
@@ -227,10 +229,11 @@ int runTrain(int argc, char **argv, const dist_rt_model_desc_t &desc) {
 namespace {
 
 /// Writes checkpoints on a thread of its own while training goes on: the
-/// step copies the values into memory (WholeParams::own), one write is in
-/// flight at a time, and a failed write is reported at the next snapshot
-/// or at the end. A crash during a write leaves the previous checkpoint
-/// (saveCheckpoint writes a temporary directory and renames it).
+/// step copies the values into memory (SnapshotPart::copy or
+/// WholeParams::own), one write is in flight at a time, and a failed write
+/// is reported at the next snapshot or at the end. A crash during a write
+/// leaves the previous checkpoint (a checkpoint is written in a temporary
+/// directory and renamed into place).
 class SnapshotWriter {
 public:
   ~SnapshotWriter() {
@@ -247,17 +250,14 @@ public:
     failed_.clear();
     return false;
   }
-  void start(const std::string &dir, dist_rt_model_t model,
-             std::unique_ptr<WholeParams> whole,
-             const std::vector<std::string> &names,
-             const CheckpointState &state) {
-    thread_ =
-        std::thread([this, dir, model, w = std::move(whole), &names, state] {
-          std::string error;
-          if (!saveCheckpoint(dir, model, *w, names, state, error))
-            failed_ = "the checkpoint of step " + std::to_string(state.step) +
-                      ": " + error;
-        });
+  /// Runs `write` (the checkpoint of `step`) on the thread.
+  void start(int64_t step, std::function<bool(std::string &)> write) {
+    thread_ = std::thread([this, step, write = std::move(write)] {
+      std::string error;
+      if (!write(error))
+        failed_ =
+            "the checkpoint of step " + std::to_string(step) + ": " + error;
+    });
   }
 
 private:
@@ -367,9 +367,11 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
           errnoMessage("--trace: cannot write '" + tracePath + "'", errno));
   }
   // Split parameters (tensor parallelism, ZeRO) are gathered by every rank
-  // where rank 0 saves them, so the other ranks keep these two settings.
+  // where rank 0 saves them, and every rank takes part in checkpoints, so
+  // the other ranks keep these settings.
   bool gatherAtEnd = !cl.saveParamsDir.empty() || !cl.exportOnnxPath.empty();
-  int64_t gatherEvery = cl.checkpointEvery;
+  int64_t checkpointEvery = cl.checkpointEvery;
+  int64_t snapshotEvery = cl.snapshotEvery;
   // Returns once every worker's pushes to the servers are in: workers are
   // the dp ranks, and a push returns when its servers have taken it.
   auto pushesIn = [&]() -> dist_rt_status_t {
@@ -383,6 +385,19 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
     dist_rt_comm_release(world);
     return status;
   };
+  // Checkpoints of models without servers or pipeline stages are written by
+  // every rank, each its part (SnapshotPart), into rank 0's temporary
+  // directory; the others gather everything to rank 0 (WholeParams).
+  bool byParts = !desc.ps && !train.pipeline;
+  std::string partsDir = cl.checkpointDir;
+  int32_t leadPid = static_cast<int32_t>(::getpid());
+  if ((checkpointEvery || snapshotEvery) && byParts) {
+    // Before any rank writes into one (the broadcast orders them).
+    if (lead)
+      removeOwnTemporaries(cl.checkpointDir);
+    if (dist_rt_status_t status = agreeWithRankZero(leadPid))
+      return fail(status);
+  }
   if (!lead) {
     cl.quiet = true;
     cl.logPath.clear();
@@ -407,30 +422,54 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
 
   int64_t firstStep = 0;
   if (!cl.resumeDir.empty()) {
-    std::string checkpoint;
-    CheckpointState state;
-    if (!readCheckpointState(cl.resumeDir, checkpoint, state, error))
+    std::vector<std::string> checkpoints;
+    if (!checkpointsToResume(cl.resumeDir, checkpoints, error))
       return fail(error);
-    if (state.model != desc.name)
-      return fail("checkpoint " + checkpoint + " is of model '" + state.model +
-                  "', not '" + desc.name + "'");
-    if (state.batchSize != batchSize)
-      return fail("the batch size " + std::to_string(batchSize) +
-                  " differs from the batch size " +
-                  std::to_string(state.batchSize) + " of checkpoint " +
-                  checkpoint);
-    if (state.shuffle != (cl.shuffle ? 1 : 0))
-      return fail(std::string("checkpoint ") + checkpoint + " was written " +
-                  (state.shuffle ? "with" : "without") + " --shuffle; resume " +
-                  (state.shuffle ? "with" : "without") +
-                  " it to keep the data order");
-    if (state.seed != cl.seed)
-      return fail("--seed " + std::to_string(cl.seed) +
-                  " differs from the seed " + std::to_string(state.seed) +
-                  " of checkpoint " + checkpoint);
-    if (!readParams(model.get(), names, checkpoint, error))
-      return fail(error);
-    firstStep = state.step;
+    // The servers' tables go on from the newest checkpoint (always flushed:
+    // their files are whole).
+    if (desc.ps)
+      checkpoints.resize(1);
+    std::string newestError;
+    std::string skipped;
+    for (size_t k = 0; k < checkpoints.size(); ++k) {
+      const std::string &checkpoint = checkpoints[k];
+      CheckpointState state;
+      // A checkpoint whose files cannot be read (a snapshot that a crash of
+      // the machine cut before it was flushed) gives way to an older one;
+      // one of another run is an error.
+      bool read = readCheckpointState(checkpoint, state, error);
+      if (read && state.model != desc.name)
+        return fail("checkpoint " + checkpoint + " is of model '" +
+                    state.model + "', not '" + desc.name + "'");
+      if (read && state.batchSize != batchSize)
+        return fail("the batch size " + std::to_string(batchSize) +
+                    " differs from the batch size " +
+                    std::to_string(state.batchSize) + " of checkpoint " +
+                    checkpoint);
+      if (read && state.shuffle != (cl.shuffle ? 1 : 0))
+        return fail(std::string("checkpoint ") + checkpoint + " was written " +
+                    (state.shuffle ? "with" : "without") +
+                    " --shuffle; resume " +
+                    (state.shuffle ? "with" : "without") +
+                    " it to keep the data order");
+      if (read && state.seed != cl.seed)
+        return fail("--seed " + std::to_string(cl.seed) +
+                    " differs from the seed " + std::to_string(state.seed) +
+                    " of checkpoint " + checkpoint);
+      if (read && readParams(model.get(), names, checkpoint, error)) {
+        firstStep = state.step;
+        if (lead)
+          std::fputs(skipped.c_str(), stderr);
+        break;
+      }
+      if (k == 0)
+        newestError = error;
+      // Said once one loads; where none does, the newest's error is.
+      if (k + 1 == checkpoints.size())
+        return fail(newestError);
+      skipped += "warning: cannot resume from " + checkpoint + " (" + error +
+                 "); trying " + checkpoints[k + 1] + "\n";
+    }
   }
   if (desc.ps && !ps.connect(model.get(), dpRank, dp, firstStep, error))
     return fail(error);
@@ -508,6 +547,8 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
                            batchSize, cl.shuffle ? 1 : 0, desc.name};
   float loss = 0;
   SnapshotWriter snapshots;
+  // Reused by every snapshot (its buffers), one write being in flight.
+  auto part = std::make_shared<SnapshotPart>();
   Clock::time_point start = Clock::now();
   for (int64_t step = firstStep; step < totalSteps; ++step) {
     const Batcher &batcher = *batchers[step % batchers.size()];
@@ -546,24 +587,47 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
       ok = false;
     }
     state.step = step + 1;
-    if (ok && gatherEvery &&
-        (state.step % gatherEvery == 0 || state.step == totalSteps)) {
-      // A checkpoint holds every worker's push of this step, not only
-      // this worker's (the servers answer reads at once).
-      if (dist_rt_status_t s = pushesIn())
-        return fail(s);
-      auto whole = std::make_unique<WholeParams>();
-      ok = whole->gather(model.get(), /*withState=*/true, error);
-      // Tables on the servers are streamed at once; everything else is
-      // copied now and written while the next steps run.
-      if (ok && cl.checkpointEvery && desc.ps)
-        ok = saveCheckpoint(cl.checkpointDir, model.get(), *whole, names, state,
-                            error);
-      else if (ok && cl.checkpointEvery) {
-        ok = snapshots.wait(error) && whole->own(error);
+    // Checkpoints (and the last) are flushed to storage, snapshots not:
+    // these survive any process's death, not the machine's.
+    bool flush = state.step == totalSteps ||
+                 (checkpointEvery && state.step % checkpointEvery == 0);
+    if (ok && (checkpointEvery || snapshotEvery) &&
+        (flush || (snapshotEvery && state.step % snapshotEvery == 0))) {
+      if (byParts) {
+        // Each rank copies its part now; the parts are written while the
+        // next steps run.
+        int64_t rank = dist_rt_mesh_world_rank();
+        int64_t world = dist_rt_mesh_world_size();
+        ok = snapshots.wait(error) &&
+             part->copy(model.get(), rank, world, error);
         if (ok)
-          snapshots.start(cl.checkpointDir, model.get(), std::move(whole),
-                          names, state);
+          snapshots.start(state.step, [&partsDir, &names, part, state, flush,
+                                       leadPid, rank, world](std::string &e) {
+            return saveCheckpointPart(partsDir, *part, names, state, flush,
+                                      leadPid, rank, world, e);
+          });
+      } else {
+        // A checkpoint holds every worker's push of this step, not only
+        // this worker's (the servers answer reads at once).
+        if (dist_rt_status_t s = pushesIn())
+          return fail(s);
+        auto whole = std::make_shared<WholeParams>();
+        ok = whole->gather(model.get(), /*withState=*/true, error);
+        // Tables on the servers are streamed at once (and flushed: the
+        // servers keep theirs); pipeline stages' parameters are copied now
+        // and written while the next steps run.
+        if (ok && lead && desc.ps)
+          ok = saveCheckpoint(cl.checkpointDir, model.get(), *whole, names,
+                              state, /*flush=*/true, error);
+        else if (ok && lead) {
+          ok = snapshots.wait(error) && whole->own(error);
+          if (ok)
+            snapshots.start(state.step, [&cl, &model, &names, whole, state,
+                                         flush](std::string &e) {
+              return saveCheckpoint(cl.checkpointDir, model.get(), *whole,
+                                    names, state, flush, e);
+            });
+        }
       }
       // dist-launch may ask for a new layout (ranks came back): the job
       // stops at this snapshot, every rank alike (rank 0 decides).

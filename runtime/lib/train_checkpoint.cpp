@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <csignal>
 #include <cstdint>
@@ -466,21 +467,39 @@ bool moveIntoPlace(const std::string &from, const std::string &to,
 
 } // namespace
 
-bool readCheckpointState(const std::string &dir, std::string &checkpoint,
-                         CheckpointState &state, std::string &error) {
+bool checkpointsToResume(const std::string &dir,
+                         std::vector<std::string> &checkpoints,
+                         std::string &error) {
+  checkpoints.clear();
   struct stat st;
   std::string latest = dir + "/" + kLatestFile;
   if (::stat(latest.c_str(), &st) != 0 &&
       ::stat((dir + "/" + kStateFile).c_str(), &st) == 0) {
-    checkpoint = dir;
-  } else {
-    std::string name;
-    if (!readLatest(dir, name, error)) {
-      error = "--resume " + dir + ": " + error;
-      return false;
-    }
-    checkpoint = dir + "/" + name;
+    checkpoints.push_back(dir);
+    return true;
   }
+  std::string name;
+  if (!readLatest(dir, name, error)) {
+    error = "--resume " + dir + ": " + error;
+    return false;
+  }
+  checkpoints.push_back(dir + "/" + name);
+  // The names sort by step (step-%08d); older ones after the newest.
+  std::vector<std::string> older;
+  for (const std::string &entry : listDirectory(dir))
+    if (isCheckpointName(entry) && entry != name)
+      older.push_back(entry);
+  std::sort(older.begin(), older.end(),
+            [](const std::string &a, const std::string &b) {
+              return a.size() != b.size() ? a.size() > b.size() : a > b;
+            });
+  for (const std::string &entry : older)
+    checkpoints.push_back(dir + "/" + entry);
+  return true;
+}
+
+bool readCheckpointState(const std::string &checkpoint, CheckpointState &state,
+                         std::string &error) {
   std::string path = checkpoint + "/" + kStateFile;
   std::string text;
   if (!readTextFile(path, text, error))
@@ -492,42 +511,53 @@ bool readCheckpointState(const std::string &dir, std::string &checkpoint,
   return true;
 }
 
-bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
-                    const WholeParams &whole,
-                    const std::vector<std::string> &names,
-                    const CheckpointState &state, std::string &error) {
+namespace {
+
+std::string tempCheckpointDir(const std::string &dir, int64_t step, long pid) {
+  return dir + "/.tmp-" + checkpointName(step) + "-" + std::to_string(pid);
+}
+
+/// Puts the checkpoint of `state.step` written in `temp` into place: writes
+/// its state.json, renames it to dir/step-<n> and names it in dir/latest.
+/// With `flush`, the file system is flushed before the rename (one flush
+/// for every file instead of one per file, which cost 13 ms of a 25 MB
+/// checkpoint's writes on this machine's virtual disk: fsync of each of 95
+/// files) and the checkpoint is also named in dir/durable. Then removes all
+/// but it, the checkpoint `latest` named before and the one `durable`
+/// names, and the temporary directories of processes that died while
+/// writing one.
+bool commitCheckpoint(const std::string &dir, const std::string &temp,
+                      const CheckpointState &state, bool flush,
+                      std::string &error) {
   std::string name = checkpointName(state.step);
-  std::string temp = dir + "/.tmp-" + name + "-" +
-                     std::to_string(static_cast<long>(::getpid()));
-  removeTree(temp);
-  if (::mkdir(temp.c_str(), 0777) != 0) {
-    error = errnoMessage("cannot create " + temp, errno);
-    return false;
-  }
-  // The files are flushed together (syncfs) before the rename: one flush
-  // instead of one per file, which cost 13 ms of a 25 MB checkpoint's
-  // writes on this machine's virtual disk (fsync of each of 95 files).
-  bool saved =
-      writeParams(model, whole, names, temp, /*withState=*/true,
-                  /*sync=*/false, error) &&
-      writeFileAtomically(temp + "/" + kStateFile, stateJson(state), error) &&
-      syncFileSystem(temp, error) &&
-      moveIntoPlace(temp, dir + "/" + name, error) && syncPath(dir, error);
+  bool saved = writeFileAtomically(temp + "/" + kStateFile, stateJson(state),
+                                   error, flush) &&
+               (!flush || syncFileSystem(temp, error)) &&
+               moveIntoPlace(temp, dir + "/" + name, error) &&
+               (!flush || syncPath(dir, error));
   if (!saved) {
     removeTree(temp);
     return false;
   }
   std::string previous;
+  std::string durable;
   std::string ignored;
   if (!readLatest(dir, previous, ignored))
     previous.clear();
-  if (!writeFileAtomically(dir + "/" + kLatestFile, name + "\n", error))
+  if (!writeFileAtomically(dir + "/" + kLatestFile, name + "\n", error, flush))
     return false;
+  if (flush) {
+    durable = name;
+    if (!writeFileAtomically(dir + "/" + kDurableFile, name + "\n", error))
+      return false;
+  } else if (!readNamedCheckpoint(dir, kDurableFile, durable, ignored)) {
+    durable.clear();
+  }
   for (const std::string &entry : listDirectory(dir)) {
-    if (isCheckpointName(entry) && entry != name && entry != previous)
+    if (isCheckpointName(entry) && entry != name && entry != previous &&
+        entry != durable)
       removeTree(dir + "/" + entry);
-    // Half-written checkpoints of processes that died while writing them
-    // (".tmp-<name>-<pid>", the pid gone).
+    // ".tmp-<name>-<pid>", the pid gone.
     size_t dash = entry.rfind('-');
     if (entry.rfind(".tmp-", 0) == 0 && dash != std::string::npos) {
       long pid = std::strtol(entry.c_str() + dash + 1, nullptr, 10);
@@ -537,6 +567,223 @@ bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
     }
   }
   return true;
+}
+
+/// The file by which rank `rank` tells rank 0 that its part of the
+/// checkpoint in `temp` is written and flushed, or (`failed`) why not.
+std::string partNote(const std::string &temp, int64_t rank, bool failed) {
+  return temp + (failed ? "/.part-failed-" : "/.part-done-") +
+         std::to_string(rank);
+}
+
+/// Creates `path` holding `text` (not flushed: only rank 0 reads it, while
+/// the job runs).
+bool writeNote(const std::string &path, const std::string &text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return false;
+  bool ok = writeFully(fd, text.data(), text.size());
+  return ::close(fd) == 0 && ok;
+}
+
+} // namespace
+
+bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
+                    const WholeParams &whole,
+                    const std::vector<std::string> &names,
+                    const CheckpointState &state, bool flush,
+                    std::string &error) {
+  std::string temp =
+      tempCheckpointDir(dir, state.step, static_cast<long>(::getpid()));
+  removeTree(temp);
+  if (::mkdir(temp.c_str(), 0777) != 0) {
+    error = errnoMessage("cannot create " + temp, errno);
+    return false;
+  }
+  if (!writeParams(model, whole, names, temp, /*withState=*/true,
+                   /*sync=*/false, error)) {
+    removeTree(temp);
+    return false;
+  }
+  return commitCheckpoint(dir, temp, state, flush, error);
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints written in parts
+//===----------------------------------------------------------------------===//
+
+void removeOwnTemporaries(const std::string &dir) {
+  std::string suffix = "-" + std::to_string(static_cast<long>(::getpid()));
+  for (const std::string &entry : listDirectory(dir))
+    if (entry.rfind(".tmp-", 0) == 0 && entry.size() > suffix.size() &&
+        entry.compare(entry.size() - suffix.size(), suffix.size(), suffix) == 0)
+      removeTree(dir + "/" + entry);
+}
+
+bool SnapshotPart::copy(dist_rt_model_t model, int64_t rank, int64_t world,
+                        std::string &error) {
+  model_ = model;
+  const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model);
+  // Every rank waits for the slowest at the next step, so the whole
+  // parameters are shared out: one of 256 KiB or more in equal ranges of
+  // its bytes, a smaller one whole to the rank with the fewest bytes so
+  // far (the same choice on every rank).
+  constexpr int64_t kRangesFrom = 256 << 10;
+  std::vector<int64_t> load(static_cast<size_t>(world), 0);
+  size_t kept = 0;
+  for (uint32_t i = 0; i < desc.num_params; ++i) {
+    dist_rt_tensor_t param;
+    if (dist_rt_status_t status = dist_rt_model_param(model, i, &param)) {
+      error = dist_rt_status_message(status);
+      dist_rt_status_free(status);
+      return false;
+    }
+    int64_t elem = static_cast<int64_t>(dist_rt_dtype_size(param.dtype));
+    int64_t bytes = elem;
+    for (uint32_t d = 0; d < param.rank; ++d)
+      bytes *= param.dims[d];
+    dist_rt_param_shard_t shard = paramShard(desc, i);
+    std::vector<ParamChunk> chunks;
+    bool header = rank == 0;
+    if (shard.axis >= 0) {
+      // The ranks that differ only on other axes hold the same part.
+      bool first = true;
+      for (uint32_t a = 0; a < desc.num_mesh_axes; ++a)
+        first &=
+            static_cast<int32_t>(a) == shard.axis || dist_rt_mesh_coord(a) == 0;
+      if (!first)
+        continue;
+      chunks = paramChunks(desc, i);
+      header = dist_rt_mesh_coord(shard.axis) == 0;
+    } else if (bytes >= kRangesFrom) {
+      int64_t elems = bytes / elem;
+      int64_t begin = rank * elems / world * elem;
+      int64_t end = (rank + 1) * elems / world * elem;
+      chunks.push_back({begin, begin, end - begin});
+    } else {
+      int64_t owner = std::min_element(load.begin(), load.end()) - load.begin();
+      load[static_cast<size_t>(owner)] += bytes;
+      if (owner != rank)
+        continue;
+      chunks.push_back({0, 0, bytes});
+      header = true;
+    }
+    if (kept == params_.size())
+      params_.emplace_back();
+    Param &p = params_[kept++];
+    p.index = i;
+    p.chunks = std::move(chunks);
+    p.header = header;
+    // The buffers of the previous snapshot are reused: allocating them
+    // again would fault in their pages at every snapshot.
+    try {
+      int64_t size = 0;
+      for (ParamChunk &c : p.chunks) {
+        p.bytes.resize(static_cast<size_t>(size + c.bytes));
+        std::memcpy(p.bytes.data() + size,
+                    static_cast<const char *>(param.data) + c.localOffset,
+                    static_cast<size_t>(c.bytes));
+        c.localOffset = size;
+        size += c.bytes;
+      }
+      p.bytes.resize(static_cast<size_t>(size));
+    } catch (const std::bad_alloc &) {
+      error = "out of memory copying parameter '" +
+              std::string(desc.params[i].name) + "' for a snapshot";
+      return false;
+    }
+  }
+  params_.resize(kept);
+  return true;
+}
+
+bool SnapshotPart::write(const std::string &dir,
+                         const std::vector<std::string> &names,
+                         std::string &error) const {
+  const dist_rt_model_desc_t &desc = *dist_rt_model_desc(model_);
+  for (const Param &p : params_) {
+    std::vector<NpyPiece> pieces;
+    for (const ParamChunk &c : p.chunks)
+      pieces.push_back({static_cast<uint64_t>(c.wholeOffset),
+                        p.bytes.data() + c.localOffset,
+                        static_cast<uint64_t>(c.bytes)});
+    // As writeTensorFile: bfloat16 is stored as uint16.
+    uint32_t dtype = desc.params[p.index].dtype;
+    if (dtype == DIST_RT_DTYPE_BFLOAT16)
+      dtype = DIST_RT_DTYPE_UINT16;
+    std::vector<int64_t> dims = paramFullDims(desc, p.index);
+    std::string path = dir + "/" + names[p.index];
+    if (dist_rt_status_t status = writeNpyPieces(
+            path.c_str(), dtype, static_cast<uint32_t>(dims.size()),
+            dims.data(), p.header, pieces)) {
+      error = dist_rt_status_message(status);
+      dist_rt_status_free(status);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool saveCheckpointPart(const std::string &dir, const SnapshotPart &part,
+                        const std::vector<std::string> &names,
+                        const CheckpointState &state, bool flush,
+                        int64_t leadPid, int64_t rank, int64_t worldSize,
+                        std::string &error) {
+  std::string temp = tempCheckpointDir(dir, state.step, leadPid);
+  bool written =
+      makeDirectories(temp, "the checkpoint's temporary directory", error) &&
+      part.write(temp, names, error);
+  if (rank != 0) {
+    // Flushed before rank 0 counts it in.
+    written = written && (!flush || syncFileSystem(temp, error));
+    if (!writeNote(partNote(temp, rank, !written), written ? "" : error) &&
+        written) {
+      error =
+          errnoMessage("cannot write " + partNote(temp, rank, false), errno);
+      return false;
+    }
+    return written;
+  }
+  // Rank 0 leaves a failed checkpoint's directory to the other ranks still
+  // writing into it; a later checkpoint removes it once this process ends.
+  if (!written)
+    return false;
+  // A rank that leaves no note (stopped, or its storage hangs) gets the
+  // deadline of the job's collectives, from the last note that came in.
+  double timeout = 0;
+  dist_rt_world_options_t options;
+  if (dist_rt_status_t status = worldOptionsFromEnvironment(options))
+    dist_rt_status_free(status);
+  else
+    timeout = options.timeout_s;
+  auto last = std::chrono::steady_clock::now();
+  for (int64_t r = 1; r < worldSize; ++r) {
+    std::string done = partNote(temp, r, false);
+    std::string failed = partNote(temp, r, true);
+    while (::access(done.c_str(), F_OK) != 0) {
+      if (::access(failed.c_str(), F_OK) == 0) {
+        std::string why;
+        readTextFile(failed, why, why);
+        error =
+            "rank " + std::to_string(r) + " could not write its part: " + why;
+        return false;
+      }
+      std::chrono::duration<double> waited =
+          std::chrono::steady_clock::now() - last;
+      if (timeout > 0 && waited.count() > timeout) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", timeout);
+        error = "rank " + std::to_string(r) + " wrote no part within " +
+                seconds + " s (DIST_RT_COMM_TIMEOUT)";
+        return false;
+      }
+      ::usleep(2000);
+    }
+    last = std::chrono::steady_clock::now();
+  }
+  for (int64_t r = 1; r < worldSize; ++r)
+    ::unlink(partNote(temp, r, false).c_str());
+  return commitCheckpoint(dir, temp, state, flush, error);
 }
 
 } // namespace train_impl

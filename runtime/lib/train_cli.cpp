@@ -3,9 +3,9 @@
 //
 // Parses the command line of `<exe> train` (every option, and the rules
 // that tie them together: one --data per train input, --steps or --epochs,
-// --checkpoint-dir with --checkpoint-every) and prints its --help text,
-// which names the model's optimizer, loss, schedule, train inputs and
-// parameters.
+// --checkpoint-dir with --checkpoint-every or --snapshot-every) and prints
+// its --help text, which names the model's optimizer, loss, schedule, train
+// inputs and parameters.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +55,8 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "usage: %s train --data NAME=FILE.npy [--data ...] [--batch-size B]\n"
       "       (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]\n"
       "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
-      "       [--checkpoint-dir DIR --checkpoint-every K] [--resume DIR]\n"
+      "       [--checkpoint-dir DIR --checkpoint-every K --snapshot-every K]\n"
+      "       [--resume DIR]\n"
       "       [--params PATH] [--ps-servers ADDR,...] [--ps-mode MODE]\n"
       "       [--ps-timeout S] [--ps-prefetch] [--worker-memory MB] [--quiet]\n"
       "       [--help]\n"
@@ -91,13 +92,20 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --export-onnx FILE     write the ONNX model with the trained "
       "parameters to FILE when done (default: not written)\n"
       "  --checkpoint-dir DIR   save checkpoints in DIR, keeping the two "
-      "newest, for --resume and for --params of inference (default: none)\n"
+      "newest and the newest flushed one, for --resume and for --params of "
+      "inference (default: none)\n"
       "  --checkpoint-every K   save a checkpoint every K steps and after the "
-      "last (required with --checkpoint-dir); --snapshot-every K is the "
-      "same\n"
-      "  --resume DIR           continue from the newest checkpoint in DIR, "
-      "or from DIR itself when it is one checkpoint (default: start at step "
-      "0)\n"
+      "last, each flushed to storage before it counts, so that it survives "
+      "a crash of the machine\n"
+      "  --snapshot-every K     save a checkpoint every K steps and after the "
+      "last without waiting for storage (the last is flushed): cheap to take "
+      "often, and it survives the death of any process of the job but not "
+      "a crash of the machine, after which --resume takes the newest "
+      "checkpoint whose files are whole (one of --checkpoint-every and "
+      "--snapshot-every, or both, with --checkpoint-dir)\n"
+      "  --resume DIR           continue from the newest checkpoint in DIR "
+      "(an older one where the newest's files are not whole), or from DIR "
+      "itself when it is one checkpoint (default: start at step 0)\n"
       "  --params PATH          parameters to start from: a parameter file, "
       "or a directory as for inference (default: %s)\n"
       "  --ps-servers ADDR,...  the parameter servers of the model's tables, "
@@ -184,8 +192,10 @@ bool parseTrainCommandLine(int argc, char **argv,
       return positive(flag, value, cl.steps, error);
     else if (flag == "--epochs")
       return positive(flag, value, cl.epochs, error);
-    else if (flag == "--checkpoint-every" || flag == "--snapshot-every")
+    else if (flag == "--checkpoint-every")
       return positive(flag, value, cl.checkpointEvery, error);
+    else if (flag == "--snapshot-every")
+      return positive(flag, value, cl.snapshotEvery, error);
     else if (flag == "--threads")
       return parseThreads(value, cl.threads, error);
     else if (flag == "--log")
@@ -283,8 +293,15 @@ bool parseTrainCommandLine(int argc, char **argv,
             "sync a step's pull waits for the previous step's push)";
     return false;
   }
-  if (cl.checkpointDir.empty() != (cl.checkpointEvery == 0)) {
-    error = "--checkpoint-dir and --checkpoint-every go together";
+  if (!cl.checkpointDir.empty() && !cl.checkpointEvery && !cl.snapshotEvery) {
+    error = "--checkpoint-dir needs --checkpoint-every K, --snapshot-every K "
+            "or both";
+    return false;
+  }
+  if (cl.checkpointDir.empty() && (cl.checkpointEvery || cl.snapshotEvery)) {
+    error = std::string(cl.checkpointEvery ? "--checkpoint-every"
+                                           : "--snapshot-every") +
+            " needs --checkpoint-dir";
     return false;
   }
   return true;

@@ -54,6 +54,7 @@ struct TrainCommandLine {
   std::string checkpointDir;
   /// 0 when not given.
   int64_t checkpointEvery = 0;
+  int64_t snapshotEvery = 0;
   std::string resumeDir;
   /// "" when not given (then next to the binary).
   std::string paramPath;
@@ -247,19 +248,78 @@ bool writeParams(dist_rt_model_t model, const WholeParams &whole,
 bool readParams(dist_rt_model_t model, const std::vector<std::string> &names,
                 const std::string &dir, std::string &error);
 
-/// Finds the newest checkpoint of `dir` (named by its `latest` file), or
-/// takes `dir` itself when it is one checkpoint (holds a state file, e.g.
-/// DIR/step-00000020 copied elsewhere), and reads its state.
-bool readCheckpointState(const std::string &dir, std::string &checkpoint,
-                         CheckpointState &state, std::string &error);
+/// The checkpoints that --resume `dir` may continue from, in the order to
+/// try them: `dir` itself when it is one checkpoint (holds a state file,
+/// e.g. DIR/step-00000020 copied elsewhere); else the one its `latest` file
+/// names, then its older ones, newest first (for when a crash of the
+/// machine cut the files of snapshots not yet flushed).
+bool checkpointsToResume(const std::string &dir,
+                         std::vector<std::string> &checkpoints,
+                         std::string &error);
 
-/// Saves a checkpoint of `model` in dir/step-<n>: written and flushed in a
-/// temporary directory, renamed into place, then named by dir/latest.
-/// Afterwards only it and the checkpoint `latest` named before remain.
+/// Reads the state file of `checkpoint`.
+bool readCheckpointState(const std::string &checkpoint, CheckpointState &state,
+                         std::string &error);
+
+/// Saves a checkpoint of `model` in dir/step-<n>: written in a temporary
+/// directory, renamed into place, then named by dir/latest. With `flush`
+/// it is flushed to storage before the rename (it survives a crash of the
+/// machine) and named by dir/durable too; without, it survives the crash
+/// of any process. Afterwards only it, the checkpoint `latest` named before
+/// and the one `durable` names remain.
 bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
                     const WholeParams &whole,
                     const std::vector<std::string> &names,
-                    const CheckpointState &state, std::string &error);
+                    const CheckpointState &state, bool flush,
+                    std::string &error);
+
+/// What one rank writes of a snapshot, copied at the step so that training
+/// goes on while it is written: its part of each split parameter (ZeRO's
+/// optimizer moments, tensor-parallel weights) unless a rank of lower
+/// coordinates on the other axes holds the same part, and its share of the
+/// parameters that no axis splits. Every piece is written into the
+/// checkpoint's file of the whole tensor at its place: no rank gathers
+/// another's part, and the files are those of a gathered checkpoint (any
+/// layout resumes them). Not for parameter-server tables or pipeline
+/// stages (whose checkpoints gather, WholeParams).
+class SnapshotPart {
+public:
+  /// Copies the pieces of rank `rank` of a job of `world` ranks.
+  bool copy(dist_rt_model_t model, int64_t rank, int64_t world,
+            std::string &error);
+  /// Writes the copied values into `dir` (shared by the job's ranks).
+  bool write(const std::string &dir, const std::vector<std::string> &names,
+             std::string &error) const;
+
+private:
+  struct Param {
+    uint32_t index;
+    std::vector<char> bytes;
+    /// Where `bytes` go in the whole tensor: one piece for a whole
+    /// parameter, the chunks of this rank's part for a split one.
+    std::vector<ParamChunk> chunks;
+    /// False for a part that leaves the file's header to another rank.
+    bool header;
+  };
+  dist_rt_model_t model_ = nullptr;
+  std::vector<Param> params_;
+};
+
+/// Removes the temporary checkpoint directories in `dir` that name this
+/// process's pid: left by a process of the same pid that died writing
+/// them, before this one writes any.
+void removeOwnTemporaries(const std::string &dir);
+
+/// Writes this rank's part of the checkpoint of `state.step` into
+/// dir/.tmp-step-<n>-<leadPid>, the temporary directory that every rank of
+/// the job shares; rank 0 (`rank` 0 of `worldSize`) then waits for the
+/// others' parts and puts the checkpoint into place as saveCheckpoint does.
+/// A rank that fails leaves a note there, which makes rank 0 fail too.
+bool saveCheckpointPart(const std::string &dir, const SnapshotPart &part,
+                        const std::vector<std::string> &names,
+                        const CheckpointState &state, bool flush,
+                        int64_t leadPid, int64_t rank, int64_t worldSize,
+                        std::string &error);
 
 } // namespace train_impl
 } // namespace driver

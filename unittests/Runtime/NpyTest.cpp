@@ -13,6 +13,7 @@
 #include "dist_rt/npy.h"
 
 #include "RuntimeTestUtils.h"
+#include "internal.h"
 
 #include <gtest/gtest.h>
 
@@ -493,6 +494,40 @@ TEST_F(NpyTest, WriteReplacesExistingFileAtomically) {
   ASSERT_EQ(read, nullptr) << dist_rt_status_message(read.get());
   EXPECT_EQ(holder.array.dtype, DIST_RT_DTYPE_INT16);
   EXPECT_EQ(std::memcmp(holder.array.data, data, sizeof(data)), 0);
+}
+
+// Checkpoints written in parts: writers of interleaved pieces, in any
+// order and only one with the header, make the file one write would.
+TEST_F(NpyTest, PiecesFromSeveralWritersMakeTheWholeFile) {
+  int64_t dims[] = {4, 6};
+  std::vector<float> data(24);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<float>(i) * 0.5f - 3.f;
+  std::string whole = dir.file("whole.npy");
+  StatusPtr one(dist_rt_npy_write(whole.c_str(), DIST_RT_DTYPE_FLOAT, 2, dims,
+                                  data.data()));
+  ASSERT_EQ(one, nullptr) << dist_rt_status_message(one.get());
+  // Two writers, columns split in halves (chunks of 3 floats per row).
+  std::string parts = dir.file("parts.npy");
+  for (int writer : {1, 0}) {
+    std::vector<dist_rt::NpyPiece> pieces;
+    for (uint64_t row = 0; row < 4; ++row) {
+      uint64_t offset = (row * 6 + static_cast<uint64_t>(writer) * 3) * 4;
+      pieces.push_back({offset, data.data() + offset / 4, 12});
+    }
+    StatusPtr status(dist_rt::writeNpyPieces(parts.c_str(), DIST_RT_DTYPE_FLOAT,
+                                             2, dims, writer == 0, pieces));
+    ASSERT_EQ(status, nullptr) << dist_rt_status_message(status.get());
+  }
+  EXPECT_EQ(readBytes(parts), readBytes(whole));
+  // A piece outside the tensor is refused, naming the file.
+  std::vector<dist_rt::NpyPiece> outside = {{90, data.data(), 8}};
+  StatusPtr bad(dist_rt::writeNpyPieces(parts.c_str(), DIST_RT_DTYPE_FLOAT, 2,
+                                        dims, false, outside));
+  ASSERT_NE(bad, nullptr);
+  EXPECT_TRUE(contains(dist_rt_status_message(bad.get()), parts));
+  EXPECT_TRUE(contains(dist_rt_status_message(bad.get()), "outside"));
+  EXPECT_EQ(readBytes(parts), readBytes(whole));
 }
 
 TEST(NpyApiTest, RejectsNullArguments) {

@@ -18,6 +18,7 @@
 #include "dist_rt/npy.h"
 
 #include "RuntimeTestUtils.h"
+#include "train_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -30,6 +31,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -686,13 +688,15 @@ struct LogLine {
   std::string loss;
   double lr;
   double samplesPerS;
+  double elapsedS;
 };
 
 std::vector<LogLine> readLog(const std::string &path) {
   std::vector<uint8_t> bytes = readBytes(path);
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   std::regex pattern(R"(\{"step": (\d+), "loss": ([-+.0-9eE]+|NaN), "lr": )"
-                     R"(([-+.0-9eE]+), "samples_per_s": ([-+.0-9eE]+)\})");
+                     R"(([-+.0-9eE]+), "samples_per_s": ([-+.0-9eE]+), )"
+                     R"("elapsed_s": ([-+.0-9eE]+)\})");
   std::vector<LogLine> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -700,7 +704,7 @@ std::vector<LogLine> readLog(const std::string &path) {
     EXPECT_TRUE(std::regex_match(line, match, pattern)) << line;
     if (!match.empty())
       lines.push_back({std::stoll(match[1]), match[2], std::stod(match[3]),
-                       std::stod(match[4])});
+                       std::stod(match[4]), std::stod(match[5])});
   }
   return lines;
 }
@@ -797,6 +801,8 @@ TEST_F(TrainMainTest, LossDecreasesAndTheLogHasALinePerStep) {
     EXPECT_EQ(lines[i].step, static_cast<int64_t>(i + 1));
     EXPECT_EQ(lines[i].lr, kLr);
     EXPECT_GT(lines[i].samplesPerS, 0);
+    // Seconds since the run started, at each step's end.
+    EXPECT_GE(lines[i].elapsedS, i ? lines[i - 1].elapsedS : 0.0);
     if (i < 4)
       first += std::stod(lines[i].loss);
     if (i >= 36)
@@ -889,8 +895,9 @@ TEST_F(TrainMainTest, ResumingFromACheckpointMatchesAStraightRun) {
   std::vector<int64_t> splitSamples = trace.samples;
   std::vector<std::string> checkpoints = listDirectory(split + "/ckpt");
   std::sort(checkpoints.begin(), checkpoints.end());
-  EXPECT_EQ(checkpoints, (std::vector<std::string>{"latest", "step-00000008",
-                                                   "step-00000010"}));
+  EXPECT_EQ(checkpoints,
+            (std::vector<std::string>{"durable", "latest", "step-00000008",
+                                      "step-00000010"}));
   result = run(split, {"--steps", "20", "--resume", split + "/ckpt"});
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "trained 10 steps in"));
@@ -898,14 +905,18 @@ TEST_F(TrainMainTest, ResumingFromACheckpointMatchesAStraightRun) {
                       trace.samples.end());
   EXPECT_EQ(splitSamples, straightSamples);
 
-  // Only the two newest checkpoints are left, and `latest` names the last.
+  // Only the two newest checkpoints are left (all flushed), and `latest`
+  // and `durable` name the last.
   for (const std::string &out : {straight, split}) {
     checkpoints = listDirectory(out + "/ckpt");
     std::sort(checkpoints.begin(), checkpoints.end());
-    EXPECT_EQ(checkpoints, (std::vector<std::string>{"latest", "step-00000016",
-                                                     "step-00000020"}));
+    EXPECT_EQ(checkpoints,
+              (std::vector<std::string>{"durable", "latest", "step-00000016",
+                                        "step-00000020"}));
     std::vector<uint8_t> latest = readBytes(out + "/ckpt/latest");
     EXPECT_EQ(std::string(latest.begin(), latest.end()), "step-00000020\n");
+    std::vector<uint8_t> durable = readBytes(out + "/ckpt/durable");
+    EXPECT_EQ(std::string(durable.begin(), durable.end()), "step-00000020\n");
     std::vector<uint8_t> state =
         readBytes(out + "/ckpt/step-00000020/state.json");
     EXPECT_EQ(std::string(state.begin(), state.end()),
@@ -947,6 +958,83 @@ TEST_F(TrainMainTest, ResumingFromACheckpointMatchesAStraightRun) {
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_TRUE(trace.samples.empty());
   EXPECT_TRUE(contains(result.out, "nothing to train"));
+}
+
+// Checkpoints written in parts by the ranks of a job (two threads play the
+// ranks here): rank 0 puts one into place once every other rank's note is
+// in, and the files are those one process writes; a rank's failure is
+// reported by rank 0, and a rank that writes nothing is given up on after
+// the job's communication timeout.
+TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
+  using namespace dist_rt::driver::train_impl;
+  dist_rt_train_desc_t trainStep = trainDesc();
+  dist_rt_model_desc_t desc = modelDesc(&trainStep);
+  ModelPtr model = create(desc);
+  ASSERT_NE(model, nullptr);
+  std::vector<std::string> names;
+  std::string error;
+  ASSERT_TRUE(paramFileNames(desc, names, error)) << error;
+  CheckpointState state{4, 10, 1, 2, 0, desc.name};
+  long pid = static_cast<long>(::getpid());
+
+  std::string alone = dir.file("alone");
+  SnapshotPart whole;
+  ASSERT_TRUE(whole.copy(model.get(), 0, 1, error)) << error;
+  ASSERT_TRUE(
+      saveCheckpointPart(alone, whole, names, state, false, pid, 0, 1, error))
+      << error;
+
+  std::string two = dir.file("two");
+  SnapshotPart first, second;
+  ASSERT_TRUE(first.copy(model.get(), 0, 2, error)) << error;
+  ASSERT_TRUE(second.copy(model.get(), 1, 2, error)) << error;
+  bool secondOk = false;
+  std::string secondError;
+  std::thread rank1([&] {
+    ::usleep(100000);
+    secondOk = saveCheckpointPart(two, second, names, state, false, pid, 1, 2,
+                                  secondError);
+  });
+  bool firstOk =
+      saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error);
+  rank1.join();
+  ASSERT_TRUE(firstOk) << error;
+  ASSERT_TRUE(secondOk) << secondError;
+  std::vector<std::string> files = listDirectory(two + "/step-00000004");
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> expected = names;
+  expected.push_back("state.json");
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(files, expected);
+  for (const std::string &name : names)
+    EXPECT_EQ(readBytes(two + "/step-00000004/" + name),
+              readBytes(alone + "/step-00000004/" + name))
+        << name;
+  // Not flushed: no `durable`.
+  EXPECT_EQ(listDirectory(two).size(), 2u);
+
+  // Rank 1 failed: rank 0 says why, and puts nothing into place.
+  state.step = 6;
+  std::string temp = two + "/.tmp-step-00000006-" + std::to_string(pid);
+  ASSERT_EQ(::mkdir(temp.c_str(), 0755), 0);
+  ASSERT_TRUE(writeBytes(temp + "/.part-failed-1",
+                         {'n', 'o', ' ', 's', 'p', 'a', 'c', 'e'}));
+  EXPECT_FALSE(
+      saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error));
+  EXPECT_EQ(error, "rank 1 could not write its part: no space");
+  struct stat st;
+  EXPECT_NE(::stat((two + "/step-00000006").c_str(), &st), 0);
+
+  // Rank 1 writes nothing: rank 0 gives up after DIST_RT_COMM_TIMEOUT.
+  state.step = 8;
+  ::setenv("DIST_RT_COMM_TIMEOUT", "0.2", 1);
+  bool ok =
+      saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error);
+  ::unsetenv("DIST_RT_COMM_TIMEOUT");
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(error, "rank 1 wrote no part within 0.2 s (DIST_RT_COMM_TIMEOUT)");
+  std::vector<uint8_t> latest = readBytes(two + "/latest");
+  EXPECT_EQ(std::string(latest.begin(), latest.end()), "step-00000004\n");
 }
 
 TEST_F(TrainMainTest, ShuffleFollowsTheDocumentedOrder) {
@@ -1017,8 +1105,9 @@ TEST_F(TrainMainTest, NonFiniteLossStopsWithoutSaving) {
   EXPECT_TRUE(listDirectory(saved).empty());
   std::vector<std::string> checkpoints = listDirectory(ckpt);
   std::sort(checkpoints.begin(), checkpoints.end());
-  EXPECT_EQ(checkpoints, (std::vector<std::string>{"latest", "step-00000001",
-                                                   "step-00000002"}));
+  EXPECT_EQ(checkpoints,
+            (std::vector<std::string>{"durable", "latest", "step-00000001",
+                                      "step-00000002"}));
   std::vector<uint8_t> latest = readBytes(ckpt + "/latest");
   EXPECT_EQ(std::string(latest.begin(), latest.end()), "step-00000002\n");
 }
@@ -1052,7 +1141,10 @@ TEST_F(TrainMainTest, CommandLineAndDataErrors) {
                     "--steps expects a positive integer, got '0'"));
   EXPECT_TRUE(fails(
       {"--data", x, "--data", label, "--steps", "1", "--checkpoint-every", "2"},
-      "--checkpoint-dir and --checkpoint-every go together"));
+      "--checkpoint-every needs --checkpoint-dir"));
+  EXPECT_TRUE(fails(
+      {"--data", x, "--data", label, "--steps", "1", "--snapshot-every", "2"},
+      "--snapshot-every needs --checkpoint-dir"));
   EXPECT_TRUE(fails({"--data", x, "--shuffle=yes"},
                     "option '--shuffle' takes no value"));
   EXPECT_TRUE(fails({"--data", x, "--seed", "-1"},
