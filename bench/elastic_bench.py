@@ -23,11 +23,14 @@
 # restarts on 3 ranks, torchrun on 4 (its agent keeps the group's size).
 #
 # Snapshot overhead: the same 4-rank job without snapshots, at K = 10 and
-# at K = 100, median step time (dist-opt: wall time of `train` over its
-# steps; PyTorch: per-step wall time, median), runs alternated.
+# at K = 100, ms per step after the first 5 (dist-opt: from the elapsed_s
+# of its --log; PyTorch: mean step time), runs alternated; each round's
+# overhead, then the median over rounds (this machine's noise moves single
+# runs by several percent). dist-opt also with --checkpoint-every 10, every
+# checkpoint flushed to storage (PyTorch's torch.save flushes nothing).
 #
 #   /usr/bin/python3 bench/elastic_bench.py [--steps 120] [--rounds 2]
-#       [--work /tmp/dist-elastic-bench]
+#       [--no-recovery] [--work /tmp/dist-elastic-bench]
 #
 # Exits with 0 when every run worked, 1 otherwise.
 
@@ -214,6 +217,8 @@ def main():
     p.add_argument("--kill-at", type=int, default=45)
     p.add_argument("--every", type=int, default=10)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--no-recovery", action="store_true",
+                   help="measure the snapshot overhead only")
     p.add_argument("--work", default="/tmp/dist-elastic-bench")
     p.add_argument("--dist-opt",
                    default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
@@ -245,14 +250,14 @@ def main():
         f.write(TORCH_CHILD)
     failed = False
 
-    def dist_cmd(state, ck, every, steps):
+    def dist_cmd(state, ck, every, steps, flag="--snapshot-every", log=None):
         cmd = [launch, "-np", str(RANKS), "--state-dir", state] + MPI_ARGS + \
             ["--", exe, "train"] + data + \
             ["--batch-size", str(BATCH), "--steps", str(steps), "--threads",
-             "1", "--quiet"]
+             "1", "--quiet"] + (["--log", log] if log else [])
         if ck:
             shutil.rmtree(ck, ignore_errors=True)
-            cmd += ["--checkpoint-dir", ck, "--snapshot-every", str(every)]
+            cmd += ["--checkpoint-dir", ck, flag, str(every)]
         return cmd
 
     def torch_cmd(state, ck, every, steps, port):
@@ -277,7 +282,7 @@ def main():
     print("\nrecovery from a SIGKILL at step "
           f"{args.kill_at} (K = {args.every}): seconds from the kill")
     print(f"{'':>22} {'detected':>9} {'first step':>11} {'run twice':>10}")
-    for r in range(args.rounds):
+    for r in range(0 if args.no_recovery else args.rounds):
         for name in ("dist-opt", "torchrun"):
             state = os.path.join(args.work, f"rec_{name}_{r}")
             ck = os.path.join(args.work, f"ck_{name}_{r}")
@@ -301,24 +306,54 @@ def main():
                 print(f"{name:>22} error: {e}")
                 failed = True
 
-    print(f"\nsnapshot overhead, {args.steps} steps, ms per step "
-          "(PyTorch: mean over its steps after 5; dist-opt: the train "
-          "loop's wall time / steps)")
+    print(f"\nsnapshot overhead, {args.steps} steps, ms per step after "
+          "the first 5 (PyTorch: mean of its step times, torch.save "
+          "included; dist-opt: the log's elapsed_s from step 5 to the "
+          "last); dist-opt's 'flushed' column: --checkpoint-every 10 (each "
+          "flushed to storage; PyTorch's torch.save flushes none); 'end': "
+          "ms after the last step until the run is done (dist-opt waits "
+          "for its last checkpoint, flushed, to be written)")
     print(f"{'':>22} {'none':>8} {'K=10':>8} {'K=100':>8} "
-          f"{'K=10 %':>7} {'K=100 %':>8}")
+          f"{'K=10 %':>7} {'K=100 %':>8} {'flushed':>8} {'fl. %':>6} "
+          f"{'end':>6}")
+    overheads = {"dist-opt": [], "torchrun": []}
+
+    def dist_ms(text, log):
+        """Steady ms per step from the log, and the wait at the end."""
+        last = {}
+        with open(log) as f:
+            for line in f:
+                rec = json.loads(line)
+                last[rec["step"]] = rec["elapsed_s"]
+        n = max(last)
+        m = re.search(r"trained (\d+) steps in ([0-9.]+) s", text)
+        return (1e3 * (last[n] - last[5]) / (n - 5),
+                1e3 * (float(m.group(2)) - last[n]))
+
     for r in range(args.rounds):
         for name in ("dist-opt", "torchrun"):
             ms = []
+            end = None
             try:
-                for every in (None, 10, 100):
+                for every in (None, 10, 100, "flushed"):
                     state = os.path.join(args.work, f"ov_{name}_{r}")
                     ck = os.path.join(args.work, f"ovck_{name}_{r}")
-                    if name == "dist-opt":
+                    log = os.path.join(args.work, f"ov_{name}_{r}.jsonl")
+                    if every == "flushed" and name != "dist-opt":
+                        continue
+                    if every == "flushed":
+                        text = run(dist_cmd(state, ck, 10, args.steps,
+                                            "--checkpoint-every", log),
+                                   env=env)
+                        ms.append(dist_ms(text, log)[0])
+                    elif name == "dist-opt":
                         text = run(dist_cmd(state, ck if every else None,
-                                            every, args.steps), env=env)
-                        m = re.search(r"trained (\d+) steps in ([0-9.]+) s",
-                                      text)
-                        ms.append(1e3 * float(m.group(2)) / int(m.group(1)))
+                                            every, args.steps, log=log),
+                                   env=env)
+                        step_ms, wait_ms = dist_ms(text, log)
+                        ms.append(step_ms)
+                        if every == 10:
+                            end = wait_ms
                     else:
                         shutil.rmtree(state, ignore_errors=True)
                         text = run(torch_cmd(state, ck if every else "-",
@@ -330,14 +365,25 @@ def main():
                         # The mean: a snapshot is one step's outlier,
                         # which a median would hide.
                         ms.append(1e3 * statistics.mean(times[5:]))
+                flushed = (f" {ms[3]:>8.2f} {100 * (ms[3] / ms[0] - 1):>6.1f}"
+                           f" {end:>6.0f}" if len(ms) > 3 else "")
                 print(f"{name + ' round ' + str(r + 1):>22} {ms[0]:>8.2f} "
                       f"{ms[1]:>8.2f} {ms[2]:>8.2f} "
                       f"{100 * (ms[1] / ms[0] - 1):>7.1f} "
-                      f"{100 * (ms[2] / ms[0] - 1):>8.1f}", flush=True)
+                      f"{100 * (ms[2] / ms[0] - 1):>8.1f}{flushed}",
+                      flush=True)
+                overheads[name].append(100 * (ms[1] / ms[0] - 1))
             except (RuntimeError, subprocess.TimeoutExpired, AttributeError,
-                    IndexError) as e:
+                    IndexError, KeyError, OSError, ValueError) as e:
                 print(f"{name:>22} error: {e}")
                 failed = True
+    # This machine's noise moves single runs by several percent: the median
+    # over rounds, with the spread.
+    for name, values in overheads.items():
+        if values:
+            print(f"{name:>22} K=10 overhead: median "
+                  f"{statistics.median(values):+.1f}% over {len(values)} "
+                  f"rounds (min {min(values):+.1f}%, max {max(values):+.1f}%)")
     return 1 if failed else 0
 
 
