@@ -20,6 +20,10 @@ process (the last record of each step in the --log file counts):
           3 and 4 ranks (rows split unevenly, each rank's means weighted by
           its rows): losses within --tol and final parameters within
           --param-tol of one process.
+  pipeline: the set compiled with --elastic=2:4 --mesh pp=2 (2 stages at
+          2 ranks, dp=3 at 3, 2 stages x dp=2 at 4): killed with SIGKILL
+          at 4 ranks, it finishes on 3 without stages, as `kill` checks
+          (400 steps: its steps are short).
   crash:  the job (snapshots every step) is killed with SIGKILL at random
           moments, several times; after each kill the newest checkpoint
           must load (a resumed run of one step succeeds).
@@ -158,6 +162,37 @@ def check_loss(args, checks, ref, name, signum, victim, at, timeout):
     if restart:
         print(f"  {restart[0]}", flush=True)
     return time.time() - t_kill
+
+
+def check_pipeline(args, checks, onnx_path, flags, rng):
+    """The elastic set with pipeline stages: its steps are so short that
+    the job runs 400 steps (its own one-process reference), killed in the
+    first half so that the kill lands before the end."""
+    steps = 400
+    ref_log = os.path.join(args.work, "one_pp.jsonl")
+    r = run([args.one_exe, "train"] + args.data +
+            ["--batch-size", str(BATCH), "--steps", str(steps),
+             "--threads", "1", "--quiet", "--log", ref_log])
+    if r.returncode:
+        raise RuntimeError(f"one-process run failed: {r.stderr}")
+    ref, _ = read_log(ref_log)
+    out = os.path.join(args.work, "elastic_pp")
+    r = run([args.dist_opt, onnx_path] + flags +
+            ["--elastic=2:4", "--mesh", "pp=2", "-o", out, "--name", "gpt"])
+    layouts = [l for l in r.stdout.splitlines() if l.startswith("elastic")]
+    if r.returncode or not any("pp=2,dp=2" in l for l in layouts):
+        checks.report("pipeline", False, "compile: " + (r.stderr.strip() or
+                                                        "; ".join(layouts)))
+        return
+    print("compiled: " + "; ".join(layouts), flush=True)
+    saved = args.exe, args.steps
+    args.exe, args.steps = os.path.join(out, "gpt"), steps
+    try:
+        at = rng.randint(args.every + 1, steps // 2)
+        check_loss(args, checks, ref, "pipeline", signal.SIGKILL,
+                   rng.randint(0, 3), at, None)
+    finally:
+        args.exe, args.steps = saved
 
 
 def check_grow(args, checks, ref):
@@ -357,7 +392,13 @@ def check_errors(args, checks, onnx_path):
     expect(checks, "elastic with --mesh",
            [args.dist_opt, onnx_path, "--train", "--loss=cross_entropy",
             "--elastic=2:4", "--mesh", "tp=2", "-o", os.path.join(d, "bad")],
-           lambda c: True, "--mesh and --plan with other axes")
+           lambda c: True, "--mesh with other axes and --plan")
+    expect(checks, "elastic stages with ZeRO",
+           [args.dist_opt, onnx_path, "--train", "--loss=cross_entropy",
+            "--elastic=2:4", "--mesh", "pp=2", "--zero", "1", "-o",
+            os.path.join(d, "bad")],
+           lambda c: not os.path.exists(os.path.join(d, "bad", "gpt.dp2")),
+           "ZeRO with pipeline stages is not supported yet")
     # The largest layout is compiled last: a failure writes no set.
     bad = os.path.join(d, "bad")
     expect(checks, "uneven batch",
@@ -395,10 +436,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--crashes", type=int, default=4)
     p.add_argument("--check", nargs="+",
-                   default=["kill", "stop", "grow", "uneven", "crash",
-                            "errors"],
-                   choices=["kill", "stop", "grow", "uneven", "crash",
-                            "errors"])
+                   default=["kill", "stop", "grow", "uneven", "pipeline",
+                            "crash", "errors"],
+                   choices=["kill", "stop", "grow", "uneven", "pipeline",
+                            "crash", "errors"])
     args = p.parse_args(argv)
     if args.dist_launch is None:
         args.dist_launch = os.path.join(os.path.dirname(args.dist_opt),
@@ -456,6 +497,8 @@ def main(argv=None):
                 check_grow(args, checks, ref)
             elif name == "uneven":
                 check_uneven(args, checks, flags)
+            elif name == "pipeline":
+                check_pipeline(args, checks, onnx_path, flags, rng)
             elif name == "crash":
                 check_crash(args, checks)
             elif name == "errors":

@@ -219,8 +219,9 @@ struct CompileCommandLine::Flags {
   cl::opt<std::string> elastic{
       "elastic",
       cl::desc("Compile a data-parallel layout for every world size from MIN "
-               "to MAX ranks (with --zero 1 if given): the executable picks "
-               "the one for the ranks it is started with (dist-launch "
+               "to MAX ranks (with --zero 1 if given; with --mesh pp=P, P "
+               "pipeline stages where P divides the size): the executable "
+               "picks the one for the ranks it is started with (dist-launch "
                "restarts a job on another size after a failure)"),
       cl::value_desc("MIN:MAX"), cl::cat(cat(Distribution))};
   cl::opt<double> gradBucketMb{
@@ -521,13 +522,23 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
         options.artifact != ArtifactKind::Exe)
       return fail("--elastic writes one executable per layout: give -o DIR "
                   "(and no --compile-to or --emit)");
-    if (f.mesh.getNumOccurrences() || f.plan.getNumOccurrences())
+    // --mesh pp=P: the layouts of P | N ranks have P stages.
+    bool stagesOnly = options.mesh && options.mesh->axes.size() == 1 &&
+                      options.mesh->axes[0] == "pp";
+    if ((f.mesh.getNumOccurrences() && !stagesOnly) ||
+        f.plan.getNumOccurrences())
       return fail("--elastic: the layouts are data-parallel over every world "
-                  "size (dp=MIN..MAX); --mesh and --plan with other axes are "
-                  "not supported with it yet");
+                  "size (dp=MIN..MAX), with --mesh pp=P pipeline stages where "
+                  "P divides it; --mesh with other axes and --plan are not "
+                  "supported with it yet");
     if (f.psTables.getNumOccurrences())
       return fail("--elastic: parameter-server tables are not supported "
                   "with it yet");
+    if (stagesOnly && options.zero == 1)
+      return fail(
+          "--elastic with --mesh pp=" + Twine(options.mesh->sizeOf("pp")) +
+          ": ZeRO with pipeline stages is not supported yet (drop "
+          "--zero 1)");
     options.elasticMin = min;
     options.elasticMax = max;
     if (options.zero == 1 && max < 2)

@@ -84,20 +84,34 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
   // file, library, header, manifest), the others their executable alone,
   // all with the set in their descriptor. The largest comes last, so that
   // a layout that fails leaves no new set behind.
+  // --mesh pp=P: P stages where P divides the world size, dp over the rest.
+  int64_t stages = options.mesh ? options.mesh->sizeOf("pp") : 1;
   for (int64_t k = options.elasticMin; k <= options.elasticMax; ++k) {
     auto start = std::chrono::steady_clock::now();
     CompileOptions layout = options;
     layout.mesh.reset();
     layout.zero = 0;
-    if (k > 1) {
+    int64_t pp = stages > 1 && k % stages == 0 ? stages : 1;
+    int64_t dp = k / pp;
+    std::string spec;
+    if (pp > 1)
+      spec = "pp=" + std::to_string(pp);
+    if (dp > 1)
+      spec += (spec.empty() ? "dp=" : ",dp=") + std::to_string(dp);
+    if (!spec.empty()) {
       MeshSpec mesh;
-      std::string why = parseMesh("dp=" + std::to_string(k), mesh);
+      std::string why = parseMesh(spec, mesh);
       if (!why.empty()) {
         reportError("--elastic: " + why);
         return 1;
       }
       layout.mesh = std::move(mesh);
-      layout.zero = options.zero;
+      layout.zero = dp > 1 ? options.zero : 0;
+    }
+    // A layout without stages has one micro-batch.
+    if (pp == 1 && layout.train) {
+      layout.train->microBatches = 1;
+      layout.train->globalBatch = 0;
     }
     if (k != options.elasticMax)
       layout.executableFile =
@@ -109,8 +123,8 @@ int dist::runCompile(const CompileOptions &options, DialectRegistry &registry,
     }
     llvm::outs() << llvm::formatv(
         "elastic layout for {0} rank{1}: {2}{3} ({4:f1} s)\n", k,
-        k == 1 ? "" : "s", k > 1 ? "dp=" + std::to_string(k) : "one process",
-        k > 1 && options.zero ? ", ZeRO-1" : "",
+        k == 1 ? "" : "s", spec.empty() ? "one process" : spec,
+        layout.zero ? ", ZeRO-1" : "",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count());
     llvm::outs().flush();

@@ -567,6 +567,14 @@ int main(int argc, char **argv) {
       code = 0;
       break;
     }
+    // Every rank finished (its outputs written) before one ended while
+    // leaving MPI: nothing is left to run again.
+    if (out.allDone) {
+      note("every rank finished training; mpirun exited " +
+           std::to_string(out.exitCode) + " afterwards: not restarting");
+      code = 0;
+      break;
+    }
     std::string ckName;
     long long ckStep = newestCheckpoint(checkpointDir, ckName);
     long long next = ranks;
