@@ -17,6 +17,8 @@
 
 #include <cerrno>
 #include <string>
+#include <vector>
+
 #include <sys/stat.h>
 
 using namespace dist_fuzz;
@@ -57,12 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (hasState)
     writeFile(step + "/w.npy", data, size);
 
-  std::string checkpoint, error;
+  // The first checkpoint a resume tries (older ones are read alike).
+  std::vector<std::string> checkpoints;
+  std::string error;
   train_impl::CheckpointState parsed;
-  if (!train_impl::readCheckpointState(dir, checkpoint, parsed, error)) {
+  if (!train_impl::checkpointsToResume(dir, checkpoints, error) ||
+      !train_impl::readCheckpointState(checkpoints.at(0), parsed, error)) {
     checkOneLine(error);
     return 0;
   }
+  const std::string &checkpoint = checkpoints[0];
   if (parsed.step < 0 || parsed.totalSteps < 0 || parsed.batchSize < 1)
     finding("accepted state out of range", state);
 
