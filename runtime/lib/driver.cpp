@@ -328,7 +328,7 @@ bool removeTree(const std::string &path) {
 
 namespace {
 /// fsync of `path` (or syncfs of its file system) with the error in words.
-bool flush(const std::string &path, bool fileSystem, std::string &error) {
+bool flushPath(const std::string &path, bool fileSystem, std::string &error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     error = errnoMessage("cannot open '" + path + "' to flush it", errno);
@@ -350,11 +350,11 @@ bool flush(const std::string &path, bool fileSystem, std::string &error) {
 } // namespace
 
 bool syncPath(const std::string &path, std::string &error) {
-  return flush(path, /*fileSystem=*/false, error);
+  return flushPath(path, /*fileSystem=*/false, error);
 }
 
 bool syncFileSystem(const std::string &path, std::string &error) {
-  return flush(path, /*fileSystem=*/true, error);
+  return flushPath(path, /*fileSystem=*/true, error);
 }
 
 bool writeFileAtomically(const std::string &path, const std::string &text,

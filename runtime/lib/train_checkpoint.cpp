@@ -773,8 +773,8 @@ bool saveCheckpointPart(const std::string &dir, const SnapshotPart &part,
       if (timeout > 0 && waited.count() > timeout) {
         char seconds[32];
         std::snprintf(seconds, sizeof(seconds), "%g", timeout);
-        error = "rank " + std::to_string(r) + " wrote no part within " +
-                seconds + " s (DIST_RT_COMM_TIMEOUT)";
+        error = "rank " + std::to_string(r) + " wrote no part into " + temp +
+                " within " + seconds + " s (DIST_RT_COMM_TIMEOUT)";
         return false;
       }
       ::usleep(2000);

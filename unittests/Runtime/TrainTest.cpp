@@ -1032,7 +1032,9 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
       saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error);
   ::unsetenv("DIST_RT_COMM_TIMEOUT");
   EXPECT_FALSE(ok);
-  EXPECT_EQ(error, "rank 1 wrote no part within 0.2 s (DIST_RT_COMM_TIMEOUT)");
+  EXPECT_EQ(error, "rank 1 wrote no part into " + two + "/.tmp-step-00000008-" +
+                       std::to_string(pid) +
+                       " within 0.2 s (DIST_RT_COMM_TIMEOUT)");
   std::vector<uint8_t> latest = readBytes(two + "/latest");
   EXPECT_EQ(std::string(latest.begin(), latest.end()), "step-00000004\n");
 }
