@@ -28,6 +28,8 @@ PKGS=(
   libgtest-dev libgmock-dev
   # Model export scripts (PyTorch) and ONNX python helpers for tests.
   python3 python3-torch python3-onnx python3-numpy
+  # ImageNet models for the convolution benchmark (bench/zoo.sh).
+  python3-torchvision
   # Headless Chromium renders plan.html in the planner tests.
   chromium
   # Peak-memory measurement in bench/cpu_training.py (GNU time).
