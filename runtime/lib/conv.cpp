@@ -87,6 +87,8 @@
 #include <cstring>
 #include <vector>
 
+#include <unistd.h>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps,
 // which -Wuninitialized flags in every caller (a known false positive).
@@ -104,6 +106,22 @@ namespace {
 
 /// Set by tests to pick a kernel (dist_rt::ConvKernel).
 std::atomic<int> forcedKernel{0};
+/// Set by tests to fix the input bytes of a panel (see panelBytes); 0: the
+/// host's.
+std::atomic<size_t> forcedPanelBytes{0};
+
+/// Input bytes one panel of position-vectorised tiles may read (see
+/// Plan::panelChunks): half the core's L2 cache as the C library reads it
+/// (cpuid), 256 KiB where it says nothing.
+[[maybe_unused]] size_t panelBytes() {
+  if (size_t forced = forcedPanelBytes.load(std::memory_order_relaxed))
+    return forced;
+  static const size_t host = [] {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 >= 64 * 1024 ? size_t(l2) / 2 : size_t(256) * 1024;
+  }();
+  return host;
+}
 
 /// A convolution call's geometry and operand strides (elements). With
 /// groups, `c` and `f` count the channels and filters of one group.
@@ -115,7 +133,23 @@ struct Geometry {
   /// Output strides of images, groups, filters and rows (columns: 1).
   int64_t outN, outG = 0, outF, outH;
   bool accumulate, relu;
+  /// DIST_RT_CONV_CLIP: v < lo becomes lo, then v > hi becomes hi.
+  bool clip = false;
+  float lo = 0.0f, hi = 0.0f;
 };
+
+/// The activation the call asks for, on one output value: ReLU (lanes <= 0,
+/// -0 included, become +0; NaN kept), then the clip (NaN kept), as the
+/// generated elementwise ops the compiler folded into the call compute them.
+inline float activate(const Geometry &g, float v) {
+  if (g.relu && !(v > 0.0f))
+    v = v != v ? v : 0.0f;
+  if (g.clip) {
+    v = v < g.lo ? g.lo : v;
+    v = v > g.hi ? g.hi : v;
+  }
+  return v;
+}
 
 /// out[n, g, f, oh, ow] (+)= bias[g, f] + sum over c, kh, kw of
 /// wt[g, f, c, kh, kw] * in[n, g, c, oh*sh + kh*dh, ow*sw + kw*dw], then
@@ -141,9 +175,7 @@ void convPlain(const Geometry &g, const float *in, const float *wt,
         v += acc;
         if (bias)
           v += bias[gf];
-        if (g.relu && !(v > 0.0f))
-          v = v != v ? v : 0.0f;
-        dst = v;
+        dst = activate(g, v);
       }
   }
 }
@@ -208,9 +240,35 @@ struct Plan {
   const float *wp;
   int fb = 0, v = 0;
   int64_t filterBlocks, chunks, positions;
+  /// Chunks of 16 * V positions per panel: the tiles of an image and group
+  /// run panel by panel, every filter block of a panel before the next
+  /// panel, so that the panel's input (all channels at its positions) is
+  /// read from memory once and from cache by the other filter blocks. An
+  /// image that fits is one panel (filter blocks outermost, as before);
+  /// larger ones, such as a U-Net's 64 channels on 128 x 128 (4 MB, sent
+  /// here because their im2col columns would pass 12 MiB), would otherwise
+  /// stream from memory once per filter block. (Not yet timed against the
+  /// old order: written on an AVX2 machine, where these tiles do not run.)
+  int64_t panelChunks;
   const float *bias;
   float *out;
 };
+
+/// activate() on 16 lanes.
+__attribute__((target("avx512f"), always_inline)) inline __m512
+activate(const Geometry &g, __m512 r) {
+  if (g.relu) {
+    // Ordered compare: NaN lanes are kept.
+    __m512 zero = _mm512_setzero_ps();
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ), zero);
+  }
+  if (g.clip) {
+    __m512 lo = _mm512_set1_ps(g.lo), hi = _mm512_set1_ps(g.hi);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, lo, _CMP_LT_OQ), lo);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, hi, _CMP_GT_OQ), hi);
+  }
+  return r;
+}
 
 /// Lanes of the 16 positions from `p0` whose column is inside the output.
 __attribute__((target("avx512f"))) inline __mmask16
@@ -230,7 +288,7 @@ keptLanes(int64_t p0, int64_t wq, int64_t ow, int64_t positions) {
 
 /// Stores lanes `kept` of filter `f`'s accumulator `acc` at `dst` (the
 /// kept lanes go to consecutive outputs), adding the old output and the
-/// bias and applying ReLU as the call asks.
+/// bias and applying the activation as the call asks.
 __attribute__((target("avx512f"), always_inline)) inline void
 storeLanes(const Plan &pl, __m512 acc, __mmask16 kept, float *dst, int64_t f) {
   __mmask16 head = static_cast<__mmask16>((1u << __builtin_popcount(kept)) - 1);
@@ -239,14 +297,7 @@ storeLanes(const Plan &pl, __m512 acc, __mmask16 kept, float *dst, int64_t f) {
     r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(head, dst));
   if (pl.bias)
     r = _mm512_add_ps(r, _mm512_set1_ps(pl.bias[f]));
-  if (pl.g.relu) {
-    // Lanes <= 0 (-0 included, NaN not: ordered compare) become +0, like
-    // ReLU's maximumf.
-    __m512 zero = _mm512_setzero_ps();
-    __mmask16 low = _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ);
-    r = _mm512_mask_mov_ps(r, low, zero);
-  }
-  _mm512_mask_storeu_ps(dst, head, r);
+  _mm512_mask_storeu_ps(dst, head, activate(pl.g, r));
 }
 
 /// One FB x (16 * V) tile: filters [f0, f0 + FB) of group `grp` of image
@@ -333,12 +384,9 @@ __attribute__((target("avx512f"))) void tileChunk(void *ctx, int64_t begin,
                                                   int64_t end) {
   const Plan &pl = *static_cast<const Plan *>(ctx);
   for (int64_t item = begin; item < end; ++item) {
-    int64_t chunk = item % pl.chunks;
-    int64_t rest = item / pl.chunks;
-    int64_t blk = rest % pl.filterBlocks;
-    rest /= pl.filterBlocks;
-    int64_t grp = rest % pl.g.groups, b = rest / pl.g.groups;
-    convTile<FB, V>(pl, b, grp, blk, chunk * 16 * V);
+    dist_rt::conv_plan::TileIndex t = dist_rt::conv_plan::panelTile(
+        item, pl.g.groups, pl.filterBlocks, pl.chunks, pl.panelChunks);
+    convTile<FB, V>(pl, t.image, t.group, t.block, t.chunk * 16 * V);
   }
 }
 
@@ -637,8 +685,7 @@ __attribute__((target("avx512f"))) void chanTile(const ChanPlan &pl, int64_t b,
     }
     if (pl.bias)
       r = _mm512_add_ps(r, _mm512_set1_ps(pl.bias[f0 + i]));
-    if (g.relu)
-      r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ), zero);
+    r = activate(g, r);
 #pragma GCC unroll 4
     for (int rr = 0; rr < R; ++rr) {
       __mmask16 m =
@@ -743,18 +790,13 @@ firstLanes(int64_t n) {
 }
 
 /// Stores lanes `mask` of `r` at `at` (lane i to at[i]), the old output
-/// added when accumulating, then the bias and ReLU as asked.
+/// added when accumulating, then the bias and the activation as asked.
 __attribute__((target("avx512f"), always_inline)) inline void
-dwStore(__m512 r, float *at, __mmask16 mask, __m512 bias, bool accumulate,
-        bool relu) {
-  if (accumulate)
+dwStore(const Geometry &g, __m512 r, float *at, __mmask16 mask, __m512 bias) {
+  if (g.accumulate)
     r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, at));
   r = _mm512_add_ps(r, bias);
-  if (relu) {
-    __m512 zero = _mm512_setzero_ps();
-    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ), zero);
-  }
-  _mm512_mask_storeu_ps(at, mask, r);
+  _mm512_mask_storeu_ps(at, mask, activate(g, r));
 }
 
 /// Planes [begin, end) (image, group, filter) with column stride SW (1 or
@@ -776,7 +818,6 @@ __attribute__((target("avx512f"))) void dwChunk(void *ctx, int64_t begin,
   const int64_t vectors = wide ? (positions + 15) / 16 : g.oh * perRow;
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,
                                         10, 8, 6, 4, 2, 0);
-  const bool accumulate = g.accumulate, relu = g.relu;
   int64_t planes = g.groups * g.f;
   for (int64_t item = begin; item < end; ++item) {
     int64_t b = item / planes, gf = item % planes, grp = gf / g.f;
@@ -832,7 +873,7 @@ __attribute__((target("avx512f"))) void dwChunk(void *ctx, int64_t begin,
       }
       for (int v = 0; v < V; ++v) {
         if (!wide) {
-          dwStore(acc[v], dst[v], keep[v], bias, accumulate, relu);
+          dwStore(g, acc[v], dst[v], keep[v], bias);
           continue;
         }
         // One masked store per output row the vector covers, its base
@@ -845,9 +886,8 @@ __attribute__((target("avx512f"))) void dwChunk(void *ctx, int64_t begin,
           int64_t seg = std::min(lanes - lane, g.inH - col);
           int64_t valid = std::min(seg, std::max<int64_t>(0, g.ow - col));
           if (valid > 0)
-            dwStore(acc[v], o + y * g.outH + col - lane,
-                    static_cast<__mmask16>(((1u << valid) - 1) << lane), bias,
-                    accumulate, relu);
+            dwStore(g, acc[v], o + y * g.outH + col - lane,
+                    static_cast<__mmask16>(((1u << valid) - 1) << lane), bias);
           lane += seg;
         }
       }
@@ -941,6 +981,23 @@ void convAvx512(const Geometry &g, const float *in, const float *wt,
   pl.taps = tp;
   pl.filterBlocks = (g.f + pl.fb - 1) / pl.fb;
   pl.chunks = ((pl.positions + 15) / 16 + pl.v - 1) / pl.v;
+  {
+    // A panel of P positions reads, per channel, the phase planes its taps
+    // use over P positions plus the taps' reach within a plane.
+    int64_t planes = 0, reach = 0;
+    for (int64_t t = 0; t < pl.k; ++t) {
+      int64_t within = tp[t] % channelStride;
+      reach = std::max(reach, phaseStride ? within % phaseStride : within);
+    }
+    if (unit)
+      planes = 1;
+    else
+      for (int64_t i = 0; i < g.sh * g.sw; ++i)
+        planes += usedPhases[size_t(i)];
+    pl.panelChunks = dist_rt::conv_plan::panelChunks(
+        int64_t(panelBytes() / sizeof(float)), g.c, planes, reach, 16 * pl.v,
+        pl.chunks);
+  }
   pl.wp = packedFilters(wt, g.groups, g.f, pl.k, pl.fb, packed);
   ChunkFn fn = pl.fb == 8   ? tileFn<8>(pl.v)
                : pl.fb == 4 ? tileFn<4>(pl.v)
@@ -1106,15 +1163,19 @@ void dist_rt::setConvKernel(ConvKernel kernel) {
   forcedKernel.store(static_cast<int>(kernel));
 }
 
+void dist_rt::setConvPanelBytes(size_t bytes) { forcedPanelBytes.store(bytes); }
+
 namespace {
 
 /// Both forward entry points: `g` without its flags and pointers.
 void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
-                 int64_t out_ptr, int64_t flags) {
+                 int64_t out_ptr, float lo, float hi, int64_t flags) {
   if (g.n <= 0 || g.f <= 0 || g.groups <= 0 || g.oh <= 0 || g.ow <= 0)
     return;
   g.accumulate = (flags & DIST_RT_CONV_ACCUMULATE) != 0;
   g.relu = (flags & DIST_RT_CONV_RELU) != 0;
+  g.clip = (flags & DIST_RT_CONV_CLIP) != 0;
+  g.lo = lo, g.hi = hi;
   const auto *in =
       reinterpret_cast<const float *>(static_cast<intptr_t>(in_ptr));
   const auto *wt =
@@ -1137,19 +1198,18 @@ void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
 
 } // namespace
 
-extern "C" void
-dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
-                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
-                   int64_t dw, int64_t oh, int64_t ow, int64_t in_ptr,
-                   int64_t in_sn, int64_t in_sc, int64_t in_sh, int64_t w_ptr,
-                   int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
-                   int64_t out_sf, int64_t out_sh, int64_t flags) {
+extern "C" void dist_rt_conv2d_f32(
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
+    int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t oh,
+    int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sc, int64_t in_sh,
+    int64_t w_ptr, int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
+    int64_t out_sf, int64_t out_sh, float lo, float hi, int64_t flags) {
   Geometry g;
   g.n = n, g.c = c, g.h = h, g.w = w, g.f = f, g.kh = kh, g.kw = kw;
   g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.oh = oh, g.ow = ow;
   g.inN = in_sn, g.inC = in_sc, g.inH = in_sh, g.inG = c * in_sc;
   g.outN = out_sn, g.outF = out_sf, g.outH = out_sh, g.outG = f * out_sf;
-  convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, flags);
+  convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, lo, hi, flags);
 }
 
 extern "C" void dist_rt_conv2d_group_f32(
@@ -1158,14 +1218,14 @@ extern "C" void dist_rt_conv2d_group_f32(
     int64_t oh, int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sg,
     int64_t in_sc, int64_t in_sh, int64_t w_ptr, int64_t bias_ptr,
     int64_t out_ptr, int64_t out_sn, int64_t out_sg, int64_t out_sf,
-    int64_t out_sh, int64_t flags) {
+    int64_t out_sh, float lo, float hi, int64_t flags) {
   Geometry g;
   g.n = n, g.c = c, g.h = h, g.w = w, g.f = f, g.kh = kh, g.kw = kw;
   g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.oh = oh, g.ow = ow;
   g.groups = groups;
   g.inN = in_sn, g.inG = in_sg, g.inC = in_sc, g.inH = in_sh;
   g.outN = out_sn, g.outG = out_sg, g.outF = out_sf, g.outH = out_sh;
-  convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, flags);
+  convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, lo, hi, flags);
 }
 
 extern "C" void dist_rt_conv2d_wgrad_f32(

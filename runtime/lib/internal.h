@@ -216,6 +216,9 @@ enum class ConvKernel { Auto, Positions, Filters, Plain };
 /// Makes dist_rt_conv2d_f32 use `kernel`. For tests; not meant to be
 /// changed while convolutions run.
 void setConvKernel(ConvKernel kernel);
+/// Makes the position-vectorised tiles take panels of at most `bytes` of
+/// input (0: half the host's L2 cache). For tests, as setConvKernel.
+void setConvPanelBytes(size_t bytes);
 
 //===----------------------------------------------------------------------===//
 // OpenBLAS (blas.cpp)

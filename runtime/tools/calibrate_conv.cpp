@@ -50,10 +50,10 @@ bool measureDirectConv(int32_t threadsMax, double minTimeS,
                                                   1, 1, p.oh, p.oh, p.h);
       double s = secondsPerCall(
           [&] {
-            dist_rt_conv2d_f32(n, p.c, p.h, p.h, f, kh, kw, 1, 1, 1, 1, p.oh,
-                               p.oh, ptr(in), p.c * p.h * p.h, p.h * p.h, p.h,
-                               ptr(weight), ptr(bias), ptr(out),
-                               f * p.oh * p.oh, p.oh * p.oh, p.oh, 0);
+            dist_rt_conv2d_f32(
+                n, p.c, p.h, p.h, f, kh, kw, 1, 1, 1, 1, p.oh, p.oh, ptr(in),
+                p.c * p.h * p.h, p.h * p.h, p.h, ptr(weight), ptr(bias),
+                ptr(out), f * p.oh * p.oh, p.oh * p.oh, p.oh, 0.0f, 0.0f, 0);
             clobberMemory();
           },
           minTimeS);

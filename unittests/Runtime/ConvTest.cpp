@@ -5,7 +5,7 @@
 // against a naive double-precision loop, over unit and larger strides,
 // dilations, kernels of 1x1 to 5x3, channel and filter counts that are not
 // multiples of the register tile, outputs narrower and wider than a vector,
-// and every flag combination (bias, accumulate, ReLU), at 1, 2 and 3
+// and every flag combination (bias, accumulate, ReLU, clip), at 1, 2 and 3
 // threads. Each case runs with the runtime's own choice of kernel and with
 // each kernel forced through its internal switch: the AVX-512 tiles over
 // output positions and over filters (where the machine has AVX-512 and the
@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dist_rt/conv_plan.h"
 #include "dist_rt/kernels.h"
 
 #include "internal.h"
@@ -53,6 +54,9 @@ void fill(std::vector<float> &values, uint32_t seed) {
   }
 }
 
+/// The bounds every case passes; DIST_RT_CONV_CLIP applies them.
+constexpr float kClipLo = -0.75f, kClipHi = 0.5f;
+
 /// Runs `cc` with `flags` (and a bias when `withBias`) and compares with a
 /// double-precision loop. Returns the number of mismatching elements.
 int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
@@ -75,12 +79,13 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
   fill(out, seed + 3);
   std::vector<float> old = out;
   if (cc.groups == 1)
-    dist_rt_conv2d_f32(
-        cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, cc.sh, cc.sw, cc.dh, cc.dw,
-        oh, ow, reinterpret_cast<intptr_t>(in.data()), inN, inC, inH,
-        reinterpret_cast<intptr_t>(wt.data()),
-        withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
-        reinterpret_cast<intptr_t>(out.data()), outN, outF, outH, flags);
+    dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, cc.sh, cc.sw,
+                       cc.dh, cc.dw, oh, ow,
+                       reinterpret_cast<intptr_t>(in.data()), inN, inC, inH,
+                       reinterpret_cast<intptr_t>(wt.data()),
+                       withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
+                       reinterpret_cast<intptr_t>(out.data()), outN, outF, outH,
+                       kClipLo, kClipHi, flags);
   else
     dist_rt_conv2d_group_f32(
         cc.groups, cc.n, cg, cc.h, cc.w, fg, cc.kh, cc.kw, cc.sh, cc.sw, cc.dh,
@@ -88,7 +93,7 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
         inC, inH, reinterpret_cast<intptr_t>(wt.data()),
         withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
         reinterpret_cast<intptr_t>(out.data()), outN, fg * outF, outF, outH,
-        flags);
+        kClipLo, kClipHi, flags);
   int64_t bad = 0;
   for (int64_t b = 0; b < cc.n; ++b)
     for (int64_t f = 0; f < cc.f; ++f)
@@ -118,6 +123,8 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
           }
           if ((flags & DIST_RT_CONV_RELU) && acc < 0.0)
             acc = 0.0;
+          if (flags & DIST_RT_CONV_CLIP)
+            acc = std::min(std::max(acc, double(kClipLo)), double(kClipHi));
           double tol = 1e-5 * (mag + 1.0);
           if (!(std::fabs(out[at] - acc) <= tol) ||
               ((flags & DIST_RT_CONV_RELU) && std::signbit(out[at])))
@@ -172,6 +179,11 @@ const ConvCase kCases[] = {
     {1, 4, 9, 12, 8, 3, 3, 1, 1, 1, 1, 4},
     {2, 9, 8, 11, 15, 3, 3, 2, 2, 1, 1, 3},
     {1, 12, 7, 7, 24, 1, 1, 1, 1, 1, 1, 4},
+    // Pointwise (1x1) on images larger than a panel of the host's cache
+    // at some thread counts: many channels, positions not a multiple of
+    // a tile, a strided one.
+    {2, 96, 30, 30, 20, 1, 1, 1, 1, 1, 1},
+    {1, 160, 13, 11, 37, 1, 1, 2, 2, 1, 1},
 };
 
 class ConvTest : public ::testing::TestWithParam<dist_rt::ConvKernel> {
@@ -179,13 +191,19 @@ protected:
   void SetUp() override { dist_rt::setConvKernel(GetParam()); }
   void TearDown() override {
     dist_rt::setConvKernel(dist_rt::ConvKernel::Auto);
+    dist_rt::setConvPanelBytes(0);
     dist_rt_set_num_threads(0);
   }
 };
 
 TEST_P(ConvTest, MatchesNaiveLoop) {
-  const int64_t flagSets[] = {0, DIST_RT_CONV_ACCUMULATE, DIST_RT_CONV_RELU,
-                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU};
+  const int64_t flagSets[] = {0,
+                              DIST_RT_CONV_ACCUMULATE,
+                              DIST_RT_CONV_RELU,
+                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
+                              DIST_RT_CONV_CLIP,
+                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP,
+                              DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP};
   uint32_t seed = 1;
   for (int threads : {1, 2, 3}) {
     dist_rt_set_num_threads(threads);
@@ -198,6 +216,50 @@ TEST_P(ConvTest, MatchesNaiveLoop) {
               << " threads " << threads;
         }
   }
+}
+
+TEST_P(ConvTest, SmallPanelsMatchNaiveLoop) {
+  // Panels of 2 to 16 KiB of input split every case's positions into
+  // several panels (the last one narrower), so tiles run panel by panel
+  // (and a thread's run of tiles starts and ends inside panels).
+  uint32_t seed = 500;
+  for (size_t bytes : {2048, 5000, 16384}) {
+    dist_rt::setConvPanelBytes(bytes);
+    for (int threads : {1, 3}) {
+      dist_rt_set_num_threads(threads);
+      for (const ConvCase &cc : kCases) {
+        ++seed;
+        EXPECT_EQ(check(cc, DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP, true, seed),
+                  0)
+            << cc.name() << " panel bytes " << bytes << " threads " << threads;
+      }
+    }
+  }
+  dist_rt::setConvPanelBytes(0);
+}
+
+TEST_P(ConvTest, ClipKeepsNaNAndBoundsBothSides) {
+  // ONNX's Clip: below lo becomes lo, above hi becomes hi, NaN stays.
+  ConvCase cc{1, 1, 6, 6, 3, 3, 3, 1, 1, 1, 1};
+  std::vector<float> in(36, 1.0f), wt(27, 0.0f), bias{-5.0f, 0.25f, 9.0f};
+  std::vector<float> out(48, 7.0f);
+  in[35] = std::numeric_limits<float>::quiet_NaN();
+  dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, 1, 1, 1, 1, 4,
+                     4, reinterpret_cast<intptr_t>(in.data()), 36, 36, 6,
+                     reinterpret_cast<intptr_t>(wt.data()),
+                     reinterpret_cast<intptr_t>(bias.data()),
+                     reinterpret_cast<intptr_t>(out.data()), 48, 16, 4, 0.0f,
+                     6.0f, DIST_RT_CONV_CLIP);
+  const float expected[3] = {0.0f, 0.25f, 6.0f};
+  for (int f = 0; f < 3; ++f)
+    for (int p = 0; p < 16; ++p) {
+      float v = out[size_t(f * 16 + p)];
+      // The NaN input reaches (times a zero weight) the last position.
+      if (p == 15)
+        EXPECT_TRUE(std::isnan(v)) << "filter " << f;
+      else
+        EXPECT_EQ(v, expected[f]) << "filter " << f << " position " << p;
+    }
 }
 
 TEST_P(ConvTest, StridedOperandsMatchNaiveLoop) {
@@ -231,11 +293,12 @@ TEST_P(ConvTest, ConstantWeightsArePackedOnce) {
   fill(in, 7);
   fill(wt, 8);
   auto run = [&] {
-    dist_rt_conv2d_f32(
-        cc.n, cc.c, cc.h, cc.w, cc.f, 3, 3, 1, 1, 1, 1, oh, ow,
-        reinterpret_cast<intptr_t>(in.data()), cc.c * cc.h * cc.w, cc.h * cc.w,
-        cc.w, reinterpret_cast<intptr_t>(wt.data()), 0,
-        reinterpret_cast<intptr_t>(out.data()), cc.f * oh * ow, oh * ow, ow, 0);
+    dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, 3, 3, 1, 1, 1, 1, oh, ow,
+                       reinterpret_cast<intptr_t>(in.data()),
+                       cc.c * cc.h * cc.w, cc.h * cc.w, cc.w,
+                       reinterpret_cast<intptr_t>(wt.data()), 0,
+                       reinterpret_cast<intptr_t>(out.data()), cc.f * oh * ow,
+                       oh * ow, ow, 0.0f, 0.0f, 0);
     return out[size_t(3 * oh * ow + ow + 1)];
   };
   auto naive = [&] {
@@ -348,8 +411,8 @@ TEST_P(ConvTest, ReluKeepsNaNAndClearsNegatives) {
                      4, reinterpret_cast<intptr_t>(in.data()), 36, 36, 6,
                      reinterpret_cast<intptr_t>(wt.data()),
                      reinterpret_cast<intptr_t>(bias.data()),
-                     reinterpret_cast<intptr_t>(out.data()), 32, 16, 4,
-                     DIST_RT_CONV_RELU);
+                     reinterpret_cast<intptr_t>(out.data()), 32, 16, 4, 0.0f,
+                     0.0f, DIST_RT_CONV_RELU);
   for (int f = 0; f < 2; ++f)
     for (int p = 0; p < 16; ++p) {
       float v = out[size_t(f * 16 + p)];
@@ -364,10 +427,10 @@ TEST_P(ConvTest, ReluKeepsNaNAndClearsNegatives) {
 TEST_P(ConvTest, EmptyCallsWriteNothing) {
   std::vector<float> out(4, 3.0f);
   float in = 1.0f, wt = 1.0f;
-  dist_rt_conv2d_f32(0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                     reinterpret_cast<intptr_t>(&in), 1, 1, 1,
-                     reinterpret_cast<intptr_t>(&wt), 0,
-                     reinterpret_cast<intptr_t>(out.data()), 1, 1, 1, 0);
+  dist_rt_conv2d_f32(
+      0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, reinterpret_cast<intptr_t>(&in), 1,
+      1, 1, reinterpret_cast<intptr_t>(&wt), 0,
+      reinterpret_cast<intptr_t>(out.data()), 1, 1, 1, 0.0f, 0.0f, 0);
   for (float v : out)
     EXPECT_EQ(v, 3.0f);
 }
@@ -390,3 +453,48 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 } // namespace
+
+TEST(ConvPlanTest, PanelOrderRunsEveryTileOnceAndPanelByPanel) {
+  // Every (image, group, block, chunk) exactly once; within an image and
+  // group, a panel's tiles (every block) all come before the next panel's.
+  for (int64_t groups : {1, 3})
+    for (int64_t blocks : {1, 2, 5})
+      for (int64_t chunks : {1, 4, 7, 12})
+        for (int64_t panel : {int64_t(1), int64_t(3), int64_t(5), chunks}) {
+          if (panel > chunks)
+            continue;
+          int64_t images = 2, items = images * groups * blocks * chunks;
+          std::vector<int> seen(size_t(items), 0);
+          int64_t lastPanel = -1, lastKey = -1;
+          for (int64_t item = 0; item < items; ++item) {
+            dist_rt::conv_plan::TileIndex t = dist_rt::conv_plan::panelTile(
+                item, groups, blocks, chunks, panel);
+            ASSERT_TRUE(t.image >= 0 && t.image < images && t.group >= 0 &&
+                        t.group < groups && t.block >= 0 && t.block < blocks &&
+                        t.chunk >= 0 && t.chunk < chunks)
+                << "item " << item;
+            ++seen[size_t(((t.image * groups + t.group) * blocks + t.block) *
+                              chunks +
+                          t.chunk)];
+            int64_t key = t.image * groups + t.group;
+            if (key != lastKey)
+              lastPanel = -1;
+            EXPECT_GE(t.chunk / panel, lastPanel)
+                << "groups " << groups << " blocks " << blocks << " chunks "
+                << chunks << " panel " << panel << " item " << item;
+            lastPanel = t.chunk / panel;
+            lastKey = key;
+          }
+          for (int count : seen)
+            EXPECT_EQ(count, 1) << "groups " << groups << " blocks " << blocks
+                                << " chunks " << chunks << " panel " << panel;
+        }
+}
+
+TEST(ConvPlanTest, PanelsFitTheBudget) {
+  // 64 channels of one plane, reach 2: (4096 / 64 - 2) / 16 = 3 chunks.
+  EXPECT_EQ(dist_rt::conv_plan::panelChunks(4096, 64, 1, 2, 16, 10), 3);
+  // At least one chunk, at most all of them.
+  EXPECT_EQ(dist_rt::conv_plan::panelChunks(100, 64, 1, 2, 16, 10), 1);
+  EXPECT_EQ(dist_rt::conv_plan::panelChunks(1 << 30, 64, 4, 2, 16, 10), 10);
+}

@@ -25,12 +25,15 @@ inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
 
 /// Direct 2-D f32 convolution of a padded NCHW input (dist_rt/kernels.h):
 /// conv2d(n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sc,
-/// in_sh, weight, bias, out, out_sn, out_sf, out_sh, flags), all i64; flag 1
-/// accumulates into out, 2 applies ReLU.
+/// in_sh, weight, bias, out, out_sn, out_sf, out_sh, lo, hi, flags), lo and
+/// hi f32, the others i64; the flags below.
 inline constexpr llvm::StringLiteral kConv2dF32 = "dist_rt_conv2d_f32";
+/// Its flags: accumulate into out; then ReLU; then clip to [lo, hi] (ONNX's
+/// Clip, NaN kept).
+inline constexpr int64_t kConvAccumulate = 1, kConvRelu = 2, kConvClip = 4;
 /// The same over groups (dist_rt/kernels.h): conv2d_group(groups, n, c, h,
 /// w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sg, in_sc, in_sh,
-/// weight, bias, out, out_sn, out_sg, out_sf, out_sh, flags), all i64, c
+/// weight, bias, out, out_sn, out_sg, out_sf, out_sh, lo, hi, flags), c
 /// and f counting one group's channels and filters.
 inline constexpr llvm::StringLiteral kConv2dGroupF32 =
     "dist_rt_conv2d_group_f32";

@@ -127,30 +127,86 @@ Value rootBuffer(Value v) {
   return v;
 }
 
-/// Whether `g` is an elementwise ReLU, out = maximumf(in, +0.0), reading
-/// `in` and writing its only output with identity maps.
-bool isReluOf(linalg::GenericOp g, Value in) {
+/// The activation a direct convolution call applies as it stores its
+/// outputs (dist_rt/kernels.h): DIST_RT_CONV_RELU, then DIST_RT_CONV_CLIP
+/// with its bounds.
+struct ConvActivation {
+  int64_t flags = 0;
+  double lo = -INFINITY, hi = INFINITY;
+};
+
+/// The f32 value of `v` when an arith.constant defines it (in a body or
+/// captured from outside).
+std::optional<double> f32Constant(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  if (!value || !value.getType().isF32())
+    return std::nullopt;
+  return value.getValueAsDouble();
+}
+
+/// The activation `g` computes when it is elementwise on `in` alone
+/// (identity maps, one output) and its body is, in this order and each at
+/// most once: a ReLU, maximumf(x, +0.0); ONNX Clip's lower bound,
+/// select(x < lo, lo, x); its upper bound, select(x > hi, hi, x) (ordered
+/// compares, constant bounds: LowerElementwise's Clip). Null otherwise.
+std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in) {
   if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
       g.getDpsInputOperand(0)->get() != in ||
       g.getNumParallelLoops() != g.getNumLoops() ||
       !llvm::all_of(g.getIndexingMapsArray(),
                     [](AffineMap m) { return m.isIdentity(); }))
-    return false;
+    return std::nullopt;
   Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 2)
-    return false;
-  auto max = dyn_cast<arith::MaximumFOp>(body.front());
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (!max || yield.getOperand(0) != max.getResult())
-    return false;
+  ConvActivation act;
   Value x = body.getArgument(0);
-  Value other = max.getLhs() == x   ? max.getRhs()
-                : max.getRhs() == x ? max.getLhs()
-                                    : Value();
-  auto cst =
-      other ? other.getDefiningOp<arith::ConstantOp>() : arith::ConstantOp();
-  auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
-  return value && value.getValue().isPosZero();
+  // 0: nothing yet, 1: after the ReLU, 2: after lo, 3: after hi.
+  int stage = 0;
+  for (auto it = body.begin(); &*it != body.getTerminator(); ++it) {
+    Operation *op = &*it;
+    if (isa<arith::ConstantOp>(op))
+      continue;
+    if (auto max = dyn_cast<arith::MaximumFOp>(op)) {
+      Value other = max.getLhs() == x   ? max.getRhs()
+                    : max.getRhs() == x ? max.getLhs()
+                                        : Value();
+      std::optional<double> zero = other ? f32Constant(other) : std::nullopt;
+      if (stage != 0 || !zero || *zero != 0.0 || std::signbit(*zero))
+        return std::nullopt;
+      act.flags |= dist::runtime_abi::kConvRelu;
+      stage = 1;
+      x = max.getResult();
+      continue;
+    }
+    auto cmp = dyn_cast<arith::CmpFOp>(op);
+    auto next = std::next(it);
+    auto sel = cmp && &*next != body.getTerminator()
+                   ? dyn_cast<arith::SelectOp>(&*next)
+                   : arith::SelectOp();
+    if (!cmp || !sel || cmp.getLhs() != x || sel.getCondition() != cmp ||
+        sel.getFalseValue() != x || sel.getTrueValue() != cmp.getRhs() ||
+        !cmp->hasOneUse())
+      return std::nullopt;
+    std::optional<double> bound = f32Constant(cmp.getRhs());
+    if (!bound || std::isnan(*bound))
+      return std::nullopt;
+    if (cmp.getPredicate() == arith::CmpFPredicate::OLT && stage < 2) {
+      act.lo = *bound;
+      stage = 2;
+    } else if (cmp.getPredicate() == arith::CmpFPredicate::OGT && stage < 3) {
+      act.hi = *bound;
+      stage = 3;
+    } else {
+      return std::nullopt;
+    }
+    act.flags |= dist::runtime_abi::kConvClip;
+    x = sel.getResult();
+    ++it;
+  }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (!act.flags || yield.getOperand(0) != x)
+    return std::nullopt;
+  return act;
 }
 
 /// How a convolution `conv` finds its output `out` (NCHW, or a reshape
@@ -229,17 +285,16 @@ struct CallArgs {
   }
 };
 
-/// The declaration of runtime function `name` taking `numArgs` i64 values,
-/// added to `op`'s module on first use.
-func::FuncOp runtimeFunction(Operation *op, StringRef name, size_t numArgs) {
+/// The declaration of runtime function `name` taking `args`' types, added
+/// to `op`'s module on first use.
+func::FuncOp runtimeFunction(Operation *op, StringRef name, ValueRange args) {
   auto module = op->getParentOfType<ModuleOp>();
   if (auto callee = module.lookupSymbol<func::FuncOp>(name))
     return callee;
   OpBuilder mb(module.getBodyRegion());
   mb.setInsertionPointToStart(module.getBody());
-  SmallVector<Type> types(numArgs, mb.getI64Type());
   auto callee = func::FuncOp::create(mb, op->getLoc(), name,
-                                     mb.getFunctionType(types, {}));
+                                     mb.getFunctionType(TypeRange(args), {}));
   callee.setPrivate();
   return callee;
 }
@@ -294,11 +349,10 @@ struct ContractionsToRuntimePass
   /// KW], out [N, F, OH, OW]) or, `grouped`, of dist_rt_conv2d_group_f32
   /// (a group dim after N, first in wt), with out's pointer and strides
   /// taken from `dst` (out's shape; the buffer the call writes).
-  static SmallVector<Value> convArgs(CallArgs &call, Value in, Value wt,
-                                     Value out, Value dst, Value bias,
-                                     ArrayRef<int64_t> strides,
-                                     ArrayRef<int64_t> dilations, int64_t flags,
-                                     bool grouped) {
+  static SmallVector<Value>
+  convArgs(CallArgs &call, Value in, Value wt, Value out, Value dst, Value bias,
+           ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+           const ConvActivation &act, bool accumulate, bool grouped) {
     SmallVector<Value> inS, wS, outS, biasS;
     Value inPtr = call.pointer(in, 4, inS), wPtr = call.pointer(wt, 4, wS),
           outPtr = call.pointer(dst, 4, outS);
@@ -317,8 +371,54 @@ struct ContractionsToRuntimePass
     args.append(inS.begin(), inS.end() - 1);
     args.append({wPtr, biasPtr, outPtr});
     args.append(outS.begin(), outS.end() - 1);
-    args.push_back(call.constant(flags));
+    // The clip's bounds (f32), then the flags.
+    for (double bound : {act.lo, act.hi})
+      args.push_back(
+          arith::ConstantFloatOp::create(call.b, call.loc, call.b.getF32Type(),
+                                         APFloat(static_cast<float>(bound))));
+    args.push_back(call.constant(
+        act.flags | (accumulate ? dist::runtime_abi::kConvAccumulate : 0)));
     return args;
+  }
+
+  /// The elementwise generic that next reads the grouped convolution
+  /// `op`'s output `out` (a view splitting the channels of a whole NCHW
+  /// buffer) and writes it back in place, reading and writing the whole
+  /// buffer or views that merge `out`'s groups again (the same elements,
+  /// the same layout); null when some other op uses them first.
+  static linalg::GenericOp activationAfterGrouped(Operation *op, Value out) {
+    Operation *view;
+    Value whole = wholeBuffer(op, out, view);
+    if (!view)
+      return {};
+    SmallVector<Value, 2> aliases{whole};
+    for (Operation *user : out.getUsers())
+      if (auto merged = dyn_cast<memref::CollapseShapeOp>(user))
+        if (merged->getBlock() == op->getBlock() &&
+            merged.getType() == whole.getType())
+          aliases.push_back(merged.getResult());
+    auto touches = [&](Operation *other) {
+      bool found = false;
+      other->walk([&](Operation *nested) {
+        for (Value v : nested->getOperands())
+          if ((v == out && !isa<memref::CollapseShapeOp>(nested)) ||
+              llvm::is_contained(aliases, v))
+            found = true;
+      });
+      return found;
+    };
+    for (Operation *other = op->getNextNode(); other;
+         other = other->getNextNode()) {
+      if (!touches(other))
+        continue;
+      auto g = dyn_cast<linalg::GenericOp>(other);
+      if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+          !llvm::is_contained(aliases, g.getDpsInputOperand(0)->get()) ||
+          !llvm::is_contained(aliases, g.getDpsInitOperand(0)->get()))
+        return {};
+      return g;
+    }
+    return {};
   }
 
   /// A bufferized f32 linalg.conv_2d_ngchw_gfchw (a grouped or depthwise
@@ -327,8 +427,8 @@ struct ContractionsToRuntimePass
   /// operands. Its output is a memref.expand_shape splitting the channels
   /// of an NCHW buffer; when that buffer is fresh and its init (a zero fill
   /// or a bias broadcast) only this op observes, the call writes it
-  /// instead, as rewriteConv does. No ReLU fusion (the ReLU reads the
-  /// ungrouped view).
+  /// instead, as rewriteConv does. An activation that next reads and
+  /// writes the whole NCHW buffer in place goes into the call too.
   LogicalResult rewriteGroupedConv(linalg::Conv2DNgchwGfchwOp op) {
     if (!op.hasPureBufferSemantics())
       return failure();
@@ -339,21 +439,28 @@ struct ContractionsToRuntimePass
       return failure();
 
     ConvInit ci = convInit(op, out);
+    linalg::GenericOp next = activationAfterGrouped(op, out);
+    std::optional<ConvActivation> act;
+    if (next)
+      act = activationOf(next, next.getDpsInputOperand(0)->get());
 
+    // At the convolution's place: its operands are read when they were,
+    // and nothing reads the buffer before the activation did.
     OpBuilder b(op);
     CallArgs call{b, op.getLoc()};
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
-    // DIST_RT_CONV_ACCUMULATE (1).
-    SmallVector<Value> args =
-        convArgs(call, in, wt, out, out, ci.bias, strides, dilations,
-                 ci.overwrite ? 0 : 1, /*grouped=*/true);
+    SmallVector<Value> args = convArgs(
+        call, in, wt, out, out, ci.bias, strides, dilations,
+        act.value_or(ConvActivation()), !ci.overwrite, /*grouped=*/true);
     func::FuncOp callee =
-        runtimeFunction(op, dist::runtime_abi::kConv2dGroupF32, args.size());
+        runtimeFunction(op, dist::runtime_abi::kConv2dGroupF32, args);
     func::CallOp::create(b, call.loc, callee, args);
     op.erase();
     if (ci.op && ci.overwrite)
       ci.op->erase();
+    if (act)
+      next.erase();
     return success();
   }
 
@@ -363,8 +470,9 @@ struct ContractionsToRuntimePass
   /// lowering). When the output buffer is fresh and was last written by a
   /// fill of +0.0 or by a broadcast of a per-filter bias (the lowering's
   /// init), the call writes it instead (the bias passed along) and that op
-  /// goes; otherwise the call accumulates into it. A ReLU that next reads
-  /// the output goes into the call too (see fuseRelu).
+  /// goes; otherwise the call accumulates into it. An activation (ReLU,
+  /// Clip) that next reads the output goes into the call too (see
+  /// fuseActivation).
   LogicalResult rewriteConv(linalg::Conv2DNchwFchwOp op) {
     if (!op.hasPureBufferSemantics())
       return failure();
@@ -381,29 +489,30 @@ struct ContractionsToRuntimePass
     Value bias = ci.bias;
     bool overwrite = ci.overwrite;
 
-    // The ReLU the call applies, and where the call goes and writes.
+    // The activation the call applies, and where the call goes and writes.
     Operation *at = op;
     Value dst = out;
-    linalg::GenericOp relu = fuseRelu(op, in, wt, bias, out, overwrite, dst);
-    if (relu)
-      at = relu;
+    ConvActivation act;
+    linalg::GenericOp actOp =
+        fuseActivation(op, in, wt, bias, out, overwrite, dst, act);
+    if (actOp)
+      at = actOp;
 
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
-    // DIST_RT_CONV_ACCUMULATE (1), DIST_RT_CONV_RELU (2).
     SmallVector<Value> args =
-        convArgs(call, in, wt, out, dst, bias, strides, dilations,
-                 (overwrite ? 0 : 1) | (relu ? 2 : 0), /*grouped=*/false);
+        convArgs(call, in, wt, out, dst, bias, strides, dilations, act,
+                 !overwrite, /*grouped=*/false);
     func::FuncOp callee =
-        runtimeFunction(op, dist::runtime_abi::kConv2dF32, args.size());
+        runtimeFunction(op, dist::runtime_abi::kConv2dF32, args);
     func::CallOp::create(b, call.loc, callee, args);
     op.erase();
     if (init)
       init->erase();
-    if (relu)
-      relu.erase();
+    if (actOp)
+      actOp.erase();
     return success();
   }
 
@@ -521,8 +630,8 @@ struct ContractionsToRuntimePass
                             dyS[2],
                             dwPtr,
                             cst(fill ? 0 : 1)}; // DIST_RT_CONV_ACCUMULATE
-    func::FuncOp callee = runtimeFunction(
-        op, dist::runtime_abi::kConv2dWeightGradF32, args.size());
+    func::FuncOp callee =
+        runtimeFunction(op, dist::runtime_abi::kConv2dWeightGradF32, args);
     func::CallOp::create(b, loc, callee, args);
     op.erase();
     if (fill)
@@ -530,26 +639,31 @@ struct ContractionsToRuntimePass
     return success();
   }
 
-  /// The ReLU generic that the convolution `op` can apply itself, or null.
-  /// It must be the next use of the output `out` and read it. When it
-  /// writes `out` in place, the call just applies it. When it writes
+  /// The activation generic (activationOf: ReLU, Clip) that the
+  /// convolution `op` can apply itself, or null; `act` says what it
+  /// computes. It must be the next use of the output `out` and read it.
+  /// When it writes `out` in place, the call just applies it. When it writes
   /// another buffer `dst` (the interior of the next layer's padded input,
   /// say), the call writes `dst` instead, at the ReLU's place; that needs
   /// a call that does not read `out` (`overwrite`), `out` dead after the
-  /// ReLU (next used by a dealloc or an op that overwrites it without
-  /// reading, or not at all), `dst` in another buffer than the call's
-  /// operands, unit column strides on `dst`, and nothing between the two
-  /// that could write the operands (only ops without memory effects, views,
-  /// allocations and fills of other buffers).
-  linalg::GenericOp fuseRelu(linalg::Conv2DNchwFchwOp op, Value in, Value wt,
-                             Value bias, Value out, bool overwrite,
-                             Value &dst) {
+  /// activation (next used by a dealloc or an op that overwrites it
+  /// without reading, or not at all), `dst` in another buffer than the
+  /// call's operands, unit column strides on `dst`, and nothing between the
+  /// two that could write the operands (only ops without memory effects,
+  /// views, allocations and fills of other buffers).
+  linalg::GenericOp fuseActivation(linalg::Conv2DNchwFchwOp op, Value in,
+                                   Value wt, Value bias, Value out,
+                                   bool overwrite, Value &dst,
+                                   ConvActivation &act) {
     auto relu = dyn_cast_or_null<linalg::GenericOp>(nextUseAfter(op, out));
-    if (!relu || !isReluOf(relu, out))
+    std::optional<ConvActivation> found =
+        relu ? activationOf(relu, out) : std::nullopt;
+    if (!found)
       return {};
     Value target = relu.getDpsInitOperand(0)->get();
     if (target == out) {
       dst = out;
+      act = *found;
       return relu;
     }
     if (!overwrite)
@@ -584,6 +698,7 @@ struct ContractionsToRuntimePass
       return {};
     }
     dst = target;
+    act = *found;
     return relu;
   }
 
@@ -666,7 +781,7 @@ struct ContractionsToRuntimePass
                                           : dist::runtime_abi::kGemmSetF64)
                           : (elem.isF32() ? dist::runtime_abi::kGemmF32
                                           : dist::runtime_abi::kGemmF64);
-    func::FuncOp callee = runtimeFunction(op, name, args.size());
+    func::FuncOp callee = runtimeFunction(op, name, args);
     if (loops->outerBatch == -1) {
       func::CallOp::create(b, loc, callee, args);
     } else {

@@ -123,6 +123,49 @@ inline ForwardPlan forwardPlan(int64_t n, int64_t c, int64_t h, int64_t w,
   return pl;
 }
 
+/// A position-vectorised tile: its image, group, filter block and chunk of
+/// 16 * V positions.
+struct TileIndex {
+  int64_t image, group, block, chunk;
+};
+
+/// The tile numbered `item` when an image's tiles run panel by panel (a
+/// panel: `panelChunks` consecutive chunks, the last panel of an image
+/// possibly narrower), every filter block of a panel before the next
+/// panel, images and groups outermost. With panelChunks = chunks this is
+/// (image, group, block, chunk) order.
+inline TileIndex panelTile(int64_t item, int64_t groups, int64_t blocks,
+                           int64_t chunks, int64_t panelChunks) {
+  TileIndex t;
+  int64_t perImage = blocks * chunks;
+  int64_t i = item % perImage, rest = item / perImage;
+  t.group = rest % groups;
+  t.image = rest / groups;
+  int64_t panelItems = blocks * panelChunks;
+  int64_t fullPanels = chunks / panelChunks;
+  int64_t panel = i / panelItems, width = panelChunks;
+  int64_t j = i % panelItems;
+  if (panel >= fullPanels) {
+    panel = fullPanels;
+    j = i - fullPanels * panelItems;
+    width = chunks - fullPanels * panelChunks;
+  }
+  t.block = j / width;
+  t.chunk = panel * panelChunks + j % width;
+  return t;
+}
+
+/// Chunks of `chunkPositions` positions per panel so that a panel's input,
+/// `channels` x `planes` planes of (its positions + `reach`) floats, stays
+/// within `budgetFloats`: at least 1, at most `chunks`.
+inline int64_t panelChunks(int64_t budgetFloats, int64_t channels,
+                           int64_t planes, int64_t reach,
+                           int64_t chunkPositions, int64_t chunks) {
+  int64_t perPlane = budgetFloats / std::max<int64_t>(1, channels * planes);
+  int64_t fit = (perPlane - reach) / std::max<int64_t>(1, chunkPositions);
+  return std::clamp<int64_t>(fit, 1, std::max<int64_t>(1, chunks));
+}
+
 /// How much longer `items` equal items take on `threads` threads than
 /// their share (dist_rt_parallel_for gives each of min(items, threads)
 /// threads a contiguous run, the longest ceil(items / threads)).

@@ -122,6 +122,7 @@ DIST_RT_API void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
 /// Flags of dist_rt_conv2d_f32.
 #define DIST_RT_CONV_ACCUMULATE 1
 #define DIST_RT_CONV_RELU 2
+#define DIST_RT_CONV_CLIP 4
 
 /// A 2-D f32 convolution of an input that is already padded: for every
 /// image b in [0, n), filter o in [0, f) and output position (y, x) in
@@ -130,7 +131,10 @@ DIST_RT_API void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
 ///                     in[b, ci, y*sh + i*dh, x*sw + j*dw]
 /// plus bias[o] when `bias_ptr` is not 0, plus the old out[b, o, y, x] when
 /// `flags` has DIST_RT_CONV_ACCUMULATE, then max(., 0) (NaN kept) when it
-/// has DIST_RT_CONV_RELU. Element strides (columns have stride 1):
+/// has DIST_RT_CONV_RELU, then, when it has DIST_RT_CONV_CLIP, values below
+/// `lo` become `lo` and then values above `hi` become `hi` (NaN kept: ONNX's
+/// Clip; `lo` and `hi` are not read otherwise). Element strides (columns
+/// have stride 1):
 ///   in[b, ci, r, x] = ((float *)in_ptr)[b*in_sn + ci*in_sc + r*in_sh + x]
 ///   out[b, o, y, x] = ((float *)out_ptr)[b*out_sn + o*out_sf + y*out_sh + x]
 /// and `w` is a contiguous [f, c, kh, kw] array. Input rows must not
@@ -139,13 +143,12 @@ DIST_RT_API void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
 /// inside the input ((oh - 1)*sh + (kh - 1)*dh < h, likewise for the
 /// columns). Runs on the thread pool: with AVX-512 as a register-tiled
 /// direct convolution, otherwise as a plain loop.
-DIST_RT_API void
-dist_rt_conv2d_f32(int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
-                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
-                   int64_t dw, int64_t oh, int64_t ow, int64_t in_ptr,
-                   int64_t in_sn, int64_t in_sc, int64_t in_sh, int64_t w_ptr,
-                   int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
-                   int64_t out_sf, int64_t out_sh, int64_t flags);
+DIST_RT_API void dist_rt_conv2d_f32(
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
+    int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t oh,
+    int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sc, int64_t in_sh,
+    int64_t w_ptr, int64_t bias_ptr, int64_t out_ptr, int64_t out_sn,
+    int64_t out_sf, int64_t out_sh, float lo, float hi, int64_t flags);
 
 /// dist_rt_conv2d_f32 over `groups` groups of c channels and f filters
 /// each (a grouped or depthwise convolution): for every image b, group g,
@@ -166,7 +169,7 @@ DIST_RT_API void dist_rt_conv2d_group_f32(
     int64_t oh, int64_t ow, int64_t in_ptr, int64_t in_sn, int64_t in_sg,
     int64_t in_sc, int64_t in_sh, int64_t w_ptr, int64_t bias_ptr,
     int64_t out_ptr, int64_t out_sn, int64_t out_sg, int64_t out_sf,
-    int64_t out_sh, int64_t flags);
+    int64_t out_sh, float lo, float hi, int64_t flags);
 
 /// The weight gradient of dist_rt_conv2d_f32 (same geometry): for every
 /// filter o, channel ci and kernel position (i, j),

@@ -1,9 +1,10 @@
 // RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime | FileCheck %s
 
 // dist-contractions-to-runtime turns bufferized f32 linalg.conv_2d_nchw_fchw
-// into dist_rt_conv2d_f32 calls (flags: 1 accumulate, 2 ReLU). Its 24
-// arguments: n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, 3 input
-// strides, weight, bias, out, 3 output strides, flags.
+// into dist_rt_conv2d_f32 calls (flags: 1 accumulate, 2 ReLU, 4 clip). Its
+// 26 arguments: n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, 3 input
+// strides, weight, bias, out, 3 output strides, the clip's bounds (f32),
+// flags.
 
 // A fresh output initialised with a per-filter bias broadcast: the call
 // writes it with the bias and the broadcast goes; the in-place ReLU after
@@ -176,6 +177,107 @@ func.func @relu_into_input(%w: memref<8x8x3x3xf32>, %o: memref<1x8x6x6xf32>) {
 
 // -----
 
+// ONNX's Clip (LowerElementwise's selects on constant bounds) in place after
+// the convolution goes into the call (flags 4, bounds 0 and 6: ReLU6), and
+// so does a ReLU then a Clip with only an upper bound (flags 6, the lower
+// bound -inf). A Clip whose bound is not a constant, or whose compare is
+// not ordered, stays.
+// CHECK-LABEL: func.func @relu6(
+// CHECK-NOT: linalg.generic
+// CHECK: %[[LO:cst_[0-9]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[HI:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK-NEXT: %[[FLAGS:.*]] = arith.constant 4 : i64
+// CHECK-NEXT: call @dist_rt_conv2d_f32({{.*}}, %[[LO]], %[[HI]], %[[FLAGS]]) : ({{.*}}, f32, f32, i64) -> ()
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @relu_then_upper(
+// CHECK: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[UP:.*]] = arith.constant 2.500000e+00 : f32
+// CHECK-NEXT: %[[FLAGS:.*]] = arith.constant 6 : i64
+// CHECK-NEXT: call @dist_rt_conv2d_f32({{.*}}, %[[NINF]], %[[UP]], %[[FLAGS]]) :
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @bound_not_constant(
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @unordered_compare(
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+#id = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @relu6(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%acc : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %lt = arith.cmpf olt, %a, %zero : f32
+    %l = arith.select %lt, %zero, %a : f32
+    %gt = arith.cmpf ogt, %l, %six : f32
+    %r = arith.select %gt, %six, %l : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @relu_then_upper(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%acc : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %up = arith.constant 2.500000e+00 : f32
+    %m = arith.maximumf %a, %zero : f32
+    %gt = arith.cmpf ogt, %m, %up : f32
+    %r = arith.select %gt, %up, %m : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @bound_not_constant(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>, %hi: f32) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%acc : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %gt = arith.cmpf ogt, %a, %hi : f32
+    %r = arith.select %gt, %hi, %a : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @unordered_compare(%x: memref<1x4x6x6xf32>, %w: memref<8x4x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x4x6x6xf32>, memref<8x4x3x3xf32>) outs(%acc : memref<1x8x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%acc : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %lt = arith.cmpf ult, %a, %zero : f32
+    %r = arith.select %lt, %zero, %a : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+
+// -----
+
 // Layouts the call does not take stay for the loop lowering: an input whose
 // columns are not contiguous, and f64.
 // CHECK-LABEL: func.func @strided_columns(
@@ -256,9 +358,9 @@ func.func @not_a_weight_grad(%xp: memref<2x3x11x11xf32>, %dy: memref<2x8x5x5xf32
 // -----
 
 // A grouped f32 linalg.conv_2d_ngchw_gfchw becomes dist_rt_conv2d_group_f32
-// (27 arguments: groups, n, c, h, w, f per group, kh, kw, sh, sw, dh, dw,
-// oh, ow, in, 4 input strides, weight, bias, out, 4 output strides,
-// flags). It writes through the view that splits a fresh NCHW buffer's
+// (29 arguments: groups, n, c, h, w, f per group, kh, kw, sh, sw, dh, dw,
+// oh, ow, in, 4 input strides, weight, bias, out, 4 output strides, the
+// clip's bounds, flags). It writes through the view that splits a fresh NCHW buffer's
 // channels: the bias broadcast into that buffer goes (bias passed, flags
 // 0), and so does a zero fill; a view read before the op, or a view of an
 // argument, keeps the init and accumulates (flags 1). f64 stays.
@@ -331,4 +433,81 @@ func.func @grouped_f64(%x: memref<1x8x1x9x9xf64>, %w: memref<8x1x1x3x3xf64>, %o:
   linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
       ins(%x, %w : memref<1x8x1x9x9xf64>, memref<8x1x1x3x3xf64>) outs(%o : memref<1x8x1x4x4xf64>)
   return
+}
+
+// -----
+
+// An activation in place on the grouped convolution's whole NCHW buffer,
+// read through the view that merges the groups again, goes into the call
+// (ReLU6 of a depthwise layer: flags 4); one that writes elsewhere, or
+// after another read of the buffer, stays.
+// CHECK-LABEL: func.func @grouped_relu6(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c4_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @grouped_relu_elsewhere(
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @grouped_read_between(
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: memref.load
+// CHECK: linalg.generic
+#gid = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @grouped_relu6(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  %c = memref.collapse_shape %g [[0], [1, 2], [3], [4]] : memref<1x8x1x4x4xf32> into memref<1x8x4x4xf32>
+  linalg.generic {indexing_maps = [#gid, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c : memref<1x8x4x4xf32>) outs(%c : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %lt = arith.cmpf olt, %a, %zero : f32
+    %l = arith.select %lt, %zero, %a : f32
+    %gt = arith.cmpf ogt, %l, %six : f32
+    %r = arith.select %gt, %six, %l : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @grouped_relu_elsewhere(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  linalg.generic {indexing_maps = [#gid, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @grouped_read_between(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) -> f32 {
+  %zero = arith.constant 0.000000e+00 : f32
+  %i = arith.constant 0 : index
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  %v = memref.load %acc[%i, %i, %i, %i] : memref<1x8x4x4xf32>
+  linalg.generic {indexing_maps = [#gid, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%acc : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return %v : f32
 }
