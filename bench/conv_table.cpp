@@ -34,6 +34,8 @@
 #include "dist_rt/dist_rt.h"
 #include "dist_rt/kernels.h"
 
+#include "bench_timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -46,6 +48,10 @@
 #include <vector>
 
 namespace {
+
+using dist_bench::asInt;
+using dist_bench::secondsPerCall;
+using dist_bench::splitList;
 
 /// A 1x1 convolution: c channels to f filters on h x h images, stride 1,
 /// then ReLU6 (`clip`) or ReLU.
@@ -81,26 +87,6 @@ std::map<std::string, std::vector<Layer>> layersByModel() {
   return m;
 }
 
-int64_t asInt(const void *p) {
-  return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
-}
-
-/// Seconds per call of `fn`: calls repeated for at least `minTime`
-/// seconds after one warm-up call.
-double secondsPerCall(const std::function<void()> &fn, double minTime) {
-  fn();
-  using Clock = std::chrono::steady_clock;
-  int64_t calls = 0;
-  auto start = Clock::now();
-  double elapsed = 0;
-  do {
-    fn();
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < minTime);
-  return elapsed / double(calls);
-}
-
 /// The generated code's bias-and-activation pass after a product, over
 /// planes [begin, end) of `positions` values each.
 struct Epilogue {
@@ -122,20 +108,6 @@ void epilogueChunk(void *ctx, int64_t begin, int64_t end) {
       o[i] = v > hi ? hi : v;
     }
   }
-}
-
-std::vector<std::string> splitList(const std::string &s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos)
-      comma = s.size();
-    if (comma > start)
-      out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
 }
 
 [[noreturn]] void usage() {

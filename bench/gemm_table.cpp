@@ -25,6 +25,8 @@
 #include "dist_rt/dist_rt.h"
 #include "dist_rt/kernels.h"
 
+#include "bench_timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,6 +41,10 @@
 #include <dlfcn.h>
 
 namespace {
+
+using dist_bench::asInt;
+using dist_bench::secondsPerCall;
+using dist_bench::splitList;
 
 /// One product: batch matrices C[b] (m x n) = A[b] (m x k) * B (k x n), B
 /// shared when `sharedB`, else one per matrix.
@@ -107,47 +113,10 @@ struct Libraries {
   SetThreads ompThreads = nullptr;
 };
 
-int64_t asInt(const void *p) {
-  return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
-}
-
-/// Seconds per call of `fn`: calls repeated for at least `minTime`
-/// seconds after one warm-up call.
-double secondsPerCall(const std::function<void()> &fn, double minTime) {
-  fn();
-  using Clock = std::chrono::steady_clock;
-  int64_t calls = 0;
-  auto start = Clock::now();
-  double elapsed = 0;
-  do {
-    fn();
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < minTime);
-  return elapsed / double(calls);
-}
-
 void usage() {
   std::fprintf(stderr, "usage: dist-gemm-bench [--threads 1,2] [--rounds N] "
                        "[--min-time S] [--models vit,bert,convnext]\n");
   std::exit(2);
-}
-
-std::vector<std::string> splitList(const char *arg) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (const char *p = arg;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      if (!cur.empty())
-        out.push_back(cur);
-      cur.clear();
-      if (!*p)
-        break;
-    } else {
-      cur += *p;
-    }
-  }
-  return out;
 }
 
 } // namespace
