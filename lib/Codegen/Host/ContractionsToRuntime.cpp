@@ -489,13 +489,16 @@ struct ContractionsToRuntimePass
     Value bias = ci.bias;
     bool overwrite = ci.overwrite;
 
-    // The activation the call applies, and where the call goes and writes.
+    // The activation the call applies, and where the call goes and writes:
+    // at the activation's place when it writes another buffer (see
+    // fuseActivation), else at the convolution's (nothing reads the output
+    // in between, and the operands are read when they were).
     Operation *at = op;
     Value dst = out;
     ConvActivation act;
     linalg::GenericOp actOp =
         fuseActivation(op, in, wt, bias, out, overwrite, dst, act);
-    if (actOp)
+    if (actOp && dst != out)
       at = actOp;
 
     OpBuilder b(at);
