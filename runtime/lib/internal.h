@@ -210,9 +210,10 @@ dist_rt_status_t writeNpyPieces(const char *path, uint32_t dtype, uint32_t rank,
 //===----------------------------------------------------------------------===//
 
 /// The kernels of dist_rt_conv2d_f32: its own choice, the AVX-512 tiles
-/// vectorised over output positions or over filters (where they apply: the
-/// choice falls back otherwise), or the plain loop.
-enum class ConvKernel { Auto, Positions, Filters, Plain };
+/// vectorised over output positions or over filters, the AVX2 depthwise
+/// rows (where they apply: the choice falls back otherwise), or the plain
+/// loop.
+enum class ConvKernel { Auto, Positions, Filters, Plain, Avx2 };
 /// Makes dist_rt_conv2d_f32 use `kernel`. For tests; not meant to be
 /// changed while convolutions run.
 void setConvKernel(ConvKernel kernel);

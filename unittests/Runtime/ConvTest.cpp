@@ -9,7 +9,8 @@
 // threads. Each case runs with the runtime's own choice of kernel and with
 // each kernel forced through its internal switch: the AVX-512 tiles over
 // output positions and over filters (where the machine has AVX-512 and the
-// shape allows them) and the plain loop.
+// shape allows them), the AVX2 depthwise rows (where it has AVX2 and FMA
+// and the call has one input channel a group) and the plain loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -173,6 +174,18 @@ const ConvCase kCases[] = {
     {2, 3, 11, 40, 3, 5, 5, 1, 1, 1, 1, 3},
     {1, 4, 14, 13, 4, 3, 3, 1, 1, 2, 2, 4},
     {1, 3, 9, 9, 3, 7, 7, 2, 1, 1, 1, 3},
+    // Depthwise rows on AVX2: outputs of 7 and 14 columns (a vector's
+    // part), 4k+3 rows, stride 2 on odd widths, 5x5 at stride 2, a channel
+    // multiplier, unequal strides, 1x1, one input channel without groups.
+    {1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 8},
+    {2, 4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 4},
+    {1, 2, 29, 11, 2, 3, 3, 1, 1, 1, 1, 2},
+    {1, 3, 29, 29, 3, 3, 3, 2, 2, 1, 1, 3},
+    {1, 2, 23, 41, 2, 5, 5, 2, 2, 1, 1, 2},
+    {1, 3, 13, 13, 6, 3, 3, 1, 1, 1, 1, 3},
+    {1, 2, 12, 12, 2, 3, 3, 1, 2, 1, 1, 2},
+    {1, 5, 6, 19, 5, 1, 1, 1, 1, 1, 1, 5},
+    {2, 1, 12, 20, 3, 3, 3, 1, 1, 1, 1},
     // Grouped: 8 channels a group (blocks of 8 filters), 2 filters a
     // group from 1 channel (a channel multiplier), odd group sizes.
     {2, 16, 10, 10, 16, 3, 3, 1, 1, 1, 1, 2},
@@ -438,7 +451,8 @@ TEST_P(ConvTest, EmptyCallsWriteNothing) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ConvTest,
     ::testing::Values(dist_rt::ConvKernel::Auto, dist_rt::ConvKernel::Positions,
-                      dist_rt::ConvKernel::Filters, dist_rt::ConvKernel::Plain),
+                      dist_rt::ConvKernel::Filters, dist_rt::ConvKernel::Plain,
+                      dist_rt::ConvKernel::Avx2),
     [](const ::testing::TestParamInfo<dist_rt::ConvKernel> &info) {
       switch (info.param) {
       case dist_rt::ConvKernel::Auto:
@@ -447,6 +461,8 @@ INSTANTIATE_TEST_SUITE_P(
         return std::string("Positions");
       case dist_rt::ConvKernel::Filters:
         return std::string("Filters");
+      case dist_rt::ConvKernel::Avx2:
+        return std::string("Avx2");
       default:
         return std::string("Plain");
       }
