@@ -48,6 +48,26 @@ config.substitutions.append(("%asan_or_plain",
 # plausibility bounds on measured seconds are stretched by it.
 config.substitutions.append(("%timing_slack", "20" if sanitizers else "1"))
 
+# The host's vector units as codegen's conv=auto reads them: AVX512
+# (avx512f), AVX2 (avx2 and fma) or PLAIN, for tests whose output follows
+# the host (%host_simd picks their FileCheck prefix).
+def host_simd():
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if "avx512f" in flags:
+        return "AVX512"
+    if "avx2" in flags and "fma" in flags:
+        return "AVX2"
+    return "PLAIN"
+config.substitutions.append(("%host_simd", host_simd()))
+
 # The runtime's NCCL backend was built (nccl.h found at configure time).
 if config.dist_have_nccl:
     config.available_features.add("nccl")

@@ -18,7 +18,8 @@ namespace mlir::dist {
 
 /// How 2-D f32 convolutions of one group run.
 enum class ConvKernel {
-  /// Direct when the host has AVX-512, else im2col.
+  /// Direct when the host has AVX-512, else im2col (and depthwise ones
+  /// larger than 3x3 direct when it has AVX2 and FMA).
   Auto,
   /// The runtime's direct convolution (AVX-512 register tiles).
   Direct,
@@ -30,7 +31,8 @@ template <>
 struct EnumOptionTraits<ConvKernel> {
   static llvm::ArrayRef<EnumOptionValue<ConvKernel>> values() {
     static const EnumOptionValue<ConvKernel> table[] = {
-        {ConvKernel::Auto, "auto", "direct when this CPU has AVX-512"},
+        {ConvKernel::Auto, "auto",
+         "direct when this CPU has AVX-512 (depthwise over 3x3: AVX2)"},
         {ConvKernel::Direct, "direct", "the runtime's direct convolution"},
         {ConvKernel::Im2col, "im2col", "im2col columns and a matrix product"}};
     return table;

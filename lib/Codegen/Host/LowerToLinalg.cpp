@@ -843,9 +843,16 @@ struct LowerToLinalgPass
     patterns.add<ConstantLowering>(converter, ctx);
     populateElementwiseLowering(converter, patterns);
     bool directConv = convKernel == ConvKernel::Direct;
-    if (convKernel == ConvKernel::Auto)
-      directConv = llvm::sys::getHostCPUFeatures().lookup("avx512f");
-    populateLinearAlgebraLowering(converter, patterns, directConv);
+    bool directDepthwise = directConv;
+    if (convKernel == ConvKernel::Auto) {
+      llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+      directConv = host.lookup("avx512f");
+      // Depthwise kernels larger than 3x3 (see ConvLowering).
+      directDepthwise =
+          directConv || (host.lookup("avx2") && host.lookup("fma"));
+    }
+    populateLinearAlgebraLowering(converter, patterns, directConv,
+                                  directDepthwise);
     populateShapeLowering(converter, patterns);
     populateReductionLowering(converter, patterns);
     populateIndexingLowering(converter, patterns);

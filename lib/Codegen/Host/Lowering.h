@@ -196,10 +196,13 @@ std::optional<SmallVector<int64_t>> constInts(Value v);
 
 // Populate functions, one per op family.
 void populateElementwiseLowering(TypeConverter &tc, RewritePatternSet &p);
-/// `directConv`: 2-D f32 convolutions may become linalg.conv_2d_nchw_fchw
-/// for the runtime's direct convolution (targets with AVX-512).
+/// `directConv`: 2-D f32 convolutions (and their weight gradients) may
+/// become linalg.conv_2d_nchw_fchw / _ngchw_gfchw for the runtime's direct
+/// convolution (targets with AVX-512); `directDepthwise`: those with one
+/// input channel a group and a kernel larger than 3x3 may (targets with
+/// AVX2 and FMA too).
 void populateLinearAlgebraLowering(TypeConverter &tc, RewritePatternSet &p,
-                                   bool directConv);
+                                   bool directConv, bool directDepthwise);
 void populateShapeLowering(TypeConverter &tc, RewritePatternSet &p);
 void populateReductionLowering(TypeConverter &tc, RewritePatternSet &p);
 void populateIndexingLowering(TypeConverter &tc, RewritePatternSet &p);
