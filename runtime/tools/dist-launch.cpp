@@ -61,6 +61,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Why a rank that left no record of its end is lost.
+constexpr const char *kWithoutAWord = "ended without a word: killed or crashed";
+
 [[noreturn]] void die(const std::string &message) {
   std::fprintf(stderr, "dist-launch: error: %s\n", message.c_str());
   std::exit(1);
@@ -430,7 +433,8 @@ Outcome runOnce(const Options &o, long long ranks,
         }
       }
     }
-    // A lost rank on this machine shows before mpirun reacts.
+    // A lost rank on this machine shows before mpirun reacts: it is the
+    // one lost (see below).
     if (!signSeen)
       for (long long k = 0; k < ranks; ++k) {
         RankRecord rec = readRecord(o.stateDir + "/rank-" + std::to_string(k));
@@ -438,6 +442,7 @@ Outcome runOnce(const Options &o, long long ranks,
             ::kill(static_cast<pid_t>(rec.pid), 0) != 0 && errno == ESRCH) {
           signSeen = true;
           firstSign = Clock::now();
+          out.lost[k] = kWithoutAWord;
           break;
         }
       }
@@ -475,6 +480,14 @@ Outcome runOnce(const Options &o, long long ranks,
   // Whatever mpirun started and left behind goes too.
   ::kill(-child, SIGKILL);
 
+  // Ranks that ended without a word are lost unless the lost ones were
+  // seen while the job ran (a dead process, a silent heartbeat): then the
+  // others went down with the job as mpirun ended it (survivors can die
+  // before their SIGTERM record; counting them shrank the restart by more
+  // ranks than were lost and named rank 0 for a killed rank 1). When
+  // mpirun ends the job before the 50 ms probe sees anything, every rank
+  // without a record still counts, and the lowest is named.
+  bool seenLost = !out.lost.empty();
   size_t done = 0, replanned = 0;
   for (long long k = 0; k < ranks; ++k) {
     RankRecord rec = readRecord(o.stateDir + "/rank-" + std::to_string(k));
@@ -486,8 +499,8 @@ Outcome runOnce(const Options &o, long long ranks,
       ++done;
     else if (rec.state == "replan")
       ++replanned;
-    else if (rec.state == "running" && !out.lost.count(k))
-      out.lost[k] = "ended without a word: killed or crashed";
+    else if (rec.state == "running" && !seenLost)
+      out.lost[k] = kWithoutAWord;
   }
   if (out.anyRecord)
     for (long long k = 0; k < ranks; ++k)
