@@ -73,8 +73,9 @@
 // Machines without AVX-512 run depthwise calls on AVX2 where they have it
 // (see "Depthwise convolution on AVX2" below) and everything else as a
 // plain loop with the same results (the compiler emits one-group and
-// grouped calls only for a target with AVX-512F, depthwise ones for one
-// with AVX2 and FMA too, unless `dist-opt --conv=direct` asks for them).
+// grouped calls only for a target with AVX-512F, depthwise ones larger
+// than 3x3 for one with AVX2 and FMA too, unless `dist-opt --conv=direct`
+// asks for them).
 //
 //===----------------------------------------------------------------------===//
 
