@@ -1172,7 +1172,7 @@ bool haveAvx512() {
 // machine only for depthwise kernels larger than 3x3: measured one layer at
 // a time against the generated loops (AMD EPYC, Zen 3, one thread, batch
 // 1), 5x5 layers of EfficientNet-B0 (144 x 56 x 56 at stride 2, 240 x 28 x
-// 28, 672 x 14 x 14, 1152 x 7 x 7) took 0.43-0.70 ms against 0.84-3.7, and
+// 28, 672 x 14 x 14, 1152 x 7 x 7) took 0.33-0.79 ms against 0.84-3.7, and
 // ConvNeXt-T's 7x7 on 96 x 56 x 56 1.24-1.43 ms against 11.7-12.4, but
 // MobileNetV2's and ShuffleNetV2's 3x3 layers 1.2-1.5x as long as the
 // loops (which vectorise a 3x3 kernel well; this kernel's big planes run

@@ -609,8 +609,8 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     // with a kernel larger than 3x3 also runs direct where only
     // `directDepthwise` holds (AVX2: runtime/lib/conv.cpp's AVX2 rows).
     // Measured one layer at a time on an AVX2 AMD EPYC, one thread, the
-    // call against generated loops: 5x5 layers of EfficientNet-B0 0.43-0.70
-    // ms against 1.7-3.7, ConvNeXt-T's 7x7 on 96 x 56 x 56 1.24-1.43
+    // call against generated loops: 5x5 layers of EfficientNet-B0 0.33-0.79
+    // ms against 0.84-3.7, ConvNeXt-T's 7x7 on 96 x 56 x 56 1.24-1.43
     // against 11.7-12.4, but 3x3 layers 1.2-1.5x slower than the loops
     // (MobileNetV2's and ShuffleNetV2's), which stay loops there.
     bool mayDirect = directConv || (s == 2 && Cg == 1 && directDepthwise &&
