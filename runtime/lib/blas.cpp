@@ -29,7 +29,9 @@
 // same binaries of bench/cpu_inference.sh's GPT-style LM, interleaved runs
 // with and without DIST_RT_NO_DNNL: 11.1-11.3 ms against 12.1-12.3 at one
 // thread, 5.7-6.0 against 6.4-6.6 at two; its training step 35.9-36.2 ms
-// against 37.8-38.1 at one thread.
+// against 37.8-38.1 at one thread. On hosts without AVX-512, products of
+// few rows whose B rows lie a multiple of 2 KiB apart stay on OpenBLAS
+// (dnnlSuits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -225,10 +227,29 @@ std::atomic<int64_t> spreadCalls{0};
 std::atomic<int64_t> foldedCalls{0};
 /// Calls of gemmBatched run on gathered copies (gatheredGemmCalls).
 std::atomic<int64_t> gatheredCalls{0};
+/// Products that oneDNN ran (dnnlGemmCalls).
+std::atomic<int64_t> dnnlCalls{0};
 
 /// f32 products of at least this many multiply-adds go to oneDNN when it
-/// loads (see the file comment).
+/// loads (see the file comment), unless dnnlSuits says otherwise.
 constexpr int64_t kMinDnnlWork = int64_t(1) << 20;
+
+/// Whether oneDNN's sgemm is the one to take for a product of enough work
+/// with m rows and B's rows `ldbBytes` apart. On hosts without AVX-512 its
+/// AVX2 kernels read B in place when m is small, and when B's rows are a
+/// multiple of 2 KiB apart they fall to half speed or less (cache sets
+/// aliasing): on an AMD EPYC (Zen 3), one thread, 197 x n x 768 ran at
+/// 29-33 GFLOP/s for n = 1024, 2048, 3072 and 4096 but 74-78 for n = 1032,
+/// 2056 and 3080, and 40 for n = 1536; OpenBLAS ran all of them at 46-79.
+/// From m = 512 rows on it was as fast as OpenBLAS again (n = 3072: 29, 46,
+/// 69, 73 GFLOP/s at m = 256, 384, 512, 768). Transformers' linear layers
+/// are such products (ViT-B/16's MLP is 197 x 3072 x 768): ViT-B/16 ran
+/// 1.2-1.3x faster with them on OpenBLAS (see docs/status.md).
+bool dnnlSuits(int64_t m, int64_t ldbBytes) {
+  static const bool avx512 =
+      dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512;
+  return avx512 || m >= 512 || ldbBytes % 2048 != 0;
+}
 
 GemmFn<float> gemmFn(const BlasApi &api, float *) { return api.sgemm; }
 GemmFn<double> gemmFn(const BlasApi &api, double *) { return api.dgemm; }
@@ -407,7 +428,8 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
     bOp = {false, n};
   }
   if (std::is_same<T, float>::value && api->dnnlSgemm &&
-      double(m) * double(n) * double(k) >= double(kMinDnnlWork)) {
+      double(m) * double(n) * double(k) >= double(kMinDnnlWork) &&
+      dnnlSuits(m, bOp.ld * int64_t(sizeof(T)))) {
     // One OpenMP thread per call (the runtime's pool does the threading),
     // and the caller's OpenMP setting back afterwards: a program embedding
     // the model may share this libgomp.
@@ -421,8 +443,10 @@ void gemmOne(const BlasApi *api, const View<const T> &a, const View<const T> &b,
         overwrite ? 0.0f : 1.0f, reinterpret_cast<float *>(c.ptr), cOp.ld);
     if (callerThreads != 1)
       api->ompSetNumThreads(callerThreads);
-    if (status == 0)
+    if (status == 0) {
+      dnnlCalls.fetch_add(1, std::memory_order_relaxed);
       return;
+    }
     // Any failure (it validates its arguments first): OpenBLAS does it.
   }
   gemmFn(*api, static_cast<T *>(nullptr))(
@@ -942,6 +966,15 @@ std::string dist_rt::blasCoreName() {
     return "";
   const char *name = api->coreName();
   return name ? name : "";
+}
+
+bool dist_rt::dnnlAvailable() {
+  const BlasApi *api = blas();
+  return api && api->dnnlSgemm;
+}
+
+int64_t dist_rt::dnnlGemmCalls() {
+  return dnnlCalls.load(std::memory_order_relaxed);
 }
 
 int64_t dist_rt::spreadGemmCalls() {

@@ -272,6 +272,10 @@ int64_t foldedGemmCalls();
 /// How many gemm calls so far gathered the rows (or columns) of a batch
 /// sharing an operand into one product (for tests).
 int64_t gatheredGemmCalls();
+/// Whether oneDNN's sgemm loaded (see blas.cpp), and how many products
+/// it ran so far (for tests).
+bool dnnlAvailable();
+int64_t dnnlGemmCalls();
 
 //===----------------------------------------------------------------------===//
 // Exception guard

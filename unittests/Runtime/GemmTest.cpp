@@ -537,6 +537,48 @@ TEST(GemmThreads, ManySmallProductsAreSpread) {
   dist_rt_set_num_threads(saved);
 }
 
+TEST(GemmLibrary, AliasingRowsOfBSkipOneDnnWithoutAvx512) {
+  // dnnlSuits in blas.cpp: oneDNN takes products of enough work, but on a
+  // host without AVX-512 not those of fewer than 512 rows whose B rows lie
+  // a multiple of 2 KiB apart; those go to OpenBLAS. Both give the same
+  // sums.
+  int32_t saved = dist_rt_get_num_threads();
+  dist_rt_set_num_threads(1);
+  auto ptr = [](const float *p) {
+    return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
+  };
+  // m x n x k with B = k x n, all over oneDNN's least work.
+  auto oneDnnRuns = [&](int64_t m, int64_t n, int64_t k) {
+    std::vector<float> a(size_t(m * k)), b(size_t(k * n)), c(size_t(m * n));
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = static_cast<float>(i % 5) - 2;
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = static_cast<float>(i % 3) - 1;
+    int64_t before = dist_rt::dnnlGemmCalls();
+    dist_rt_gemm_set_f32(1, m, n, k, ptr(a.data()), 0, k, 1, ptr(b.data()), n,
+                         1, ptr(c.data()), 0, n, 1, 0);
+    for (int64_t i : {int64_t(0), m - 1})
+      for (int64_t j : {int64_t(0), n / 2, n - 1}) {
+        float want = 0;
+        for (int64_t p = 0; p < k; ++p)
+          want += a[size_t(i * k + p)] * b[size_t(p * n + j)];
+        EXPECT_EQ(c[size_t(i * n + j)], want) << m << "x" << n << "x" << k;
+      }
+    return dist_rt::dnnlGemmCalls() - before;
+  };
+  bool dnnl = dist_rt::blasAvailable() && dist_rt::dnnlAvailable();
+  bool avx512 = dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512;
+  // Rows of B 1 KiB and 3 KiB apart: oneDNN.
+  EXPECT_EQ(oneDnnRuns(64, 256, 256), dnnl ? 1 : 0);
+  EXPECT_EQ(oneDnnRuns(64, 768, 256), dnnl ? 1 : 0);
+  // 4 KiB and 6 KiB apart: OpenBLAS without AVX-512, unless 512 rows.
+  EXPECT_EQ(oneDnnRuns(64, 1024, 256), dnnl && avx512 ? 1 : 0);
+  EXPECT_EQ(oneDnnRuns(200, 1536, 64), dnnl && avx512 ? 1 : 0);
+  EXPECT_EQ(oneDnnRuns(512, 1024, 64), dnnl ? 1 : 0);
+  RecordProperty("onednn", dnnl ? "loaded" : "missing");
+  dist_rt_set_num_threads(saved);
+}
+
 TEST(GemmBlasTest, ReportsWhetherOpenBlasLoaded) {
   // Not an assertion on the machine: only that asking is stable.
   bool first = dist_rt::blasAvailable();
