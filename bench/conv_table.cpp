@@ -1,30 +1,33 @@
-//===- conv_table.cpp - Pointwise convolutions: direct against products ---===//
+//===- conv_table.cpp - Convolutions: the runtime call against products ---===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// dist-conv-bench: times the two ways the runtime can run a 1x1
-// convolution of real CNNs (ResNet-50, MobileNetV2, EfficientNet-B0 and
-// DenseNet-121 at 224x224) with its bias and activation, as generated code
-// calls them:
-//   product  dist_rt_gemm_set_f32 (out[b] = W x X[b], one call for the
+// dist-conv-bench: times the two ways a one-group convolution of real CNNs
+// (ResNet-50, MobileNetV2, EfficientNet-B0 and DenseNet-121 at 224x224: every
+// distinct 1x1 layer, and the k x k ones of ResNet-50 and the stems) can
+// run with its bias and activation, as generated code calls them:
+//   product  the way codegen takes without the call: for a k x k kernel the
+//            im2col columns of the whole (padded) image first, then
+//            dist_rt_gemm_set_f32 (out[b] = W x cols[b], one call for the
 //            batch; OpenBLAS or oneDNN underneath), then one pass that adds
 //            the bias and applies the activation, as the compiler's fused
 //            elementwise loop does;
-//   direct   dist_rt_conv2d_f32 with kh = kw = 1, the bias and the
-//            activation applied as the tiles are stored.
+//   call     dist_rt_conv2d_f32, the bias and the activation applied as it
+//            stores: the AVX-512 tiles on a CPU with AVX-512, elsewhere
+//            products by panels of output positions (columns, product and
+//            activation per panel, in cache).
 // Prints, per thread count and batch, each layer's GFLOP/s both ways and
-// direct / product, then the geometric mean per model. Each layer is timed
+// call / product, then the geometric mean per model. Each layer is timed
 // in ROUNDS rounds alternating the two, and a way's figure is its best
 // round (the machine's noise only slows). Checks that both ways agree.
 //
 //   dist-conv-bench [--threads 1,2] [--batches 1,8] [--rounds 3]
 //                   [--min-time 0.1] [--models resnet50,mobilenet_v2,...]
 //
-// Codegen sends a 1x1 convolution with unit strides to the product today
-// (runtime_abi::directConvApplies); this table is what would move it. On a
-// CPU without AVX-512 the direct kernels do not run (a plain loop stands in)
-// and the tool says so and exits. (An AVX2 pointwise kernel, 4 filters by
-// 24 positions, measured 0.46 to 0.88 of the product path, geometric mean
-// 0.63 to 0.69 per model, on an AVX2 AMD EPYC at one thread: not kept.)
+// Codegen's choice per host (runtime_abi::directConvApplies and
+// LowerToLinalg's) rests on this table. (An AVX2 pointwise kernel, 4
+// filters by 24 positions, measured 0.46 to 0.88 of the product path,
+// geometric mean 0.63 to 0.69 per model, on an AVX2 AMD EPYC at one
+// thread: not kept.)
 //
 // Exits with 0 once the table is printed (whatever the figures), 1 when the
 // two ways disagree, 2 on a usage error.
@@ -53,38 +56,70 @@ using dist_bench::asInt;
 using dist_bench::secondsPerCall;
 using dist_bench::splitList;
 
-/// A 1x1 convolution: c channels to f filters on h x h images, stride 1,
-/// then ReLU6 (`clip`) or ReLU.
+/// A convolution of c channels to f filters on h x h images, a k x k kernel
+/// at stride s padded by k / 2, then ReLU6 (`clip`) or ReLU.
 struct Layer {
   int64_t c, f, h;
   bool clip;
+  int64_t k = 1, s = 1;
 };
 
-/// The distinct pointwise layers of each model at 224x224 (torchvision).
+/// The distinct pointwise layers of each model at 224x224 (torchvision),
+/// then ResNet-50's k x k ones and the stems.
 std::map<std::string, std::vector<Layer>> layersByModel() {
   std::map<std::string, std::vector<Layer>> m;
-  m["resnet50"] = {
-      {64, 64, 56, false},    {64, 256, 56, false},   {256, 64, 56, false},
-      {256, 128, 56, false},  {128, 512, 28, false},  {512, 128, 28, false},
-      {512, 256, 28, false},  {256, 1024, 14, false}, {1024, 256, 14, false},
-      {1024, 512, 14, false}, {512, 2048, 7, false},  {2048, 512, 7, false}};
+  m["resnet50"] = {{64, 64, 56, false},         {64, 256, 56, false},
+                   {256, 64, 56, false},        {256, 128, 56, false},
+                   {128, 512, 28, false},       {512, 128, 28, false},
+                   {512, 256, 28, false},       {256, 1024, 14, false},
+                   {1024, 256, 14, false},      {1024, 512, 14, false},
+                   {512, 2048, 7, false},       {2048, 512, 7, false},
+                   {3, 64, 224, false, 7, 2},   {64, 64, 56, false, 3, 1},
+                   {128, 128, 56, false, 3, 2}, {128, 128, 28, false, 3, 1},
+                   {256, 256, 28, false, 3, 2}, {256, 256, 14, false, 3, 1},
+                   {512, 512, 14, false, 3, 2}, {512, 512, 7, false, 3, 1}};
   m["mobilenet_v2"] = {
-      {32, 16, 112, true}, {16, 96, 112, true}, {24, 144, 56, true},
-      {144, 24, 56, true}, {32, 192, 28, true}, {192, 32, 28, true},
-      {64, 384, 14, true}, {384, 64, 14, true}, {96, 576, 14, true},
-      {576, 96, 14, true}, {160, 960, 7, true}, {960, 160, 7, true},
-      {320, 1280, 7, true}};
+      {32, 16, 112, true},  {16, 96, 112, true},     {24, 144, 56, true},
+      {144, 24, 56, true},  {32, 192, 28, true},     {192, 32, 28, true},
+      {64, 384, 14, true},  {384, 64, 14, true},     {96, 576, 14, true},
+      {576, 96, 14, true},  {160, 960, 7, true},     {960, 160, 7, true},
+      {320, 1280, 7, true}, {3, 32, 224, true, 3, 2}};
   m["efficientnet_b0"] = {{16, 96, 112, false}, {96, 24, 56, false},
                           {144, 24, 56, false}, {144, 40, 28, false},
                           {240, 40, 28, false}, {240, 80, 14, false},
                           {480, 80, 14, false}, {480, 112, 14, false},
                           {672, 192, 7, false}, {1152, 320, 7, false}};
-  m["densenet121"] = {
-      {64, 128, 56, false},  {256, 128, 56, false}, {128, 128, 28, false},
-      {512, 128, 28, false}, {256, 128, 14, false}, {1024, 128, 14, false},
-      {512, 128, 7, false},  {1024, 128, 7, false}, {256, 128, 56, false},
-      {512, 256, 28, false}, {1024, 512, 14, false}};
+  m["densenet121"] = {{64, 128, 56, false},     {256, 128, 56, false},
+                      {128, 128, 28, false},    {512, 128, 28, false},
+                      {256, 128, 14, false},    {1024, 128, 14, false},
+                      {512, 128, 7, false},     {1024, 128, 7, false},
+                      {256, 128, 56, false},    {512, 256, 28, false},
+                      {1024, 512, 14, false},   {128, 32, 56, false, 3, 1},
+                      {128, 32, 7, false, 3, 1}};
   return m;
+}
+
+/// The whole image's im2col columns, as codegen materialises them:
+/// cols[b, (ci, i, j), y * ow + x] = in[b, ci, y*s + i, x*s + j] of the
+/// padded input (hp x hp).
+struct Columns {
+  const float *in;
+  float *cols;
+  int64_t c, hp, k, s, oh;
+};
+
+void columnsChunk(void *ctx, int64_t begin, int64_t end) {
+  const auto &cc = *static_cast<const Columns *>(ctx);
+  int64_t taps = cc.c * cc.k * cc.k, p = cc.oh * cc.oh;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t b = row / taps, t = row % taps;
+    int64_t ci = t / (cc.k * cc.k), i = t / cc.k % cc.k, j = t % cc.k;
+    const float *x = cc.in + (b * cc.c + ci) * cc.hp * cc.hp + i * cc.hp + j;
+    float *d = cc.cols + row * p;
+    for (int64_t y = 0; y < cc.oh; ++y)
+      for (int64_t xo = 0; xo < cc.oh; ++xo)
+        d[y * cc.oh + xo] = x[y * cc.s * cc.hp + xo * cc.s];
+  }
 }
 
 /// The generated code's bias-and-activation pass after a product, over
@@ -169,30 +204,31 @@ int main(int argc, char **argv) {
                    m.c_str());
       return 2;
     }
-  if (!__builtin_cpu_supports("avx512f")) {
-    // Without AVX-512 the direct call is the runtime's plain loop, which
-    // codegen never emits for these layers: nothing to compare.
-    std::printf("this CPU has no AVX-512: the runtime's direct kernels need "
-                "it, so there is nothing to compare here\n");
-    return 0;
-  }
-  std::printf("1x1 convolutions with bias and activation; best of %d rounds "
+  std::printf("runtime call: %s\n",
+              __builtin_cpu_supports("avx512f")
+                  ? "AVX-512 tiles"
+                  : "products by panels (no AVX-512 on this CPU)");
+  std::printf("convolutions with bias and activation; best of %d rounds "
               "of >= %.2f s (GFLOP/s)\n",
               rounds, minTime);
   int failures = 0;
   for (int threads : threadCounts)
     for (int n : batches) {
       std::printf("\nthreads=%d batch=%d\n", threads, n);
-      std::printf("%-16s %5s %5s %4s  %8s %8s  %s\n", "model", "c", "f", "hw",
-                  "product", "direct", "direct/product");
+      std::printf("%-16s %5s %5s %4s %5s  %8s %8s  %s\n", "model", "c", "f",
+                  "hw", "kxk/s", "product", "call", "call/product");
       for (const std::string &model : models) {
         double logSum = 0;
         int count = 0;
         for (const Layer &l : all[model]) {
-          int64_t p = l.h * l.h;
-          std::vector<float> x(size_t(n * l.c * p)), w(size_t(l.f * l.c));
+          int64_t hp = l.h + l.k / 2 * 2, oh = (hp - l.k) / l.s + 1;
+          int64_t p = oh * oh, taps = l.c * l.k * l.k;
+          bool direct = l.k == 1 && l.s == 1;
+          std::vector<float> x(size_t(n * l.c * hp * hp)),
+              w(size_t(l.f * taps));
           std::vector<float> bias(size_t(l.f)), a(size_t(n * l.f * p));
           std::vector<float> b(a.size());
+          std::vector<float> cols(direct ? 0 : size_t(n * taps * p));
           for (size_t i = 0; i < x.size(); ++i)
             x[i] = float(int64_t(i * 7919 % 23) - 11) / 16;
           for (size_t i = 0; i < w.size(); ++i)
@@ -200,51 +236,57 @@ int main(int argc, char **argv) {
           for (size_t i = 0; i < bias.size(); ++i)
             bias[i] = float(int64_t(i % 7) - 3) / 4;
           Epilogue e{a.data(), bias.data(), l.f, p, l.clip};
+          Columns cc{x.data(), cols.data(), l.c, hp, l.k, l.s, oh};
           auto product = [&] {
-            dist_rt_gemm_set_f32(n, l.f, p, l.c, asInt(w.data()), 0, l.c, 1,
-                                 asInt(x.data()), p, 1, asInt(a.data()),
-                                 l.f * p, p, 1, l.c * p);
+            const float *bm = x.data();
+            if (!direct) {
+              dist_rt_parallel_for(n * taps, columnsChunk, &cc);
+              bm = cols.data();
+            }
+            dist_rt_gemm_set_f32(n, l.f, p, taps, asInt(w.data()), 0, taps, 1,
+                                 asInt(bm), p, 1, asInt(a.data()), l.f * p, p,
+                                 1, taps * p);
             dist_rt_parallel_for(n * l.f, epilogueChunk, &e);
           };
-          auto direct = [&] {
+          auto call = [&] {
             dist_rt_conv2d_f32(
-                n, l.c, l.h, l.h, l.f, 1, 1, 1, 1, 1, 1, l.h, l.h,
-                asInt(x.data()), l.c * p, p, l.h, asInt(w.data()),
-                asInt(bias.data()), asInt(b.data()), l.f * p, p, l.h, 0.0f,
-                6.0f, DIST_RT_CONV_RELU | (l.clip ? DIST_RT_CONV_CLIP : 0));
+                n, l.c, hp, hp, l.f, l.k, l.k, l.s, l.s, 1, 1, oh, oh,
+                asInt(x.data()), l.c * hp * hp, hp * hp, hp, asInt(w.data()),
+                asInt(bias.data()), asInt(b.data()), l.f * p, p, oh, 0.0f, 6.0f,
+                DIST_RT_CONV_RELU | (l.clip ? DIST_RT_CONV_CLIP : 0));
           };
           dist_rt_set_num_threads(threads);
           product();
-          direct();
+          call();
           double worst = 0;
           for (size_t i = 0; i < a.size(); ++i)
             worst = std::max(worst, double(std::fabs(a[i] - b[i])));
           if (worst > 1e-3) {
             std::fprintf(stderr,
-                         "error: %s %lldx%lld on %lld: direct and product "
+                         "error: %s %lldx%lld on %lld: the call and product "
                          "differ by %g\n",
                          model.c_str(), (long long)l.c, (long long)l.f,
                          (long long)l.h, worst);
             ++failures;
           }
-          double flops = 2.0 * double(n) * double(l.f) * double(l.c) * p;
+          double flops = 2.0 * double(n) * double(l.f) * double(taps) * p;
           double best[2] = {0, 0};
           for (int r = 0; r < rounds; ++r) {
             best[0] =
                 std::max(best[0], flops / secondsPerCall(product, minTime));
-            best[1] =
-                std::max(best[1], flops / secondsPerCall(direct, minTime));
+            best[1] = std::max(best[1], flops / secondsPerCall(call, minTime));
           }
           double ratio = best[1] / best[0];
           logSum += std::log(ratio);
           ++count;
-          std::printf("%-16s %5lld %5lld %4lld  %8.1f %8.1f  %.2f\n",
+          std::printf("%-16s %5lld %5lld %4lld %3lld/%lld  %8.1f %8.1f  %.2f\n",
                       model.c_str(), (long long)l.c, (long long)l.f,
-                      (long long)l.h, best[0] / 1e9, best[1] / 1e9, ratio);
+                      (long long)l.h, (long long)l.k, (long long)l.s,
+                      best[0] / 1e9, best[1] / 1e9, ratio);
           std::fflush(stdout);
         }
         if (count)
-          std::printf("%-16s geomean direct/product %.2f over %d layers\n",
+          std::printf("%-16s geomean call/product %.2f over %d layers\n",
                       model.c_str(), std::exp(logSum / count), count);
       }
     }

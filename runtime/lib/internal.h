@@ -211,14 +211,15 @@ dist_rt_status_t writeNpyPieces(const char *path, uint32_t dtype, uint32_t rank,
 
 /// The kernels of dist_rt_conv2d_f32: its own choice, the AVX-512 tiles
 /// vectorised over output positions or over filters, the AVX2 depthwise
-/// rows (where they apply: the choice falls back otherwise), or the plain
-/// loop.
-enum class ConvKernel { Auto, Positions, Filters, Plain, Avx2 };
+/// rows (where they apply: the choice falls back otherwise), the plain
+/// loop, or products by panels of output positions.
+enum class ConvKernel { Auto, Positions, Filters, Plain, Avx2, Product };
 /// Makes dist_rt_conv2d_f32 use `kernel`. For tests; not meant to be
 /// changed while convolutions run.
 void setConvKernel(ConvKernel kernel);
 /// Makes the position-vectorised tiles take panels of at most `bytes` of
-/// input (0: half the host's L2 cache). For tests, as setConvKernel.
+/// input, and the products panels of at most `bytes` of columns and
+/// outputs (0: half the host's L2 cache). For tests, as setConvKernel.
 void setConvPanelBytes(size_t bytes);
 
 //===----------------------------------------------------------------------===//
