@@ -3,8 +3,9 @@
 //
 // dist-conv-bench: times the two ways a one-group convolution of real CNNs
 // (ResNet-50, MobileNetV2, EfficientNet-B0 and DenseNet-121 at 224x224: every
-// distinct 1x1 layer, and the k x k ones of ResNet-50 and the stems) can
-// run with its bias and activation, as generated code calls them:
+// distinct 1x1 layer, the k x k ones of ResNet-50 and DenseNet-121, and the
+// stems) can run with its bias and activation, as generated code calls
+// them:
 //   product  the way codegen takes without the call: for a k x k kernel the
 //            im2col columns of the whole (padded) image first, then
 //            dist_rt_gemm_set_f32 (out[b] = W x cols[b], one call for the
@@ -24,7 +25,9 @@
 //                   [--min-time 0.1] [--models resnet50,mobilenet_v2,...]
 //
 // Codegen's choice per host (runtime_abi::directConvApplies and
-// LowerToLinalg's) rests on this table. (An AVX2 pointwise kernel, 4
+// LowerToLinalg's) weighs this table with whole models (docs/status.md:
+// on an AVX2 CPU the k x k rows favoured the call, ResNet-50 as a whole did
+// not gain, so codegen keeps its columns there). (An AVX2 pointwise kernel, 4
 // filters by 24 positions, measured 0.46 to 0.88 of the product path,
 // geometric mean 0.63 to 0.69 per model, on an AVX2 AMD EPYC at one
 // thread: not kept.)

@@ -1719,8 +1719,8 @@ void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
       depthwiseAvx2(g, in, wt, bias, out))
     return;
 #endif
-  // A depthwise call without AVX2 makes products of one row; the loop is
-  // as good there.
+  // A depthwise call without AVX2 would make products of one row a plane:
+  // it keeps the loop.
   bool depthwise = g.c == 1 && g.f == 1;
   if (forced != dist_rt::ConvKernel::Plain &&
       (forced == dist_rt::ConvKernel::Product || !depthwise) &&
