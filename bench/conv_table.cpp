@@ -11,7 +11,9 @@
 //            dist_rt_gemm_set_f32 (out[b] = W x cols[b], one call for the
 //            batch; OpenBLAS or oneDNN underneath), then one pass that adds
 //            the bias and applies the activation, as the compiler's fused
-//            elementwise loop does;
+//            elementwise loop does (the columns here come from a plain
+//            loop, codegen's from a vectorised one, so this way can read
+//            slower than it runs in a model);
 //   call     dist_rt_conv2d_f32, the bias and the activation applied as it
 //            stores: the AVX-512 tiles on a CPU with AVX-512, elsewhere
 //            products by panels of output positions (columns, product and

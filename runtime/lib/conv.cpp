@@ -1501,6 +1501,9 @@ bool depthwiseAvx2(const Geometry &g, const float *in, const float *wt,
 // (6 alternating runs, 133-178 ms against 130-194, medians 156 and 155),
 // so the compiler keeps its columns there.
 
+/// Calls run as products by panels (productConvCalls).
+std::atomic<int64_t> productCalls{0};
+
 /// Positions a panel holds at the least, however small the cache, so that
 /// no product is only a few columns wide.
 constexpr int64_t kMinPanel = 256;
@@ -1673,6 +1676,7 @@ bool convProduct(const Geometry &g, const float *in, const float *wt,
     pl.fblocks = (g.f + pl.fb - 1) / pl.fb;
   }
   dist_rt_parallel_for(units * pl.fblocks, productChunk, &pl);
+  productCalls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -1683,6 +1687,10 @@ void dist_rt::setConvKernel(ConvKernel kernel) {
 }
 
 void dist_rt::setConvPanelBytes(size_t bytes) { forcedPanelBytes.store(bytes); }
+
+int64_t dist_rt::productConvCalls() {
+  return productCalls.load(std::memory_order_relaxed);
+}
 
 namespace {
 

@@ -221,6 +221,9 @@ void setConvKernel(ConvKernel kernel);
 /// input, and the products panels of at most `bytes` of columns and
 /// outputs (0: half the host's L2 cache). For tests, as setConvKernel.
 void setConvPanelBytes(size_t bytes);
+/// How many convolution calls so far ran as products by panels (for
+/// tests).
+int64_t productConvCalls();
 
 //===----------------------------------------------------------------------===//
 // OpenBLAS (blas.cpp)

@@ -450,6 +450,32 @@ TEST_P(ConvTest, EmptyCallsWriteNothing) {
     EXPECT_EQ(v, 3.0f);
 }
 
+TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
+  // Forced, every call runs as products by panels. Otherwise, but with the
+  // plain loop forced, calls that are not depthwise do on a host without
+  // AVX-512 (the tiles need it; the AVX2 rows take only depthwise calls),
+  // and depthwise ones never (the AVX2 rows or the loop).
+  ConvCase pointwise{1, 8, 9, 9, 16, 1, 1, 1, 1, 1, 1};
+  ConvCase strided{2, 5, 11, 10, 7, 3, 3, 2, 1, 1, 1};
+  ConvCase grouped{1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 2};
+  ConvCase depthwise{1, 6, 9, 9, 6, 3, 3, 1, 1, 1, 1, 6};
+#if defined(__x86_64__)
+  bool avx512 = __builtin_cpu_supports("avx512f");
+#else
+  bool avx512 = false;
+#endif
+  dist_rt::ConvKernel k = GetParam();
+  uint32_t seed = 900;
+  for (const ConvCase &cc : {pointwise, strided, grouped, depthwise}) {
+    bool isDepthwise = cc.groups == cc.c && cc.groups == cc.f;
+    bool want = k == dist_rt::ConvKernel::Product ||
+                (k != dist_rt::ConvKernel::Plain && !avx512 && !isDepthwise);
+    int64_t before = dist_rt::productConvCalls();
+    EXPECT_EQ(check(cc, DIST_RT_CONV_RELU, true, ++seed), 0) << cc.name();
+    EXPECT_EQ(dist_rt::productConvCalls() - before, want ? 1 : 0) << cc.name();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ConvTest,
     ::testing::Values(dist_rt::ConvKernel::Auto, dist_rt::ConvKernel::Positions,
