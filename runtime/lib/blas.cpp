@@ -553,6 +553,13 @@ struct BatchedGemm {
 // first use, and kept until the mapping goes. Trained weights live in
 // writable buffers and are never copied.
 
+/// Products of more rows than this stay on the libraries even on a constant
+/// weight (packedSuits): there packing B is a small part of the call, and
+/// the libraries were as fast or faster (dist-gemm-bench on Zen 3, rows of
+/// 1024-1576 at batch 8: the packed kernel at 0.86-1.00 of the better
+/// library at one thread, 0.88-1.02 at two; 128-197 rows 0.93-1.11).
+constexpr int64_t kMaxPackedRows = 512;
+
 /// Cached copies stop growing past this many bytes (a model whose weights
 /// are that large keeps the transposed products).
 constexpr size_t kMaxConstantCopyBytes = size_t(1) << 30;
@@ -649,6 +656,51 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
                  int64_t aSb, int64_t aSm, int64_t aSk, int64_t bPtr,
                  int64_t bSk, int64_t bSn, int64_t cPtr, int64_t cSb,
                  int64_t cSm, int64_t cSn, int64_t bSb, bool overwrite);
+
+/// Whether a product of m x n x k on a constant weight runs on the packed
+/// weight (sgemm_packed.cpp) rather than a library. DIST_RT_NO_PACKED_GEMM
+/// keeps every product on the libraries (for comparisons).
+bool packedSuits(int64_t m, int64_t n, int64_t k) {
+  static const bool enabled =
+      dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
+  return enabled && m <= kMaxPackedRows && n >= 16 && k >= 16;
+}
+
+/// C (m x n) (+)= A * B on B's packed copy when B (k x n, element (p, j)
+/// at b[p * bSk + j * bSn]) is a constant weight, A has unit column stride
+/// and C unit column stride; false (nothing done) otherwise.
+bool gemmOnPackedConstant(int64_t m, int64_t n, int64_t k, const float *a,
+                          int64_t aSm, int64_t aSk, const float *b, int64_t bSk,
+                          int64_t bSn, float *c, int64_t cSm, int64_t cSn,
+                          bool overwrite) {
+  if (!packedSuits(m, n, k) || (aSk != 1 && k > 1) || (cSn != 1 && n > 1) ||
+      (m > 1 && (aSm < k || cSm < n)) || bSk < 0 || bSn < 0 ||
+      bSk > INT32_MAX || bSn > INT32_MAX ||
+      forceBuiltin.load(std::memory_order_relaxed))
+    return false;
+  struct Args {
+    const float *b;
+    int64_t k, n, bSk, bSn;
+  } args{b, k, n, bSk, bSn};
+  // The strides share the key's last word, negative to stay apart from
+  // conv.cpp's keys.
+  const int64_t key[3] = {k, n, -1 - (bSk << 32 | bSn)};
+  size_t srcBytes = size_t((k - 1) * bSk + (n - 1) * bSn + 1) * sizeof(float);
+  const void *packed = dist_rt::derivedConstant(
+      b, srcBytes, key, dist_rt::packedSgemmBytes(k, n),
+      [](void *dst, const void *ctx) {
+        const auto &x = *static_cast<const Args *>(ctx);
+        dist_rt::packSgemmB(x.b, x.k, x.n, x.bSk, x.bSn,
+                            static_cast<float *>(dst));
+      },
+      &args);
+  if (!packed)
+    return false;
+  dist_rt::packedSgemm(m, n, k, a, m > 1 ? aSm : k,
+                       static_cast<const float *>(packed), c, m > 1 ? cSm : n,
+                       overwrite);
+  return true;
+}
 
 int64_t asInt(const void *p) {
   return static_cast<int64_t>(reinterpret_cast<intptr_t>(p));
@@ -787,6 +839,18 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
     if (aSb == 0 && dn * (dk + dm) <= dk * dm &&
         gemmGatheredRows<T>(batch, n, m, k, b, bSb, bSn, bSk, a, aSk, aSm, c,
                             cSb, cSn, cSm, overwrite))
+      return;
+  }
+  // A constant f32 weight: its packed copy, on hosts and shapes where
+  // that is faster than the libraries (packedSuits).
+  if constexpr (std::is_same<T, float>::value) {
+    if (batch == 1 &&
+        gemmOnPackedConstant(
+            m, n, k,
+            reinterpret_cast<const float *>(static_cast<intptr_t>(aPtr)), aSm,
+            aSk, reinterpret_cast<const float *>(static_cast<intptr_t>(bPtr)),
+            bSk, bSn, reinterpret_cast<float *>(static_cast<intptr_t>(cPtr)),
+            cSm, cSn, overwrite))
       return;
   }
   // A constant weight read transposed: its untransposed copy.

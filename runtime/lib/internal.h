@@ -281,6 +281,21 @@ int64_t gatheredGemmCalls();
 bool dnnlAvailable();
 int64_t dnnlGemmCalls();
 
+/// f32 products on constant weights packed once (sgemm_packed.cpp): whether
+/// this host runs them (AVX2 and FMA without AVX-512), the bytes of the
+/// packed copy of a k x n B, packing it (element (p, j) at
+/// b[p * rowStride + j * colStride]), and C (m x n, rows ldc apart) = or +=
+/// A (m x k, rows lda apart, unit column stride) * B from the packed copy,
+/// spread over the thread pool by panels of 16 columns.
+bool packedSgemmAvailable();
+size_t packedSgemmBytes(int64_t k, int64_t n);
+void packSgemmB(const float *b, int64_t k, int64_t n, int64_t rowStride,
+                int64_t colStride, float *dst);
+void packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                 const float *packed, float *c, int64_t ldc, bool overwrite);
+/// How many products ran on packed weights so far (for tests).
+int64_t packedGemmCalls();
+
 //===----------------------------------------------------------------------===//
 // Exception guard
 //===----------------------------------------------------------------------===//

@@ -440,12 +440,16 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
   // Writable memory: no copy.
   run();
   EXPECT_EQ(dist_rt::constantCopyBytes(), before);
-  // Constant memory: one copy of k x n floats, reused by the next call.
+  // Constant memory: one copy, reused by the next call: k x n floats
+  // untransposed, or the packed panels where products run on them.
+  size_t copy = dist_rt::packedSgemmAvailable()
+                    ? dist_rt::packedSgemmBytes(k, n)
+                    : size_t(k * n) * sizeof(float);
   dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
   run();
-  EXPECT_EQ(dist_rt::constantCopyBytes(), before + k * n * sizeof(float));
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before + copy);
   run();
-  EXPECT_EQ(dist_rt::constantCopyBytes(), before + k * n * sizeof(float));
+  EXPECT_EQ(dist_rt::constantCopyBytes(), before + copy);
   // The copy goes with the range; the memory is writable again.
   dist_rt::unregisterConstantMemory(w.data());
   EXPECT_EQ(dist_rt::constantCopyBytes(), before);
@@ -454,6 +458,77 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
   for (float &x : want)
     x = -x;
   run();
+}
+
+// Products on a constant f32 weight run on its packed copy on hosts with
+// AVX2 and FMA but not AVX-512 (sgemm_packed.cpp): edges of rows and
+// columns, depths over one slice (256), rows over one block (192), strided
+// A and C, the weight plain or transposed, set or added, one and two
+// threads, all against a double-precision loop. Elsewhere the libraries
+// run them and the same sums hold.
+TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
+  int32_t saved = dist_rt_get_num_threads();
+  bool packs = dist_rt::packedSgemmAvailable();
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{1, 16, 16},   {5, 33, 17},   {6, 48, 300},
+                          {7, 100, 64},  {13, 17, 513}, {197, 64, 40},
+                          {300, 20, 30}, {400, 40, 20}};
+  for (const Shape &s : shapes)
+    for (bool transposed : {false, true})
+      for (bool overwrite : {false, true})
+        for (int32_t threads : {1, 2}) {
+          SCOPED_TRACE(testing::Message() << s.m << "x" << s.n << "x" << s.k
+                                          << (transposed ? " B^T" : "")
+                                          << (overwrite ? " set" : " add")
+                                          << " threads " << threads);
+          dist_rt_set_num_threads(threads);
+          // A's and C's rows padded by 3; B stored k x n or n x k.
+          int64_t lda = s.k + 3, ldc = s.n + 3;
+          std::vector<float> a(size_t(s.m * lda)), w(size_t(s.k * s.n)),
+              c(size_t(s.m * ldc));
+          fill(a, uint32_t(s.m + s.n));
+          fill(w, uint32_t(s.k));
+          fill(c, 9);
+          int64_t bSk = transposed ? 1 : s.n, bSn = transposed ? s.k : 1;
+          std::vector<double> want(c.begin(), c.end());
+          for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) {
+              double sum = overwrite ? 0.0 : want[size_t(i * ldc + j)];
+              for (int64_t p = 0; p < s.k; ++p)
+                sum += double(a[size_t(i * lda + p)]) *
+                       double(w[size_t(p * bSk + j * bSn)]);
+              want[size_t(i * ldc + j)] = sum;
+            }
+          dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+          int64_t before = dist_rt::packedGemmCalls();
+          (overwrite ? dist_rt_gemm_set_f32 : dist_rt_gemm_f32)(
+              1, s.m, s.n, s.k, asInt(a.data()), 0, lda, 1, asInt(w.data()),
+              bSk, bSn, asInt(c.data()), 0, ldc, 1, 0);
+          EXPECT_EQ(dist_rt::packedGemmCalls() - before, packs ? 1 : 0);
+          dist_rt::unregisterConstantMemory(w.data());
+          for (size_t i = 0; i < c.size(); ++i)
+            ASSERT_NEAR(c[i], want[i], 1e-5 * std::sqrt(double(s.k)))
+                << "element " << i;
+        }
+  // Writable weights are never packed; nor are products of more than 512
+  // rows (the libraries run those as fast).
+  std::vector<float> a(600 * 64), w(64 * 64), c(600 * 64);
+  int64_t before = dist_rt::packedGemmCalls();
+  dist_rt_gemm_set_f32(1, 64, 64, 64, asInt(a.data()), 0, 64, 1,
+                       asInt(w.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before);
+  dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+  dist_rt_gemm_set_f32(1, 600, 64, 64, asInt(a.data()), 0, 64, 1,
+                       asInt(w.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before);
+  dist_rt_gemm_set_f32(1, 512, 64, 64, asInt(a.data()), 0, 64, 1,
+                       asInt(w.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before + (packs ? 1 : 0));
+  dist_rt::unregisterConstantMemory(w.data());
+  RecordProperty("packed", packs ? "yes" : "no");
+  dist_rt_set_num_threads(saved);
 }
 
 // A batch sharing one operand runs as one product when the other operand
