@@ -560,6 +560,14 @@ struct BatchedGemm {
 /// library at one thread, 0.88-1.02 at two; 128-197 rows 0.93-1.11).
 constexpr int64_t kMaxPackedRows = 512;
 
+/// Products of fewer multiply-adds than this stay on the libraries
+/// (packedSuits): packing B is cheap there, and OpenBLAS's small-matrix
+/// kernels were faster on the DLRM-style model's 128 x 32 x 64 and
+/// 128 x 64 x 68 (its inference 0.098 ms on the libraries, 0.109 with
+/// those two on the packed kernel, one thread). Tests lower it
+/// (setPackedGemmMinWork).
+std::atomic<int64_t> packedMinWork{int64_t(1) << 20};
+
 /// Cached copies stop growing past this many bytes (a model whose weights
 /// are that large keeps the transposed products).
 constexpr size_t kMaxConstantCopyBytes = size_t(1) << 30;
@@ -663,7 +671,9 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
 bool packedSuits(int64_t m, int64_t n, int64_t k) {
   static const bool enabled =
       dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
-  return enabled && m <= kMaxPackedRows && n >= 16 && k >= 16;
+  return enabled && m <= kMaxPackedRows && n >= 16 && k >= 16 &&
+         double(m) * double(n) * double(k) >=
+             double(packedMinWork.load(std::memory_order_relaxed));
 }
 
 /// C (m x n) (+)= A * B on B's packed copy when B (k x n, element (p, j)
@@ -993,6 +1003,10 @@ bool dist_rt::blasAvailable() {
 
 void dist_rt::setForceBuiltinGemm(bool builtin) {
   forceBuiltin.store(builtin, std::memory_order_relaxed);
+}
+
+void dist_rt::setPackedGemmMinWork(int64_t work) {
+  packedMinWork.store(work, std::memory_order_relaxed);
 }
 
 void dist_rt::registerConstantMemory(const void *base, size_t size) {

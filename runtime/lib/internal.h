@@ -295,6 +295,9 @@ void packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                  const float *packed, float *c, int64_t ldc, bool overwrite);
 /// How many products ran on packed weights so far (for tests).
 int64_t packedGemmCalls();
+/// Sets the fewest multiply-adds a product needs to run on a packed weight
+/// (2^20 unless a test lowers it; not meant to be changed while gemms run).
+void setPackedGemmMinWork(int64_t work);
 
 //===----------------------------------------------------------------------===//
 // Exception guard

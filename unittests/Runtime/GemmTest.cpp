@@ -440,11 +440,9 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
   // Writable memory: no copy.
   run();
   EXPECT_EQ(dist_rt::constantCopyBytes(), before);
-  // Constant memory: one copy, reused by the next call: k x n floats
-  // untransposed, or the packed panels where products run on them.
-  size_t copy = dist_rt::packedSgemmAvailable()
-                    ? dist_rt::packedSgemmBytes(k, n)
-                    : size_t(k * n) * sizeof(float);
+  // Constant memory: one copy of k x n floats, reused by the next call (a
+  // product this small stays on the libraries, so it is not packed).
+  size_t copy = size_t(k * n) * sizeof(float);
   dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
   run();
   EXPECT_EQ(dist_rt::constantCopyBytes(), before + copy);
@@ -469,6 +467,12 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
 TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   int32_t saved = dist_rt_get_num_threads();
   bool packs = dist_rt::packedSgemmAvailable();
+  // Small products too (they stay on the libraries by default), until the
+  // test ends however it ends.
+  dist_rt::setPackedGemmMinWork(0);
+  struct RestoreMinWork {
+    ~RestoreMinWork() { dist_rt::setPackedGemmMinWork(int64_t(1) << 20); }
+  } restore;
   struct Shape {
     int64_t m, n, k;
   };
@@ -526,6 +530,15 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   dist_rt_gemm_set_f32(1, 512, 64, 64, asInt(a.data()), 0, 64, 1,
                        asInt(w.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
   EXPECT_EQ(dist_rt::packedGemmCalls(), before + (packs ? 1 : 0));
+  // By default, products of fewer than 2^20 multiply-adds stay on the
+  // libraries.
+  dist_rt::setPackedGemmMinWork(int64_t(1) << 20);
+  dist_rt_gemm_set_f32(1, 255, 64, 64, asInt(a.data()), 0, 64, 1,
+                       asInt(w.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before + (packs ? 1 : 0));
+  dist_rt_gemm_set_f32(1, 256, 64, 64, asInt(a.data()), 0, 64, 1,
+                       asInt(w.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before + (packs ? 2 : 0));
   dist_rt::unregisterConstantMemory(w.data());
   RecordProperty("packed", packs ? "yes" : "no");
   dist_rt_set_num_threads(saved);
