@@ -31,7 +31,9 @@
 // thread, 5.7-6.0 against 6.4-6.6 at two; its training step 35.9-36.2 ms
 // against 37.8-38.1 at one thread. On hosts without AVX-512, products of
 // few rows whose B rows lie a multiple of 2 KiB apart stay on OpenBLAS
-// (dnnlSuits).
+// (dnnlSuits). On hosts with AVX2 but not AVX-512, f32 products on a
+// constant weight (a parameter file's) run on the weight packed once
+// (sgemm_packed.cpp, packedSuits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -706,10 +708,9 @@ bool gemmOnPackedConstant(int64_t m, int64_t n, int64_t k, const float *a,
       &args);
   if (!packed)
     return false;
-  dist_rt::packedSgemm(m, n, k, a, m > 1 ? aSm : k,
-                       static_cast<const float *>(packed), c, m > 1 ? cSm : n,
-                       overwrite);
-  return true;
+  return dist_rt::packedSgemm(m, n, k, a, m > 1 ? aSm : k,
+                              static_cast<const float *>(packed), c,
+                              m > 1 ? cSm : n, overwrite);
 }
 
 int64_t asInt(const void *p) {

@@ -286,12 +286,13 @@ int64_t dnnlGemmCalls();
 /// packed copy of a k x n B, packing it (element (p, j) at
 /// b[p * rowStride + j * colStride]), and C (m x n, rows ldc apart) = or +=
 /// A (m x k, rows lda apart, unit column stride) * B from the packed copy,
-/// spread over the thread pool by panels of 16 columns.
+/// spread over the thread pool by panels of 16 columns (false, nothing
+/// done, when memory for packing A is out).
 bool packedSgemmAvailable();
 size_t packedSgemmBytes(int64_t k, int64_t n);
 void packSgemmB(const float *b, int64_t k, int64_t n, int64_t rowStride,
                 int64_t colStride, float *dst);
-void packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+bool packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                  const float *packed, float *c, int64_t ldc, bool overwrite);
 /// How many products ran on packed weights so far (for tests).
 int64_t packedGemmCalls();

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -78,12 +79,12 @@ putRow(float *row, __m256 lo, __m256 hi, bool load) {
   _mm256_storeu_ps(row + 8, hi);
 }
 
-/// C[0..6, 0..16) (+)= sum over p < depth of a_r[p] * b[p * 16 + j], the six
-/// rows of A at `a` (a[r] + p), C's rows `ldc` apart; `load`: add to C,
-/// else overwrite it. `b` is 32-byte aligned. C's lines are prefetched at
-/// the start and read only at the end: the tiles of a wide C (ViT's QKV
-/// projection, 197 x 2304) are in no cache when their turn comes, and
-/// loading them first stalled the tile (the projection ran at 48 GFLOP/s
+/// C[r, j] (+)= sum over p < depth of a[p * 6 + r] * b[p * 16 + j] for the
+/// tile's 6 rows and 16 columns (A and B packed), C's rows `ldc` apart;
+/// `load`: add to C, else overwrite it. `b` is 32-byte aligned. C's lines are
+/// prefetched at the start and read only at the end: the tiles of a wide C
+/// (ViT's QKV projection, 197 x 2304) are in no cache when their turn comes,
+/// and loading them first stalled the tile (the projection ran at 48 GFLOP/s
 /// against OpenBLAS's 62 on Zen 3).
 __attribute__((target("avx2,fma"))) void tile6x16(int64_t depth, const float *a,
                                                   const float *b, float *c,
@@ -290,7 +291,7 @@ void dist_rt::packSgemmB(const float *b, int64_t k, int64_t n,
   }
 }
 
-void dist_rt::packedSgemm(int64_t m, int64_t n, int64_t k, const float *a,
+bool dist_rt::packedSgemm(int64_t m, int64_t n, int64_t k, const float *a,
                           int64_t lda, const float *packed, float *c,
                           int64_t ldc, bool overwrite) {
   int64_t tiles = (m + kRows - 1) / kRows;
@@ -299,8 +300,10 @@ void dist_rt::packedSgemm(int64_t m, int64_t n, int64_t k, const float *a,
   thread_local size_t apackSize = 0;
   size_t need = size_t(tiles * kRows * k);
   if (need > apackSize) {
-    apack.reset(new float[need]);
-    apackSize = need;
+    apack.reset(new (std::nothrow) float[need]);
+    apackSize = apack ? need : 0;
+    if (!apack)
+      return false;
   }
   int64_t panels = (n + kPanel - 1) / kPanel;
   PackedCall call{m, n,   k,         a,           lda,   packed,
@@ -316,6 +319,7 @@ void dist_rt::packedSgemm(int64_t m, int64_t n, int64_t k, const float *a,
     panelRange(&call, 0, panels);
   }
   packedCalls.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 int64_t dist_rt::packedGemmCalls() {
