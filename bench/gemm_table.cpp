@@ -165,7 +165,10 @@ int main(int argc, char **argv) {
     } else if (a == "--models") {
       models = splitList(v);
     } else if (a == "--constant-weights") {
-      constantWeights = std::atoi(v) != 0;
+      std::string w = v;
+      if (w != "0" && w != "1")
+        usage();
+      constantWeights = w == "1";
     } else if (a == "--weight-copies") {
       copies = std::atoi(v);
       if (copies < 1)
