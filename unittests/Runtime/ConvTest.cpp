@@ -451,10 +451,10 @@ TEST_P(ConvTest, EmptyCallsWriteNothing) {
 }
 
 TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
-  // Forced, every call runs as products by panels. Otherwise, but with the
-  // plain loop forced, calls that are not depthwise do on a host without
-  // AVX-512 (the tiles need it; the AVX2 rows take only depthwise calls),
-  // and depthwise ones never (the AVX2 rows or the loop).
+  // Forced, every call runs as products by panels. Otherwise, unless the
+  // plain loop is forced, calls that are not depthwise do on a host
+  // without AVX-512 (the tiles need it; the AVX2 rows take only depthwise
+  // calls), and depthwise ones never (the AVX2 rows or the loop).
   ConvCase pointwise{1, 8, 9, 9, 16, 1, 1, 1, 1, 1, 1};
   ConvCase strided{2, 5, 11, 10, 7, 3, 3, 2, 1, 1, 1};
   ConvCase grouped{1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 2};
