@@ -678,6 +678,16 @@ bool packedSuits(int64_t m, int64_t n, int64_t k) {
              double(packedMinWork.load(std::memory_order_relaxed));
 }
 
+/// Whether a product of m x n x k on a constant A runs on the packed A
+/// (sgemm_packed.cpp) rather than a library.
+bool packedASuits(int64_t m, int64_t n, int64_t k) {
+  static const bool enabled =
+      dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
+  return enabled && m >= 6 && n >= 16 && k >= 8 &&
+         double(m) * double(n) * double(k) >=
+             double(packedMinWork.load(std::memory_order_relaxed));
+}
+
 /// C (m x n) (+)= A * B on B's packed copy when B (k x n, element (p, j)
 /// at b[p * bSk + j * bSn]) is a constant weight, A has unit column stride
 /// and C unit column stride; false (nothing done) otherwise.
@@ -711,6 +721,29 @@ bool gemmOnPackedConstant(int64_t m, int64_t n, int64_t k, const float *a,
   return dist_rt::packedSgemm(m, n, k, a, m > 1 ? aSm : k,
                               static_cast<const float *>(packed), c,
                               m > 1 ? cSm : n, overwrite);
+}
+
+/// C (m x n) (+)= A * B on A's packed copy when A (m x k, element (i, p)
+/// at a[i * aSm + p * aSk]) is a constant weight (a convolution's filters
+/// times its columns) and B and C have unit column stride; false (nothing
+/// done) otherwise.
+bool gemmOnPackedConstantA(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           const float *a, int64_t aSm, int64_t aSk,
+                           const float *b, int64_t bSb, int64_t bSk,
+                           int64_t bSn, float *c, int64_t cSb, int64_t cSm,
+                           int64_t cSn, bool overwrite) {
+  if ((bSn != 1 && n > 1) || (cSn != 1 && n > 1) || bSk < n ||
+      (m > 1 && cSm < n) ||
+      (batch > 1 && !stridesAreDisjoint({{{1, n}, {cSm, m}, {cSb, batch}}})))
+    return false;
+  // The suitability of the whole call (a batch of images' columns).
+  const float *packed = dist_rt::packedConstantA(a, m, n * batch, k, aSm, aSk);
+  if (!packed)
+    return false;
+  for (int64_t i = 0; i < batch; ++i)
+    dist_rt::packedSgemmA(m, n, k, packed, m, 0, b + i * bSb, bSk, c + i * cSb,
+                          cSm, overwrite);
+  return true;
 }
 
 int64_t asInt(const void *p) {
@@ -862,6 +895,16 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
             aSk, reinterpret_cast<const float *>(static_cast<intptr_t>(bPtr)),
             bSk, bSn, reinterpret_cast<float *>(static_cast<intptr_t>(cPtr)),
             cSm, cSn, overwrite))
+      return;
+    // A constant A (a convolution's filters), shared by the batch.
+    if ((batch == 1 || aSb == 0) &&
+        gemmOnPackedConstantA(
+            batch, m, n, k,
+            reinterpret_cast<const float *>(static_cast<intptr_t>(aPtr)), aSm,
+            aSk, reinterpret_cast<const float *>(static_cast<intptr_t>(bPtr)),
+            bSb, bSk, bSn,
+            reinterpret_cast<float *>(static_cast<intptr_t>(cPtr)), cSb, cSm,
+            cSn, overwrite))
       return;
   }
   // A constant weight read transposed: its untransposed copy.
@@ -1088,6 +1131,32 @@ const void *dist_rt::derivedConstant(const void *src, size_t srcBytes,
   if (copy)
     make(copy, ctx);
   return copy;
+}
+
+const float *dist_rt::packedConstantA(const float *a, int64_t m, int64_t n,
+                                      int64_t k, int64_t rowStride,
+                                      int64_t colStride) {
+  if (!packedASuits(m, n, k) || rowStride < 0 || colStride < 0 ||
+      rowStride > INT32_MAX || colStride > INT32_MAX ||
+      forceBuiltin.load(std::memory_order_relaxed))
+    return nullptr;
+  struct Args {
+    const float *a;
+    int64_t m, k, rowStride, colStride;
+  } args{a, m, k, rowStride, colStride};
+  // A negative first word keeps these apart from the keys of packed Bs
+  // (k > 0 there) and conv.cpp's (filters > 0).
+  const int64_t key[3] = {-m, k, rowStride << 32 | colStride};
+  size_t srcBytes =
+      size_t((m - 1) * rowStride + (k - 1) * colStride + 1) * sizeof(float);
+  return static_cast<const float *>(dist_rt::derivedConstant(
+      a, srcBytes, key, dist_rt::packedSgemmABytes(m, k),
+      [](void *dst, const void *ctx) {
+        const auto &x = *static_cast<const Args *>(ctx);
+        dist_rt::packSgemmA(x.a, x.m, x.k, x.rowStride, x.colStride,
+                            static_cast<float *>(dst));
+      },
+      &args));
 }
 
 size_t dist_rt::constantCopyBytes() {

@@ -294,6 +294,42 @@ void packSgemmB(const float *b, int64_t k, int64_t n, int64_t rowStride,
                 int64_t colStride, float *dst);
 bool packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                  const float *packed, float *c, int64_t ldc, bool overwrite);
+/// The same with A the constant (a convolution's filters, out = W x cols):
+/// the bytes of the packed copy of an m x k A, packing it (element (i, p)
+/// at a[i * rowStride + p * colStride]), and C (m x n, rows ldc apart) = or
+/// += rows [firstRow, firstRow + m) (firstRow a multiple of 6) of the A
+/// packed for `packedRows` rows * B (k x n, rows ldb apart, unit column
+/// stride), B's panels packed as the tasks reach them (nothing allocated),
+/// then the epilogue when there is one: per element of C, v = (old C unless
+/// overwriting) + sum + bias[row] (bias indexed from firstRow's row, null
+/// for none), then max(v, 0) when `relu`, then v clamped to [lo, hi] when
+/// `clip` (NaN kept by both).
+struct PackedEpilogue {
+  const float *bias;
+  bool relu, clip;
+  float lo, hi;
+};
+size_t packedSgemmABytes(int64_t m, int64_t k);
+void packSgemmA(const float *a, int64_t m, int64_t k, int64_t rowStride,
+                int64_t colStride, float *dst);
+/// C's columns as the positions of whole rows of an image: n / rowLen rows
+/// of rowLen positions (n a multiple of rowLen), row r's from column
+/// r * rowStride of C (a convolution's output written inside a padded
+/// buffer); B's columns stay contiguous.
+struct PackedImageColumns {
+  int64_t rowLen, rowStride;
+};
+void packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
+                  int64_t packedRows, int64_t firstRow, const float *b,
+                  int64_t ldb, float *c, int64_t ldc, bool overwrite,
+                  const PackedEpilogue *epilogue = nullptr,
+                  const PackedImageColumns *image = nullptr);
+/// A constant A's packed copy (cached with the parameter file's other
+/// derived constants), when A (m x k, element (i, p) at a[i * rowStride +
+/// p * colStride]) lies in constant memory and a product of m x n x k
+/// suits the packed kernel on this host; null otherwise (blas.cpp).
+const float *packedConstantA(const float *a, int64_t m, int64_t n, int64_t k,
+                             int64_t rowStride, int64_t colStride);
 /// How many products ran on packed weights so far (for tests).
 int64_t packedGemmCalls();
 /// Sets the fewest multiply-adds a product needs to run on a packed weight

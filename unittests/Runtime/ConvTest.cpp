@@ -61,7 +61,8 @@ constexpr float kClipLo = -0.75f, kClipHi = 0.5f;
 /// Runs `cc` with `flags` (and a bias when `withBias`) and compares with a
 /// double-precision loop. Returns the number of mismatching elements.
 int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
-              int64_t inPad = 0, int64_t outPad = 0) {
+              int64_t inPad = 0, int64_t outPad = 0,
+              bool constantWeights = false) {
   int64_t oh = cc.oh(), ow = cc.ow();
   // Operands with `inPad` / `outPad` extra elements after every row, plane
   // and image (views of larger buffers) when those are not 0.
@@ -79,6 +80,9 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
   fill(bias, seed + 2);
   fill(out, seed + 3);
   std::vector<float> old = out;
+  // As a parameter file's mapping is (the runtime may pack them once).
+  if (constantWeights)
+    dist_rt::registerConstantMemory(wt.data(), wt.size() * sizeof(float));
   if (cc.groups == 1)
     dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, cc.sh, cc.sw,
                        cc.dh, cc.dw, oh, ow,
@@ -95,6 +99,8 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
         withBias ? reinterpret_cast<intptr_t>(bias.data()) : 0,
         reinterpret_cast<intptr_t>(out.data()), outN, fg * outF, outF, outH,
         kClipLo, kClipHi, flags);
+  if (constantWeights)
+    dist_rt::unregisterConstantMemory(wt.data());
   int64_t bad = 0;
   for (int64_t b = 0; b < cc.n; ++b)
     for (int64_t f = 0; f < cc.f; ++f)
@@ -348,6 +354,45 @@ TEST_P(ConvTest, ConstantWeightsArePackedOnce) {
     v = -v;
   EXPECT_NEAR(run(), naive(), 1e-4);
   EXPECT_EQ(dist_rt::constantCopyBytes(), before);
+}
+
+TEST_P(ConvTest, ConstantWeightsMatchNaiveLoop) {
+  // Weights in constant memory, as a parameter file's: on hosts with the
+  // packed product kernel (AVX2 and FMA, no AVX-512) calls that run as
+  // products use the filters packed once, with the bias, the old output
+  // and the activation applied as the product's tiles are stored, also
+  // into outputs inside larger buffers (rows of the image apart) and in
+  // small panels. Every case against the double-precision loop.
+  dist_rt::setPackedGemmMinWork(0);
+  struct RestoreMinWork {
+    ~RestoreMinWork() { dist_rt::setPackedGemmMinWork(int64_t(1) << 20); }
+  } restore;
+  const int64_t flagSets[] = {0, DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
+                              DIST_RT_CONV_CLIP,
+                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP};
+  int64_t before = dist_rt::packedGemmCalls();
+  uint32_t seed = 3000;
+  for (int threads : {1, 3})
+    for (size_t bytes : {0, 5000}) {
+      dist_rt_set_num_threads(threads);
+      dist_rt::setConvPanelBytes(bytes);
+      for (const ConvCase &cc : kCases)
+        for (int64_t flags : flagSets)
+          for (int64_t outPad : {0, 3}) {
+            ++seed;
+            EXPECT_EQ(check(cc, flags, seed % 2 == 0, seed, 0, outPad,
+                            /*constantWeights=*/true),
+                      0)
+                << cc.name() << " flags " << flags << " output gaps " << outPad
+                << " panel bytes " << bytes << " threads " << threads;
+          }
+    }
+  dist_rt::setConvPanelBytes(0);
+  // Forced products do run on the packed filters where the kernel runs.
+  if (GetParam() == dist_rt::ConvKernel::Product &&
+      dist_rt::packedSgemmAvailable())
+    EXPECT_GT(dist_rt::packedGemmCalls(), before);
+  RecordProperty("packed", dist_rt::packedGemmCalls() > before ? "yes" : "no");
 }
 
 /// Runs the weight gradient of `cc` (dy with `gap` extra elements after

@@ -544,6 +544,103 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   dist_rt_set_num_threads(saved);
 }
 
+// Products whose A is a constant (a convolution's filters times its
+// columns) run on A packed once on the same hosts: edges of rows (tiles of
+// 6) and columns (panels of 16 and 8), depths over one slice (256), rows
+// over one block, shallow depths (row-major tile order), B's and C's rows
+// padded, A plain or transposed, set or added, one and two threads, all
+// against a double-precision loop. Writable filters stay on the libraries.
+TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
+  int32_t saved = dist_rt_get_num_threads();
+  bool packs = dist_rt::packedSgemmAvailable();
+  dist_rt::setPackedGemmMinWork(0);
+  struct RestoreMinWork {
+    ~RestoreMinWork() { dist_rt::setPackedGemmMinWork(int64_t(1) << 20); }
+  } restore;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{6, 16, 8},    {7, 49, 17},   {16, 196, 300},
+                          {24, 57, 64},  {96, 100, 16}, {13, 40, 513},
+                          {300, 30, 40}, {600, 24, 72}};
+  for (const Shape &s : shapes)
+    for (bool transposed : {false, true})
+      for (bool overwrite : {false, true})
+        for (int32_t threads : {1, 2}) {
+          SCOPED_TRACE(testing::Message() << s.m << "x" << s.n << "x" << s.k
+                                          << (transposed ? " A^T" : "")
+                                          << (overwrite ? " set" : " add")
+                                          << " threads " << threads);
+          dist_rt_set_num_threads(threads);
+          // B's and C's rows padded by 5; A stored m x k or k x m.
+          int64_t ldb = s.n + 5, ldc = s.n + 5;
+          std::vector<float> w(size_t(s.m * s.k)), b(size_t(s.k * ldb)),
+              c(size_t(s.m * ldc));
+          fill(w, uint32_t(s.m));
+          fill(b, uint32_t(s.n + s.k));
+          fill(c, 11);
+          int64_t aSm = transposed ? 1 : s.k, aSk = transposed ? s.m : 1;
+          std::vector<double> want(c.begin(), c.end());
+          for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) {
+              double sum = overwrite ? 0.0 : want[size_t(i * ldc + j)];
+              for (int64_t p = 0; p < s.k; ++p)
+                sum += double(w[size_t(i * aSm + p * aSk)]) *
+                       double(b[size_t(p * ldb + j)]);
+              want[size_t(i * ldc + j)] = sum;
+            }
+          dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+          int64_t before = dist_rt::packedGemmCalls();
+          (overwrite ? dist_rt_gemm_set_f32 : dist_rt_gemm_f32)(
+              1, s.m, s.n, s.k, asInt(w.data()), 0, aSm, aSk, asInt(b.data()),
+              ldb, 1, asInt(c.data()), 0, ldc, 1, 0);
+          EXPECT_EQ(dist_rt::packedGemmCalls() - before, packs ? 1 : 0);
+          dist_rt::unregisterConstantMemory(w.data());
+          for (size_t i = 0; i < c.size(); ++i)
+            ASSERT_NEAR(c[i], want[i], 1e-5 * std::sqrt(double(s.k)))
+                << "element " << i;
+        }
+  // A batch of images sharing the filters: one packed product each.
+  {
+    const int64_t batch = 3, m = 20, n = 33, k = 27;
+    std::vector<float> w(m * k), b(batch * k * n), c(batch * m * n);
+    fill(w, 21);
+    fill(b, 22);
+    dist_rt_set_num_threads(2);
+    dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+    int64_t before = dist_rt::packedGemmCalls();
+    dist_rt_gemm_set_f32(batch, m, n, k, asInt(w.data()), 0, k, 1,
+                         asInt(b.data()), n, 1, asInt(c.data()), m * n, n, 1,
+                         k * n);
+    EXPECT_EQ(dist_rt::packedGemmCalls() - before, packs ? batch : 0);
+    dist_rt::unregisterConstantMemory(w.data());
+    for (int64_t t = 0; t < batch; ++t)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum += double(w[size_t(i * k + p)]) *
+                   double(b[size_t((t * k + p) * n + j)]);
+          ASSERT_NEAR(c[size_t((t * m + i) * n + j)], sum, 1e-4)
+              << "image " << t << " row " << i << " column " << j;
+        }
+  }
+  // Writable filters are never packed; nor are products of fewer than 6
+  // rows.
+  std::vector<float> w(64 * 64), b(64 * 64), c(64 * 64);
+  int64_t before = dist_rt::packedGemmCalls();
+  dist_rt_gemm_set_f32(1, 64, 64, 64, asInt(w.data()), 0, 64, 1,
+                       asInt(b.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before);
+  dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+  dist_rt_gemm_set_f32(1, 5, 64, 64, asInt(w.data()), 0, 64, 1, asInt(b.data()),
+                       64, 1, asInt(c.data()), 0, 64, 1, 0);
+  EXPECT_EQ(dist_rt::packedGemmCalls(), before);
+  dist_rt::unregisterConstantMemory(w.data());
+  RecordProperty("packed", packs ? "yes" : "no");
+  dist_rt_set_num_threads(saved);
+}
+
 // A batch sharing one operand runs as one product when the other operand
 // and C stack its matrices evenly (the results are checked by the cases
 // above); batches that sum into one C, or stand apart, stay batches.
