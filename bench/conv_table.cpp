@@ -25,6 +25,11 @@
 //
 //   dist-conv-bench [--threads 1,2] [--batches 1,8] [--rounds 3]
 //                   [--min-time 0.1] [--models resnet50,mobilenet_v2,...]
+//                   [--constant-weights 1]
+//
+// The weights are registered as constant memory, as a parameter file's
+// mapping is, so the runtime may pack them once (sgemm_packed.cpp);
+// --constant-weights 0 leaves them writable, as training's are.
 //
 // Codegen's choice per host (runtime_abi::directConvApplies and
 // LowerToLinalg's) weighs this table with whole models (docs/status.md:
@@ -43,6 +48,7 @@
 #include "dist_rt/kernels.h"
 
 #include "bench_timing.h"
+#include "internal.h"
 
 #include <algorithm>
 #include <chrono>
@@ -50,6 +56,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -152,7 +159,8 @@ void epilogueChunk(void *ctx, int64_t begin, int64_t end) {
 
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: dist-conv-bench [--threads 1,2] [--batches 1,8] "
-                       "[--rounds N] [--min-time S] [--models M,...]\n");
+                       "[--rounds N] [--min-time S] [--models M,...] "
+                       "[--constant-weights 0|1]\n");
   std::exit(2);
 }
 
@@ -177,6 +185,7 @@ int main(int argc, char **argv) {
                                      "efficientnet_b0", "densenet121"};
   int rounds = 3;
   double minTime = 0.1;
+  bool constantWeights = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc)
@@ -196,6 +205,10 @@ int main(int argc, char **argv) {
         usage();
     } else if (a == "--models") {
       models = splitList(v);
+    } else if (a == "--constant-weights") {
+      if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+        usage();
+      constantWeights = *v == '1';
     } else {
       usage();
     }
@@ -220,10 +233,11 @@ int main(int argc, char **argv) {
   for (int threads : threadCounts)
     for (int n : batches) {
       std::printf("\nthreads=%d batch=%d\n", threads, n);
-      std::printf("%-16s %5s %5s %4s %5s  %8s %8s  %s\n", "model", "c", "f",
-                  "hw", "kxk/s", "product", "call", "call/product");
+      std::printf("%-16s %5s %5s %4s %5s  %8s %8s %8s  %s  %s\n", "model", "c",
+                  "f", "hw", "kxk/s", "writable", "product", "call",
+                  "call/product", "call/writable");
       for (const std::string &model : models) {
-        double logSum = 0;
+        double logSum = 0, logSumWritable = 0;
         int count = 0;
         for (const Layer &l : all[model]) {
           int64_t hp = l.h + l.k / 2 * 2, oh = (hp - l.k) / l.s + 1;
@@ -240,19 +254,25 @@ int main(int argc, char **argv) {
             w[i] = float(int64_t(i * 104729 % 19) - 9) / 64;
           for (size_t i = 0; i < bias.size(); ++i)
             bias[i] = float(int64_t(i % 7) - 3) / 4;
+          // The same weights never registered (the libraries' products).
+          std::vector<float> wCopy = w;
+          if (constantWeights)
+            dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
           Epilogue e{a.data(), bias.data(), l.f, p, l.clip};
           Columns cc{x.data(), cols.data(), l.c, hp, l.k, l.s, oh};
-          auto product = [&] {
+          auto productOn = [&](const std::vector<float> &weights) {
             const float *bm = x.data();
             if (!direct) {
               dist_rt_parallel_for(n * taps, columnsChunk, &cc);
               bm = cols.data();
             }
-            dist_rt_gemm_set_f32(n, l.f, p, taps, asInt(w.data()), 0, taps, 1,
-                                 asInt(bm), p, 1, asInt(a.data()), l.f * p, p,
-                                 1, taps * p);
+            dist_rt_gemm_set_f32(n, l.f, p, taps, asInt(weights.data()), 0,
+                                 taps, 1, asInt(bm), p, 1, asInt(a.data()),
+                                 l.f * p, p, 1, taps * p);
             dist_rt_parallel_for(n * l.f, epilogueChunk, &e);
           };
+          auto product = [&] { productOn(w); };
+          auto writable = [&] { productOn(wCopy); };
           auto call = [&] {
             dist_rt_conv2d_f32(
                 n, l.c, hp, hp, l.f, l.k, l.k, l.s, l.s, 1, 1, oh, oh,
@@ -275,24 +295,33 @@ int main(int argc, char **argv) {
             ++failures;
           }
           double flops = 2.0 * double(n) * double(l.f) * double(taps) * p;
-          double best[2] = {0, 0};
+          double best[3] = {0, 0, 0};
           for (int r = 0; r < rounds; ++r) {
             best[0] =
                 std::max(best[0], flops / secondsPerCall(product, minTime));
             best[1] = std::max(best[1], flops / secondsPerCall(call, minTime));
+            best[2] =
+                std::max(best[2], flops / secondsPerCall(writable, minTime));
           }
-          double ratio = best[1] / best[0];
+          if (constantWeights)
+            dist_rt::unregisterConstantMemory(w.data());
+          double ratio = best[1] / best[0], overWritable = best[1] / best[2];
           logSum += std::log(ratio);
+          logSumWritable += std::log(overWritable);
           ++count;
-          std::printf("%-16s %5lld %5lld %4lld %3lld/%lld  %8.1f %8.1f  %.2f\n",
-                      model.c_str(), (long long)l.c, (long long)l.f,
-                      (long long)l.h, (long long)l.k, (long long)l.s,
-                      best[0] / 1e9, best[1] / 1e9, ratio);
+          std::printf(
+              "%-16s %5lld %5lld %4lld %3lld/%lld  %8.1f %8.1f %8.1f  %12.2f  "
+              "%13.2f\n",
+              model.c_str(), (long long)l.c, (long long)l.f, (long long)l.h,
+              (long long)l.k, (long long)l.s, best[2] / 1e9, best[0] / 1e9,
+              best[1] / 1e9, ratio, overWritable);
           std::fflush(stdout);
         }
         if (count)
-          std::printf("%-16s geomean call/product %.2f over %d layers\n",
-                      model.c_str(), std::exp(logSum / count), count);
+          std::printf("%-16s geomean call/product %.2f, call/writable %.2f "
+                      "over %d layers\n",
+                      model.c_str(), std::exp(logSum / count),
+                      std::exp(logSumWritable / count), count);
       }
     }
   return failures ? 1 : 0;
