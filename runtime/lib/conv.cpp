@@ -1631,13 +1631,13 @@ void productChunk(void *ctx, int64_t begin, int64_t end) {
       const float *bm = reinterpret_cast<const float *>(bPtr);
       dist_rt::PackedEpilogue e{pl.bias ? pl.bias + grp * g.f + f0 : nullptr,
                                 g.relu, g.clip, g.lo, g.hi};
-      // Rows of the output apart (inside a padded buffer): the panels are
-      // whole rows (convProduct).
-      dist_rt::PackedImageColumns image{g.ow, g.outH};
+      // Rows of the output apart (inside a padded buffer): C's columns as
+      // the image's positions.
+      dist_rt::PackedImageColumns image{p0, g.ow, g.outH};
       dist_rt::packedSgemmA(
           f1 - f0, p1 - p0, pl.k, pl.packedGroups[grp], g.f, f0, bm, bStride,
-          pl.directC ? o + p0 : o + p0 / g.ow * g.outH, g.outF, !g.accumulate,
-          &e, pl.directC ? nullptr : &image);
+          pl.directC ? o + p0 : o + p0 / g.ow * g.outH + p0 % g.ow, g.outF,
+          !g.accumulate, &e, pl.directC ? nullptr : &image);
       continue;
     } else {
       (addInProduct ? dist_rt_gemm_f32 : dist_rt_gemm_set_f32)(
@@ -1699,9 +1699,6 @@ bool convProduct(const Geometry &g, const float *in, const float *wt,
     }
     pl.packedGroups.push_back(packed);
   }
-  // Whole rows of the output for the packed products into a padded one.
-  if (!pl.packedGroups.empty() && !pl.directC)
-    pl.panel = (pl.panel + g.ow - 1) / g.ow * g.ow;
   pl.panels = (pl.positions + pl.panel - 1) / pl.panel;
   // Too few panels for the threads: split the filters too (blocks of 8, or
   // of 24 for the packed filters' tiles of 6).

@@ -312,12 +312,13 @@ struct PackedEpilogue {
 size_t packedSgemmABytes(int64_t m, int64_t k);
 void packSgemmA(const float *a, int64_t m, int64_t k, int64_t rowStride,
                 int64_t colStride, float *dst);
-/// C's columns as the positions of whole rows of an image: n / rowLen rows
-/// of rowLen positions (n a multiple of rowLen), row r's from column
-/// r * rowStride of C (a convolution's output written inside a padded
-/// buffer); B's columns stay contiguous.
+/// C's columns as output positions [first, first + n) of an image whose
+/// rows hold rowLen positions, rowStride apart (a convolution's output
+/// written inside a padded buffer): column j of C at c + the place of
+/// position first + j less that of position first. B's columns stay
+/// contiguous.
 struct PackedImageColumns {
-  int64_t rowLen, rowStride;
+  int64_t first, rowLen, rowStride;
 };
 void packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                   int64_t packedRows, int64_t firstRow, const float *b,

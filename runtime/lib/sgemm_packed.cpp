@@ -130,23 +130,112 @@ storeFirst(float *dst, __m256 v, int64_t n) {
     _mm_store_ss(dst, x);
 }
 
-/// The first `n` (0 to 8) floats at `src` in the low lanes, zeros above.
+/// The first `n` (0 to 8) floats at `src` in the low lanes, zeros above
+/// (masked loads are fast where masked stores are not; nothing past
+/// src[n - 1] is touched).
 __attribute__((target("avx2,fma"), always_inline)) inline __m256
 loadFirst(const float *src, int64_t n) {
   if (n >= 8)
     return _mm256_loadu_ps(src);
-  alignas(32) float buf[8] = {};
-  for (int64_t i = 0; i < n; ++i)
-    buf[i] = src[i];
-  return _mm256_load_ps(buf);
+  static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                    0,  0,  0,  0,  0,  0,  0,  0};
+  __m256i mask = _mm256_loadu_si256(
+      reinterpret_cast<const __m256i *>(lanes + 8 - std::max<int64_t>(n, 0)));
+  return _mm256_maskload_ps(src, mask);
+}
+
+/// A tile whose columns cross rows of an image (PackedImageColumns): its
+/// first column is `x0` columns into a row of `rowLen`, and each next row
+/// starts `gap` floats after the last one ends.
+struct RowSplit {
+  int64_t x0, rowLen, gap;
+};
+
+/// buf[0..cols) = a split tile's row of C from `row`, run by run (buf
+/// holds 24 floats).
+__attribute__((target("avx2,fma"), always_inline)) inline void
+loadRuns(const float *row, float *buf, int64_t cols, const RowSplit &s) {
+  const float *at = row;
+  for (int64_t q = 0, x = s.x0; q < cols;) {
+    int64_t len = std::min(cols - q, s.rowLen - x);
+    const float *src = at;
+    float *dst = buf + q;
+    int64_t left = len;
+    if (left >= 8) {
+      _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+      dst += 8, src += 8, left -= 8;
+    }
+    if (left > 0)
+      _mm256_storeu_ps(dst, loadFirst(src, left));
+    q += len;
+    at += len + s.gap;
+    x = 0;
+  }
+}
+
+/// Lanes [s, s + 8) of the 16 lanes (lo, hi), s in [0, 16) (lanes past
+/// the 16th undefined).
+__attribute__((target("avx2,fma"), always_inline)) inline __m256
+lanesFrom(__m256 lo, __m256 hi, int64_t s) {
+  if (s == 0)
+    return lo;
+  if (s == 8)
+    return hi;
+  __m256i idx = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                 _mm256_set1_epi32(int32_t(s)));
+  __m256i within = _mm256_and_si256(idx, _mm256_set1_epi32(7));
+  __m256 fromHi =
+      _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7)));
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, within),
+                          _mm256_permutevar8x32_ps(hi, within), fromHi);
+}
+
+/// The row's `cols` values (lo, hi) stored by runs within rows of the
+/// image from `row`, moved into place in registers (through memory, each
+/// run's load spanned two stores and stalled: MobileNetV2's 7 x 7 layers
+/// ran 20% slower into a padded output than into a plain one).
+__attribute__((target("avx2,fma"), always_inline)) inline void
+storeRuns(float *row, __m256 lo, __m256 hi, int64_t cols, const RowSplit &s) {
+  float *at = row;
+  for (int64_t q = 0, x = s.x0; q < cols;) {
+    int64_t len = std::min(cols - q, s.rowLen - x);
+    __m256 v = lanesFrom(lo, hi, q);
+    if (len >= 8) {
+      _mm256_storeu_ps(at, v);
+      if (len > 8)
+        storeFirst(at + 8, lanesFrom(lo, hi, q + 8), len - 8);
+    } else {
+      storeFirst(at, v, len);
+    }
+    q += len;
+    at += len + s.gap;
+    x = 0;
+  }
 }
 
 /// row[0..cols) (cols <= 8 * kVecs) = the row's vectors (the old values
-/// added when `load`), through the epilogue when there is one.
+/// added when `load`), through the epilogue when there is one; by runs
+/// within rows of the image when `split`.
 template <int kVecs>
 __attribute__((target("avx2,fma"), always_inline)) inline void
 putRow(float *row, int64_t r, __m256 lo, __m256 hi, bool load,
-       const TileEpilogue *e, int64_t cols) {
+       const TileEpilogue *e, int64_t cols, const RowSplit *split) {
+  if (split) {
+    alignas(32) float buf[24];
+    if (load) {
+      loadRuns(row, buf, cols, *split);
+      lo = _mm256_add_ps(lo, _mm256_load_ps(buf));
+      if (kVecs == 2)
+        hi = _mm256_add_ps(hi, _mm256_load_ps(buf + 8));
+    }
+    if (e) {
+      lo = finish(lo, r, *e);
+      if (kVecs == 2)
+        hi = finish(hi, r, *e);
+    }
+    storeRuns(row, lo, kVecs == 2 ? hi : lo, cols, *split);
+    return;
+  }
   if (cols == 8 * kVecs) {
     if (load) {
       lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
@@ -182,8 +271,9 @@ putRow(float *row, int64_t r, __m256 lo, __m256 hi, bool load,
 /// C[r, j] (+)= sum over p < depth of a[p * 6 + r] * b[p * 16 + j] for the
 /// tile's 6 rows and 8 * kVecs columns (A and B packed, B's steps 16 values
 /// apart whatever kVecs), C's rows `ldc` apart, of which the first `rows`
-/// rows and `cols` columns are stored; `load`: add to C, else overwrite it;
-/// `e`: the epilogue, or null. `b` is 32-byte aligned. C's
+/// rows and `cols` columns are stored (by runs within rows of an image when
+/// `split`); `load`: add to C, else overwrite it; `e`: the epilogue, or
+/// null. `b` is 32-byte aligned. C's
 /// lines are prefetched at the start and read only at the end: the tiles of
 /// a wide C (ViT's QKV projection, 197 x 2304) are in no cache when their
 /// turn comes, and loading them first stalled the tile (the projection ran
@@ -194,7 +284,7 @@ template <int kVecs>
 __attribute__((target("avx2,fma"))) void
 tileKernel(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
            bool load, const TileEpilogue *e, int64_t rows = kRows,
-           int64_t cols = 8 * kVecs) {
+           int64_t cols = 8 * kVecs, const RowSplit *split = nullptr) {
   for (int64_t r = 0; r < rows; ++r) {
     __builtin_prefetch(c + r * ldc, 1, 3);
     if (kVecs == 2)
@@ -234,17 +324,17 @@ tileKernel(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
     if (kVecs == 2)
       c51 = _mm256_fmadd_ps(x, b1, c51);
   }
-  putRow<kVecs>(c, 0, c00, c01, load, e, cols);
+  putRow<kVecs>(c, 0, c00, c01, load, e, cols, split);
   if (rows > 1)
-    putRow<kVecs>(c + ldc, 1, c10, c11, load, e, cols);
+    putRow<kVecs>(c + ldc, 1, c10, c11, load, e, cols, split);
   if (rows > 2)
-    putRow<kVecs>(c + 2 * ldc, 2, c20, c21, load, e, cols);
+    putRow<kVecs>(c + 2 * ldc, 2, c20, c21, load, e, cols, split);
   if (rows > 3)
-    putRow<kVecs>(c + 3 * ldc, 3, c30, c31, load, e, cols);
+    putRow<kVecs>(c + 3 * ldc, 3, c30, c31, load, e, cols, split);
   if (rows > 4)
-    putRow<kVecs>(c + 4 * ldc, 4, c40, c41, load, e, cols);
+    putRow<kVecs>(c + 4 * ldc, 4, c40, c41, load, e, cols, split);
   if (rows > 5)
-    putRow<kVecs>(c + 5 * ldc, 5, c50, c51, load, e, cols);
+    putRow<kVecs>(c + 5 * ldc, 5, c50, c51, load, e, cols, split);
 }
 
 /// The full tile without an epilogue (the constant-B products).
@@ -404,11 +494,10 @@ struct PackedACall {
   int64_t ldc;
   bool overwrite;
   const dist_rt::PackedEpilogue *epilogue;
-  /// C's columns by rows of an image: `rowLen` columns to a row (n a
-  /// multiple of it), row r of C's columns from column r * rowStride (B's
-  /// columns stay contiguous); a plain C is one row of n. Each row is cut
-  /// into `rowPanels` panels of 16 columns, the last narrower.
-  int64_t rowLen, rowStride, rowPanels;
+  /// C's columns as positions [col0, col0 + n) of an image whose rows of
+  /// rowLen positions lie rowStride apart in C (c at col0's place; B's
+  /// columns stay contiguous); a plain C when rowLen is 0.
+  int64_t col0, rowLen, rowStride;
   int64_t blockRows, panels;
 };
 
@@ -500,17 +589,30 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
       for (int64_t c0 = runFirst; c0 < runEnd; c0 += perChunk) {
         int64_t c1 = std::min(runEnd, c0 + perChunk);
         int64_t j0 = c0 * kPanel;
-        // Each panel's first column of B, place in C and width.
-        int64_t firstB[kMaxChunkPanels], offsets[kMaxChunkPanels],
-            widths[kMaxChunkPanels];
-        for (int64_t panel = c0; panel < c1; ++panel) {
-          int64_t row = panel / call.rowPanels, q = panel % call.rowPanels;
-          firstB[panel - c0] = row * call.rowLen + q * kPanel;
-          offsets[panel - c0] = row * call.rowStride + q * kPanel;
-          widths[panel - c0] = std::min(kPanel, call.rowLen - q * kPanel);
+        // Each panel's width, place in C and, for an image, its first
+        // column's place in its row (one division a chunk).
+        int64_t offsets[kMaxChunkPanels], widths[kMaxChunkPanels],
+            xs[kMaxChunkPanels];
+        int64_t x = 0, offset = j0, firstX = 0;
+        if (call.rowLen > 0) {
+          firstX = call.col0 % call.rowLen;
+          int64_t q = call.col0 + j0;
+          x = q % call.rowLen;
+          offset =
+              (q / call.rowLen - call.col0 / call.rowLen) * call.rowStride + x -
+              firstX;
         }
-        packChunk(call.b + p0 * call.ldb + firstB[0], call.ldb, depth, widths,
-                  c1 - c0, chunk);
+        for (int64_t panel = c0; panel < c1; ++panel) {
+          int64_t w = std::min(kPanel, call.n - panel * kPanel);
+          widths[panel - c0] = w;
+          offsets[panel - c0] = offset;
+          xs[panel - c0] = x;
+          offset += w, x += w;
+          while (call.rowLen > 0 && x >= call.rowLen)
+            x -= call.rowLen, offset += call.rowStride - call.rowLen;
+        }
+        packChunk(call.b + p0 * call.ldb + j0, call.ldb, depth, widths, c1 - c0,
+                  chunk);
         // One tile: rows [i, i + 6) by the chunk's panel `panel`.
         auto runTile = [&](int64_t i,
                            int64_t panel) __attribute__((always_inline)) {
@@ -528,10 +630,15 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
             e = TileEpilogue{bias, ep->relu, ep->clip, ep->lo, ep->hi};
             te = &e;
           }
+          RowSplit split{xs[panel - c0], call.rowLen,
+                         call.rowStride - call.rowLen};
+          const RowSplit *sp = call.rowLen > 0 && split.x0 + cols > call.rowLen
+                                   ? &split
+                                   : nullptr;
           if (cols > 8)
-            tileKernel<2>(depth, a, b, c, call.ldc, load, te, rows, cols);
+            tileKernel<2>(depth, a, b, c, call.ldc, load, te, rows, cols, sp);
           else
-            tileKernel<1>(depth, a, b, c, call.ldc, load, te, rows, cols);
+            tileKernel<1>(depth, a, b, c, call.ldc, load, te, rows, cols, sp);
         };
         if (depth <= kShallowDepth) {
           for (int64_t i = i0; i < iEnd; i += kRows)
@@ -580,11 +687,7 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                            int64_t ldb, float *c, int64_t ldc, bool overwrite,
                            const PackedEpilogue *epilogue,
                            const PackedImageColumns *image) {
-  // A plain C is one row of n columns.
-  int64_t rowLen = image ? image->rowLen : n;
-  int64_t rowStride = image ? image->rowStride : 0;
-  int64_t rowPanels = (rowLen + kPanel - 1) / kPanel;
-  int64_t panels = rowPanels * (n / rowLen);
+  int64_t panels = (n + kPanel - 1) / kPanel;
   int64_t blockRows = rowsPerBlock(m);
   int64_t blocks = (m + blockRows - 1) / blockRows;
   PackedACall call{m,
@@ -599,9 +702,9 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                    ldc,
                    overwrite,
                    epilogue,
-                   rowLen,
-                   rowStride,
-                   rowPanels,
+                   image ? image->first : 0,
+                   image ? image->rowLen : 0,
+                   image ? image->rowStride : 0,
                    blockRows,
                    panels};
   double work = double(m) * double(n) * double(k);
