@@ -1,35 +1,41 @@
 //===- conv_table.cpp - Convolutions: the runtime call against products ---===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// dist-conv-bench: times the two ways a one-group convolution of real CNNs
+// dist-conv-bench: times the ways a one-group convolution of real CNNs
 // (ResNet-50, MobileNetV2, EfficientNet-B0 and DenseNet-121 at 224x224: every
 // distinct 1x1 layer, the k x k ones of ResNet-50 and DenseNet-121, and the
 // stems) can run with its bias and activation, as generated code calls
 // them:
-//   product  the way codegen takes without the call: for a k x k kernel the
-//            im2col columns of the whole (padded) image first, then
-//            dist_rt_gemm_set_f32 (out[b] = W x cols[b], one call for the
-//            batch; OpenBLAS or oneDNN underneath), then one pass that adds
-//            the bias and applies the activation, as the compiler's fused
+//   writable the way codegen takes without the call, on filters in writable
+//            memory (training's; the products then run on OpenBLAS or
+//            oneDNN): for a k x k kernel the im2col columns of the whole
+//            (padded) image first, then dist_rt_gemm_set_f32 (out[b] = W x
+//            cols[b], one call for the batch), then one pass that adds the
+//            bias and applies the activation, as the compiler's fused
 //            elementwise loop does (the columns here come from a plain
 //            loop, codegen's from a vectorised one, so this way can read
 //            slower than it runs in a model);
-//   call     dist_rt_conv2d_f32, the bias and the activation applied as it
-//            stores: the AVX-512 tiles on a CPU with AVX-512, elsewhere
-//            products by panels of output positions (columns, product and
-//            activation per panel, in cache).
-// Prints, per thread count and batch, each layer's GFLOP/s both ways and
-// call / product, then the geometric mean per model. Each layer is timed
-// in ROUNDS rounds alternating the two, and a way's figure is its best
-// round (the machine's noise only slows). Checks that both ways agree.
+//   product  the same on the filters registered as constant memory, as a
+//            parameter file's mapping is, so that the runtime may pack them
+//            once (sgemm_packed.cpp; --constant-weights 0 leaves them
+//            writable);
+//   call     dist_rt_conv2d_f32 on those filters, the bias and the
+//            activation applied as it stores: the AVX-512 tiles on a CPU
+//            with AVX-512, elsewhere products by panels of output positions
+//            (columns, product and activation per panel, in cache; the
+//            packed filters' tiles apply them as they store). With
+//            --padded-output 1 it writes its output inside a buffer with a
+//            border of 1, as a layer before a padded 3x3 one does in a
+//            model (rows of the output apart).
+// Prints, per thread count and batch, each layer's GFLOP/s each way and
+// call / product and call / writable, then their geometric means per
+// model. Each layer is timed in ROUNDS rounds alternating the ways, and a
+// way's figure is its best round (the machine's noise only slows). Checks
+// that they agree.
 //
 //   dist-conv-bench [--threads 1,2] [--batches 1,8] [--rounds 3]
 //                   [--min-time 0.1] [--models resnet50,mobilenet_v2,...]
-//                   [--constant-weights 1]
-//
-// The weights are registered as constant memory, as a parameter file's
-// mapping is, so the runtime may pack them once (sgemm_packed.cpp);
-// --constant-weights 0 leaves them writable, as training's are.
+//                   [--constant-weights 1] [--padded-output 0]
 //
 // Codegen's choice per host (runtime_abi::directConvApplies and
 // LowerToLinalg's) weighs this table with whole models (docs/status.md:
@@ -160,7 +166,7 @@ void epilogueChunk(void *ctx, int64_t begin, int64_t end) {
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: dist-conv-bench [--threads 1,2] [--batches 1,8] "
                        "[--rounds N] [--min-time S] [--models M,...] "
-                       "[--constant-weights 0|1]\n");
+                       "[--constant-weights 0|1] [--padded-output 0|1]\n");
   std::exit(2);
 }
 
@@ -185,7 +191,7 @@ int main(int argc, char **argv) {
                                      "efficientnet_b0", "densenet121"};
   int rounds = 3;
   double minTime = 0.1;
-  bool constantWeights = true;
+  bool constantWeights = true, paddedOutput = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc)
@@ -209,6 +215,10 @@ int main(int argc, char **argv) {
       if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
         usage();
       constantWeights = *v == '1';
+    } else if (a == "--padded-output") {
+      if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+        usage();
+      paddedOutput = *v == '1';
     } else {
       usage();
     }
@@ -246,7 +256,10 @@ int main(int argc, char **argv) {
           std::vector<float> x(size_t(n * l.c * hp * hp)),
               w(size_t(l.f * taps));
           std::vector<float> bias(size_t(l.f)), a(size_t(n * l.f * p));
-          std::vector<float> b(a.size());
+          // The call's output, inside a border of 1 with --padded-output.
+          int64_t border = paddedOutput ? 1 : 0, pw = oh + 2 * border;
+          std::vector<float> b(size_t(n * l.f * pw * pw));
+          float *bOut = b.data() + border * (pw + 1);
           std::vector<float> cols(direct ? 0 : size_t(n * taps * p));
           for (size_t i = 0; i < x.size(); ++i)
             x[i] = float(int64_t(i * 7919 % 23) - 11) / 16;
@@ -277,7 +290,8 @@ int main(int argc, char **argv) {
             dist_rt_conv2d_f32(
                 n, l.c, hp, hp, l.f, l.k, l.k, l.s, l.s, 1, 1, oh, oh,
                 asInt(x.data()), l.c * hp * hp, hp * hp, hp, asInt(w.data()),
-                asInt(bias.data()), asInt(b.data()), l.f * p, p, oh, 0.0f, 6.0f,
+                asInt(bias.data()), asInt(bOut), l.f * pw * pw, pw * pw, pw,
+                0.0f, 6.0f,
                 DIST_RT_CONV_RELU | (l.clip ? DIST_RT_CONV_CLIP : 0));
           };
           dist_rt_set_num_threads(threads);
@@ -285,7 +299,10 @@ int main(int argc, char **argv) {
           call();
           double worst = 0;
           for (size_t i = 0; i < a.size(); ++i)
-            worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+            worst = std::max(
+                worst,
+                double(std::fabs(
+                    a[i] - bOut[i / p * pw * pw + i % p / oh * pw + i % oh])));
           if (worst > 1e-3) {
             std::fprintf(stderr,
                          "error: %s %lldx%lld on %lld: the call and product "
