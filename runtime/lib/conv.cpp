@@ -1691,8 +1691,10 @@ bool convProduct(const Geometry &g, const float *in, const float *wt,
   pl.panel = (pl.positions + pl.panels - 1) / pl.panels;
   // Constant filters on a host with the packed kernel: packed once.
   for (int64_t grp = 0; grp < g.groups; ++grp) {
-    const float *packed = dist_rt::packedConstantA(
-        wt + grp * g.f * pl.k, g.f, g.n * pl.positions, pl.k, pl.k, 1);
+    // Whether to pack weighs the whole call (every group's products).
+    const float *packed =
+        dist_rt::packedConstantA(wt + grp * g.f * pl.k, g.f,
+                                 g.n * g.groups * pl.positions, pl.k, pl.k, 1);
     if (!packed) {
       pl.packedGroups.clear();
       break;

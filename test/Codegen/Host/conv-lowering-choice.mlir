@@ -135,30 +135,43 @@ func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor
 // -----
 
 // conv=auto follows the host (%host_simd in lit.cfg.py): with AVX-512 a
-// one-group and both depthwise convolutions run direct; with AVX2 and FMA
-// only the depthwise one larger than 3x3 (the runtime's AVX2 rows; 3x3 ones
-// run faster as generated loops there), the one-group one as im2col and a
-// product; without either, none.
+// one-group and both depthwise convolutions run direct, and a grouped one
+// of 4 channels a group whose padded image fits 256 KiB; with AVX2 and FMA
+// the depthwise one larger than 3x3 (the runtime's AVX2 rows; 3x3 ones run
+// faster as generated loops there) and both grouped ones, however large
+// (the runtime runs them as products on packed filters), the one-group one
+// as im2col and a product; without either, none.
 
 // AUTO-AVX512-LABEL: func.func @auto_choice(
 // AUTO-AVX512: linalg.conv_2d_nchw_fchw {{.*}} outs(%{{.*}} : tensor<2x16x8x8xf32>)
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<8x1x1x3x3xf32>
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<8x1x1x5x5xf32>
+// AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<2x8x4x3x3xf32>
+// AUTO-AVX512-NOT: linalg.conv_2d_n
+// AUTO-AVX512: return
 // AUTO-AVX2-LABEL: func.func @auto_choice(
 // AUTO-AVX2-NOT: linalg.conv_2d_n
 // AUTO-AVX2: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<8x1x1x5x5xf32>
+// AUTO-AVX2: linalg.conv_2d_ngchw_gfchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x2x4x10x10xf32>, tensor<2x8x4x3x3xf32>)
+// AUTO-AVX2: linalg.conv_2d_ngchw_gfchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x2x8x122x122xf32>, tensor<2x8x8x3x3xf32>)
 // AUTO-AVX2-NOT: linalg.conv_2d_n
 // AUTO-AVX2: return
 // AUTO-PLAIN-LABEL: func.func @auto_choice(
 // AUTO-PLAIN-NOT: linalg.conv_2d_n
 // AUTO-PLAIN: return
 func.func @auto_choice(%x: tensor<2x8x8x8xf32>, %w: tensor<16x8x3x3xf32>,
-                       %wd: tensor<8x1x3x3xf32>, %w5: tensor<8x1x5x5xf32>)
-    -> (tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>) {
+                       %wd: tensor<8x1x3x3xf32>, %w5: tensor<8x1x5x5xf32>,
+                       %wg: tensor<16x4x3x3xf32>, %xl: tensor<1x16x120x120xf32>,
+                       %wl: tensor<16x8x3x3xf32>)
+    -> (tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>,
+        tensor<2x16x8x8xf32>, tensor<1x16x120x120xf32>) {
   %0 = dist.conv %x, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<2x16x8x8xf32>
   %1 = dist.conv %x, %wd {group = 8 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x8x8xf32>
   %2 = dist.conv %x, %w5 {group = 8 : i64, kernel_shape = array<i64: 5, 5>, pads = array<i64: 2, 2, 2, 2>} : (tensor<2x8x8x8xf32>, tensor<8x1x5x5xf32>) -> tensor<2x8x8x8xf32>
-  return %0, %1, %2 : tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>
+  %3 = dist.conv %x, %wg {group = 2 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x8x8xf32>
+  %4 = dist.conv %xl, %wl {group = 2 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x120x120xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x120x120xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>,
+                              tensor<2x16x8x8xf32>, tensor<1x16x120x120xf32>
 }
 
 // -----
