@@ -1486,14 +1486,15 @@ bool depthwiseAvx2(const Geometry &g, const float *in, const float *wt,
 // cols the panel's im2col columns (or, for a 1x1 kernel at unit stride
 // over whole rows, the input itself), the product on OpenBLAS or oneDNN
 // (dist_rt_gemm_set_f32), then the bias, the old output and the activation
-// applied to the panel while it is still in cache; constant filters on a
+// applied to the panel while it is still in cache (constant filters on a
 // host with sgemm_packed.cpp's kernel are packed once, and that product
-// applies them as it stores its tiles, into the output in place. A panel's columns and
-// outputs fit in half the L2 cache (panelBytes), at least kMinPanel
-// positions. It replaced a plain loop, 40 to 100 times slower (one thread:
-// ResNet-50's 3x3 layer on 64 x 56 x 56 took 332 ms against 3.3, its 7x7
-// stem 172 against 4.3), for what the compiler sends here without AVX-512
-// (`dist-opt --conv=direct`).
+// applies them as it stores its tiles, into the output in place). A
+// panel's columns and outputs fit in half the L2 cache (panelBytes), at
+// least kMinPanel positions. It replaced a plain loop, 40 to 100 times
+// slower (one thread: ResNet-50's 3x3 layer on 64 x 56 x 56 took 332 ms
+// against 3.3, its 7x7 stem 172 against 4.3), for what the compiler sends
+// here without AVX-512 (`dist-opt --conv=direct`, and grouped convolutions
+// of several channels a group on AVX2 hosts).
 //
 // Generated code does the same with whole-image columns and a separate
 // bias-and-activation pass over the output. Alone, the panels won on
@@ -1639,11 +1640,10 @@ void productChunk(void *ctx, int64_t begin, int64_t end) {
           pl.directC ? o + p0 : o + p0 / g.ow * g.outH + p0 % g.ow, g.outF,
           !g.accumulate, &e, pl.directC ? nullptr : &image);
       continue;
-    } else {
-      (addInProduct ? dist_rt_gemm_f32 : dist_rt_gemm_set_f32)(
-          1, f1 - f0, p1 - p0, pl.k, aPtr, 0, pl.k, 1, bPtr, bStride, 1,
-          int64_t(reinterpret_cast<intptr_t>(c)), 0, cStride, 1, 0);
     }
+    (addInProduct ? dist_rt_gemm_f32 : dist_rt_gemm_set_f32)(
+        1, f1 - f0, p1 - p0, pl.k, aPtr, 0, pl.k, 1, bPtr, bStride, 1,
+        int64_t(reinterpret_cast<intptr_t>(c)), 0, cStride, 1, 0);
     for (int64_t f = f0; f < f1; ++f) {
       float bias = pl.bias ? pl.bias[grp * g.f + f] : 0.0f;
       const float *cf = c + (f - f0) * cStride;

@@ -28,11 +28,12 @@
 // reach it, in chunks of panels read row by row (packing one panel of 16
 // columns at a time read every row of B as a stream of its own), with the
 // bias, the old output and the activation applied as tiles are stored
-// (conv.cpp), and outputs inside padded buffers written row of the image
-// by row. The libraries pack the filters again at every call. Measured on
-// the AVX2 AMD EPYC at one thread, whole models against the same build on
-// the libraries (6 alternating rounds): MobileNetV2 0.92x the time,
-// EfficientNet-B0 0.94x, ResNet-50 the same (1.01x, within the noise).
+// (conv.cpp), into outputs inside padded buffers too (a tile that crosses
+// rows of the image stored run by run). The libraries pack the filters
+// again at every call. Measured on the AVX2 AMD EPYC at one thread, whole
+// models against the same build on the libraries (6-7 alternating rounds,
+// three sets): MobileNetV2 0.90-0.92x the time, EfficientNet-B0 0.93-0.95x,
+// ResNet-50 0.98-1.03x (within the noise); at two threads 0.95-0.98x.
 //
 //===----------------------------------------------------------------------===//
 
@@ -514,8 +515,9 @@ constexpr int64_t kMaxChunkPanels = 256;
 /// panels) rather than panel after panel: with so few steps per tile the
 /// stores of C are most of the work, and 6 rows streaming to memory go
 /// faster than a block's 96-256 rows advancing 64 bytes each (MobileNetV2's
-/// 16 -> 96 layer on 112 x 112: 29 GFLOP/s against 21 for panel order, Zen
-/// 3, one thread).
+/// 16 -> 96 layer on 112 x 112, dist-conv-bench, Zen 3, one thread: 21-25
+/// GFLOP/s panel after panel, 32-49 with chunks in this order; the noise of
+/// that machine is wide).
 constexpr int64_t kShallowDepth = 64;
 
 /// Packs the panels of B that start at its column `j0` and are `widths`
