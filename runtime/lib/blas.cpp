@@ -1049,8 +1049,8 @@ void dist_rt::setForceBuiltinGemm(bool builtin) {
   forceBuiltin.store(builtin, std::memory_order_relaxed);
 }
 
-void dist_rt::setPackedGemmMinWork(int64_t work) {
-  packedMinWork.store(work, std::memory_order_relaxed);
+int64_t dist_rt::setPackedGemmMinWork(int64_t work) {
+  return packedMinWork.exchange(work, std::memory_order_relaxed);
 }
 
 void dist_rt::registerConstantMemory(const void *base, size_t size) {

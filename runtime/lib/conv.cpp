@@ -80,6 +80,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "simd_activation.h"
 
 #include "dist_rt/conv_plan.h"
 #include "dist_rt/kernels.h"
@@ -1219,16 +1220,7 @@ struct DwAvx2Plan {
 /// activate() on 8 lanes (same ordered compares: NaN kept, -0 to +0).
 __attribute__((target("avx2,fma"), always_inline)) inline __m256
 activate8(const Geometry &g, __m256 r) {
-  if (g.relu) {
-    __m256 zero = _mm256_setzero_ps();
-    r = _mm256_blendv_ps(r, zero, _mm256_cmp_ps(r, zero, _CMP_LE_OQ));
-  }
-  if (g.clip) {
-    __m256 lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
-    r = _mm256_blendv_ps(r, lo, _mm256_cmp_ps(r, lo, _CMP_LT_OQ));
-    r = _mm256_blendv_ps(r, hi, _mm256_cmp_ps(r, hi, _CMP_GT_OQ));
-  }
-  return r;
+  return dist_rt::reluClip8(r, g.relu, g.clip, g.lo, g.hi);
 }
 
 /// Stores the `n` first lanes (1 to 8) of `r` at `at`, the old output

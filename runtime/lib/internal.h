@@ -334,8 +334,21 @@ const float *packedConstantA(const float *a, int64_t m, int64_t n, int64_t k,
 /// How many products ran on packed weights so far (for tests).
 int64_t packedGemmCalls();
 /// Sets the fewest multiply-adds a product needs to run on a packed weight
-/// (2^20 unless a test lowers it; not meant to be changed while gemms run).
-void setPackedGemmMinWork(int64_t work);
+/// (2^20 unless a test lowers it; not meant to be changed while gemms run)
+/// and returns the value it had.
+int64_t setPackedGemmMinWork(int64_t work);
+/// Sets it for a scope (a test's), the previous value back at its end.
+class PackedGemmMinWorkScope {
+public:
+  explicit PackedGemmMinWorkScope(int64_t work)
+      : saved(setPackedGemmMinWork(work)) {}
+  ~PackedGemmMinWorkScope() { setPackedGemmMinWork(saved); }
+  PackedGemmMinWorkScope(const PackedGemmMinWorkScope &) = delete;
+  PackedGemmMinWorkScope &operator=(const PackedGemmMinWorkScope &) = delete;
+
+private:
+  int64_t saved;
+};
 
 //===----------------------------------------------------------------------===//
 // Exception guard

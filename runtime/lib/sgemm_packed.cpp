@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "simd_activation.h"
 
 #include "dist_rt/kernels.h"
 
@@ -79,6 +80,13 @@ int64_t rowsPerBlock(int64_t m) {
 
 std::atomic<int64_t> packedCalls{0};
 
+/// Whether a product of `work` multiply-adds cut into `tasks` tasks goes to
+/// the thread pool: tasks of fewer than 2^16 multiply-adds cost more to
+/// hand off than they take (blas.cpp's kMinTaskWork).
+bool spreads(int64_t tasks, double work) {
+  return dist_rt_get_num_threads() > 1 && tasks > 1 && work >= double(1 << 17);
+}
+
 #if DIST_RT_X86
 
 /// What a tile applies as it stores the last slice of depth (packedSgemmA's
@@ -96,16 +104,7 @@ struct TileEpilogue {
 __attribute__((target("avx2,fma"), always_inline)) inline __m256
 finish(__m256 v, int64_t r, const TileEpilogue &e) {
   v = _mm256_add_ps(v, _mm256_broadcast_ss(e.bias + r));
-  if (e.relu) {
-    __m256 zero = _mm256_setzero_ps();
-    v = _mm256_blendv_ps(v, zero, _mm256_cmp_ps(v, zero, _CMP_LE_OQ));
-  }
-  if (e.clip) {
-    __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
-    v = _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
-    v = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
-  }
-  return v;
+  return dist_rt::reluClip8(v, e.relu, e.clip, e.lo, e.hi);
 }
 
 /// The first `n` (0 to 8) lanes of `v` stored at `dst`, by 4, 2 and 1 lanes
@@ -709,9 +708,7 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                    image ? image->rowStride : 0,
                    blockRows,
                    panels};
-  double work = double(m) * double(n) * double(k);
-  if (dist_rt_get_num_threads() > 1 && blocks * panels > 1 &&
-      work >= double(1 << 17))
+  if (spreads(blocks * panels, double(m) * double(n) * double(k)))
     dist_rt_parallel_for(blocks * panels, blockPanelRange, &call);
   else
     blockPanelRange(&call, 0, blocks * panels);
@@ -768,10 +765,7 @@ bool dist_rt::packedSgemm(int64_t m, int64_t n, int64_t k, const float *a,
   int64_t panels = (n + kPanel - 1) / kPanel;
   PackedCall call{m, n,   k,         a,           lda,   packed,
                   c, ldc, overwrite, apack.get(), tiles, panels};
-  // Tasks of fewer than 2^16 multiply-adds cost more to hand off than they
-  // take (blas.cpp's kMinTaskWork).
-  double work = double(m) * double(n) * double(k);
-  if (dist_rt_get_num_threads() > 1 && panels > 1 && work >= double(1 << 17)) {
+  if (spreads(panels, double(m) * double(n) * double(k))) {
     dist_rt_parallel_for(tiles, packTiles, &call);
     dist_rt_parallel_for(panels, panelRange, &call);
   } else {

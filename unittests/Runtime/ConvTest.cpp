@@ -363,10 +363,7 @@ TEST_P(ConvTest, ConstantWeightsMatchNaiveLoop) {
   // and the activation applied as the product's tiles are stored, also
   // into outputs inside larger buffers (rows of the image apart) and in
   // small panels. Every case against the double-precision loop.
-  dist_rt::setPackedGemmMinWork(0);
-  struct RestoreMinWork {
-    ~RestoreMinWork() { dist_rt::setPackedGemmMinWork(int64_t(1) << 20); }
-  } restore;
+  dist_rt::PackedGemmMinWorkScope allProducts(0);
   const int64_t flagSets[] = {0, DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
                               DIST_RT_CONV_CLIP,
                               DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP};

@@ -469,10 +469,7 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   bool packs = dist_rt::packedSgemmAvailable();
   // Small products too (they stay on the libraries by default), until the
   // test ends however it ends.
-  dist_rt::setPackedGemmMinWork(0);
-  struct RestoreMinWork {
-    ~RestoreMinWork() { dist_rt::setPackedGemmMinWork(int64_t(1) << 20); }
-  } restore;
+  dist_rt::PackedGemmMinWorkScope allProducts(0);
   struct Shape {
     int64_t m, n, k;
   };
@@ -553,10 +550,7 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
 TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
   int32_t saved = dist_rt_get_num_threads();
   bool packs = dist_rt::packedSgemmAvailable();
-  dist_rt::setPackedGemmMinWork(0);
-  struct RestoreMinWork {
-    ~RestoreMinWork() { dist_rt::setPackedGemmMinWork(int64_t(1) << 20); }
-  } restore;
+  dist_rt::PackedGemmMinWorkScope allProducts(0);
   struct Shape {
     int64_t m, n, k;
   };
