@@ -93,6 +93,8 @@ def export_and_data(name, work, batch=None):
         np.save(files[iname], arr)
     if name == "gpt":
         label = rng.randint(0, ebm.GPT_VOCAB, size=(n, ebm.GPT_SEQ))
+    elif name == "mlp8":
+        label = rng.randint(0, ebm.MLP8_WIDTH, size=(n,))
     elif name == "dlrm":
         label = rng.randint(0, 2, size=(n, 1)).astype(np.float32)
     else:

@@ -68,6 +68,7 @@ import onnx  # noqa: E402
 import torch  # noqa: E402
 
 OPSET = 17
+MLP8_WIDTH = 1024
 MODELS = ("mlp", "gpt", "resnet", "dlrm")
 TRANSFORMERS = ("vit_b16", "vit_b16_b8", "bert_base", "bert_base_b8")
 TORCHVISION_CNNS = ("resnet50", "mobilenet_v2", "efficientnet_b0",
@@ -228,6 +229,13 @@ def make_bench_model(name):
     if name == "mlp":
         return (em.MLP((784, 512, 512, 10)), [(64, 784)], ["x"], ["logits"],
                 64, None)
+    if name == "mlp8":
+        # bench/pp_schedule.py's balanced pipeline: 8 Linear layers whose
+        # halves cost alike at pp=2 (the wider first layer of stage 0 makes
+        # up for stage 1's loss and the input gradient stage 0 does not
+        # compute), 1024 classes.
+        return (em.MLP((1536,) + (MLP8_WIDTH,) * 8), [(256, 1536)], ["x"],
+                ["logits"], 256, None)
     if name == "gpt":
         model = em.GPT(vocab=GPT_VOCAB, block_size=GPT_SEQ, n_layer=2,
                        d_model=256, n_head=4)

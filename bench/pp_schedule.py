@@ -2,9 +2,12 @@
 #===- bench/pp_schedule.py - pipeline schedules measured and predicted ----===#
 # SPDX-License-Identifier: Apache-2.0
 #
-# Pipeline-parallel training of the GPT-style LM of the CPU benchmarks
-# (bench/export_bench_models.py: 2 layers, d=256, 4 heads, vocab 1024, 64
-# tokens) at a global batch of 32 on this machine, AdamW:
+# Pipeline-parallel training on this machine, AdamW, of two models
+# (bench/export_bench_models.py): the GPT-style LM of the CPU benchmarks
+# (2 layers, d=256, 4 heads, vocab 1024, 64 tokens) at a global batch of
+# 32, and an MLP of 8 Linear layers (1536 -> 1024 x 8) at 256, whose two
+# halves cost alike (the GPT's stages do not: its first stage, embeddings
+# and a block, computes almost no input gradient):
 #
 # 1. For p = 2 ranks (one thread each, `mpirun -np 2`) and m = 4, 8, 16
 #    micro-batches, each schedule (gpipe, 1f1b, zb-h1): the measured bubble
@@ -17,25 +20,27 @@
 #    update - the busiest rank's busy time) / that busy time: the idle a
 #    faster stage spends waiting for a slower one is load imbalance, the
 #    same under every schedule, and is left out), measured and simulated;
-#    zb-h1's bubbles over 1f1b's; and the cost model's prediction (the plan
-#    report of `dist-opt --cluster local`: the same schedule at the
-#    calibrated model's stage times); the measured step time beside the
-#    simulated one and the cost model's; the most bytes a rank kept between
-#    its actions (activations held for the backward) beside the
-#    micro-batches the simulation holds.
+#    and the cost model's prediction (the plan report of
+#    `dist-opt --cluster local`: the same schedule at the calibrated model's
+#    stage times); the measured step time beside the simulated one and the
+#    cost model's; the most bytes a rank kept between its actions
+#    (activations held for the backward) beside the micro-batches the
+#    simulation holds. 1f1b and zb-h1 run --repeat times (default 3), one
+#    after the other, and zb-h1's bubbles over 1f1b's are printed per
+#    repeat with their median: one run's ratio moves with the machine.
 # 2. For p = 4 and 8 (more ranks than this machine has cores): predicted
 #    only, from the simulation at equal stage times.
-# 3. Throughput: dist-opt pp=2 (its best schedule) against one dist-opt
-#    process of one thread, and PyTorch (Debian's 1.13 has no
+# 3. Throughput (the GPT): dist-opt pp=2 (its best schedule) against one
+#    dist-opt process of one thread, and PyTorch (Debian's 1.13 has no
 #    torch.distributed.pipelining): one process, and a hand-written GPipe
 #    over two gloo processes of one thread (stage 0: embeddings and the
 #    first block; stage 1: the second block and the head), same m.
 #
-#   /usr/bin/python3 bench/pp_schedule.py [--steps 20] [--micro-batches 4 8 16]
-#       [--work /tmp/dist-pp-bench]
+#   /usr/bin/python3 bench/pp_schedule.py [--models gpt mlp8] [--steps 20]
+#       [--micro-batches 4 8 16] [--repeat 3] [--work /tmp/dist-pp-bench]
 #
-# Figures depend on this 2-core machine's mood: run it twice and read the
-# spread. Exits with 0 when every run worked, 1 otherwise.
+# Figures depend on this 2-core machine's mood: read the spread of the
+# repeats. Exits with 0 when every run worked, 1 otherwise.
 
 import argparse
 import json
@@ -53,7 +58,7 @@ from dp_scaling import MPIRUN, run, run_ranks, torch_run as one_torch  # noqa: E
 # The runtime places ZB-H1's weight gradients by the times of steps 2-4
 # from the fifth step on (model_pipeline.cpp).
 WARMUP = 4
-BATCH = 32
+BATCH = 32  # the GPT's; the MLP's is its benchmark batch
 SCHEDULES = ("gpipe", "1f1b", "zb-h1")
 
 TORCH_GPIPE = r"""
@@ -124,14 +129,16 @@ if rank == 0:
 """
 
 
-def train(exe, files, steps, ranks, work, tag):
+def train(exe, files, batch, steps, ranks, work, tag):
     """Runs `steps` steps; returns the rows of the log and, with several
     ranks, each rank's trace events."""
     log = os.path.join(work, f"{tag}.jsonl")
     trace = os.path.join(work, f"{tag}.trace.json")
-    cmd = [exe, "train", "--data", f"idx={files['idx']}", "--data",
-           f"label={files['label']}", "--batch-size", str(BATCH), "--steps",
-           str(steps), "--threads", "1", "--log", log, "--quiet"]
+    cmd = [exe, "train"]
+    for name, path in sorted(files.items()):
+        cmd += ["--data", f"{name}={path}"]
+    cmd += ["--batch-size", str(batch), "--steps", str(steps), "--threads",
+            "1", "--log", log, "--quiet"]
     if ranks > 1:
         cmd = MPIRUN + ["-np", str(ranks)] + cmd + ["--trace", trace]
     run(cmd)
@@ -216,83 +223,132 @@ def torch_run(d, steps, m, world=2):
     return statistics.median(times[WARMUP:])
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--micro-batches", type=int, nargs="+", default=[4, 8, 16])
-    p.add_argument("--work", default="/tmp/dist-pp-bench")
-    p.add_argument("--dist-opt",
-                   default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
-    args = p.parse_args()
-    simulate = os.path.join(os.path.dirname(args.dist_opt), "dist-pp-simulate")
+def prepare(name, work):
+    """Exports `name` for training; returns (onnx path, batch, {input or
+    label: npy path})."""
     import cpu_training
     import numpy as np
-    os.makedirs(args.work, exist_ok=True)
-    onnx_path, _, files, label = cpu_training.export_and_data(
-        "gpt", args.work, BATCH)
+    batch = BATCH if name == "gpt" else None
+    onnx_path, batch, files, label = cpu_training.export_and_data(
+        name, work, batch)
     files = dict(files, label=label)
+    if name == "gpt":
+        rng = np.random.RandomState(1)
+        idx = np.load(files["idx"])
+        for key in ("idx", "label"):
+            np.save(files[key], rng.randint(0, 1024, size=(batch * 4,) +
+                                            idx.shape[1:]).astype(np.int64))
+    return onnx_path, batch, files
+
+
+def median_and_range(values):
+    return (f"{statistics.median(values):.2f} "
+            f"({min(values):.2f}-{max(values):.2f})")
+
+
+def bubbles(name, args, simulate, failed):
+    """Part 1 for model `name`; returns {m: (best schedule, step s)} and
+    the compile function."""
+    onnx_path, batch, files = prepare(name, args.work)
     d = os.path.dirname(onnx_path)
-    rng = np.random.RandomState(1)
-    idx = np.load(files["idx"])
-    for key in ("idx", "label"):
-        np.save(files[key], rng.randint(0, 1024, size=(BATCH * 4,) +
-                                        idx.shape[1:]).astype(np.int64))
     flags = ["--train", "--loss=cross_entropy", "--optimizer=adamw",
              "--lr=1e-3"]
-    failed = False
 
     def compile_(tag, extra):
-        out = os.path.join(d, "gpt_" + tag)
+        out = os.path.join(d, f"{name}_{tag}")
         run([args.dist_opt, onnx_path] + flags + extra +
-            ["-o", out, "--name", "gpt"])
-        return os.path.join(out, "gpt")
+            ["-o", out, "--name", name])
+        return os.path.join(out, name)
 
-    print(f"GPT-style LM (d=256, 2 layers, 64 tokens), AdamW, global batch "
-          f"{BATCH}, p=2 ranks of one thread")
+    title = {"gpt": "GPT-style LM (d=256, 2 layers, 64 tokens)",
+             "mlp8": "MLP of 8 Linear layers (1536 -> 1024 x 8)"}[name]
+    print(f"{title}, AdamW, global batch {batch}, p=2 ranks of one thread")
     print(f"{'m':>3} {'schedule':>8}  {'bubble':>7} {'sim':>6} {'model':>6} "
           f"{'(p-1)/m':>7}  {'slowest':>7} {'sim':>6}  {'step ms':>8} "
           f"{'sim ms':>7} {'err':>5} {'model ms':>8}  "
           f"{'held MB (rank 0, 1)':>19} {'sim mb held':>11}")
-    bubble_of = {}
+    runs = {}
     best = {}
     for m in args.micro_batches:
-        for sched in SCHEDULES:
-            try:
-                exe = compile_(f"pp2_{sched}_m{m}",
-                               ["--mesh", "pp=2", "--schedule", sched,
-                                "--micro-batches", str(m),
-                                "--cluster", "local"])
-                model = cost_model_prediction(os.path.dirname(exe))
-                _, traces = train(exe, files, args.steps, 2, args.work,
-                                  f"pp2_{sched}_m{m}")
-                a = analyse(traces, sched, m, simulate)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                print(f"{m:>3} {sched:>8}  error: {e}")
-                failed = True
-                continue
-            sim = a["sim"]
-            err = abs(sim["step_s"] - a["step_s"]) / a["step_s"]
-            held = ", ".join(f"{b / 1e6:.2f}" for b in a["held_bytes"])
-            print(f"{m:>3} {sched:>8}  {a['bubble']:>7.3f} "
-                  f"{sim['mean_bubble']:>6.3f} {model['bubble']:>6.3f} "
-                  f"{sim['analytic']:>7.3f}  {a['slowest']:>7.3f} "
-                  f"{sim['slowest_bubble']:>6.3f}  "
-                  f"{a['step_s'] * 1e3:>8.1f} {sim['step_s'] * 1e3:>7.1f} "
-                  f"{err:>5.0%} {model['step_s'] * 1e3:>8.1f}  {held:>19} "
-                  f"{str(sim['held_whole']):>11}", flush=True)
-            if m not in best or a["step_s"] < best[m][1]:
-                best[m] = (sched, a["step_s"])
-            bubble_of[(m, sched)] = a
+        exes = {}
+        for r in range(args.repeat):
+            for sched in SCHEDULES:
+                if sched == "gpipe" and r:
+                    continue
+                tag = f"pp2_{sched}_m{m}"
+                try:
+                    if sched not in exes:
+                        exes[sched] = compile_(
+                            tag, ["--mesh", "pp=2", "--schedule", sched,
+                                  "--micro-batches", str(m),
+                                  "--cluster", "local"])
+                    exe = exes[sched]
+                    model = cost_model_prediction(os.path.dirname(exe))
+                    _, traces = train(exe, files, batch, args.steps, 2,
+                                      args.work, f"{name}_{tag}")
+                    a = analyse(traces, sched, m, simulate)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    print(f"{m:>3} {sched:>8}  error: {e}")
+                    failed.append(f"{name} {tag}")
+                    continue
+                sim = a["sim"]
+                err = abs(sim["step_s"] - a["step_s"]) / a["step_s"]
+                held = ", ".join(f"{b / 1e6:.2f}" for b in a["held_bytes"])
+                print(f"{m:>3} {sched:>8}  {a['bubble']:>7.3f} "
+                      f"{sim['mean_bubble']:>6.3f} {model['bubble']:>6.3f} "
+                      f"{sim['analytic']:>7.3f}  {a['slowest']:>7.3f} "
+                      f"{sim['slowest_bubble']:>6.3f}  "
+                      f"{a['step_s'] * 1e3:>8.1f} {sim['step_s'] * 1e3:>7.1f} "
+                      f"{err:>5.0%} {model['step_s'] * 1e3:>8.1f}  "
+                      f"{held:>19} {str(sim['held_whole']):>11}",
+                      flush=True)
+                if m not in best or a["step_s"] < best[m][1]:
+                    best[m] = (sched, a["step_s"])
+                runs.setdefault((m, sched), []).append(a)
 
-    print("\nzb-h1's bubble over 1f1b's, measured (target: at most 0.5); "
-          "mean of the stages, slowest stage")
+    print(f"\n{name}: zb-h1's bubble over 1f1b's, measured, per repeat "
+          f"(target: at most 0.5); median (range)")
+    print(f"{'m':>3}  {'mean of the stages':<34} {'slowest stage':<34}")
     for m in args.micro_batches:
-        zb, ob = bubble_of.get((m, "zb-h1")), bubble_of.get((m, "1f1b"))
-        if zb and ob and ob["bubble"] > 0 and ob["slowest"] > 0:
-            print(f"{m:>3}  {zb['bubble'] / ob['bubble']:>5.2f}  "
-                  f"{zb['slowest'] / ob['slowest']:>5.2f}")
+        pairs = [(zb, ob) for zb, ob in zip(runs.get((m, "zb-h1"), []),
+                                             runs.get((m, "1f1b"), []))
+                 if ob["bubble"] > 0 and ob["slowest"] > 0]
+        if not pairs:
+            continue
+        mean = [zb["bubble"] / ob["bubble"] for zb, ob in pairs]
+        slow = [zb["slowest"] / ob["slowest"] for zb, ob in pairs]
+        print(f"{m:>3}  " +
+              f"{' '.join(f'{v:.2f}' for v in mean):<18} "
+              f"{median_and_range(mean):<15} " +
+              f"{' '.join(f'{v:.2f}' for v in slow):<18} "
+              f"{median_and_range(slow)}")
+    print()
+    return best, compile_, batch, files, d
 
-    print("\npredicted only (equal stage times, F = I = W = 1): bubble")
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--models", nargs="+", default=["gpt", "mlp8"],
+                   choices=["gpt", "mlp8"])
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--micro-batches", type=int, nargs="+", default=[4, 8, 16])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--work", default="/tmp/dist-pp-bench")
+    p.add_argument("--dist-opt",
+                   default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
+    args = p.parse_args()
+    if args.steps <= WARMUP:
+        p.error(f"--steps must be more than the {WARMUP} warm-up steps")
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    simulate = os.path.join(os.path.dirname(args.dist_opt), "dist-pp-simulate")
+    os.makedirs(args.work, exist_ok=True)
+    failed = []
+    results = {}
+    for name in args.models:
+        results[name] = bubbles(name, args, simulate, failed)
+
+    print("predicted only (equal stage times, F = I = W = 1): bubble")
     print(f"{'p':>3} {'m':>3}  " + "  ".join(f"{s:>7}" for s in SCHEDULES))
     for pp in (4, 8):
         for m in args.micro_batches:
@@ -303,13 +359,16 @@ def main():
                 row.append(f"{sim['mean_bubble']:>7.3f}")
             print(f"{pp:>3} {m:>3}  " + "  ".join(row))
 
-    print("\nthroughput, samples/s (one thread per process)")
+    if "gpt" not in results:
+        return 1 if failed else 0
+    best, compile_, batch, files, d = results["gpt"]
+    print("\nthroughput of the GPT, samples/s (one thread per process)")
     try:
         one = compile_("one", [])
-        rows, _ = train(one, files, args.steps, 1, args.work, "one")
-        one_s = statistics.median(BATCH / r["samples_per_s"]
+        rows, _ = train(one, files, batch, args.steps, 1, args.work, "one")
+        one_s = statistics.median(batch / r["samples_per_s"]
                                   for r in rows[WARMUP:])
-        torch_one = one_torch(d, BATCH, args.steps, 1)
+        torch_one = one_torch(d, batch, args.steps, 1)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"error: {e}")
         return 1
@@ -322,13 +381,15 @@ def main():
             tg = torch_run(d, args.steps, m, 2)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"{m:>3}  error: {e}")
-            failed = True
+            failed.append(f"torch GPipe m={m}")
             continue
         sched, s = best[m]
-        print(f"{m:>3}  {BATCH / one_s:>10.1f} {BATCH / s:>13.1f} "
-              f"{one_s / s:>5.2f}  {BATCH / torch_one:>8.1f} "
-              f"{BATCH / tg:>13.1f} {torch_one / tg:>5.2f}  "
+        print(f"{m:>3}  {batch / one_s:>10.1f} {batch / s:>13.1f} "
+              f"{one_s / s:>5.2f}  {batch / torch_one:>8.1f} "
+              f"{batch / tg:>13.1f} {torch_one / tg:>5.2f}  "
               f"(dist-opt: {sched})", flush=True)
+    if failed:
+        print("failed: " + ", ".join(failed))
     return 1 if failed else 0
 
 
