@@ -731,7 +731,8 @@ bool gemmOnPackedConstantA(int64_t batch, int64_t m, int64_t n, int64_t k,
                            const float *a, int64_t aSm, int64_t aSk,
                            const float *b, int64_t bSb, int64_t bSk,
                            int64_t bSn, float *c, int64_t cSb, int64_t cSm,
-                           int64_t cSn, bool overwrite) {
+                           int64_t cSn, bool overwrite,
+                           const dist_rt::PackedEpilogue *epilogue = nullptr) {
   if ((bSn != 1 && n > 1) || (cSn != 1 && n > 1) || bSk < n ||
       (m > 1 && cSm < n) ||
       (batch > 1 && !stridesAreDisjoint({{{1, n}, {cSm, m}, {cSb, batch}}})))
@@ -742,7 +743,7 @@ bool gemmOnPackedConstantA(int64_t batch, int64_t m, int64_t n, int64_t k,
     return false;
   for (int64_t i = 0; i < batch; ++i)
     dist_rt::packedSgemmA(m, n, k, packed, m, 0, b + i * bSb, bSk, c + i * cSb,
-                          cSm, overwrite);
+                          cSm, overwrite, epilogue);
   return true;
 }
 
@@ -1195,6 +1196,134 @@ extern "C" void dist_rt_gemm_set_f32(int64_t batch, int64_t m, int64_t n,
                                      int64_t b_sb) {
   gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk, b_sn,
                      c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/true);
+}
+
+namespace {
+
+std::atomic<size_t> imageScratchLimit{SIZE_MAX};
+
+/// dist_rt_gemm_set_act_f32's epilogue after the product: from the
+/// product's C (`src`) into the destination C (`dst`, the same memory
+/// unless its columns are an image's positions).
+struct ActPass {
+  int64_t m, n;
+  /// Null: in place, read where it is written.
+  const float *src;
+  int64_t sSb, sSm, sSn;
+  float *dst;
+  int64_t dSb, dSm, dSn, rowLen, rowStride;
+  const float *bias;
+  int64_t biasSi, biasSj;
+  bool relu, clip;
+  float lo, hi;
+};
+
+/// Rows [first, last) of the batch's m-row matrices, one after another.
+void actRows(void *ctx, int64_t first, int64_t last) {
+  const ActPass &p = *static_cast<const ActPass *>(ctx);
+  for (int64_t row = first; row < last; ++row) {
+    int64_t t = row / p.m, i = row % p.m;
+    float *dst = p.dst + t * p.dSb + i * p.dSm;
+    const float *bias = p.bias ? p.bias + i * p.biasSi : nullptr;
+    int64_t run = p.rowLen > 0 ? p.rowLen : p.n;
+    for (int64_t j0 = 0; j0 < p.n; j0 += run) {
+      float *out = dst + (p.rowLen > 0 ? (j0 / run) * p.rowStride : j0 * p.dSn);
+      const float *in =
+          p.src ? p.src + t * p.sSb + i * p.sSm + j0 * p.sSn : out;
+      int64_t inStride = p.src ? p.sSn : p.dSn;
+      int64_t end = std::min(p.n, j0 + run);
+      for (int64_t j = j0; j < end; ++j) {
+        float v = in[(j - j0) * inStride];
+        if (bias)
+          v += bias[j * p.biasSj];
+        if (p.relu)
+          v = v <= 0.0f ? 0.0f : v;
+        if (p.clip) {
+          v = v < p.lo ? p.lo : v;
+          v = v > p.hi ? p.hi : v;
+        }
+        out[(j - j0) * p.dSn] = v;
+      }
+    }
+  }
+}
+
+} // namespace
+
+size_t dist_rt::setGemmImageScratchLimit(size_t bytes) {
+  return imageScratchLimit.exchange(bytes);
+}
+
+extern "C" void dist_rt_gemm_set_act_f32(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb,
+    int64_t bias_ptr, int64_t bias_si, int64_t bias_sj, int64_t flags, float lo,
+    float hi, int64_t c_row_len, int64_t c_row_stride) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  auto *bias = reinterpret_cast<const float *>(static_cast<intptr_t>(bias_ptr));
+  bool relu = flags & DIST_RT_GEMM_RELU, clip = flags & DIST_RT_GEMM_CLIP;
+  auto *c = reinterpret_cast<float *>(static_cast<intptr_t>(c_ptr));
+  auto *a = reinterpret_cast<const float *>(static_cast<intptr_t>(a_ptr));
+  auto *b = reinterpret_cast<const float *>(static_cast<intptr_t>(b_ptr));
+  bool image = c_row_len > 0 && c_row_len < n;
+  // A constant A (the filters of a convolution's product) with a bias per
+  // row: the epilogue as the packed kernel stores its tiles, C written once
+  // (inside a padded image too).
+  dist_rt::PackedEpilogue epilogue{bias, relu, clip, lo, hi};
+  if ((!bias || (bias_si == 1 && bias_sj == 0)) && k > 0 &&
+      (batch == 1 || a_sb == 0) && b_sn == 1 && c_sn == 1 && b_sk >= n &&
+      (image || m == 1 || c_sm >= n)) {
+    if (const float *packed =
+            dist_rt::packedConstantA(a, m, n * batch, k, a_sm, a_sk)) {
+      dist_rt::PackedImageColumns columns{0, c_row_len, c_row_stride};
+      for (int64_t t = 0; t < batch; ++t)
+        dist_rt::packedSgemmA(m, n, k, packed, m, 0, b + t * b_sb, b_sk,
+                              c + t * c_sb, c_sm, /*overwrite=*/true, &epilogue,
+                              image ? &columns : nullptr);
+      return;
+    }
+  }
+  // Elsewhere the product, then the epilogue in one pass over C; an
+  // image's columns through a contiguous product, or without memory for
+  // it, a product per row of the image.
+  ActPass pass{m, n, nullptr, 0,       0,       0,    c,    c_sb, c_sm, c_sn,
+               0, 0, bias,    bias_si, bias_sj, relu, clip, lo,   hi};
+  std::unique_ptr<void, void (*)(void *)> scratch(nullptr,
+                                                  _mlir_memref_to_llvm_free);
+  if (image) {
+    pass.rowLen = c_row_len, pass.rowStride = c_row_stride;
+    size_t bytes = size_t(batch) * size_t(m) * size_t(n) * sizeof(float);
+    if (bytes <= imageScratchLimit.load(std::memory_order_relaxed))
+      scratch.reset(_mlir_memref_to_llvm_alloc(bytes));
+    if (scratch) {
+      auto *tmp = static_cast<float *>(scratch.get());
+      pass.src = tmp;
+      pass.sSb = m * n, pass.sSm = n, pass.sSn = 1;
+      gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk,
+                         b_sn, asInt(tmp), m * n, n, 1, b_sb,
+                         /*overwrite=*/true);
+    } else {
+      for (int64_t t = 0; t < batch; ++t)
+        for (int64_t j0 = 0; j0 < n; j0 += c_row_len)
+          gemmBatched<float>(
+              1, m, std::min(c_row_len, n - j0), k, a_ptr + t * a_sb * 4, 0,
+              a_sm, a_sk, b_ptr + (t * b_sb + j0 * b_sn) * 4, b_sk, b_sn,
+              c_ptr + (t * c_sb + j0 / c_row_len * c_row_stride) * 4, 0, c_sm,
+              c_sn, 0, /*overwrite=*/true);
+    }
+  } else {
+    gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk,
+                       b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/true);
+  }
+  int64_t rows = batch * m;
+  // Rows spread over the threads where there is enough to share (a pass
+  // over memory: 64 Ki elements a thread at least).
+  if (rows > 1 && rows * n >= (int64_t(1) << 17))
+    dist_rt_parallel_for(rows, actRows, &pass);
+  else
+    actRows(&pass, 0, rows);
 }
 
 extern "C" void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,

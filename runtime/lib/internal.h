@@ -350,6 +350,12 @@ private:
   int64_t saved;
 };
 
+/// dist_rt_gemm_set_act_f32 writes a padded image's positions through a
+/// temporary product of at most this many bytes (default: any), else (or
+/// without memory for it) by a product per row of the image; returns the
+/// previous bound. For tests.
+size_t setGemmImageScratchLimit(size_t bytes);
+
 //===----------------------------------------------------------------------===//
 // Exception guard
 //===----------------------------------------------------------------------===//

@@ -115,6 +115,30 @@ DIST_RT_API void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
                                       int64_t c_sb, int64_t c_sm, int64_t c_sn,
                                       int64_t b_sb);
 
+/// Flags of dist_rt_gemm_set_act_f32.
+#define DIST_RT_GEMM_RELU 1
+#define DIST_RT_GEMM_CLIP 2
+
+/// dist_rt_gemm_set_f32 (C_t = A_t * B_t), then every element of C
+/// through an epilogue: v = C_t[i, j] + bias[i * bias_si + j * bias_sj]
+/// (no bias when bias_ptr is 0), then v = (v <= 0 ? 0 : v) when `flags`
+/// has DIST_RT_GEMM_RELU, then v clamped to [lo, hi] with ordered compares
+/// (v < lo ? lo : v, then v > hi ? hi : v; NaN stays) when it has
+/// DIST_RT_GEMM_CLIP. With c_row_len > 0, C's columns are the positions
+/// of an image whose rows of c_row_len positions lie c_row_stride apart
+/// (a convolution's output written inside a padded buffer): C_t[i, j] at
+/// c_ptr + t * c_sb + i * c_sm + (j / c_row_len) * c_row_stride +
+/// (j % c_row_len) * c_sn. The C matrices of the batch must not overlap.
+/// Where the product runs on a packed constant A (a convolution's
+/// filters) and the bias is per row, the epilogue is applied as the tiles
+/// are stored.
+DIST_RT_API void dist_rt_gemm_set_act_f32(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb,
+    int64_t bias_ptr, int64_t bias_si, int64_t bias_sj, int64_t flags, float lo,
+    float hi, int64_t c_row_len, int64_t c_row_stride);
+
 /*===----------------------------------------------------------------------===*
  * Convolution
  *===----------------------------------------------------------------------===*/
