@@ -290,6 +290,32 @@ def ContractionsToRuntimePass
   ];
 }
 
+def FuseProductEpiloguesPass
+    : Pass<"dist-fuse-product-epilogues", "::mlir::ModuleOp"> {
+  let summary = "fold a product's bias and ReLU / Clip loop into its "
+                "runtime call";
+  let description = [{
+    After dist-contractions-to-runtime: where a `dist_rt_gemm_set_f32` call
+    writes a fresh static buffer T whose only reader is the next
+    all-parallel `linalg.generic` (directly or through one reshape view),
+    and that loop writes a fresh buffer O as O = act(T [+ bias]) with the
+    bias along the product's rows or columns and act any of ReLU, a lower
+    and an upper bound (the runtime epilogue's exact semantics), the call
+    becomes `dist_rt_gemm_set_act_f32` writing O, and the loop and T go.
+    Nothing between the call and the loop may write memory or use O.
+    The runtime applies a per-row bias and the activation as its packed
+    kernel stores the tiles (a convolution's filters as A on AVX2 hosts),
+    elsewhere in one pass over O after the product.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+  let statistics = [
+    Statistic<"numFused", "num-fused", "Number of epilogue loops folded into product calls">,
+  ];
+}
+
 def ParallelizeLoopsPass
     : Pass<"dist-parallelize-loops", "::mlir::ModuleOp"> {
   let summary = "run outermost scf.parallel loops on the runtime's thread pool";

@@ -22,6 +22,9 @@ inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
 /// The same with C = A * B (C is not read).
 inline constexpr llvm::StringLiteral kGemmSetF32 = "dist_rt_gemm_set_f32";
 inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
+/// dist_rt_gemm_set_f32 with a bias and ReLU / Clip applied to C.
+inline constexpr llvm::StringLiteral kGemmSetActF32 =
+    "dist_rt_gemm_set_act_f32";
 
 /// Direct 2-D f32 convolution of a padded NCHW input (dist_rt/kernels.h):
 /// conv2d(n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sc,

@@ -64,6 +64,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   // Before the runtime calls replace the ops that write padded interiors.
   pm.addNestedPass<func::FuncOp>(createFillBordersPass());
   pm.addPass(createContractionsToRuntimePass());
+  pm.addPass(createFuseProductEpiloguesPass());
 
   // Parallel dimensions become scf.parallel, whose outermost loops run on
   // the runtime's thread pool: those of reductions go first.

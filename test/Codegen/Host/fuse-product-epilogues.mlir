@@ -1,0 +1,288 @@
+// RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime --dist-fuse-product-epilogues | FileCheck %s
+
+// A product into a fresh buffer, then a loop writing a fresh O as
+// Clip(T + bias) with the bias per row of the product: one call writes O
+// (flags 2 = Clip, bounds 0 and 6, no image columns) and T goes.
+// CHECK-LABEL: func.func @bias_rows_clip(
+// CHECK-SAME: %[[W:[^:]*]]: memref<16x8xf32>, %[[X:[^:]*]]: memref<8x32xf32>, %[[B:[^:]*]]: memref<16xf32>)
+// CHECK: %[[O:.*]] = memref.alloc() : memref<16x32xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[FLAGS:.*]] = arith.constant 2 : i64
+// CHECK: %[[LO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[HI:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK: %[[LEN:.*]] = arith.constant 0 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %[[FLAGS]], %[[LO]], %[[HI]], %[[LEN]], %{{.*}})
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.dealloc
+// CHECK: return %[[O]]
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @bias_rows_clip(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.cmpf olt, %0, %zero : f32
+    %2 = arith.select %1, %zero, %0 : f32
+    %3 = arith.cmpf ogt, %2, %six : f32
+    %4 = arith.select %3, %six, %2 : f32
+    linalg.yield %4 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+// -----
+
+// A bias per column and ReLU as maximumf with +0.0: flags 1, the bias's
+// stride as the column step (the row step 0).
+// CHECK-LABEL: func.func @bias_cols_relu(
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[BSTRIDES:.*]] = memref.extract_strided_metadata %arg2
+// CHECK: %[[BSJ:.*]] = arith.index_cast %[[BSTRIDES]] : index to i64
+// CHECK: %[[FLAGS:.*]] = arith.constant 1 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %c0_i64{{(_[0-9]+)?}}, %[[BSJ]], %[[FLAGS]],
+// CHECK-NOT: linalg.generic
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id = affine_map<(i, j) -> (i, j)>
+#col = affine_map<(i, j) -> (j)>
+func.func @bias_cols_relu(%x: memref<16x8xf32>, %w: memref<8x32xf32>, %bias: memref<32xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<32xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %bb, %v : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+// -----
+
+// The loop writes the interior of a padded buffer allocated after the
+// product, whose border is filled in between (a 1x1 convolution feeding a
+// padded 3x3 one): the buffer and its interior view move before the call,
+// which writes the 4 x 4 image of each row 6 apart (rows of 4 positions,
+// 6 apart), and the border fills stay.
+// CHECK-LABEL: func.func @padded_interior(
+// CHECK: %[[P:.*]] = memref.alloc() : memref<8x6x6xf32>
+// CHECK: %[[IN:.*]] = memref.subview %[[P]][0, 1, 1] [8, 4, 4] [1, 1, 1]
+// CHECK: %[[LEN:.*]] = arith.constant 4 : i64
+// CHECK: %[[STRIDE:.*]] = arith.constant 6 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %[[LEN]], %[[STRIDE]])
+// CHECK: linalg.fill
+// CHECK: linalg.fill
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[P]]
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id3 = affine_map<(c, y, x) -> (c, y, x)>
+#ch = affine_map<(c, y, x) -> (c)>
+func.func @padded_interior(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: memref<8xf32>) -> memref<8x6x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<3x16xf32>) outs(%t : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1, 2]] output_shape [8, 4, 4] : memref<8x16xf32> into memref<8x4x4xf32>
+  %p = memref.alloc() : memref<8x6x6xf32>
+  %top = memref.subview %p[0, 0, 0] [8, 1, 6] [1, 1, 1] : memref<8x6x6xf32> to memref<8x1x6xf32, strided<[36, 6, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<8x1x6xf32, strided<[36, 6, 1]>>)
+  %left = memref.subview %p[0, 1, 0] [8, 4, 1] [1, 1, 1] : memref<8x6x6xf32> to memref<8x4x1xf32, strided<[36, 6, 1], offset: 6>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<8x4x1xf32, strided<[36, 6, 1], offset: 6>>)
+  %in = memref.subview %p[0, 1, 1] [8, 4, 4] [1, 1, 1] : memref<8x6x6xf32> to memref<8x4x4xf32, strided<[36, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#id3, #ch, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<8x4x4xf32>, memref<8xf32>) outs(%in : memref<8x4x4xf32, strided<[36, 6, 1], offset: 7>>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<8x16xf32>
+  return %p : memref<8x6x6xf32>
+}
+
+// -----
+
+// Left alone: a fill between the call and the loop that overlaps O; T read
+// by another op too; a body with an op the runtime does not apply; a
+// write to other memory between the call and the loop; a bias (a view)
+// made after the call.
+// CHECK-LABEL: func.func @fill_overlaps(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @second_reader(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @other_body(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @write_between(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: memref.copy
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @bias_view_after_call(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: memref.collapse_shape
+// CHECK: linalg.generic
+// CHECK-NOT: dist_rt_gemm_set_act_f32
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#id3 = affine_map<(c, y, x) -> (c, y, x)>
+#ch = affine_map<(c, y, x) -> (c)>
+func.func @fill_overlaps(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: memref<8xf32>) -> memref<8x6x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<3x16xf32>) outs(%t : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1, 2]] output_shape [8, 4, 4] : memref<8x16xf32> into memref<8x4x4xf32>
+  %p = memref.alloc() : memref<8x6x6xf32>
+  %top = memref.subview %p[0, 0, 0] [8, 2, 6] [1, 1, 1] : memref<8x6x6xf32> to memref<8x2x6xf32, strided<[36, 6, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<8x2x6xf32, strided<[36, 6, 1]>>)
+  %in = memref.subview %p[0, 1, 1] [8, 4, 4] [1, 1, 1] : memref<8x6x6xf32> to memref<8x4x4xf32, strided<[36, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#id3, #ch, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<8x4x4xf32>, memref<8xf32>) outs(%in : memref<8x4x4xf32, strided<[36, 6, 1], offset: 7>>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %t : memref<8x16xf32>
+  return %p : memref<8x6x6xf32>
+}
+
+func.func @second_reader(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>, %keep: memref<16x32xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    linalg.yield %0 : f32
+  }
+  memref.copy %t, %keep : memref<16x32xf32> to memref<16x32xf32>
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @other_body(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.mulf %0, %0 : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @write_between(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>, %src: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  memref.copy %src, %bias : memref<16xf32> to memref<16xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @bias_view_after_call(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %b2: memref<16x1xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  %bias = memref.collapse_shape %b2 [[0, 1]] : memref<16x1xf32> into memref<16xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
