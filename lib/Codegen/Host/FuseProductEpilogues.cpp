@@ -285,41 +285,62 @@ struct FuseProductEpiloguesPass
     linalg::GenericOp loop;
     memref::ExpandShapeOp view;
     memref::DeallocOp dealloc;
-    SmallVector<Operation *> users(t.getUsers().begin(), t.getUsers().end());
-    if (pView) {
-      llvm::erase(users, pView.getOperation());
-      users.append(pView->getUsers().begin(), pView->getUsers().end());
-    }
-    for (Operation *user : users) {
+    auto feedsCall = [&](Operation *op) {
+      return isa<memref::ExtractStridedMetadataOp,
+                 memref::ExtractAlignedPointerAsIndexOp, memref::DimOp>(op) &&
+             onlyFeeds(op, call);
+    };
+    // Ops that use T's buffer again after the loop (bufferization reuses a
+    // dead buffer as a later op's output).
+    SmallVector<Operation *> later;
+    for (Operation *user : t.getUsers()) {
+      // Collapsed views of T (P among them): what they give the call, and
+      // (a view shared with a later op's call) later uses.
+      if (auto c = dyn_cast<memref::CollapseShapeOp>(user)) {
+        for (Operation *u : c->getUsers())
+          if (!feedsCall(u))
+            later.push_back(u);
+        continue;
+      }
       if (auto d = dyn_cast<memref::DeallocOp>(user)) {
-        if (d.getMemref() != t)
-          return failure();
         dealloc = d;
         continue;
       }
-      if (isa<memref::ExtractStridedMetadataOp,
-              memref::ExtractAlignedPointerAsIndexOp, memref::DimOp>(user)) {
-        if (!onlyFeeds(user, call))
-          return failure();
+      if (feedsCall(user))
         continue;
-      }
-      if (pView && !llvm::is_contained(t.getUsers(), user))
-        return failure(); // P's other readers.
-      if (auto e = dyn_cast<memref::ExpandShapeOp>(user)) {
-        if (pView)
-          return failure();
-        if (view || !e->hasOneUse())
-          return failure();
-        view = e;
-        user = *e->getUsers().begin();
-      }
-      auto g = dyn_cast<linalg::GenericOp>(user);
-      if (!g || loop)
+      Operation *reader = user;
+      memref::ExpandShapeOp e = dyn_cast<memref::ExpandShapeOp>(user);
+      if (e && e->hasOneUse() && !pView)
+        reader = *e->getUsers().begin();
+      else
+        e = nullptr;
+      Operation *at = block->findAncestorOpInBlock(*reader);
+      if (!at || !call->isBeforeInBlock(at))
         return failure();
-      loop = g;
+      auto g = dyn_cast<linalg::GenericOp>(reader);
+      if (g && (!loop || g->isBeforeInBlock(loop))) {
+        if (loop)
+          later.push_back(view ? view.getOperation() : loop.getOperation());
+        loop = g;
+        view = e;
+      } else {
+        later.push_back(user);
+      }
     }
-    if (!loop || loop->getBlock() != block || !call->isBeforeInBlock(loop) ||
+    if (!loop || loop->getBlock() != block ||
         (view && view->getBlock() != block))
+      return failure();
+    // After the loop T's old values are dead: the first op to use the
+    // buffer again must overwrite it without reading.
+    Operation *next = nullptr;
+    for (Operation *op : later) {
+      Operation *at = block->findAncestorOpInBlock(*op);
+      if (!at || !loop->isBeforeInBlock(at))
+        return failure();
+      if (!next || at->isBeforeInBlock(next))
+        next = at;
+    }
+    if (next && !dist::codegen::overwritesWithoutReading(next, t))
       return failure();
     Value product = view ? view.getResult() : t;
     auto productType = cast<MemRefType>(product.getType());
@@ -547,7 +568,7 @@ struct FuseProductEpiloguesPass
     loop.erase();
     if (view)
       view.erase();
-    if (dealloc)
+    if (dealloc && later.empty())
       dealloc.erase();
     call.erase();
     // What computed T's pointer, strides and sizes for the old call, now
@@ -565,10 +586,12 @@ struct FuseProductEpiloguesPass
     for (Operation *op : ops)
       if (op->use_empty() && isMemoryEffectFree(op))
         op->erase();
-    if (!t.use_empty())
-      return tAlloc->emitError("dist-fuse-product-epilogues: the product's "
-                               "buffer is still used after the rewrite");
-    tAlloc.erase();
+    if (later.empty()) {
+      if (!t.use_empty())
+        return tAlloc->emitError("dist-fuse-product-epilogues: the product's "
+                                 "buffer is still used after the rewrite");
+      tAlloc.erase();
+    }
     return success();
   }
 };

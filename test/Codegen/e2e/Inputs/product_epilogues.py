@@ -1,0 +1,116 @@
+"""The model, runs and check of product-epilogues.test.
+
+  product_epilogues.py model DIR            writes DIR/pe.onnx and its input
+  product_epilogues.py run DIR EXE OUT T    runs EXE on it at T threads
+  product_epilogues.py check DIR RUN...     prints OK RUN or FAIL RUN: why
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+rng = np.random.RandomState(0)
+W = {
+    "w1": rng.uniform(-0.5, 0.5, (96, 32, 1, 1)),
+    "b1": rng.uniform(-1, 1, (96,)),
+    "w2": rng.uniform(-0.5, 0.5, (96, 1, 3, 3)),
+    "b2": rng.uniform(-1, 1, (96,)),
+    "w3": rng.uniform(-0.2, 0.2, (32, 96, 1, 1)),
+    "b3": rng.uniform(-1, 1, (32,)),
+    "w4": rng.uniform(-0.2, 0.2, (64, 32, 1, 1)),
+    "b4": rng.uniform(-1, 1, (64,)),
+    "m": rng.uniform(-0.2, 0.2, (32, 48)),
+    "bm": rng.uniform(-1, 1, (48,)),
+}
+X_SHAPE = (1, 32, 48, 48)
+
+
+def conv(x, w, b, groups=1, pad=0):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    fg = f // groups
+    oh, ow = h - kh + 1, wd - kw + 1
+    out = np.zeros((n, f, oh, ow))
+    for g in range(groups):
+        xs = x[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                out[:, g * fg:(g + 1) * fg] += np.einsum(
+                    "fc,nchw->nfhw", w[g * fg:(g + 1) * fg, :, i, j],
+                    xs[:, :, i:i + oh, j:j + ow])
+    return out + b[None, :, None, None]
+
+
+def reference(x):
+    a1 = np.clip(conv(x, W["w1"], W["b1"]), 0.0, 6.0)
+    a2 = np.maximum(conv(a1, W["w2"], W["b2"], groups=96, pad=1), 0.0)
+    p = conv(a2, W["w3"], W["b3"])
+    r = np.maximum(conv(p, W["w4"], W["b4"]), 0.0)
+    # The MatMul: positions as rows, p's channels as columns.
+    rows = p.reshape(32, -1).T
+    mm = np.maximum(rows @ W["m"] + W["bm"], 0.0)
+    return {"p": p, "r": r, "mm": mm}
+
+
+if sys.argv[1] == "model":
+    import onnx
+    from onnx import helper as h
+    from onnx import numpy_helper
+
+    d = sys.argv[2]
+    inits = [numpy_helper.from_array(v.astype(np.float32), k)
+             for k, v in W.items()]
+    inits.append(numpy_helper.from_array(np.array([32, -1], np.int64),
+                                         "shape"))
+    nodes = [
+        # Clip's bounds as Constant nodes, as PyTorch exports ReLU6.
+        h.make_node("Constant", [], ["lo"], value_float=0.0),
+        h.make_node("Constant", [], ["hi"], value_float=6.0),
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"]),
+        h.make_node("Clip", ["c1", "lo", "hi"], ["a1"]),
+        h.make_node("Conv", ["a1", "w2", "b2"], ["c2"], group=96,
+                    pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["c2"], ["a2"]),
+        h.make_node("Conv", ["a2", "w3", "b3"], ["p"]),
+        h.make_node("Conv", ["p", "w4", "b4"], ["c4"]),
+        h.make_node("Relu", ["c4"], ["r"]),
+        h.make_node("Reshape", ["p", "shape"], ["pr"]),
+        h.make_node("Transpose", ["pr"], ["pt"], perm=[1, 0]),
+        h.make_node("MatMul", ["pt", "m"], ["mp"]),
+        h.make_node("Add", ["mp", "bm"], ["ma"]),
+        h.make_node("Relu", ["ma"], ["mm"]),
+    ]
+    f = onnx.TensorProto.FLOAT
+    g = h.make_graph(
+        nodes, "pe", [h.make_tensor_value_info("x", f, list(X_SHAPE))],
+        [h.make_tensor_value_info("p", f, [1, 32, 48, 48]),
+         h.make_tensor_value_info("r", f, [1, 64, 48, 48]),
+         h.make_tensor_value_info("mm", f, [48 * 48, 48])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
+              os.path.join(d, "pe.onnx"))
+    np.save(os.path.join(d, "x.npy"),
+            rng.uniform(-2, 2, X_SHAPE).astype(np.float32))
+    sys.exit(0)
+
+if sys.argv[1] == "run":
+    d, exe, out, threads = sys.argv[2:6]
+    sys.exit(subprocess.run(
+        [exe, "--input", "x=" + os.path.join(d, "x.npy"), "--output-dir",
+         os.path.join(d, out), "--threads", threads],
+        stdout=subprocess.DEVNULL).returncode)
+
+d = sys.argv[2]
+want = reference(np.load(os.path.join(d, "x.npy")).astype(np.float64))
+for run in sys.argv[3:]:
+    bad = []
+    for name, ref in want.items():
+        got = np.load(os.path.join(d, run, name + ".npy"))
+        if got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-4,
+                                                     atol=1e-4):
+            err = np.abs(got - ref).max() if got.shape == ref.shape else None
+            bad.append("%s (shape %s, max error %s)" % (name, got.shape, err))
+        elif name in ("r", "mm") and np.signbit(got[got == 0]).any():
+            bad.append("%s has -0 after ReLU" % name)
+    print("OK " + run if not bad else "FAIL %s: %s" % (run, ", ".join(bad)))
