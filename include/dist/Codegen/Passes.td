@@ -296,13 +296,18 @@ def FuseProductEpiloguesPass
                 "runtime call";
   let description = [{
     After dist-contractions-to-runtime: where a `dist_rt_gemm_set_f32` call
-    writes a fresh static buffer T whose only reader is the next
-    all-parallel `linalg.generic` (directly or through one reshape view),
-    and that loop writes a fresh buffer O as O = act(T [+ bias]) with the
-    bias along the product's rows or columns and act any of ReLU, a lower
-    and an upper bound (the runtime epilogue's exact semantics), the call
-    becomes `dist_rt_gemm_set_act_f32` writing O, and the loop and T go.
-    Nothing between the call and the loop may write memory or use O.
+    writes a fresh static buffer T (or a collapsed view of it) whose only
+    reader is the next all-parallel `linalg.generic` (directly or through
+    one expand_shape view), and that loop writes a fresh buffer O, or a
+    static interior of one (a padded buffer), as O = act(T [+ bias]) with
+    the bias along the product's rows or columns and act any of ReLU, a
+    lower and an upper bound (the runtime epilogue's exact semantics), the
+    call becomes `dist_rt_gemm_set_act_f32` writing O (an interior's rows
+    as an image's), and the loop goes; T goes too, or stays for later ops
+    when the first of them overwrites it without reading. Between the call
+    and the loop only ops that write no memory, O's allocation and view
+    (moved before the call) and fills of O's allocation apart from O (the
+    border slabs of dist-fill-borders) may stand.
     The runtime applies a per-row bias and the activation as its packed
     kernel stores the tiles (a convolution's filters as A on AVX2 hosts),
     elsewhere in one pass over O after the product.
