@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "simd_activation.h"
 
 #include "dist_rt/kernels.h"
 
@@ -1218,6 +1219,32 @@ struct ActPass {
   float lo, hi;
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+/// out[j] = act(in[j] + bias) for j < len, 8 lanes at a time (the
+/// generated loops this pass replaces were vectorised; a scalar pass here
+/// made MobileNetV2 20-40% slower where the packed kernel does not apply).
+__attribute__((target("avx2,fma"))) void actRunAvx2(const float *in, float *out,
+                                                    int64_t len, float bias,
+                                                    const ActPass &p) {
+  __m256 b = _mm256_set1_ps(bias);
+  int64_t j = 0;
+  for (; j + 8 <= len; j += 8)
+    _mm256_storeu_ps(
+        out + j, dist_rt::reluClip8(_mm256_add_ps(_mm256_loadu_ps(in + j), b),
+                                    p.relu, p.clip, p.lo, p.hi));
+  for (; j < len; ++j) {
+    float v = in[j] + bias;
+    if (p.relu)
+      v = v <= 0.0f ? 0.0f : v;
+    if (p.clip) {
+      v = v < p.lo ? p.lo : v;
+      v = v > p.hi ? p.hi : v;
+    }
+    out[j] = v;
+  }
+}
+#endif
+
 /// Rows [first, last) of the batch's m-row matrices, one after another.
 void actRows(void *ctx, int64_t first, int64_t last) {
   const ActPass &p = *static_cast<const ActPass *>(ctx);
@@ -1232,6 +1259,14 @@ void actRows(void *ctx, int64_t first, int64_t last) {
           p.src ? p.src + t * p.sSb + i * p.sSm + j0 * p.sSn : out;
       int64_t inStride = p.src ? p.sSn : p.dSn;
       int64_t end = std::min(p.n, j0 + run);
+#if defined(__x86_64__) || defined(__i386__)
+      static const bool avx2 =
+          dist_rt::hostSimdLevel() >= dist_rt::SimdLevel::Avx2;
+      if (avx2 && inStride == 1 && p.dSn == 1 && (!bias || p.biasSj == 0)) {
+        actRunAvx2(in, out, end - j0, bias ? bias[0] : 0.0f, p);
+        continue;
+      }
+#endif
       for (int64_t j = j0; j < end; ++j) {
         float v = in[(j - j0) * inStride];
         if (bias)
