@@ -72,6 +72,16 @@ config.substitutions.append(("%host_simd", host_simd()))
 if config.dist_have_nccl:
     config.available_features.add("nccl")
 
+# The CUDA toolkit dist-opt --target=cuda finds (CUDA_HOME, else
+# /usr/local/cuda): tests that compile kernels to cubins need it.
+cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if all(os.path.exists(os.path.join(cuda_home, p)) for p in
+       ["bin/ptxas", "bin/fatbinary",
+        "nvvm/libdevice/libdevice.10.bc"]):
+    config.available_features.add("cuda-toolkit")
+config.substitutions.append(("%cuda_home", cuda_home))
+llvm_config.with_system_environment(["CUDA_HOME"])
+
 # A CUDA GPU that the CUDA runtime can use (`nvidia-smi -L` lists one):
 # tests of GPU code that runs, against tests of the errors without one.
 import shutil

@@ -24,6 +24,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -116,6 +119,14 @@ struct CompileCommandLine::Flags {
       cl::desc("How 2-D f32 convolutions run (default auto: direct when "
                "this CPU has AVX-512)"),
       cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>(),
+      cl::cat(cat(Target))};
+  cl::opt<std::string> target{
+      "target",
+      cl::desc("Where the model runs: host (this CPU, the default) or "
+               "cuda[:sm_80,sm_90] (NVIDIA GPUs of those architectures; "
+               "default sm_80 and sm_90; the toolkit from CUDA_HOME, else "
+               "/usr/local/cuda)"),
+      cl::value_desc("host|cuda[:archs]"), cl::init("host"),
       cl::cat(cat(Target))};
   cl::opt<std::string> runtimeLib{
       "runtime-lib", cl::desc("The runtime library to link (libdist_rt.a)"),
@@ -309,6 +320,7 @@ struct CompileCommandLine::Flags {
             {Input, std::addressof(inputValues)},
             {Input, std::addressof(maxInline)},
             {Input, std::addressof(summary)},
+            {Target, std::addressof(target)},
             {Target, std::addressof(conv)},
             {Training, std::addressof(train)},
             {Training, std::addressof(loss)},
@@ -662,6 +674,61 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
     }
   }
 
+  // Target.
+  if (StringRef target = f.target.getValue(); target != "host") {
+    StringRef kind, archs;
+    std::tie(kind, archs) = target.split(':');
+    if (kind != "cuda")
+      return fail("--target=" + target +
+                  ": unknown target (host, or cuda[:sm_80,sm_90,...])");
+    CudaTargetOptions cuda;
+    if (target.contains(':') && archs.trim().empty())
+      return fail("--target=" + target +
+                  ": give the architectures after ':' (e.g. cuda:sm_90)");
+    for (StringRef a : llvm::split(archs, ',')) {
+      a = a.trim();
+      if (a.empty() && archs.empty())
+        continue;
+      static const llvm::Regex arch("^sm_([0-9]+)a?$");
+      SmallVector<StringRef, 2> m;
+      unsigned number = 0;
+      if (!arch.match(a, &m) || m[1].getAsInteger(10, number) || number < 50)
+        return fail("--target=" + target + ": '" + a +
+                    "' is not a CUDA architecture (sm_50 or newer, e.g. "
+                    "sm_80, sm_90, sm_90a)");
+      if (!llvm::is_contained(cuda.chips, a.str()))
+        cuda.chips.push_back(a.str());
+    }
+    if (cuda.chips.empty())
+      cuda.chips = {"sm_80", "sm_90"};
+    // The toolkit: CUDA_HOME, else /usr/local/cuda.
+    const char *home = std::getenv("CUDA_HOME");
+    bool fromEnv = home && *home;
+    cuda.toolkit = fromEnv ? home : "/usr/local/cuda";
+    for (const char *part :
+         {"bin/ptxas", "bin/fatbinary", "nvvm/libdevice/libdevice.10.bc"}) {
+      SmallString<256> path(cuda.toolkit);
+      llvm::sys::path::append(path, part);
+      if (!llvm::sys::fs::exists(path))
+        return fail("--target=cuda: no CUDA toolkit at " + cuda.toolkit +
+                    (fromEnv ? " (CUDA_HOME)" : "") + ": " + part +
+                    " is missing (install the CUDA toolkit or set "
+                    "CUDA_HOME to it)");
+    }
+    if (f.train)
+      return fail("--target=cuda: training on GPUs is not supported yet; "
+                  "compile the training step for the host (no --target)");
+    if (options.mesh || p.applyLayout || f.psTables.getNumOccurrences() ||
+        f.elastic.getNumOccurrences())
+      return fail("--target=cuda: a model compiled for a GPU runs in one "
+                  "process; --mesh, --plan, --ps-tables and --elastic are "
+                  "not supported with it yet");
+    if (f.conv.getNumOccurrences())
+      return fail("--conv chooses the CPU's convolution kernel; it has no "
+                  "effect with --target=cuda");
+    options.cuda = std::move(cuda);
+  }
+
   // Import.
   options.maxInlineElements = f.maxInline;
   {
@@ -811,6 +878,7 @@ bool dist::hasONNXInput(int argc, char **argv) {
                                      "input-value",
                                      "max-inline-elements",
                                      "conv",
+                                     "target",
                                      "runtime-lib",
                                      "runtime-include",
                                      "loss",

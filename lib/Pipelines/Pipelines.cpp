@@ -17,8 +17,13 @@
 #include "dist/Transforms/Passes.h"
 
 #include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -50,9 +55,17 @@ ArrayRef<PhaseInfo> dist::getPhases() {
        "the program every rank runs: mesh, gradient buckets over dp, ZeRO, "
        "inference batch split",
        "buildPartitionPipeline (lib/Pipelines/Pipelines.cpp)", true},
+      {Phase::GpuCodegen, "gpu-codegen",
+       "with --target=cuda: records the interface, lowers to linalg and "
+       "loops, maps the loops to GPU launches and compiles the kernels "
+       "into a fat binary of cubins (NVVM, ptxas)",
+       "buildGpuCodegenPipeline (lib/Pipelines/Pipelines.cpp, "
+       "lib/Codegen/Gpu/Pipeline.cpp)",
+       true},
       {Phase::HostCodegen, "host-codegen",
        "records the interface, lowers to linalg, loops and runtime calls, "
-       "then to the LLVM dialect",
+       "then to the LLVM dialect (with --target=cuda: the host code left "
+       "by gpu-codegen, kernel launches included)",
        "buildHostCodegenPipeline (lib/Pipelines/Pipelines.cpp, "
        "lib/Codegen/Host/Pipeline.cpp)",
        true},
@@ -211,12 +224,10 @@ void dist::buildPartitionPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void dist::buildHostCodegenPipeline(OpPassManager &pm,
-                                    const CompileOptions &options) {
-  // The entry points the runtime calls: named after the model with a name,
-  // else the defaults; the step's is wrapped when the module has a step.
+/// The entry points the runtime calls: named after the model with a name,
+/// else the defaults; the step's is wrapped when the module has a step.
+static HostCodegenOptions entryPoints(const CompileOptions &options) {
   HostCodegenOptions cg;
-  cg.convKernel = options.conv;
   cg.trainEntryName = "train_step";
   cg.trainEntrySymbol = "dist_model_train";
   if (!options.name.empty()) {
@@ -225,9 +236,16 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
     cg.trainEntryName = "dist_train_" + options.name;
     cg.trainEntrySymbol = "dist_model_train_" + options.name;
   }
-  // The interface is read while the functions still have their tensor
-  // types (after their final names: it names the pipeline stages'); the
-  // emit phase writes the descriptor from it.
+  return cg;
+}
+
+/// Renames the entry functions and records the interface: while the
+/// functions still have their tensor types (after their final names: it
+/// names the pipeline stages'); the emit phase writes the descriptor from
+/// it.
+static void addRecordSignaturePasses(OpPassManager &pm,
+                                     const CompileOptions &options,
+                                     const HostCodegenOptions &cg) {
   if (!options.name.empty()) {
     RenameEntriesPassOptions rename;
     rename.modelName = options.name;
@@ -236,7 +254,33 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   RecordSignaturePassOptions record;
   record.entrySymbol = cg.entrySymbol;
   record.trainSymbol = cg.trainEntrySymbol;
+  record.device = options.cuda ? "cuda" : "";
   pm.addPass(createRecordSignaturePass(record));
+}
+
+void dist::buildGpuCodegenPipeline(OpPassManager &pm,
+                                   const CompileOptions &options) {
+  if (!options.cuda)
+    return;
+  HostCodegenOptions cg = entryPoints(options);
+  addRecordSignaturePasses(pm, options, cg);
+  GpuCodegenOptions gpu;
+  gpu.chips = options.cuda->chips;
+  gpu.toolkit = options.cuda->toolkit;
+  // Convolutions as im2col columns and products: loops a kernel runs (the
+  // direct kernel is the CPU runtime's).
+  buildGpuKernelsPipeline(pm, ConvKernel::Im2col, gpu);
+}
+
+void dist::buildHostCodegenPipeline(OpPassManager &pm,
+                                    const CompileOptions &options) {
+  HostCodegenOptions cg = entryPoints(options);
+  if (options.cuda) {
+    buildLoopsToLLVMPipeline(pm, cg, /*gpu=*/true);
+    return;
+  }
+  cg.convKernel = options.conv;
+  addRecordSignaturePasses(pm, options, cg);
   buildHostCodegenPipeline(pm, cg);
 }
 
@@ -274,6 +318,9 @@ void dist::buildPhasePipelines(OpPassManager &pm, const CompileOptions &options,
       break;
     case Phase::Partition:
       buildPartitionPipeline(pm, options);
+      break;
+    case Phase::GpuCodegen:
+      buildGpuCodegenPipeline(pm, options);
       break;
     case Phase::HostCodegen:
       buildHostCodegenPipeline(pm, options);
@@ -401,6 +448,20 @@ struct HostCodegenPipelineOptions
       llvm::cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>()};
 };
 
+/// dist-gpu-codegen-pipeline's options: --target=cuda's.
+struct GpuCodegenPipelineOptions
+    : public PassPipelineOptions<GpuCodegenPipelineOptions> {
+  Option<std::string> name{
+      *this, "name",
+      llvm::cl::desc("the model's name (as dist-host-codegen-pipeline's)")};
+  ListOption<std::string> chips{
+      *this, "chips",
+      llvm::cl::desc("the CUDA architectures (default sm_80,sm_90)")};
+  Option<std::string> toolkit{*this, "toolkit",
+                              llvm::cl::desc("the CUDA toolkit"),
+                              llvm::cl::init("/usr/local/cuda")};
+};
+
 /// dist-emit-pipeline's options: the output flags.
 struct EmitPipelineOptions : public PassPipelineOptions<EmitPipelineOptions> {
   Option<std::string> outDir{*this, "out-dir",
@@ -469,6 +530,18 @@ void dist::registerPhasePipelines() {
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());
       });
+  PassPipelineRegistration<GpuCodegenPipelineOptions>(
+      "dist-gpu-codegen-pipeline", getPhaseInfo(Phase::GpuCodegen).summary,
+      [](OpPassManager &pm, const GpuCodegenPipelineOptions &o) {
+        CompileOptions options;
+        options.name = o.name;
+        CudaTargetOptions &cuda = options.cuda.emplace();
+        cuda.chips.assign(o.chips.begin(), o.chips.end());
+        if (cuda.chips.empty())
+          cuda.chips = {"sm_80", "sm_90"};
+        cuda.toolkit = o.toolkit;
+        buildGpuCodegenPipeline(pm, options);
+      });
   PassPipelineRegistration<HostCodegenPipelineOptions>(
       "dist-host-codegen-pipeline", getPhaseInfo(Phase::HostCodegen).summary,
       [](OpPassManager &pm, const HostCodegenPipelineOptions &o) {
@@ -494,7 +567,17 @@ void dist::registerPhasePipelines() {
 
 void dist::registerDistDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
+  // Among them the ConvertToLLVM interfaces that the GPU lowering
+  // (convert-gpu-to-nvvm) takes its arith, memref and math patterns from.
+  registerAllExtensions(registry);
   registry.insert<DistDialect>();
+  // The CUDA target serialises its kernels (NVVM) and embeds them in the
+  // host module (gpu.binary, gpu.launch_func) through LLVM IR.
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerCollectiveBufferization(registry);
   registerShardGradients(registry);
 }

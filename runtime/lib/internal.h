@@ -89,6 +89,13 @@ struct RunErrors {
   std::string message;
 };
 
+/// Fails the run going on on this thread with `text` (the first error
+/// wins), or prints it as an error line outside a run.
+void failRun(const char *text);
+
+/// Whether the run going on on this thread has failed.
+bool runFailed();
+
 /// Makes `errors` the destination of dist_rt_index_error on the calling
 /// thread, and on the pool's workers while they run its loops, for the
 /// lifetime of the guard.

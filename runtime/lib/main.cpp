@@ -41,6 +41,8 @@ struct CommandLine {
   std::vector<std::string> inputFiles;
   std::string outputDir = ".";
   int32_t threads = 0;
+  /// The GPU of a CUDA model (--device); -1: the runtime's default.
+  int32_t device = -1;
   /// Number of timed runs; 0 when --bench is not given.
   int64_t benchRuns = 0;
   std::string paramPath;
@@ -51,7 +53,8 @@ struct CommandLine {
 void printUsage(const char *program, const dist_rt_model_desc_t &desc) {
   std::printf(
       "usage: %s --input NAME=FILE.npy [--input ...] [--output-dir DIR]\n"
-      "       [--threads N] [--bench N] [--params PATH] [--help]\n"
+      "       [--threads N] [--device N] [--bench N] [--params PATH] "
+      "[--help]\n"
       "\n"
       "Runs the compiled model '%s' on inputs read from .npy files and\n"
       "writes each output to <output-dir>/<output name>.npy ('/' in names\n"
@@ -63,13 +66,19 @@ void printUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --output-dir DIR   write the outputs to DIR, created if missing "
       "(default: .)\n"
       "  --threads N        number of threads (default: 0, one per core)\n"
+      "%s"
       "  --bench N          also time N runs, after %d warm-up runs, and "
       "print their median and p90 latency (default: one untimed run)\n"
       "  --params PATH      parameter file, or directory written by train "
       "--save-params or --checkpoint-dir (its newest checkpoint) or one of its "
       "checkpoints (default: %s)\n"
       "  --help             print this text and exit\n",
-      program, desc.name, kWarmupRuns, defaultParamsText(desc).c_str());
+      program, desc.name,
+      desc.device == DIST_RT_DEVICE_CUDA
+          ? "  --device N         the GPU to run on (default: $DIST_RT_DEVICE, "
+            "else 0)\n"
+          : "",
+      kWarmupRuns, defaultParamsText(desc).c_str());
   if (desc.train)
     std::printf("\nThe model can also be trained: see %s train --help.\n",
                 program);
@@ -108,6 +117,19 @@ bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
       cl.outputDir = value;
     } else if (flag == "--threads") {
       return parseThreads(value, cl.threads, error);
+    } else if (flag == "--device") {
+      int64_t device = 0;
+      if (desc.device != DIST_RT_DEVICE_CUDA) {
+        error = "--device: model '" + std::string(desc.name) +
+                "' runs on the host (compile it with --target=cuda for a GPU)";
+        return false;
+      }
+      if (!parseInteger(value, 0, 1024, device)) {
+        error =
+            "--device expects a GPU number in [0, 1024], got '" + value + "'";
+        return false;
+      }
+      cl.device = static_cast<int32_t>(device);
     } else if (flag == "--bench") {
       if (!parseInteger(value, 1, INT32_MAX, cl.benchRuns)) {
         error = "--bench expects a positive integer, got '" + value + "'";
@@ -128,6 +150,7 @@ bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
                        {"--input", true},
                        {"--output-dir", true},
                        {"--threads", true},
+                       {"--device", true},
                        {"--bench", true},
                        {"--params", true}},
                       "inputs are given as --input NAME=FILE", handle, error);
@@ -176,6 +199,7 @@ int runMain(int argc, char **argv, const dist_rt_model_desc_t *desc) {
   dist_rt_model_options_initialize(&options);
   options.param_path = cl.haveParamPath ? cl.paramPath.c_str() : nullptr;
   options.num_threads = cl.threads;
+  options.device = cl.device;
   dist_rt_model_t rawModel = nullptr;
   if (dist_rt_status_t status = dist_rt_model_create(desc, &options, &rawModel))
     return fail(status);

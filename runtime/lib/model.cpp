@@ -131,6 +131,9 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
 
   if (dist_rt_status_t status = loadParams(*model, options))
     return status;
+  if (desc->device == DIST_RT_DEVICE_CUDA)
+    if (dist_rt_status_t status = openDevice(*model, options))
+      return status;
   if (dist_rt_status_t status = setUpPs(*model))
     return status;
   dist_rt_set_num_threads(options.num_threads);
@@ -139,6 +142,16 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
 }
 
 } // namespace
+
+dist_rt_model::~dist_rt_model() {
+  current.release();
+  pending.release();
+  assembled.release();
+  dist_rt_params_release(params);
+  for (const void *copy : constantParams)
+    dist_rt::unregisterConstantMemory(copy);
+  releaseDeviceBlocks(*this);
+}
 
 //===----------------------------------------------------------------------===//
 // C API
@@ -151,6 +164,7 @@ dist_rt_model_options_initialize(dist_rt_model_options_t *options) {
   std::memset(options, 0, sizeof(*options));
   options->param_path = nullptr;
   options->num_threads = 0;
+  options->device = -1;
 }
 
 extern "C" dist_rt_status_t

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda_internal.h"
 #include "model_internal.h"
 
 #include <algorithm>
@@ -565,11 +566,32 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   EntryCall &call = model.inference;
   if (dist_rt_status_t status = bindInputs(model, call, inputs, numInputs))
     return status;
+  bool onDevice = model.desc->device == DIST_RT_DEVICE_CUDA;
+  if (onDevice)
+    if (dist_rt_status_t status = uploadInputs(model, call))
+      return status;
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
   dist_rt::RunErrors errors;
   {
     dist_rt::RunErrorScope scope(errors);
     model.desc->entry(call.args.data());
+  }
+  if (onDevice) {
+    // A kernel's failure is only seen once the device is waited for.
+    if (!errors.failed) {
+      dist_rt::RunErrorScope scope(errors);
+      std::string error = dist_rt::cuda::synchronize();
+      if (!error.empty())
+        dist_rt::failRun(("CUDA: a kernel failed: " + error).c_str());
+    }
+    // Nothing of a failed run is copied back (a kernel's fault leaves the
+    // device unusable for copies too).
+    if (errors.failed) {
+      discardOutputs(model, call);
+      return generatedCodeError(*model.desc, errors);
+    }
+    if (dist_rt_status_t status = downloadOutputs(model, call))
+      return status;
   }
   if (dist_rt_status_t status = collectOutputs(model, inputs))
     return status;

@@ -307,6 +307,18 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
                       "model '%s': the descriptor has no entry function",
                       desc.name);
+  if (desc.device != DIST_RT_DEVICE_HOST && desc.device != DIST_RT_DEVICE_CUDA)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': the descriptor's device %" PRIu32
+                      " is not one this runtime knows",
+                      desc.name, desc.device);
+  if (desc.device == DIST_RT_DEVICE_CUDA &&
+      (desc.train || desc.num_mesh_axes || desc.ps || desc.infer_batch_split))
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': a CUDA model runs inference in one "
+                      "process only (no training step, mesh or parameter "
+                      "server)",
+                      desc.name);
   if (dist_rt_status_t status =
           checkTensorGroup(desc, "parameter", desc.num_params, desc.params))
     return status;

@@ -229,14 +229,14 @@ struct dist_rt_model {
   /// Scratch for one run: contiguous strides of an output.
   std::vector<int64_t> contiguousStrides;
 
-  ~dist_rt_model() {
-    current.release();
-    pending.release();
-    assembled.release();
-    dist_rt_params_release(params);
-    for (const void *copy : constantParams)
-      dist_rt::unregisterConstantMemory(copy);
-  }
+  /// A CUDA model (desc->device): the parameters' descriptors pointing to
+  /// their device copies (the calls' arguments), those copies, and the
+  /// device copies of a run's inputs.
+  std::vector<int64_t> deviceParamWords;
+  std::vector<void *> deviceParams;
+  std::vector<void *> deviceInputs;
+
+  ~dist_rt_model();
 };
 
 namespace dist_rt {
@@ -406,6 +406,31 @@ dist_rt_status_t generatedCodeError(const dist_rt_model_desc_t &desc,
 
 /// Runs the inference entry on `inputs` (dist_rt_model_run): whole, or
 /// split over the dp axis (desc->infer_batch_split).
+//===----------------------------------------------------------------------===//
+// CUDA models (model_cuda.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Opens the GPU of a CUDA model (options.device) and uploads its loaded
+/// parameters; the inference call then passes the device copies.
+dist_rt_status_t openDevice(dist_rt_model &model,
+                            const dist_rt_model_options_t &options);
+
+/// Copies the inputs bindInputs bound to `call` to device memory and points
+/// the call's descriptors at the copies.
+dist_rt_status_t uploadInputs(dist_rt_model &model, EntryCall &call);
+
+/// Replaces the output descriptors the entry returned (device memory) by
+/// host copies from the runtime's allocator, then frees the device blocks
+/// of the run (outputs and input copies). On failure frees everything.
+dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call);
+
+/// Frees the device blocks of a run that failed (outputs and input
+/// copies) without copying anything back.
+void discardOutputs(dist_rt_model &model, EntryCall &call);
+
+/// Frees a CUDA model's device copies (parameters, inputs).
+void releaseDeviceBlocks(dist_rt_model &model);
+
 dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
                           size_t numInputs,
                           const dist_rt_tensor_t **out_outputs);

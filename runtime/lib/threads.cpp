@@ -413,3 +413,10 @@ void reportRunError(const char *text) {
   errors->failed.store(true, std::memory_order_release);
 }
 } // namespace
+
+void dist_rt::failRun(const char *text) { reportRunError(text); }
+
+bool dist_rt::runFailed() {
+  dist_rt::RunErrors *errors = currentRunErrors;
+  return errors && errors->failed.load(std::memory_order_acquire);
+}

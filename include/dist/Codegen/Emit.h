@@ -116,6 +116,9 @@ struct ModelSignature {
   /// symbols), recorded by dist-record-signature; the step's only when
   /// there is one.
   std::string entrySymbol, trainSymbol;
+  /// Where the compiled code runs: "" (the host) or "cuda" (its buffers
+  /// are the runtime's device memory: dist_rt_model_desc_t::device).
+  std::string device;
 };
 
 /// Reads the signature of the (single, public) entry function of a dist

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -83,6 +84,36 @@ struct HostCodegenOptions {
 /// LLVM dialect with a packed entry wrapper.
 void buildHostCodegenPipeline(OpPassManager &pm,
                               const HostCodegenOptions &options);
+
+/// The front both targets share: dist graph -> linalg on tensors -> fused
+/// (with `fuseRows`, a normalisation's passes over blocks of rows in one
+/// loop) -> bufferized with ownership-based deallocation -> scf.parallel
+/// for the scf.forall loops, padded buffers' borders filled.
+void buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
+                                  bool fuseRows);
+
+/// Loops, memrefs and arith/math of the host code -> LLVM dialect with the
+/// entry wrappers; with `gpu`, kernel launches and binaries too and buffers
+/// from the runtime's device allocator.
+void buildLoopsToLLVMPipeline(OpPassManager &pm,
+                              const HostCodegenOptions &options, bool gpu);
+
+/// Options of the CUDA target's kernel generation.
+struct GpuCodegenOptions {
+  /// The architectures of the fat binary (sm_80, sm_90, ...).
+  std::vector<std::string> chips = {"sm_80", "sm_90"};
+  /// The CUDA toolkit (ptxas, fatbinary, libdevice).
+  std::string toolkit = "/usr/local/cuda";
+  /// Threads per block of a mapped loop.
+  int64_t threads = 256;
+};
+
+/// The CUDA target's device half: the shared front, loops as GPU launches,
+/// kernels outlined and compiled through NVVM and ptxas into one fat
+/// binary per module; the host code is left on memrefs for
+/// buildLoopsToLLVMPipeline(gpu = true).
+void buildGpuKernelsPipeline(OpPassManager &pm, ConvKernel conv,
+                             const GpuCodegenOptions &options);
 
 /// Registers the bufferization of `shard.all_reduce` into runtime calls
 /// (lib/Codegen/Host/Collectives.cpp). Needed by the host pipeline on any

@@ -410,6 +410,8 @@ def RecordSignaturePass : Pass<"dist-record-signature", "::mlir::ModuleOp"> {
            "\"dist_model_entry\"", "the entry function's packed entry point">,
     Option<"trainSymbol", "train-symbol", "std::string",
            "\"dist_model_train\"", "the training step's packed entry point">,
+    Option<"device", "device", "std::string", "\"\"",
+           "where the compiled code runs: \"\" (the host) or \"cuda\"">,
   ];
   let statistics = [
     Statistic<"numParams", "num-params", "Number of parameters recorded">,
@@ -471,6 +473,67 @@ def EmitArtifactsPass : Pass<"dist-emit-artifacts", "::mlir::ModuleOp"> {
            "link only the executable, under this file name (a layout of "
            "an elastic set other than the largest)">,
   ];
+}
+
+//===----------------------------------------------------------------------===//
+// The CUDA target (lib/Codegen/Gpu)
+//===----------------------------------------------------------------------===//
+
+def MapLoopsToGpuPass
+    : Pass<"dist-map-loops-to-gpu", "::mlir::func::FuncOp"> {
+  let summary = "run every outermost loop nest on buffers as a GPU launch";
+  let description = [{
+    Each outermost `scf.parallel` without results has its dimensions
+    collapsed into one and becomes a `gpu.launch` of blocks of `threads`
+    threads, one iteration per thread behind a bounds check (none when the
+    loop is empty); the loops inside run sequentially in each thread. An
+    outermost `scf.for` or `scf.while` without results runs in a launch of
+    one thread, unless it holds parallel loops: then it stays on the host
+    and those are launched on each trip. Every `memref.get_global` becomes
+    a device buffer holding a copy of the global (made outside loops, freed
+    at the end of its block unless the function returns it). A loop nest
+    holding an op that has no GPU lowering (a call) stays on the host, with
+    a warning naming it.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "256",
+           "threads per block (1..1024)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def GpuFatBinaryPass : Pass<"dist-gpu-fat-binary", "::mlir::ModuleOp"> {
+  let summary = "merge each gpu.binary's cubins into one fat binary";
+  let description = [{
+    After `gpu-module-to-binary` with format `bin`: the cubins of a
+    `gpu.binary` (one per `#nvvm.target` chip) become one CUDA fat binary,
+    made by the toolkit's `fatbinary`, held as the binary's only object, so
+    that the driver loads the image for the GPU it runs on. A binary with
+    objects of other formats or targets is an error.
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", "\"/usr/local/cuda\"",
+           "the CUDA toolkit holding bin/fatbinary">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def DeviceAllocationsPass
+    : Pass<"dist-device-allocations", "::mlir::ModuleOp"> {
+  let summary = "allocate and copy the host code's buffers through the "
+                "runtime's device allocator";
+  let description = [{
+    On the LLVM dialect, after `finalize-memref-to-llvm` with generic
+    functions: the calls of `_mlir_memref_to_llvm_alloc`, `_aligned_alloc`,
+    `_free` and `memrefCopy` become calls of the runtime's
+    `dist_rt_device_alloc`, `dist_rt_device_aligned_alloc`,
+    `dist_rt_device_free` and `dist_rt_device_memref_copy`, so that every
+    buffer of a CUDA target's host code is memory its kernels can read.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // DIST_CODEGEN_PASSES_TD

@@ -135,7 +135,7 @@ inline constexpr llvm::StringLiteral kAlloc = "_mlir_memref_to_llvm_alloc";
 inline constexpr llvm::StringLiteral kFree = "_mlir_memref_to_llvm_free";
 
 /// Model descriptor type and entry calling convention (dist_rt/model.h).
-inline constexpr unsigned kModelABIVersion = 11;
+inline constexpr unsigned kModelABIVersion = 12;
 inline constexpr llvm::StringLiteral kModelDescType = "dist_rt_model_desc_t";
 inline constexpr llvm::StringLiteral kTensorDescType = "dist_rt_tensor_desc_t";
 inline constexpr llvm::StringLiteral kModelHeader = "dist_rt/model.h";

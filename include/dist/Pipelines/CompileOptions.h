@@ -36,6 +36,7 @@ enum class Phase {
   Plan,
   Train,
   Partition,
+  GpuCodegen,
   HostCodegen,
   Emit,
 };
@@ -49,6 +50,8 @@ struct EnumOptionTraits<Phase> {
         {Phase::Plan, "plan", "the cluster and the planner's layout"},
         {Phase::Train, "train", "the training step (autodiff, optimizer)"},
         {Phase::Partition, "partition", "the program every rank runs"},
+        {Phase::GpuCodegen, "gpu-codegen",
+         "GPU kernels in a fat binary (--target=cuda)"},
         {Phase::HostCodegen, "host-codegen", "lowered to the LLVM dialect"},
         {Phase::Emit, "emit", "object, executable, library, manifest"}};
     return table;
@@ -125,6 +128,14 @@ struct PlanningOptions {
   SummaryStream summary = SummaryStream::Stderr;
 };
 
+/// The CUDA target (--target=cuda[:sm_XX,...]).
+struct CudaTargetOptions {
+  /// The architectures the fat binary holds, e.g. {"sm_80", "sm_90"}.
+  std::vector<std::string> chips;
+  /// The CUDA toolkit found (CUDA_HOME, else /usr/local/cuda).
+  std::string toolkit;
+};
+
 /// One compile of one model.
 struct CompileOptions {
   //===--- Input ----------------------------------------------------------===//
@@ -156,6 +167,8 @@ struct CompileOptions {
   //===--- Target ---------------------------------------------------------===//
   ConvKernel conv = ConvKernel::Auto;
   std::string runtimeLib, runtimeInclude;
+  /// Set for --target=cuda: the model runs on a GPU.
+  std::optional<CudaTargetOptions> cuda;
 
   //===--- Training -------------------------------------------------------===//
   std::optional<TrainOptions> train;

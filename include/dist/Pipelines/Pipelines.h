@@ -43,6 +43,7 @@ void buildGraphOptPipeline(OpPassManager &pm, const CompileOptions &options);
 void buildPlanPipeline(OpPassManager &pm, const CompileOptions &options);
 void buildTrainPipeline(OpPassManager &pm, const CompileOptions &options);
 void buildPartitionPipeline(OpPassManager &pm, const CompileOptions &options);
+void buildGpuCodegenPipeline(OpPassManager &pm, const CompileOptions &options);
 void buildHostCodegenPipeline(OpPassManager &pm, const CompileOptions &options);
 void buildEmitPipeline(OpPassManager &pm, const CompileOptions &options);
 

@@ -631,7 +631,9 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << ",\n  " << (anyShard ? "param_shards" : "NULL") << ",\n  "
      << (sig.inferBatchSplit > 1 ? 1 : 0) << ",\n  "
      << (sig.ps ? "&ps_desc" : "NULL") << ",\n  "
-     << (o.elasticMax > 0 ? "&elastic_desc" : "NULL") << "};\n\n";
+     << (o.elasticMax > 0 ? "&elastic_desc" : "NULL") << ",\n  "
+     << (sig.device == "cuda" ? "DIST_RT_DEVICE_CUDA" : "DIST_RT_DEVICE_HOST")
+     << "};\n\n";
   os << "#ifdef DIST_MODEL_MAIN\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dist_rt_main(argc, argv, &" << o.name << "_model_desc);\n"

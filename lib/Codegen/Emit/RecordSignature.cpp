@@ -460,6 +460,8 @@ DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
   if (!sig.trainSymbol.empty())
     entries.push_back(
         b.getNamedAttr("train_symbol", b.getStringAttr(sig.trainSymbol)));
+  if (!sig.device.empty())
+    entries.push_back(b.getNamedAttr("device", b.getStringAttr(sig.device)));
   if (sig.pipeline) {
     const PipelineSignature &pp = *sig.pipeline;
     SmallVector<Attribute> fns;
@@ -566,6 +568,8 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
     sig.entrySymbol = symbol.str();
   if (auto symbol = dict.getAs<StringAttr>("train_symbol"))
     sig.trainSymbol = symbol.str();
+  if (auto device = dict.getAs<StringAttr>("device"))
+    sig.device = device.str();
   if (auto pipeline = dict.getAs<DictionaryAttr>("pipeline")) {
     PipelineSignature pp;
     auto stages = pipeline.getAs<IntegerAttr>("stages");
@@ -683,6 +687,7 @@ struct RecordSignaturePass
     if (failed(sig))
       return signalPassFailure();
     sig->entrySymbol = entrySymbol;
+    sig->device = device;
     if (sig->train && !sig->pipeline)
       sig->trainSymbol = trainSymbol;
     if (sig->pipeline)

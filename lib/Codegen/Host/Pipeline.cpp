@@ -25,10 +25,10 @@
 
 using namespace mlir;
 
-void dist::buildHostCodegenPipeline(OpPassManager &pm,
-                                    const HostCodegenOptions &options) {
+void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
+                                        bool fuseRows) {
   LowerToLinalgPassOptions lowerOpts;
-  lowerOpts.convKernel = options.convKernel;
+  lowerOpts.convKernel = conv;
   pm.addPass(createLowerToLinalgPass(lowerOpts));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -38,8 +38,10 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   // A normalisation's passes over blocks of rows in one loop (scf.forall,
   // a parallel loop once bufferized).
-  pm.addNestedPass<func::FuncOp>(createFuseRowsPass());
-  pm.addPass(createCanonicalizerPass());
+  if (fuseRows) {
+    pm.addNestedPass<func::FuncOp>(createFuseRowsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
 
   // Parameter updates of a training step (materialize_in_destination into
   // the parameter argument) are computed straight into the parameter's
@@ -63,6 +65,11 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createForallToParallelLoopPass());
   // Before the runtime calls replace the ops that write padded interiors.
   pm.addNestedPass<func::FuncOp>(createFillBordersPass());
+}
+
+void dist::buildHostCodegenPipeline(OpPassManager &pm,
+                                    const HostCodegenOptions &options) {
+  buildBufferizedLoopsPipeline(pm, options.convKernel, /*fuseRows=*/true);
   pm.addPass(createContractionsToRuntimePass());
   pm.addPass(createFuseProductEpiloguesPass());
 
@@ -83,6 +90,12 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   // The loops left on the calling thread get a function each, so that
   // LLVM's time stays linear in the model (OutlineLoops.cpp).
   pm.addPass(createOutlineLoopsPass());
+  buildLoopsToLLVMPipeline(pm, options, /*gpu=*/false);
+}
+
+void dist::buildLoopsToLLVMPipeline(OpPassManager &pm,
+                                    const HostCodegenOptions &options,
+                                    bool gpu) {
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -98,8 +111,14 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  // Kernel launches and the embedded fat binary: calls of the mgpu*
+  // functions the runtime defines (runtime/lib/cuda.cpp).
+  if (gpu)
+    pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  if (gpu)
+    pm.addPass(createDeviceAllocationsPass());
   AddEntryWrapperPassOptions wrapOpts;
   wrapOpts.symbolName = options.entrySymbol;
   wrapOpts.entryName = options.entryName;

@@ -61,7 +61,10 @@ typedef enum {
   DIST_RT_ERROR_INTERNAL,
   /// Communication between ranks failed (dist_rt/comm.h): a collective timed
   /// out, a peer died, or MPI reported an error.
-  DIST_RT_ERROR_COMM
+  DIST_RT_ERROR_COMM,
+  /// The GPU a model was compiled for is missing (no driver, no device) or
+  /// failed (a kernel's error).
+  DIST_RT_ERROR_DEVICE
 } dist_rt_status_code_t;
 
 /// Result of a fallible call. NULL means success. A non-NULL status is owned

@@ -71,6 +71,47 @@ DIST_RT_API void dist_rt_alloc_trim(void);
 DIST_RT_API void memrefCopy(int64_t elem_size, void *src, void *dst);
 
 /*===----------------------------------------------------------------------===*
+ * The CUDA target (dist-opt --target=cuda; runtime/lib/cuda.cpp)
+ *===----------------------------------------------------------------------===*/
+
+/// The host code of a CUDA model allocates, frees and copies its buffers
+/// with these (dist-device-allocations): blocks of device (CUDA managed)
+/// memory from a caching allocator, copies that run on the GPU when both
+/// views are contiguous. An allocation the GPU cannot hold fails the run
+/// going on and is served from host memory, so the host code ends the run
+/// without faulting.
+DIST_RT_API void *dist_rt_device_alloc(size_t size);
+DIST_RT_API void *dist_rt_device_aligned_alloc(size_t alignment, size_t size);
+DIST_RT_API void dist_rt_device_free(void *ptr);
+DIST_RT_API void dist_rt_device_memref_copy(int64_t elem_size, void *src,
+                                            void *dst);
+
+/// The functions MLIR's GPU lowering (gpu-to-llvm) calls to load kernel
+/// images and launch kernels, with MLIR's signatures. A module load only
+/// records the image (a global constructor calls it, before any GPU is
+/// open); it is loaded on its first launch. Every kernel of a model runs on
+/// the open device's one stream; errors fail the run going on.
+DIST_RT_API void *mgpuModuleLoad(void *data, size_t size);
+DIST_RT_API void *mgpuModuleLoadJIT(void *data, int opt_level);
+DIST_RT_API void mgpuModuleUnload(void *module);
+DIST_RT_API void *mgpuModuleGetFunction(void *module, const char *name);
+DIST_RT_API void mgpuLaunchKernel(void *function, intptr_t grid_x,
+                                  intptr_t grid_y, intptr_t grid_z,
+                                  intptr_t block_x, intptr_t block_y,
+                                  intptr_t block_z, int32_t shared_bytes,
+                                  void *stream, void **params, void **extra,
+                                  size_t num_params);
+DIST_RT_API void *mgpuStreamCreate(void);
+DIST_RT_API void mgpuStreamDestroy(void *stream);
+DIST_RT_API void mgpuStreamSynchronize(void *stream);
+DIST_RT_API void mgpuStreamWaitEvent(void *stream, void *event);
+DIST_RT_API void *mgpuEventCreate(void);
+DIST_RT_API void mgpuEventDestroy(void *event);
+DIST_RT_API void mgpuEventSynchronize(void *event);
+DIST_RT_API void mgpuEventRecord(void *event, void *stream);
+DIST_RT_API void mgpuSetDefaultDevice(int32_t device);
+
+/*===----------------------------------------------------------------------===*
  * Matrix multiplication
  *===----------------------------------------------------------------------===*/
 

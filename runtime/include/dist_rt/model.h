@@ -57,7 +57,7 @@ extern "C" {
 
 /// Version of the layout of dist_rt_model_desc_t and of the entry calling
 /// convention. A descriptor with another version is rejected.
-#define DIST_RT_MODEL_ABI_VERSION 11
+#define DIST_RT_MODEL_ABI_VERSION 12
 
 /// Dimension value meaning "known only at run time".
 #define DIST_RT_DYNAMIC_DIM (-1)
@@ -341,7 +341,18 @@ typedef struct dist_rt_model_desc_t {
   /// The layout set this executable belongs to (dist-opt --elastic), or
   /// NULL.
   const dist_rt_elastic_desc_t *elastic;
+  /// Where the compiled code runs: DIST_RT_DEVICE_HOST, or
+  /// DIST_RT_DEVICE_CUDA (dist-opt --target=cuda): its kernels are in the
+  /// binary and its buffers are the runtime's device memory, so
+  /// dist_rt_model_create opens the GPU (dist_rt_model_options_t::device)
+  /// and uploads the parameters, and every run copies its inputs to the
+  /// GPU and its outputs back.
+  uint32_t device;
 } dist_rt_model_desc_t;
+
+/// Values of dist_rt_model_desc_t::device.
+#define DIST_RT_DEVICE_HOST 0u
+#define DIST_RT_DEVICE_CUDA 1u
 
 /*===----------------------------------------------------------------------===*
  * Model API
@@ -382,6 +393,10 @@ typedef struct dist_rt_model_options_t {
   /// Number of threads for the whole process (dist_rt_set_num_threads);
   /// 0 (the default) means one per hardware thread. Must not be negative.
   int32_t num_threads;
+  /// The GPU a CUDA model runs on (its CUDA device ordinal); -1 (the
+  /// default) means the DIST_RT_DEVICE environment variable, else 0.
+  /// Ignored by host models.
+  int32_t device;
 } dist_rt_model_options_t;
 
 /// Sets every field of `*options` to its default. NULL is a no-op.

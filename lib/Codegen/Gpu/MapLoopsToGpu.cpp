@@ -1,0 +1,261 @@
+//===- MapLoopsToGpu.cpp - outermost loop nests as GPU launches ----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// dist-map-loops-to-gpu: every outermost loop nest of a function on buffers
+// becomes a gpu.launch. A scf.parallel's dimensions are collapsed into one
+// (upstream's collapseParallelLoops) and spread over blocks of `threads`
+// threads, one iteration per thread behind a bounds check: one launch
+// shape for every rank and extent, where upstream's greedy mapping
+// (gpu-map-parallel-loops) puts the first three dimensions on the grid's
+// axes, whose y and z extents are capped at 65535, and needs constant
+// extents for the threads. The loops inside (reduction scf.for, the nested
+// scf.parallel of a fused row block) run sequentially in each thread. A
+// loop nest with no parallel dimension (a reduction to a scalar) runs in a
+// launch of one thread, so that its data stays on the device.
+//
+// Buffers are device memory (the CUDA target's allocations are the
+// runtime's device allocator's); constants (memref.get_global) are host
+// memory, so each global a kernel reads is copied into a device buffer
+// before the launch and freed after it (launches are synchronous).
+//
+// A loop nest a kernel cannot run (it calls a function: the runtime's index
+// checks, collectives) stays on the host, which reads and writes the
+// device's managed memory; the compile says so with a warning naming the
+// op's place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <numeric>
+
+#define DEBUG_TYPE "dist-map-loops-to-gpu"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_MAPLOOPSTOGPUPASS
+#include "dist/Codegen/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+
+namespace {
+
+/// Why `op`'s body cannot run in a kernel, or null when it can.
+Operation *firstHostOnlyOp(Operation *loop) {
+  Operation *found = nullptr;
+  loop->walk([&](Operation *op) {
+    if (op == loop)
+      return WalkResult::advance();
+    Dialect *d = op->getDialect();
+    bool deviceOp =
+        isa_and_nonnull<arith::ArithDialect, math::MathDialect,
+                        affine::AffineDialect, index::IndexDialect,
+                        vector::VectorDialect, ub::UBDialect>(d) ||
+        isa<scf::ForOp, scf::ParallelOp, scf::IfOp, scf::YieldOp, scf::ReduceOp,
+            scf::ReduceReturnOp, scf::WhileOp, scf::ConditionOp,
+            scf::IndexSwitchOp>(op) ||
+        isa<memref::LoadOp, memref::StoreOp, memref::SubViewOp,
+            memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp,
+            memref::ReinterpretCastOp, memref::DimOp, memref::AllocaOp,
+            memref::GetGlobalOp, memref::ExtractStridedMetadataOp,
+            memref::ExtractAlignedPointerAsIndexOp, memref::AssumeAlignmentOp,
+            memref::TransposeOp>(op);
+    if (deviceOp)
+      return WalkResult::advance();
+    found = op;
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
+/// Whether `v` (a view of a buffer) reaches a return of its function.
+bool escapesThroughReturn(Value v) {
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    for (Operation *user : cur.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      if (isa<ViewLikeOpInterface>(user))
+        for (Value r : user->getResults())
+          work.push_back(r);
+    }
+  }
+  return false;
+}
+
+struct MapLoopsToGpuPass
+    : public dist::impl::MapLoopsToGpuPassBase<MapLoopsToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (threads <= 0 || threads > 1024) {
+      func.emitError("dist-map-loops-to-gpu: threads must be in 1..1024");
+      return signalPassFailure();
+    }
+    IRRewriter rewriter(func.getContext());
+    if (failed(copyGlobalsToDevice(rewriter, func)))
+      return signalPassFailure();
+    // The outermost loops, collected first: mapping rewrites the IR.
+    // A sequential loop around parallel ones (a batch of products, say)
+    // stays on the host and launches its parallel loops on each trip.
+    SmallVector<Operation *> loops;
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<scf::ForOp, scf::WhileOp>(op)) {
+        bool holdsParallel = false;
+        op->walk([&](scf::ParallelOp) { holdsParallel = true; });
+        if (holdsParallel)
+          return WalkResult::advance();
+      }
+      if (isa<scf::ParallelOp, scf::ForOp, scf::WhileOp>(op)) {
+        loops.push_back(op);
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
+    });
+    for (Operation *loop : loops) {
+      if (loop->getNumResults() != 0) {
+        loop->emitWarning("runs on the host: a loop that yields values "
+                          "(dist-map-loops-to-gpu)");
+        continue;
+      }
+      if (Operation *bad = firstHostOnlyOp(loop)) {
+        loop->emitWarning() << "runs on the host: its " << bad->getName()
+                            << " has no GPU lowering (dist-map-loops-to-gpu)";
+        continue;
+      }
+      if (auto par = dyn_cast<scf::ParallelOp>(loop))
+        mapParallel(rewriter, par);
+      else
+        mapSingleThread(rewriter, loop);
+    }
+  }
+
+  /// Replaces each memref.get_global by a device buffer holding a copy of
+  /// the global (freed at the end of its block unless returned).
+  LogicalResult copyGlobalsToDevice(RewriterBase &rewriter, func::FuncOp func) {
+    SmallVector<memref::GetGlobalOp> globals;
+    func.walk([&](memref::GetGlobalOp g) { globals.push_back(g); });
+    for (memref::GetGlobalOp g : globals) {
+      auto type = g.getType();
+      if (!type.hasStaticShape()) {
+        g.emitError("dist-map-loops-to-gpu: a global of dynamic shape");
+        return failure();
+      }
+      // Outside any loop: the copy is made once per call, not per trip.
+      Operation *anchor = g;
+      while (Operation *parent = anchor->getParentOp()) {
+        if (isa<func::FuncOp>(parent))
+          break;
+        anchor = parent;
+      }
+      Operation *end = anchor->getBlock()->getTerminator();
+      rewriter.setInsertionPoint(anchor);
+      Location loc = g.getLoc();
+      auto host = memref::GetGlobalOp::create(rewriter, loc, type, g.getName());
+      auto device = memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType()));
+      memref::CopyOp::create(rewriter, loc, host, device);
+      Value replacement = device;
+      if (!type.getLayout().isIdentity())
+        replacement = memref::CastOp::create(rewriter, loc, type, device);
+      rewriter.replaceOp(g, replacement);
+      if (!escapesThroughReturn(replacement)) {
+        rewriter.setInsertionPoint(end);
+        memref::DeallocOp::create(rewriter, loc, device);
+      }
+    }
+    return success();
+  }
+
+  /// The index `blockIdx.x * blockDim.x + threadIdx.x` of a launch built by
+  /// `buildLaunch`, whose body `fill` then fills (before the terminator).
+  void buildLaunch(RewriterBase &rewriter, Location loc, Value grid,
+                   Value block, function_ref<void(OpBuilder &, Value)> fill) {
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto launch =
+        gpu::LaunchOp::create(rewriter, loc, grid, one, one, block, one, one);
+    OpBuilder::InsertionGuard guard(rewriter);
+    Block &body = launch.getBody().front();
+    rewriter.setInsertionPointToStart(&body);
+    Value linear = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x, block),
+        launch.getThreadIds().x);
+    fill(rewriter, linear);
+    gpu::TerminatorOp::create(rewriter, loc);
+  }
+
+  void mapParallel(RewriterBase &rewriter, scf::ParallelOp par) {
+    Location loc = par.getLoc();
+    unsigned rank = par.getNumLoops();
+    std::vector<unsigned> all(rank);
+    std::iota(all.begin(), all.end(), 0u);
+    rewriter.setInsertionPoint(par);
+    // One normalised dimension [0, n) step 1 (the original indices are
+    // recomputed from it in the body).
+    scf::ParallelOp flat = par;
+    {
+      Operation *before = par->getPrevNode();
+      Block *block = par->getBlock();
+      collapseParallelLoops(rewriter, par, {all});
+      // collapseParallelLoops replaced `par`: find the new loop.
+      Operation *next = before ? before->getNextNode() : &block->front();
+      while (next && !isa<scf::ParallelOp>(next))
+        next = next->getNextNode();
+      flat = cast<scf::ParallelOp>(next);
+    }
+    rewriter.setInsertionPoint(flat);
+    Value lb = flat.getLowerBound()[0], ub = flat.getUpperBound()[0],
+          step = flat.getStep()[0];
+    Value trips = arith::CeilDivUIOp::create(
+        rewriter, loc, arith::SubIOp::create(rewriter, loc, ub, lb), step);
+    Value block = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    Value grid = arith::CeilDivUIOp::create(rewriter, loc, trips, block);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    // An empty loop launches nothing (a grid of 0 blocks is an error).
+    Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
+                                      trips, zero);
+    auto ifAny = scf::IfOp::create(rewriter, loc, any, /*withElse=*/false);
+    rewriter.setInsertionPointToStart(&ifAny.getThenRegion().front());
+    buildLaunch(rewriter, loc, grid, block, [&](OpBuilder &b, Value i) {
+      Value inRange =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i, trips);
+      auto guard = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+      OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+      Value iv = arith::AddIOp::create(
+          inner, loc, arith::MulIOp::create(inner, loc, i, step), lb);
+      IRMapping map;
+      map.map(flat.getInductionVars()[0], iv);
+      for (Operation &op : flat.getBody()->without_terminator())
+        inner.clone(op, map);
+    });
+    rewriter.eraseOp(flat);
+  }
+
+  void mapSingleThread(RewriterBase &rewriter, Operation *loop) {
+    Location loc = loop->getLoc();
+    rewriter.setInsertionPoint(loop);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    buildLaunch(rewriter, loc, one, one,
+                [&](OpBuilder &b, Value) { b.clone(*loop); });
+    rewriter.eraseOp(loop);
+  }
+};
+
+} // namespace

@@ -1,0 +1,72 @@
+//===- Pipeline.cpp - the CUDA target's kernel generation -----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The host target's front (dist graph -> linalg -> fused -> bufferized),
+// then: every linalg op to parallel loops (products and convolutions too:
+// generated kernels until the runtime calls cuBLAS), every outermost loop
+// nest to a gpu.launch (dist-map-loops-to-gpu), the launches outlined into
+// gpu.modules, which convert-gpu-to-nvvm lowers, ptxas compiles for each
+// architecture (gpu-module-to-binary, libdevice from the toolkit linked for
+// the math functions) and fatbinary merges (dist-gpu-fat-binary). The host
+// code stays on memrefs for the host-codegen phase, which lowers the
+// launches to the runtime's mgpu* calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void dist::buildGpuKernelsPipeline(OpPassManager &pm, ConvKernel conv,
+                                   const GpuCodegenOptions &options) {
+  // Without dist-fuse-rows: its row blocks hold scratch buffers a kernel
+  // cannot allocate; each pass of a normalisation is a kernel instead.
+  buildBufferizedLoopsPipeline(pm, conv, /*fuseRows=*/false);
+  // Strided copies as loops, which become kernels; contiguous ones stay
+  // copies (the runtime's device copy).
+  pm.addNestedPass<func::FuncOp>(createStridedCopiesToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  MapLoopsToGpuPassOptions map;
+  map.threads = options.threads;
+  pm.addNestedPass<func::FuncOp>(createMapLoopsToGpuPass(map));
+  // The loops inside a kernel run in sequence in each thread.
+  pm.addPass(createParallelForToNestedForsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  for (const std::string &chip : options.chips) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = chip;
+    // ptxas of CUDA 13 rejects the default PTX 6.0 for sm_90
+    // (ENVIRONMENT.md); 8.0 covers sm_50 to sm_90a.
+    target.features = "+ptx80";
+    target.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = "bin";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  GpuFatBinaryPassOptions fat;
+  fat.toolkit = options.toolkit;
+  pm.addPass(createGpuFatBinaryPass(fat));
+}

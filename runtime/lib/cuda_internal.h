@@ -1,0 +1,53 @@
+//===- cuda_internal.h - The runtime's CUDA layer ---------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// What the rest of the runtime uses of cuda.cpp: the GPU a CUDA model
+// (dist-opt --target=cuda) runs on, its device memory and copies. The
+// entry points generated code calls (mgpu*, dist_rt_device_*) are C
+// functions defined there too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DIST_RT_CUDA_INTERNAL_H
+#define DIST_RT_CUDA_INTERNAL_H
+
+#include <cstddef>
+#include <string>
+
+namespace dist_rt {
+namespace cuda {
+
+/// Opens CUDA device `ordinal` (-1: the DIST_RT_DEVICE environment
+/// variable, else 0) for this process: loads the driver (libcuda.so.1) with
+/// dlopen, makes the device's primary context current and creates the
+/// stream the kernels run on. Returns "" on success (also when that device
+/// is already open) or why it cannot, in a phrase: no driver, no GPU, no
+/// such device, another device already open.
+std::string open(int ordinal);
+
+/// "<name> (device N)" of the open device, or "" when none is.
+std::string deviceName();
+
+/// A block of `bytes` of device memory (CUDA managed memory, which host
+/// code can also read and write), from the caching allocator; NULL with
+/// `error` set when the device is out of memory or not open.
+void *allocate(size_t bytes, std::string &error);
+
+/// Gives a block of allocate() back (NULL is a no-op).
+void release(void *block);
+
+/// Whether `p` is the start of a live block of allocate().
+bool owns(const void *p);
+
+/// Copies `bytes` from `src` to `dst` (host or device memory, either way)
+/// and waits for the copy. Returns "" or the driver's error.
+std::string copy(void *dst, const void *src, size_t bytes);
+
+/// Waits for every kernel launched so far. Returns "" or the driver's
+/// error (an illegal address in a kernel, say).
+std::string synchronize();
+
+} // namespace cuda
+} // namespace dist_rt
+
+#endif // DIST_RT_CUDA_INTERNAL_H

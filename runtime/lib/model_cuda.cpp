@@ -1,0 +1,224 @@
+//===- model_cuda.cpp - Models compiled for CUDA ----------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A model compiled with dist-opt --target=cuda keeps the C API of a host
+// model (host tensors in and out): its entry function's buffers are device
+// memory (the runtime's device allocator, cuda.cpp), so creating the model
+// opens the GPU and uploads the parameters once, and each run copies its
+// inputs to the device before the call and the outputs the call returned
+// back to host blocks of the runtime's allocator, which the host path
+// (collectOutputs) then takes over as it takes a host model's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda_internal.h"
+#include "model_internal.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using dist_rt::makeStatus;
+
+namespace dist_rt {
+namespace model_impl {
+
+namespace {
+
+/// Bytes of the contiguous array a descriptor of `rank` describes.
+uint64_t descriptorBytes(const int64_t *words, uint32_t rank, size_t elemSize) {
+  uint64_t n = elemSize;
+  for (uint32_t d = 0; d < rank; ++d)
+    n *= static_cast<uint64_t>(words[3 + d]);
+  return n;
+}
+
+char *dataOf(const int64_t *words, size_t elemSize) {
+  return reinterpret_cast<char *>(static_cast<intptr_t>(words[1])) +
+         words[2] * static_cast<int64_t>(elemSize);
+}
+
+void pointAt(int64_t *words, void *block) {
+  auto address = static_cast<int64_t>(reinterpret_cast<intptr_t>(block));
+  words[0] = address;
+  words[1] = address;
+  words[2] = 0;
+}
+
+} // namespace
+
+namespace {
+
+/// Copies the host array `words` describes (a tensor `t` of `desc`, called
+/// `kind` in messages) into a new device block, which `blocks` keeps, and
+/// points `words` at it.
+dist_rt_status_t upload(const dist_rt_model_desc_t &desc, const char *kind,
+                        const dist_rt_tensor_desc_t &t, int64_t *words,
+                        std::vector<void *> &blocks) {
+  size_t elemSize = dist_rt_dtype_size(t.dtype);
+  uint64_t bytes = descriptorBytes(words, t.rank, elemSize);
+  std::string error;
+  void *block = cuda::allocate(static_cast<size_t>(bytes), error);
+  if (!block)
+    return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY, "model '%s': %s '%s': %s",
+                      desc.name, kind, t.name, error.c_str());
+  blocks.push_back(block);
+  error = cuda::copy(block, dataOf(words, elemSize), bytes);
+  if (!error.empty())
+    return makeStatus(DIST_RT_ERROR_DEVICE,
+                      "model '%s': %s '%s': copy to %s: %s", desc.name, kind,
+                      t.name, cuda::deviceName().c_str(), error.c_str());
+  pointAt(words, block);
+  return nullptr;
+}
+
+} // namespace
+
+dist_rt_status_t openDevice(dist_rt_model &model,
+                            const dist_rt_model_options_t &options) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  std::string why = cuda::open(options.device);
+  if (!why.empty())
+    return makeStatus(DIST_RT_ERROR_DEVICE,
+                      "model '%s' was compiled for CUDA GPUs "
+                      "(--target=cuda), but %s",
+                      desc.name, why.c_str());
+  model.deviceParamWords = model.paramWords;
+  for (uint32_t i = 0; i < desc.num_params; ++i)
+    if (dist_rt_status_t status =
+            upload(desc, "parameter", desc.params[i],
+                   model.deviceParamWords.data() + model.paramOffsets[i],
+                   model.deviceParams))
+      return status;
+  // The inference call passes the device copies.
+  for (uint32_t i = 0; i < desc.num_params; ++i)
+    model.inference.args[i] =
+        model.deviceParamWords.data() + model.paramOffsets[i];
+  return nullptr;
+}
+
+dist_rt_status_t uploadInputs(dist_rt_model &model, EntryCall &call) {
+  for (void *block : model.deviceInputs)
+    cuda::release(block);
+  model.deviceInputs.clear();
+  for (uint32_t i = 0; i < call.numInputs; ++i)
+    if (dist_rt_status_t status = upload(
+            *model.desc, call.inputKind, call.inputs[i],
+            call.argWords.data() + call.argOffsets[i], model.deviceInputs))
+      return status;
+  return nullptr;
+}
+
+namespace {
+
+/// The device blocks the entry of `call` returned.
+std::vector<void *> returnedBlocks(const EntryCall &call) {
+  std::vector<void *> returned;
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    void *device = reinterpret_cast<void *>(
+        static_cast<intptr_t>(call.resultWords[call.resultOffsets[o]]));
+    if (cuda::owns(device))
+      returned.push_back(device);
+  }
+  return returned;
+}
+
+/// Frees the blocks of a run: those the entry returned, once each (outputs
+/// may share one; a parameter's or an input's copy returned as an output
+/// is not the run's), and the inputs' copies.
+void releaseRunBlocks(dist_rt_model &model, std::vector<void *> &returned) {
+  std::sort(returned.begin(), returned.end());
+  returned.erase(std::unique(returned.begin(), returned.end()), returned.end());
+  for (void *block : returned)
+    if (std::find(model.deviceParams.begin(), model.deviceParams.end(),
+                  block) == model.deviceParams.end() &&
+        std::find(model.deviceInputs.begin(), model.deviceInputs.end(),
+                  block) == model.deviceInputs.end())
+      cuda::release(block);
+  for (void *block : model.deviceInputs)
+    cuda::release(block);
+  model.deviceInputs.clear();
+}
+
+} // namespace
+
+void discardOutputs(dist_rt_model &model, EntryCall &call) {
+  std::vector<void *> returned = returnedBlocks(call);
+  releaseRunBlocks(model, returned);
+}
+
+dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  std::vector<void *> returned = returnedBlocks(call);
+  std::vector<void *> copies;
+  dist_rt_status_t status = nullptr;
+  for (uint32_t o = 0; o < call.numOutputs && !status; ++o) {
+    int64_t *words = call.resultWords.data() + call.resultOffsets[o];
+    uint32_t rank = call.outputs[o].rank;
+    size_t elemSize = dist_rt_dtype_size(call.outputs[o].dtype);
+    // Results keep the identity layout (bufferization's function
+    // boundaries): contiguous from the aligned pointer plus the offset.
+    bool contiguous = true;
+    int64_t run = 1;
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      int64_t size = words[3 + d], stride = words[3 + rank + d];
+      if (size < 0)
+        contiguous = false;
+      if (size != 1 && stride != run)
+        contiguous = false;
+      run *= size;
+    }
+    if (!contiguous) {
+      status = makeStatus(DIST_RT_ERROR_INTERNAL,
+                          "model '%s': output '%s' was returned as a strided "
+                          "view of device memory",
+                          desc.name, call.outputs[o].name);
+      break;
+    }
+    uint64_t bytes = descriptorBytes(words, rank, elemSize);
+    char *from = dataOf(words, elemSize);
+    void *host = _mlir_memref_to_llvm_alloc(static_cast<size_t>(bytes));
+    if (!host && bytes) {
+      status = makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
+                          "model '%s': out of host memory for output '%s' "
+                          "(%" PRIu64 " bytes)",
+                          desc.name, call.outputs[o].name, bytes);
+      break;
+    }
+    copies.push_back(host);
+    std::string error = cuda::copy(host, from, static_cast<size_t>(bytes));
+    if (!error.empty()) {
+      status = makeStatus(DIST_RT_ERROR_DEVICE,
+                          "model '%s': output '%s': copy from %s: %s",
+                          desc.name, call.outputs[o].name,
+                          cuda::deviceName().c_str(), error.c_str());
+      break;
+    }
+    pointAt(words, host);
+    // The copy's strides: contiguous row-major.
+    int64_t stride = 1;
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      words[3 + rank + d] = stride;
+      stride *= words[3 + d];
+    }
+  }
+  releaseRunBlocks(model, returned);
+  if (status)
+    for (void *host : copies)
+      _mlir_memref_to_llvm_free(host);
+  return status;
+}
+
+void releaseDeviceBlocks(dist_rt_model &model) {
+  for (void *block : model.deviceInputs)
+    cuda::release(block);
+  for (void *block : model.deviceParams)
+    cuda::release(block);
+  model.deviceInputs.clear();
+  model.deviceParams.clear();
+}
+
+} // namespace model_impl
+} // namespace dist_rt

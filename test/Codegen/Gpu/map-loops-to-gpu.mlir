@@ -1,0 +1,145 @@
+// RUN: dist-opt %s -p 'builtin.module(func.func(dist-map-loops-to-gpu{threads=128},canonicalize))' -split-input-file -verify-diagnostics | FileCheck %s
+
+// A 2-D parallel loop: its dimensions collapse into one index spread over
+// blocks of 128 threads, behind a bounds check.
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME:  (%[[A:.*]]: memref<3x1000xf32>, %[[B:.*]]: memref<3x1000xf32>)
+// CHECK-DAG:     %[[C128:.*]] = arith.constant 128 : index
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C1000:.*]] = arith.constant 1000 : index
+// CHECK-DAG:     %[[N:.*]] = arith.constant 3000 : index
+// CHECK-DAG:     %[[GRID:.*]] = arith.constant 24 : index
+// CHECK:         gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK:           %[[BASE:.*]] = arith.muli %[[BX]], %[[C128]] : index
+// CHECK:           %[[I:.*]] = arith.addi %[[BASE]], %[[TX]] : index
+// CHECK:           %[[IN:.*]] = arith.cmpi ult, %[[I]], %[[N]] : index
+// CHECK:           scf.if %[[IN]] {
+// CHECK-DAG:         %[[COL:.*]] = arith.remsi %[[I]], %[[C1000]]
+// CHECK-DAG:         %[[ROW:.*]] = arith.divsi %[[I]], %[[C1000]]
+// CHECK:             %[[X:.*]] = memref.load %[[A]][%[[ROW]], %[[COL]]]
+// CHECK:             %[[Y:.*]] = math.exp %[[X]]
+// CHECK:             memref.store %[[Y]], %[[B]][%[[ROW]], %[[COL]]]
+// CHECK:           gpu.terminator
+// CHECK-NOT:     scf.parallel
+func.func @elementwise(%a: memref<3x1000xf32>, %b: memref<3x1000xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %n = arith.constant 1000 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c3, %n) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<3x1000xf32>
+    %y = math.exp %x : f32
+    memref.store %y, %b[%i, %j] : memref<3x1000xf32>
+  }
+  return
+}
+
+// -----
+
+// A dynamic extent: no launch when the loop is empty (a grid of no blocks
+// is an error).
+// CHECK-LABEL: func.func @dynamic
+// CHECK:         %[[N:.*]] = memref.dim
+// CHECK-DAG:     %[[ANY:.*]] = arith.cmpi ugt, %[[N]], %{{.*}} : index
+// CHECK-DAG:     %[[GRID:.*]] = arith.ceildivui %[[N]], %{{.*}} : index
+// CHECK:         scf.if %[[ANY]] {
+// CHECK:           gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[GRID]],
+func.func @dynamic(%a: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf32>
+  %f = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %f, %a[%i] : memref<?xf32>
+  }
+  return
+}
+
+// -----
+
+// A sequential loop nest (a reduction to a scalar) runs in one thread.
+// CHECK-LABEL: func.func @sum
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK:           scf.for
+// CHECK:           gpu.terminator
+func.func @sum(%a: memref<64xf32>, %s: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  scf.for %i = %c0 to %c64 step %c1 {
+    %x = memref.load %a[%i] : memref<64xf32>
+    %acc = memref.load %s[] : memref<f32>
+    %y = arith.addf %acc, %x : f32
+    memref.store %y, %s[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A sequential loop around a parallel one stays on the host and launches
+// the parallel loop on each trip.
+// CHECK-LABEL: func.func @batches
+// CHECK:         scf.for
+// CHECK:           gpu.launch
+// CHECK:             memref.store
+// CHECK:             gpu.terminator
+func.func @batches(%a: memref<3x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 2.0 : f32
+  scf.for %b = %c0 to %c3 step %c1 {
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      memref.store %f, %a[%b, %i] : memref<3x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A constant a kernel reads is copied into a device buffer before the
+// launch, and that buffer freed after it.
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+// CHECK-LABEL: func.func @lookup
+// CHECK:         %[[HOST:.*]] = memref.get_global @table : memref<4xf32>
+// CHECK:         %[[DEV:.*]] = memref.alloc() : memref<4xf32>
+// CHECK:         memref.copy %[[HOST]], %[[DEV]]
+// CHECK:         gpu.launch
+// CHECK:           memref.load %[[DEV]]
+// CHECK:         memref.dealloc %[[DEV]]
+// CHECK-NEXT:    return
+func.func @lookup(%b: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %t = memref.get_global @table : memref<4xf32>
+    %x = memref.load %t[%i] : memref<4xf32>
+    memref.store %x, %b[%i] : memref<4xf32>
+  }
+  return
+}
+
+// -----
+
+// A loop that calls a function stays on the host, and the compile says so.
+func.func private @report(index)
+// CHECK-LABEL: func.func @checked
+// CHECK-NOT:     gpu.launch
+// CHECK:         scf.parallel
+func.func @checked(%b: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 0.0 : f32
+  // expected-warning @+1 {{runs on the host: its func.call has no GPU lowering}}
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    func.call @report(%i) : (index) -> ()
+    memref.store %f, %b[%i] : memref<4xf32>
+  }
+  return
+}
