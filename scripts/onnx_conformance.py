@@ -370,6 +370,10 @@ def compile_once(ctx, extra_args, label):
     os.makedirs(out_dir)
     cmd = [ctx.args.dist_opt, ctx.test.model_path, "-o", out_dir, "--name",
            EXE_NAME] + extra_args
+    if ctx.args.target:
+        cmd.append("--target=" + ctx.args.target)
+    if ctx.args.runtime_lib:
+        cmd += ["--runtime-lib", ctx.args.runtime_lib]
     r = run_proc(cmd, ctx.args.timeout, ctx.log, ctx.args.verbose, label)
     crash = r.crash_reason("compile", ctx.args.timeout)
     if crash:
@@ -551,6 +555,38 @@ def run_data_set(ctx, compiled, data_set, index):
     return None
 
 
+def stage_data_set(ctx, compiled, data_set, index):
+    """--stage: keeps the build and the data set's inputs, expected outputs
+    and tolerances under STAGE/<test>/, for scripts/gpu_check.py to run
+    where the executable can run (a GPU machine)."""
+    root = os.path.join(ctx.args.stage, ctx.test.name)
+    build = os.path.join(root, "build%s" % os.path.basename(compiled.out_dir)
+                         .replace("build", ""))
+    if not os.path.isdir(build):
+        # What the executable needs to run: not the shared library, the
+        # header or an ONNX copy.
+        shutil.copytree(compiled.out_dir, build, ignore=shutil.ignore_patterns(
+            "lib*.so", "*.h", "*.onnx"))
+    set_dir = os.path.join(root, "set%d" % index)
+    os.makedirs(set_dir)
+    inputs = []
+    for k, inp in enumerate(compiled.manifest["inputs"]):
+        path = "in%d.npy" % k
+        np.save(os.path.join(set_dir, path), data_set.values[inp["name"]])
+        inputs.append([inp["name"], path])
+    outputs = []
+    for k, (name, expected, declared) in enumerate(data_set.outputs):
+        path = "expected%d.npy" % k
+        np.save(os.path.join(set_dir, path), expected)
+        outputs.append([name, output_file_name(name), path])
+    with open(os.path.join(set_dir, "case.json"), "w") as f:
+        json.dump({"test": ctx.test.name,
+                   "exe": os.path.relpath(os.path.join(build, EXE_NAME),
+                                          set_dir),
+                   "inputs": inputs, "outputs": outputs,
+                   "rtol": ctx.rtol, "atol": ctx.atol}, f)
+
+
 class Context:
     """The state of one test while it runs."""
 
@@ -591,6 +627,9 @@ def run_test(args, test):
                 return "unsupported", compiled.reason, ctx.log
             if compiled.status != "ok":
                 return "fail", compiled.reason, ctx.log
+            if args.stage:
+                stage_data_set(ctx, compiled, data_set, index)
+                continue
             reason = run_data_set(ctx, compiled, data_set, index)
             if reason and RUN_UNSUPPORTED in reason:
                 # Inputs fed at run time asked for what the code does not
@@ -599,7 +638,7 @@ def run_test(args, test):
                 return "unsupported", reason, ctx.log
             if reason:
                 return "fail", reason, ctx.log
-        return "pass", "", ctx.log
+        return ("staged" if args.stage else "pass"), "", ctx.log
     finally:
         if args.keep_temp:
             ctx.log.append("  kept %s" % tmp)
@@ -648,6 +687,16 @@ def parse_args(argv):
                         help="fail if a test named in FILE does not pass")
     parser.add_argument("--write-pass", metavar="FILE",
                         help="write the names of the tests that passed")
+    parser.add_argument("--target", metavar="TARGET",
+                        help="pass --target=TARGET to dist-opt (cuda: the "
+                        "executables run only where a GPU is; see --stage)")
+    parser.add_argument("--runtime-lib", metavar="FILE",
+                        help="pass --runtime-lib FILE to dist-opt (the "
+                        "shared runtime: executables that share it)")
+    parser.add_argument("--stage", metavar="DIR",
+                        help="compile only, and keep each build with its "
+                        "data sets under DIR/<test>/ for "
+                        "scripts/gpu_check.py (result STAGED)")
     parser.add_argument("--verbose", action="store_true",
                         help="print the commands and their stderr")
     parser.add_argument("--keep-temp", action="store_true",
@@ -707,15 +756,15 @@ def main(argv):
         return 2
 
     results = {}
-    counts = {"pass": 0, "fail": 0, "unsupported": 0}
+    counts = {"pass": 0, "fail": 0, "unsupported": 0, "staged": 0}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_test, args, t) for t in tests]
         for test, future in zip(tests, futures):
             status, reason, log = future.result()
             results[test.name] = status
             counts[status] += 1
-            if status == "pass":
-                print("PASS %s" % test.name)
+            if status in ("pass", "staged"):
+                print("%s %s" % (status.upper(), test.name))
             else:
                 print("%s %s: %s" % (status.upper(), test.name,
                                      one_line(reason)))
@@ -730,14 +779,15 @@ def main(argv):
                     f.write(t.name + "\n")
 
     missed = [(n, results.get(n, "not run")) for n in expected_pass
-              if results.get(n) != "pass"]
+              if results.get(n) not in ("pass", "staged")]
     for name, status in missed:
         print("expected to pass: %s: %s" % (name, status.upper()))
     if missed:
         print("%d of %d tests in %s did not pass" % (
             len(missed), len(expected_pass), args.expect_pass))
-    print("total=%d pass=%d fail=%d unsupported=%d" % (
-        len(tests), counts["pass"], counts["fail"], counts["unsupported"]))
+    print("total=%d pass=%d fail=%d unsupported=%d%s" % (
+        len(tests), counts["pass"], counts["fail"], counts["unsupported"],
+        " staged=%d" % counts["staged"] if args.stage else ""))
     return 0 if counts["fail"] == 0 and not missed else 1
 
 

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs the CUDA artifacts of a bundle (scripts/gpu_bundle.sh) on a GPU and
+prints what they measure beside PyTorch on the same GPU. Builds nothing:
+needs numpy, and torch for the PyTorch figures.
+
+    gpu_check.py BUNDLE [--skip-conformance] [--runs N]
+
+1. The lit conformance subset: every staged data set (onnx_conformance.py
+   --stage) runs its executable and compares each output with the expected
+   one (ONNX's backend rule: allclose with the test's rtol/atol; integers
+   and bools equal). One line per test, PASS or FAIL with the reason.
+2. The benchmark models: outputs against PyTorch's (float32, TF32 off;
+   max |difference| and whether it is within 1e-4, relative to the output's
+   largest magnitude), latency at the benchmark batch (--bench, median)
+   beside PyTorch eager's on the same GPU (CUDA-synchronised median).
+3. A product: the GEMM artifact's latency beside torch.mm's, and GFLOP/s.
+
+Ends with `N passed, N failed` over the checks (figures that miss their
+target are reported, not failed: the closing note says which).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, timeout=600):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def first_line(text):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[0] if lines else ""
+
+
+def bench_median_ms(stdout):
+    """The median latency an executable's --bench prints, in ms."""
+    for word in stdout.split():
+        if word.startswith("latency_ms_median="):
+            return float(word.split("=", 1)[1])
+    return None
+
+
+def compare(actual, expected, rtol, atol):
+    if actual.shape != expected.shape:
+        return "shape %s, expected %s" % (list(actual.shape),
+                                          list(expected.shape))
+    if expected.dtype.kind in "fc":
+        try:
+            np.testing.assert_allclose(actual.astype(np.float64),
+                                       expected.astype(np.float64),
+                                       rtol=rtol, atol=atol)
+        except AssertionError:
+            diff = np.max(np.abs(actual.astype(np.float64) -
+                                 expected.astype(np.float64)))
+            return "max |difference| %.3g (rtol %g, atol %g)" % (diff, rtol,
+                                                                 atol)
+        return None
+    if not np.array_equal(actual, expected):
+        return "values differ"
+    return None
+
+
+def conformance(bundle, tally):
+    root = os.path.join(bundle, "conformance")
+    if not os.path.isdir(root):
+        print("conformance: no staged tests in %s" % root)
+        return
+    for test in sorted(os.listdir(root)):
+        reason = None
+        sets = sorted(d for d in os.listdir(os.path.join(root, test))
+                      if d.startswith("set"))
+        for s in sets:
+            set_dir = os.path.join(root, test, s)
+            case = json.load(open(os.path.join(set_dir, "case.json")))
+            with tempfile.TemporaryDirectory() as out:
+                cmd = [os.path.normpath(os.path.join(set_dir, case["exe"]))]
+                for name, path in case["inputs"]:
+                    cmd += ["--input", "%s=%s" % (name,
+                                                  os.path.join(set_dir, path))]
+                cmd += ["--output-dir", out]
+                rc, _, err = run(cmd, timeout=120)
+                if rc != 0:
+                    reason = "%s: exit %d: %s" % (s, rc, first_line(err))
+                    break
+                for name, file_name, expected in case["outputs"]:
+                    got = np.load(os.path.join(out, file_name))
+                    want = np.load(os.path.join(set_dir, expected))
+                    why = compare(got, want, case["rtol"], case["atol"])
+                    if why:
+                        reason = "%s: output %s: %s" % (s, name, why)
+                        break
+            if reason:
+                break
+        tally[reason is None] += 1
+        print("%s %s%s" % ("PASS" if reason is None else "FAIL", test,
+                           ": " + reason if reason else ""))
+        sys.stdout.flush()
+
+
+def torch_model(name):
+    """The benchmark model as bench/export_bench_models.py builds it (same
+    seed, same weights), without needing the onnx package."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        sys.modules["onnx"] = types.ModuleType("onnx")
+    import export_bench_models as ebm
+    return ebm.make_bench_model(name)
+
+
+def torch_latency_ms(fn, runs):
+    import torch
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def models(bundle, runs, tally):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = torch.device("cuda")
+    print("GPU: %s" % torch.cuda.get_device_name(0))
+    root = os.path.join(bundle, "models")
+    for name in sorted(os.listdir(root)):
+        d = os.path.join(root, name)
+        spec = json.load(open(os.path.join(d, "bundle.json")))
+        exe = os.path.join(d, "out", name)
+        cmd = [exe]
+        for inp in spec["inputs"]:
+            cmd += ["--input", "%s=%s" % (inp, os.path.join(d, "inputs",
+                                                            inp + ".npy"))]
+        with tempfile.TemporaryDirectory() as out:
+            rc, stdout, err = run(cmd + ["--output-dir", out, "--bench",
+                                         str(runs)])
+            if rc != 0:
+                tally[False] += 1
+                print("FAIL %s: exit %d: %s" % (name, rc, first_line(err)))
+                continue
+            ours_ms = bench_median_ms(stdout)
+            outputs = {o: np.load(os.path.join(out, o + ".npy"))
+                       for o in spec["outputs"]}
+        module, _, ins, outs, _, _ = torch_model(name)
+        module = module.to(device).eval()
+        args = [torch.from_numpy(np.load(os.path.join(
+            d, "inputs", i + ".npy"))).to(device) for i in spec["inputs"]]
+        with torch.no_grad():
+            results = module(*args)
+            if isinstance(results, torch.Tensor):
+                results = (results,)
+            theirs_ms = torch_latency_ms(lambda: module(*args), runs)
+        ok = True
+        for o, value in zip(spec["outputs"], results):
+            want = value.float().cpu().numpy()
+            got = outputs[o]
+            scale = max(1.0, float(np.max(np.abs(want))))
+            diff = float(np.max(np.abs(got.astype(np.float64) - want))) \
+                if got.shape == want.shape else float("inf")
+            ref = np.load(os.path.join(d, "torch", o + ".npy"))
+            ref_diff = float(np.max(np.abs(ref.astype(np.float64) - want)))
+            within = diff <= 1e-4 * scale
+            ok &= within
+            print("%s %s: max |ours - torch(GPU)| %.3g (%s 1e-4 x %.3g); "
+                  "torch(GPU) vs torch(CPU, exported) %.3g" % (
+                      name, o, diff, "within" if within else "NOT within",
+                      scale, ref_diff))
+        print("%s latency at batch %d: dist-opt %s ms, PyTorch eager %.3f ms "
+              "(%s)" % (name, spec["batch"],
+                        "%.3f" % ours_ms if ours_ms else "?", theirs_ms,
+                        "x%.2f" % (theirs_ms / ours_ms) if ours_ms else "?"))
+        tally[ok] += 1
+        sys.stdout.flush()
+
+
+def gemm(bundle, runs, tally):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    d = os.path.join(bundle, "gemm")
+    spec = json.load(open(os.path.join(d, "bundle.json")))
+    m, k, n = spec["m"], spec["k"], spec["n"]
+    a = np.random.default_rng(0).standard_normal((m, k), dtype=np.float32)
+    with tempfile.TemporaryDirectory() as out:
+        np.save(os.path.join(out, "a.npy"), a)
+        rc, stdout, err = run([os.path.join(d, "out", "gemm"), "--input",
+                               "a=" + os.path.join(out, "a.npy"),
+                               "--output-dir", out, "--bench", str(runs)])
+        if rc != 0:
+            tally[False] += 1
+            print("FAIL gemm: exit %d: %s" % (rc, first_line(err)))
+            return
+        ours_ms = bench_median_ms(stdout)
+        c = np.load(os.path.join(out, "c.npy"))
+    b = np.load(os.path.join(d, "b.npy"))
+    ta = torch.from_numpy(a).cuda()
+    tb = torch.from_numpy(b).cuda()
+    want = torch.mm(ta, tb).cpu().numpy()
+    theirs_ms = torch_latency_ms(lambda: torch.mm(ta, tb), runs)
+    diff = float(np.max(np.abs(c - want)))
+    flop = 2.0 * m * n * k
+    print("gemm %dx%dx%d: max |ours - torch.mm| %.3g; dist-opt %s ms "
+          "(%s GFLOP/s), torch.mm %.3f ms (%.0f GFLOP/s)" % (
+              m, k, n, diff, "%.3f" % ours_ms if ours_ms else "?",
+              "%.0f" % (flop / ours_ms / 1e6) if ours_ms else "?", theirs_ms,
+              flop / theirs_ms / 1e6))
+    tally[diff <= 1e-3 * max(1.0, float(np.max(np.abs(want))))] += 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("bundle")
+    p.add_argument("--skip-conformance", action="store_true")
+    p.add_argument("--runs", type=int, default=20)
+    a = p.parse_args()
+    tally = {True: 0, False: 0}
+    if not a.skip_conformance:
+        conformance(a.bundle, tally)
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise ImportError("torch sees no GPU")
+    except ImportError as e:
+        print("models and gemm skipped: %s" % e)
+    else:
+        models(a.bundle, a.runs, tally)
+        gemm(a.bundle, a.runs, tally)
+    print("%d passed, %d failed" % (tally[True], tally[False]))
+    return 0 if tally[False] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
