@@ -24,7 +24,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Regex.h"
 
 #include <cstdlib>
 
@@ -689,13 +688,10 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
       a = a.trim();
       if (a.empty() && archs.empty())
         continue;
-      static const llvm::Regex arch("^sm_([0-9]+)a?$");
-      SmallVector<StringRef, 2> m;
-      unsigned number = 0;
-      if (!arch.match(a, &m) || m[1].getAsInteger(10, number) || number < 50)
+      if (!llvm::is_contained(supportedCudaChips(), a))
         return fail("--target=" + target + ": '" + a +
-                    "' is not a CUDA architecture (sm_50 or newer, e.g. "
-                    "sm_80, sm_90, sm_90a)");
+                    "' is not a CUDA architecture dist-opt compiles for (" +
+                    llvm::join(supportedCudaChips(), ", ") + ")");
       if (!llvm::is_contained(cuda.chips, a.str()))
         cuda.chips.push_back(a.str());
     }

@@ -108,6 +108,14 @@ struct GpuCodegenOptions {
   int64_t threads = 256;
 };
 
+/// The PTX ISA version feature ("+ptx80") the NVVM target of `chip`
+/// (sm_80, sm_90a, ...) is compiled with.
+std::string ptxFeatureFor(StringRef chip);
+
+/// The CUDA architectures the CUDA target compiles for: those whose PTX
+/// version it knows and which CUDA 13's ptxas still supports.
+llvm::ArrayRef<llvm::StringLiteral> supportedCudaChips();
+
 /// The CUDA target's device half: the shared front, loops as GPU launches,
 /// kernels outlined and compiled through NVVM and ptxas into one fat
 /// binary per module; the host code is left on memrefs for

@@ -22,8 +22,32 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
+
+ArrayRef<llvm::StringLiteral> dist::supportedCudaChips() {
+  // Turing to Blackwell. CUDA 13 dropped Maxwell, Pascal and Volta.
+  static const llvm::StringLiteral chips[] = {
+      "sm_75",  "sm_80",  "sm_86",   "sm_87",  "sm_89",  "sm_90",
+      "sm_90a", "sm_100", "sm_100a", "sm_120", "sm_120a"};
+  return chips;
+}
+
+std::string dist::ptxFeatureFor(StringRef chip) {
+  // The oldest PTX ISA that has the architecture (ptxas of CUDA 13 rejects
+  // the NVPTX default, 6.0, for sm_90: ENVIRONMENT.md; LLVM aborts on a
+  // version too old for the chip).
+  unsigned number = 0;
+  StringRef digits = chip;
+  digits.consume_front("sm_");
+  digits.take_while(llvm::isDigit).getAsInteger(10, number);
+  if (number >= 120)
+    return "+ptx87";
+  if (number >= 100)
+    return "+ptx86";
+  return "+ptx80";
+}
 
 void dist::buildGpuKernelsPipeline(OpPassManager &pm, ConvKernel conv,
                                    const GpuCodegenOptions &options) {
@@ -45,9 +69,7 @@ void dist::buildGpuKernelsPipeline(OpPassManager &pm, ConvKernel conv,
   for (const std::string &chip : options.chips) {
     GpuNVVMAttachTargetOptions target;
     target.chip = chip;
-    // ptxas of CUDA 13 rejects the default PTX 6.0 for sm_90
-    // (ENVIRONMENT.md); 8.0 covers sm_50 to sm_90a.
-    target.features = "+ptx80";
+    target.features = ptxFeatureFor(chip);
     target.optLevel = 3;
     pm.addPass(createGpuNVVMAttachTarget(target));
   }
