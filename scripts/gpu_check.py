@@ -227,6 +227,32 @@ def gemm(bundle, runs, tally):
     tally[diff <= 1e-3 * max(1.0, float(np.max(np.abs(want))))] += 1
 
 
+def find_cublaslt():
+    """Points the runtime at a cuBLASLt (the products call it; 500 MiB, not
+    in the bundle) when the loader has none: the toolkit's, else the copy
+    PyTorch's wheels carry (DIST_RT_CUBLASLT). Returns what it uses."""
+    if os.environ.get("DIST_RT_CUBLASLT"):
+        return os.environ["DIST_RT_CUBLASLT"]
+    import ctypes
+    for name in ("libcublasLt.so.13", "libcublasLt.so.12"):
+        try:
+            ctypes.CDLL(name)
+            return "%s (the loader's)" % name
+        except OSError:
+            pass
+    import glob
+    import site
+    dirs = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")]
+    dirs += [os.path.join(d, "nvidia") for d in site.getsitepackages() + [site.getusersitepackages()]]
+    found = []
+    for d in dirs:
+        found += glob.glob(os.path.join(d, "**", "libcublasLt.so.1[23]"), recursive=True)
+    if not found:
+        return "none found: the products will fail"
+    os.environ["DIST_RT_CUBLASLT"] = sorted(found)[-1]
+    return os.environ["DIST_RT_CUBLASLT"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("bundle")
@@ -234,6 +260,7 @@ def main():
     p.add_argument("--runs", type=int, default=20)
     a = p.parse_args()
     tally = {True: 0, False: 0}
+    print("cuBLASLt: %s" % find_cublaslt())
     if not a.skip_conformance:
         conformance(a.bundle, tally)
     try:

@@ -379,6 +379,10 @@ std::string dist_rt::cuda::synchronize() {
   return "";
 }
 
+void *dist_rt::cuda::currentStream() {
+  return makeCurrent() ? gpu().stream : nullptr;
+}
+
 //===----------------------------------------------------------------------===//
 // MLIR's GPU runtime calls (gpu-to-llvm)
 //===----------------------------------------------------------------------===//
@@ -546,6 +550,7 @@ std::string dist_rt::cuda::copy(void *, const void *, size_t) {
 std::string dist_rt::cuda::synchronize() {
   return "this runtime was built without CUDA";
 }
+void *dist_rt::cuda::currentStream() { return nullptr; }
 
 #endif // DIST_RT_HAVE_CUDA
 

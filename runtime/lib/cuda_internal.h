@@ -12,6 +12,8 @@
 #define DIST_RT_CUDA_INTERNAL_H
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dist_rt {
@@ -46,6 +48,42 @@ std::string copy(void *dst, const void *src, size_t bytes);
 /// Waits for every kernel launched so far. Returns "" or the driver's
 /// error (an illegal address in a kernel, say).
 std::string synchronize();
+
+/// The open device's stream (a CUstream) with the device's context made
+/// current on the calling thread, or null when no device is open.
+void *currentStream();
+
+/// A product as dist_rt_gemm_f32 takes it (kernels.h), strides in
+/// elements: C_t[i, j] (+)= sum_p A_t[i, p] * B_t[p, j].
+struct GemmShape {
+  int64_t batch, m, n, k;
+  int64_t aSb, aSm, aSk;
+  int64_t bSb, bSk, bSn;
+  int64_t cSb, cSm, cSn;
+};
+
+/// One operand of a column-major product as cuBLAS takes it: the stored
+/// matrix is `rows` x `cols` with leading dimension `ld`; the product uses
+/// its transpose when `transpose` is set.
+struct LtOperand {
+  bool transpose = false;
+  int64_t rows = 0, cols = 0, ld = 0, batchStride = 0;
+};
+
+/// D (m x n, column-major, leading dimension c.ld) = op(A) * op(B) over
+/// `batch` matrices. `swapped`: the problem computes C^T = B^T * A^T, so
+/// its A is the caller's B and its B the caller's A.
+struct LtProblem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  LtOperand a, b, c;
+  bool swapped = false;
+};
+
+/// The cuBLAS form of `s`, or nullopt when an operand has no unit stride
+/// (or a negative one, or a leading dimension smaller than its rows): such
+/// operands are packed first. Strides along a dimension of extent 1 do not
+/// matter.
+std::optional<LtProblem> planProduct(const GemmShape &s);
 
 } // namespace cuda
 } // namespace dist_rt

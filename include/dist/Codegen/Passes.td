@@ -280,7 +280,17 @@ def ContractionsToRuntimePass
     the SkylakeX kernel 204-217 GFLOP/s against 160-204 for a transform-
     dialect tiled and vectorised kernel, so library calls win; the runtime
     selects the AVX-512 kernel that Debian's OpenBLAS 0.3.21 misdetects.
+
+    With `target=cuda` (the CUDA target, on device buffers) the same
+    products call `dist_rt_cuda_gemm_*` instead, which run them with
+    cuBLASLt on the device; convolutions and weight gradients stay loops
+    (kernels) there.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"host\"",
+           "whose library runs the products: host (OpenBLAS) or cuda "
+           "(cuBLASLt)">,
+  ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
@@ -493,7 +503,9 @@ def MapLoopsToGpuPass
     a device buffer holding a copy of the global (made outside loops, freed
     at the end of its block unless the function returns it). A loop nest
     holding an op that has no GPU lowering (a call) stays on the host, with
-    a warning naming it.
+    a warning naming it; one whose only such ops are calls of the runtime's
+    device library (`dist_rt_cuda_*`: an outer batch of products) stays on
+    the host quietly, those calls launching the device's work.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "256",

@@ -22,6 +22,15 @@ inline constexpr llvm::StringLiteral kGemmF64 = "dist_rt_gemm_f64";
 /// The same with C = A * B (C is not read).
 inline constexpr llvm::StringLiteral kGemmSetF32 = "dist_rt_gemm_set_f32";
 inline constexpr llvm::StringLiteral kGemmSetF64 = "dist_rt_gemm_set_f64";
+/// The same products of a CUDA model on device buffers, through cuBLASLt.
+inline constexpr llvm::StringLiteral kCudaGemmF32 = "dist_rt_cuda_gemm_f32";
+inline constexpr llvm::StringLiteral kCudaGemmF64 = "dist_rt_cuda_gemm_f64";
+inline constexpr llvm::StringLiteral kCudaGemmSetF32 =
+    "dist_rt_cuda_gemm_set_f32";
+inline constexpr llvm::StringLiteral kCudaGemmSetF64 =
+    "dist_rt_cuda_gemm_set_f64";
+/// The prefix of the runtime's device library calls (the above).
+inline constexpr llvm::StringLiteral kCudaLibraryPrefix = "dist_rt_cuda_";
 /// dist_rt_gemm_set_f32 with a bias and ReLU / Clip applied to C.
 inline constexpr llvm::StringLiteral kGemmSetActF32 =
     "dist_rt_gemm_set_act_f32";

@@ -21,11 +21,13 @@
 // A loop nest a kernel cannot run (it calls a function: the runtime's index
 // checks, collectives) stays on the host, which reads and writes the
 // device's managed memory; the compile says so with a warning naming the
-// op's place.
+// op's place. A loop around calls of the runtime's device library (an
+// outer batch of cuBLASLt products) stays on the host without a warning.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dist/Codegen/Passes.h"
+#include "dist/Codegen/RuntimeABI.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -53,12 +55,27 @@ using namespace mlir;
 
 namespace {
 
-/// Why `op`'s body cannot run in a kernel, or null when it can.
-Operation *firstHostOnlyOp(Operation *loop) {
+/// Whether `op` calls the runtime's device library (dist_rt_cuda_*: a
+/// product with cuBLASLt), which the host calls to run work on the device.
+bool callsDeviceLibrary(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  return call &&
+         call.getCallee().starts_with(dist::runtime_abi::kCudaLibraryPrefix);
+}
+
+/// Why `loop`'s body cannot run in a kernel, or null when it can.
+/// `library` is set when it calls the device library (callsDeviceLibrary),
+/// which a kernel cannot either, but which is no reason to warn.
+Operation *firstHostOnlyOp(Operation *loop, bool &library) {
   Operation *found = nullptr;
+  library = false;
   loop->walk([&](Operation *op) {
     if (op == loop)
       return WalkResult::advance();
+    if (callsDeviceLibrary(op)) {
+      library = true;
+      return WalkResult::advance();
+    }
     Dialect *d = op->getDialect();
     bool deviceOp =
         isa_and_nonnull<arith::ArithDialect, math::MathDialect,
@@ -133,11 +150,15 @@ struct MapLoopsToGpuPass
                           "(dist-map-loops-to-gpu)");
         continue;
       }
-      if (Operation *bad = firstHostOnlyOp(loop)) {
+      bool library = false;
+      if (Operation *bad = firstHostOnlyOp(loop, library)) {
         loop->emitWarning() << "runs on the host: its " << bad->getName()
                             << " has no GPU lowering (dist-map-loops-to-gpu)";
         continue;
       }
+      // Products on the host side of the device library, one per trip.
+      if (library)
+        continue;
       if (auto par = dyn_cast<scf::ParallelOp>(loop))
         mapParallel(rewriter, par);
       else

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The host target's front (dist graph -> linalg -> fused -> bufferized),
-// then: every linalg op to parallel loops (products and convolutions too:
-// generated kernels until the runtime calls cuBLAS), every outermost loop
+// then: the products (convolutions' im2col products too) to calls of the
+// runtime's cuBLASLt products (dist-contractions-to-runtime{target=cuda}),
+// every other linalg op to parallel loops, every outermost loop
 // nest to a gpu.launch (dist-map-loops-to-gpu), the launches outlined into
 // gpu.modules, which convert-gpu-to-nvvm lowers, ptxas compiles for each
 // architecture (gpu-module-to-binary, libdevice from the toolkit linked for
@@ -54,6 +55,10 @@ void dist::buildGpuKernelsPipeline(OpPassManager &pm, ConvKernel conv,
   // Without dist-fuse-rows: its row blocks hold scratch buffers a kernel
   // cannot allocate; each pass of a normalisation is a kernel instead.
   buildBufferizedLoopsPipeline(pm, conv, /*fuseRows=*/false);
+  // Products (convolutions' im2col products too) through cuBLASLt.
+  ContractionsToRuntimePassOptions products;
+  products.target = "cuda";
+  pm.addPass(createContractionsToRuntimePass(products));
   // Strided copies as loops, which become kernels; contiguous ones stay
   // copies (the runtime's device copy).
   pm.addNestedPass<func::FuncOp>(createStridedCopiesToLoopsPass());

@@ -13,6 +13,10 @@
 // (measured: memset was 2% of the GPT-style LM's training step, most of it
 // these fills).
 //
+// With target=cuda (the CUDA target's kernel phase) only the products are
+// rewritten, into calls of dist_rt_cuda_gemm_* (cuBLASLt on the device's
+// buffers, same arguments).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dist/Codegen/Passes.h"
@@ -302,9 +306,21 @@ func::FuncOp runtimeFunction(Operation *op, StringRef name, ValueRange args) {
 struct ContractionsToRuntimePass
     : public dist::impl::ContractionsToRuntimePassBase<
           ContractionsToRuntimePass> {
+  using Base::Base;
+
+  /// Whether the products go to the device library (target=cuda).
+  bool cuda = false;
+
   // A module pass: the rewrite declares the runtime functions at module
   // level, which a function pass running in parallel must not do.
   void runOnOperation() override {
+    if (target != "host" && target != "cuda") {
+      getOperation().emitError()
+          << "dist-contractions-to-runtime: unknown target '" << target
+          << "' (host or cuda)";
+      return signalPassFailure();
+    }
+    cuda = target == "cuda";
     SmallVector<linalg::GenericOp> candidates;
     SmallVector<linalg::Conv2DNchwFchwOp> convs;
     SmallVector<linalg::Conv2DNgchwGfchwOp> groupedConvs;
@@ -317,8 +333,10 @@ struct ContractionsToRuntimePass
         groupedConvs.push_back(gc);
     });
     for (linalg::GenericOp op : candidates)
-      if (succeeded(rewriteWeightGrad(op)) || succeeded(rewrite(op)))
+      if ((!cuda && succeeded(rewriteWeightGrad(op))) || succeeded(rewrite(op)))
         ++numCalls;
+    if (cuda)
+      return;
     for (linalg::Conv2DNchwFchwOp op : convs)
       if (succeeded(rewriteConv(op)))
         ++numCalls;
@@ -780,10 +798,13 @@ struct ContractionsToRuntimePass
                             strideOf(O, ow, m),
                             strideOf(O, ow, n),
                             strideOf(R, rw, batch)};
-    StringRef name = fill ? (elem.isF32() ? dist::runtime_abi::kGemmSetF32
-                                          : dist::runtime_abi::kGemmSetF64)
-                          : (elem.isF32() ? dist::runtime_abi::kGemmF32
-                                          : dist::runtime_abi::kGemmF64);
+    namespace abi = dist::runtime_abi;
+    StringRef name =
+        cuda ? (fill ? (elem.isF32() ? abi::kCudaGemmSetF32
+                                     : abi::kCudaGemmSetF64)
+                     : (elem.isF32() ? abi::kCudaGemmF32 : abi::kCudaGemmF64))
+             : (fill ? (elem.isF32() ? abi::kGemmSetF32 : abi::kGemmSetF64)
+                     : (elem.isF32() ? abi::kGemmF32 : abi::kGemmF64));
     func::FuncOp callee = runtimeFunction(op, name, args);
     if (loops->outerBatch == -1) {
       func::CallOp::create(b, loc, callee, args);

@@ -156,6 +156,30 @@ DIST_RT_API void dist_rt_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
                                       int64_t c_sb, int64_t c_sm, int64_t c_sn,
                                       int64_t b_sb);
 
+/// dist_rt_gemm_f32, dist_rt_gemm_f64 and their _set_ forms for a CUDA
+/// model (dist-opt --target=cuda): the pointers are the device's memory
+/// (the runtime's device allocator), the product runs with cuBLASLt on the
+/// device's stream and has finished when the call returns. Errors (no
+/// GPU, cuBLASLt missing or refusing the product) fail the run going on.
+DIST_RT_API void
+dist_rt_cuda_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
+                      int64_t a_ptr, int64_t a_sb, int64_t a_sm, int64_t a_sk,
+                      int64_t b_ptr, int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                      int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+DIST_RT_API void
+dist_rt_cuda_gemm_f64(int64_t batch, int64_t m, int64_t n, int64_t k,
+                      int64_t a_ptr, int64_t a_sb, int64_t a_sm, int64_t a_sk,
+                      int64_t b_ptr, int64_t b_sk, int64_t b_sn, int64_t c_ptr,
+                      int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+DIST_RT_API void dist_rt_cuda_gemm_set_f32(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+DIST_RT_API void dist_rt_cuda_gemm_set_f64(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+
 /// Flags of dist_rt_gemm_set_act_f32.
 #define DIST_RT_GEMM_RELU 1
 #define DIST_RT_GEMM_CLIP 2

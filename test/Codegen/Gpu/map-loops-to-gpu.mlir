@@ -143,3 +143,29 @@ func.func @checked(%b: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop around calls of the runtime's device library (an outer batch of
+// cuBLASLt products) stays on the host without a warning; a loop nest
+// beside it still becomes a launch.
+func.func private @dist_rt_cuda_gemm_f32(i64, i64)
+// CHECK-LABEL: func.func @batched_products
+// CHECK:         scf.for
+// CHECK-NEXT:      arith.index_cast
+// CHECK-NEXT:      func.call @dist_rt_cuda_gemm_f32
+// CHECK:         gpu.launch
+func.func @batched_products(%b: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 0.0 : f32
+  scf.for %t = %c0 to %c4 step %c1 {
+    %i = arith.index_cast %t : index to i64
+    func.call @dist_rt_cuda_gemm_f32(%i, %i) : (i64, i64) -> ()
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %f, %b[%i] : memref<4xf32>
+  }
+  return
+}

@@ -1,4 +1,7 @@
 // RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime | FileCheck %s
+// RUN: dist-opt %s --split-input-file -p 'builtin.module(dist-contractions-to-runtime{target=cuda})' | FileCheck %s --check-prefix=CUDA
+// RUN: not dist-opt %s --split-input-file -p 'builtin.module(dist-contractions-to-runtime{target=tpu})' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: dist-contractions-to-runtime: unknown target 'tpu' (host or cuda)
 
 // A product into a fresh buffer filled with +0.0 and untouched since sets
 // it (dist_rt_gemm_set_f32, BLAS's beta = 0) and the fill goes.
@@ -7,6 +10,12 @@
 // CHECK: call @dist_rt_gemm_set_f32(
 // CHECK-NOT: linalg.fill
 // CHECK: return
+// For the CUDA target (target=cuda), the same call of the device library.
+// CUDA-LABEL: func.func @fresh_zeros(
+// CUDA-NOT: linalg.fill
+// CUDA: call @dist_rt_cuda_gemm_set_f32(
+// CUDA-NOT: linalg.fill
+// CUDA: return
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>
@@ -35,6 +44,9 @@ func.func @fresh_zeros(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %o: memref<4x1
 // CHECK-LABEL: func.func @ones(
 // CHECK: linalg.fill
 // CHECK: call @dist_rt_gemm_f32(
+// CUDA-LABEL: func.func @ones(
+// CUDA: linalg.fill
+// CUDA: call @dist_rt_cuda_gemm_f32(
 // CHECK-LABEL: func.func @read_between(
 // CHECK: linalg.fill
 // CHECK: memref.copy
@@ -174,5 +186,34 @@ func.func @view_read_between(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: me
     linalg.yield %s : f32
   }
   memref.dealloc %acc : memref<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+// For the CUDA target only products become calls: a convolution stays a
+// linalg op (im2col before this pass makes it a product; a direct one is a
+// kernel) and f64 products call the f64 form.
+// CHECK-LABEL: func.func @conv_and_f64(
+// CHECK: call @dist_rt_conv2d_f32(
+// CHECK: call @dist_rt_gemm_f64(
+// CUDA-LABEL: func.func @conv_and_f64(
+// CUDA-NOT: dist_rt_conv2d
+// CUDA: linalg.conv_2d_nchw_fchw
+// CUDA: call @dist_rt_cuda_gemm_f64(
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+func.func @conv_and_f64(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %o: memref<1x4x6x6xf32>,
+                        %p: memref<2x3xf64>, %q: memref<3x5xf64>, %r: memref<2x5xf64>) {
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>) outs(%o : memref<1x4x6x6xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %q : memref<2x3xf64>, memref<3x5xf64>) outs(%r : memref<2x5xf64>) {
+  ^bb0(%u: f64, %v: f64, %t: f64):
+    %m = arith.mulf %u, %v : f64
+    %s = arith.addf %t, %m : f64
+    linalg.yield %s : f64
+  }
   return
 }
