@@ -76,8 +76,10 @@ $PY scripts/onnx_conformance.py --dist-opt "$DIST_OPT" \
 
 echo "== libraries"
 cp "$RTLIB" "$OUT/lib/"
-# What the runtime links that a bare machine may not have (MPI and its
-# dependencies; the C library and the loader are the machine's).
+# What the runtime links that a bare machine may not have (libstdc++ of
+# this compiler; the C library and the loader are the machine's). MPI,
+# OpenBLAS and CUDA's libraries are loaded with dlopen, MPI only under an
+# MPI launcher.
 ldd "$RTLIB" | awk '/=> \// {print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;;

@@ -27,6 +27,15 @@
 // MPI counts are ints: all_reduce, broadcast, send and recv split larger
 // counts into several operations; the block collectives reject them.
 //
+// MPI's library is not linked: it is loaded with dlopen when a program
+// first asks for an MPI world (libmpi.so.40 for Open MPI, libmpi.so.12
+// for MPICH, or the file DIST_RT_LIBMPI names), so that the runtime and
+// every artifact load and run where no MPI is installed (a GPU machine, a
+// serving container) as long as they use none. mpi.h gives the types;
+// Open MPI's predefined handles (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM...)
+// are addresses of its globals, looked up with dlsym as well. A program
+// that brought MPI itself (linked or loaded) has that copy used.
+//
 //===----------------------------------------------------------------------===//
 
 #include "comm_backend.h"
@@ -37,13 +46,17 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <dlfcn.h>
+
 #include <limits>
 #include <memory>
 
 #include <atomic>
 #include <cinttypes>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -59,6 +72,172 @@ using dist_rt::comm::Deadline;
 #endif
 
 namespace {
+
+/// The MPI entry points and predefined handles the backend uses, from
+/// MPI's library loaded with dlopen (see the file comment).
+struct MpiApi {
+  decltype(&MPI_Abort) Abort = nullptr;
+  decltype(&MPI_Comm_dup) Comm_dup = nullptr;
+  decltype(&MPI_Comm_free) Comm_free = nullptr;
+  decltype(&MPI_Comm_rank) Comm_rank = nullptr;
+  decltype(&MPI_Comm_set_errhandler) Comm_set_errhandler = nullptr;
+  decltype(&MPI_Comm_size) Comm_size = nullptr;
+  decltype(&MPI_Comm_split) Comm_split = nullptr;
+  decltype(&MPI_Error_class) Error_class = nullptr;
+  decltype(&MPI_Error_string) Error_string = nullptr;
+  decltype(&MPI_Finalize) Finalize = nullptr;
+  decltype(&MPI_Finalized) Finalized = nullptr;
+  decltype(&MPI_Get_count) Get_count = nullptr;
+  decltype(&MPI_Iallgather) Iallgather = nullptr;
+  decltype(&MPI_Iallreduce) Iallreduce = nullptr;
+  decltype(&MPI_Ialltoall) Ialltoall = nullptr;
+  decltype(&MPI_Ibarrier) Ibarrier = nullptr;
+  decltype(&MPI_Ibcast) Ibcast = nullptr;
+  decltype(&MPI_Init_thread) Init_thread = nullptr;
+  decltype(&MPI_Initialized) Initialized = nullptr;
+  decltype(&MPI_Irecv) Irecv = nullptr;
+  decltype(&MPI_Ireduce_scatter_block) Ireduce_scatter_block = nullptr;
+  decltype(&MPI_Isend) Isend = nullptr;
+  decltype(&MPI_Query_thread) Query_thread = nullptr;
+  decltype(&MPI_Test) Test = nullptr;
+  decltype(&MPI_Testall) Testall = nullptr;
+  MPI_Comm commWorld{}, commNull{};
+  MPI_Datatype floatType{}, doubleType{}, int32Type{}, int64Type{};
+  MPI_Op sum{}, max{}, min{}, prod{};
+  MPI_Errhandler errorsReturn{};
+};
+
+/// The loaded library: null until loadMpi succeeds, then never changed.
+std::atomic<const MpiApi *> loadedMpi{nullptr};
+
+/// The loaded library's entry points (loadMpi succeeded before).
+const MpiApi &mpi() { return *loadedMpi.load(); }
+
+template <typename T>
+bool resolve(void *lib, const char *name, T &out) {
+  out = reinterpret_cast<T>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+// mpi.h's predefined handles where they are constants (MPICH); nothing
+// where they are the addresses of Open MPI's globals, which would make the
+// runtime link libmpi.
+#ifdef OPEN_MPI
+#define DIST_RT_MPI_PREDEFINED(value)                                          \
+  {                                                                            \
+  }
+#else
+#define DIST_RT_MPI_PREDEFINED(value) value
+#endif
+
+/// Sets `out` to a predefined handle: Open MPI's are the addresses of its
+/// globals (OMPI_PREDEFINED_GLOBAL in mpi.h), looked up by `global`; other
+/// MPIs' (MPICH's integers) are mpi.h's `value`.
+template <typename T>
+bool handle(void *lib, [[maybe_unused]] const char *global,
+            [[maybe_unused]] T value, T &out) {
+#ifdef OPEN_MPI
+  out = reinterpret_cast<T>(dlsym(lib, global));
+  return out != nullptr;
+#else
+  (void)lib;
+  out = value;
+  return true;
+#endif
+}
+
+/// The library names tried, in order: the file DIST_RT_LIBMPI names, else
+/// the sonames of the MPI that mpi.h comes from.
+std::vector<std::string> mpiLibraryNames() {
+  if (const char *path = std::getenv("DIST_RT_LIBMPI"); path && *path)
+    return {path};
+#ifdef OPEN_MPI
+  return {"libmpi.so.40", "libmpi.so"};
+#else
+  return {"libmpi.so.12", "libmpi.so"};
+#endif
+}
+
+/// Makes MPI's library usable (loadedMpi). With `load` false only a
+/// library already in the process counts (RTLD_NOLOAD: whether MPI can be
+/// running at all). Returns "" or why it cannot, in a phrase.
+std::string loadMpi(bool load) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loadedMpi.load())
+    return "";
+  void *lib = nullptr;
+  std::string tried;
+  for (const std::string &name : mpiLibraryNames()) {
+    // RTLD_GLOBAL: Open MPI's components, which it loads itself, resolve
+    // their symbols in it.
+    lib =
+        dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL | (load ? 0 : RTLD_NOLOAD));
+    if (lib)
+      break;
+    const char *why = dlerror();
+    tried += (tried.empty() ? "" : "; ") + std::string(why ? why : name);
+  }
+  if (!lib)
+    return load ? "MPI's library does not load (" + tried +
+                      "); install Open MPI or set DIST_RT_LIBMPI"
+                : "MPI is not loaded";
+  // Holds the handles whatever becomes of `a` (never destroyed: MPI may
+  // still be called from static destructors).
+  static MpiApi &a = *new MpiApi();
+  bool ok =
+      resolve(lib, "MPI_Abort", a.Abort) &&
+      resolve(lib, "MPI_Comm_dup", a.Comm_dup) &&
+      resolve(lib, "MPI_Comm_free", a.Comm_free) &&
+      resolve(lib, "MPI_Comm_rank", a.Comm_rank) &&
+      resolve(lib, "MPI_Comm_set_errhandler", a.Comm_set_errhandler) &&
+      resolve(lib, "MPI_Comm_size", a.Comm_size) &&
+      resolve(lib, "MPI_Comm_split", a.Comm_split) &&
+      resolve(lib, "MPI_Error_class", a.Error_class) &&
+      resolve(lib, "MPI_Error_string", a.Error_string) &&
+      resolve(lib, "MPI_Finalize", a.Finalize) &&
+      resolve(lib, "MPI_Finalized", a.Finalized) &&
+      resolve(lib, "MPI_Get_count", a.Get_count) &&
+      resolve(lib, "MPI_Iallgather", a.Iallgather) &&
+      resolve(lib, "MPI_Iallreduce", a.Iallreduce) &&
+      resolve(lib, "MPI_Ialltoall", a.Ialltoall) &&
+      resolve(lib, "MPI_Ibarrier", a.Ibarrier) &&
+      resolve(lib, "MPI_Ibcast", a.Ibcast) &&
+      resolve(lib, "MPI_Init_thread", a.Init_thread) &&
+      resolve(lib, "MPI_Initialized", a.Initialized) &&
+      resolve(lib, "MPI_Irecv", a.Irecv) &&
+      resolve(lib, "MPI_Ireduce_scatter_block", a.Ireduce_scatter_block) &&
+      resolve(lib, "MPI_Isend", a.Isend) &&
+      resolve(lib, "MPI_Query_thread", a.Query_thread) &&
+      resolve(lib, "MPI_Test", a.Test) &&
+      resolve(lib, "MPI_Testall", a.Testall) &&
+      handle(lib, "ompi_mpi_comm_world", DIST_RT_MPI_PREDEFINED(MPI_COMM_WORLD),
+             a.commWorld) &&
+      handle(lib, "ompi_mpi_comm_null", DIST_RT_MPI_PREDEFINED(MPI_COMM_NULL),
+             a.commNull) &&
+      handle(lib, "ompi_mpi_float", DIST_RT_MPI_PREDEFINED(MPI_FLOAT),
+             a.floatType) &&
+      handle(lib, "ompi_mpi_double", DIST_RT_MPI_PREDEFINED(MPI_DOUBLE),
+             a.doubleType) &&
+      handle(lib, "ompi_mpi_int32_t", DIST_RT_MPI_PREDEFINED(MPI_INT32_T),
+             a.int32Type) &&
+      handle(lib, "ompi_mpi_int64_t", DIST_RT_MPI_PREDEFINED(MPI_INT64_T),
+             a.int64Type) &&
+      handle(lib, "ompi_mpi_op_sum", DIST_RT_MPI_PREDEFINED(MPI_SUM), a.sum) &&
+      handle(lib, "ompi_mpi_op_max", DIST_RT_MPI_PREDEFINED(MPI_MAX), a.max) &&
+      handle(lib, "ompi_mpi_op_min", DIST_RT_MPI_PREDEFINED(MPI_MIN), a.min) &&
+      handle(lib, "ompi_mpi_op_prod", DIST_RT_MPI_PREDEFINED(MPI_PROD),
+             a.prod) &&
+      handle(lib, "ompi_mpi_errors_return",
+             DIST_RT_MPI_PREDEFINED(MPI_ERRORS_RETURN), a.errorsReturn);
+  if (!ok)
+    return "the MPI library loaded is not the MPI the runtime was built "
+           "with (a symbol is missing)";
+  loadedMpi.store(&a);
+  return "";
+}
+
+#undef DIST_RT_MPI_PREDEFINED
 
 constexpr int64_t kMaxChunk = DIST_RT_COMM_MAX_CHUNK;
 
@@ -162,9 +341,11 @@ std::atomic<bool> communicationFailed{false};
 
 /// True between MPI_Init and MPI_Finalize (whoever called them).
 bool mpiRunning() {
+  if (!loadMpi(/*load=*/false).empty())
+    return false;
   int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
+  mpi().Initialized(&initialized);
+  mpi().Finalized(&finalized);
   return initialized && !finalized;
 }
 
@@ -172,7 +353,7 @@ bool mpiRunning() {
 std::string mpiErrorText(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS || length <= 0)
+  if (mpi().Error_string(code, text, &length) != MPI_SUCCESS || length <= 0)
     return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<size_t>(length));
 }
@@ -180,26 +361,26 @@ std::string mpiErrorText(int code) {
 MPI_Datatype mpiType(uint32_t dtype) {
   switch (dtype) {
   case DIST_RT_DTYPE_FLOAT:
-    return MPI_FLOAT;
+    return mpi().floatType;
   case DIST_RT_DTYPE_DOUBLE:
-    return MPI_DOUBLE;
+    return mpi().doubleType;
   case DIST_RT_DTYPE_INT32:
-    return MPI_INT32_T;
+    return mpi().int32Type;
   default:
-    return MPI_INT64_T;
+    return mpi().int64Type;
   }
 }
 
 MPI_Op mpiOp(dist_rt_reduce_op_t reduce) {
   switch (reduce) {
   case DIST_RT_REDUCE_MAX:
-    return MPI_MAX;
+    return mpi().max;
   case DIST_RT_REDUCE_MIN:
-    return MPI_MIN;
+    return mpi().min;
   case DIST_RT_REDUCE_PROD:
-    return MPI_PROD;
+    return mpi().prod;
   default: // SUM, and AVG (divided afterwards: MPI has no average).
-    return MPI_SUM;
+    return mpi().sum;
   }
 }
 
@@ -218,9 +399,9 @@ public:
   MpiBackend(MPI_Comm comm, MPI_Comm ringComm)
       : comm(comm), ringComm(ringComm) {
     int value = 0;
-    MPI_Comm_rank(comm, &value);
+    mpi().Comm_rank(comm, &value);
     myRank = value;
-    MPI_Comm_size(comm, &value);
+    mpi().Comm_size(comm, &value);
     numRanks = value;
   }
 
@@ -233,8 +414,8 @@ public:
       return;
     }
     if (mpiRunning()) {
-      MPI_Comm_free(&ringComm);
-      MPI_Comm_free(&comm);
+      mpi().Comm_free(&ringComm);
+      mpi().Comm_free(&comm);
     }
   }
 
@@ -242,15 +423,15 @@ public:
   /// `*out`; takes `comm` even on failure. Collective over `comm`.
   static dist_rt_status_t create(const char *op, MPI_Comm comm,
                                  std::unique_ptr<CommBackend> *out) {
-    MPI_Comm ringComm = MPI_COMM_NULL;
-    int rc = MPI_Comm_dup(comm, &ringComm);
+    MPI_Comm ringComm = mpi().commNull;
+    int rc = mpi().Comm_dup(comm, &ringComm);
     if (rc == MPI_SUCCESS) {
-      rc = MPI_Comm_set_errhandler(ringComm, MPI_ERRORS_RETURN);
+      rc = mpi().Comm_set_errhandler(ringComm, mpi().errorsReturn);
       if (rc != MPI_SUCCESS)
-        MPI_Comm_free(&ringComm);
+        mpi().Comm_free(&ringComm);
     }
     if (rc != MPI_SUCCESS) {
-      MPI_Comm_free(&comm);
+      mpi().Comm_free(&comm);
       return makeStatus(DIST_RT_ERROR_COMM,
                         "%s: duplicating the communicator failed: %s", op,
                         mpiErrorText(rc).c_str());
@@ -282,8 +463,8 @@ public:
         return ringAllReduce(op, chunkRecv, n, dtype, reduce, deadline);
       if (dist_rt_status_t status = startAndWait(
               op, deadline, otherRanks(numRanks), [&](MPI_Request *request) {
-                return MPI_Iallreduce(chunkSend, chunkRecv, n, mpiType(dtype),
-                                      mpiOp(reduce), comm, request);
+                return mpi().Iallreduce(chunkSend, chunkRecv, n, mpiType(dtype),
+                                        mpiOp(reduce), comm, request);
               }))
         return status;
       finishAverage(chunkRecv, n, dtype, reduce, numRanks);
@@ -299,8 +480,8 @@ public:
     int n = static_cast<int>(countPerRank);
     return startAndWait(
         op, deadline, otherRanks(numRanks), [&](MPI_Request *request) {
-          return MPI_Iallgather(send, n, mpiType(dtype), recv, n,
-                                mpiType(dtype), comm, request);
+          return mpi().Iallgather(send, n, mpiType(dtype), recv, n,
+                                  mpiType(dtype), comm, request);
         });
   }
 
@@ -312,7 +493,7 @@ public:
       return status;
     if (dist_rt_status_t status = startAndWait(
             op, deadline, otherRanks(numRanks), [&](MPI_Request *request) {
-              return MPI_Ireduce_scatter_block(
+              return mpi().Ireduce_scatter_block(
                   send, recv, static_cast<int>(countPerRank), mpiType(dtype),
                   mpiOp(reduce), comm, request);
             }))
@@ -327,11 +508,11 @@ public:
     if (dist_rt_status_t status = checkBlockCount(op, countPerRank))
       return status;
     int n = static_cast<int>(countPerRank);
-    return startAndWait(op, deadline, otherRanks(numRanks),
-                        [&](MPI_Request *request) {
-                          return MPI_Ialltoall(send, n, mpiType(dtype), recv, n,
-                                               mpiType(dtype), comm, request);
-                        });
+    return startAndWait(
+        op, deadline, otherRanks(numRanks), [&](MPI_Request *request) {
+          return mpi().Ialltoall(send, n, mpiType(dtype), recv, n,
+                                 mpiType(dtype), comm, request);
+        });
   }
 
   dist_rt_status_t broadcast(const char *op, void *buf, int64_t count,
@@ -343,8 +524,8 @@ public:
                                  : "the root, rank " + std::to_string(root);
     return forChunks(count, [&](int64_t offset, int n) -> dist_rt_status_t {
       return startAndWait(op, deadline, waitingFor, [&](MPI_Request *request) {
-        return MPI_Ibcast(static_cast<char *>(buf) + offset * elementSize, n,
-                          mpiType(dtype), root, comm, request);
+        return mpi().Ibcast(static_cast<char *>(buf) + offset * elementSize, n,
+                            mpiType(dtype), root, comm, request);
       });
     });
   }
@@ -357,8 +538,9 @@ public:
                              " to receive tag " + std::to_string(tag);
     return forChunks(count, [&](int64_t offset, int n) -> dist_rt_status_t {
       return startAndWait(op, deadline, waitingFor, [&](MPI_Request *request) {
-        return MPI_Isend(static_cast<const char *>(buf) + offset * elementSize,
-                         n, mpiType(dtype), peer, tag, comm, request);
+        return mpi().Isend(static_cast<const char *>(buf) +
+                               offset * elementSize,
+                           n, mpiType(dtype), peer, tag, comm, request);
       });
     });
   }
@@ -371,8 +553,8 @@ public:
     if (count > std::numeric_limits<int>::max())
       return send(op, buf, count, dtype, peer, tag, deadline);
     auto request = std::make_unique<MPI_Request>();
-    int rc = MPI_Isend(buf, static_cast<int>(count), mpiType(dtype), peer, tag,
-                       comm, request.get());
+    int rc = mpi().Isend(buf, static_cast<int>(count), mpiType(dtype), peer,
+                         tag, comm, request.get());
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
     *out_request = request.release();
@@ -383,7 +565,7 @@ public:
                             bool *out_done) override {
     auto *r = static_cast<MPI_Request *>(request);
     int done = 0;
-    int rc = MPI_Test(r, &done, MPI_STATUS_IGNORE);
+    int rc = mpi().Test(r, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
     *out_done = done != 0;
@@ -400,8 +582,8 @@ public:
         "rank " + std::to_string(peer) + " to send tag " + std::to_string(tag);
     return forChunks(count, [&](int64_t offset, int n) -> dist_rt_status_t {
       MPI_Request request;
-      int rc = MPI_Irecv(static_cast<char *>(buf) + offset * elementSize, n,
-                         mpiType(dtype), peer, tag, comm, &request);
+      int rc = mpi().Irecv(static_cast<char *>(buf) + offset * elementSize, n,
+                           mpiType(dtype), peer, tag, comm, &request);
       if (rc != MPI_SUCCESS)
         return mpiError(op, rc);
       MPI_Status status;
@@ -411,7 +593,7 @@ public:
         return failure;
       int received = 0;
       if (!truncated &&
-          MPI_Get_count(&status, mpiType(dtype), &received) == MPI_SUCCESS &&
+          mpi().Get_count(&status, mpiType(dtype), &received) == MPI_SUCCESS &&
           received == n)
         return nullptr;
       std::string got = truncated || received == MPI_UNDEFINED
@@ -430,18 +612,18 @@ public:
   dist_rt_status_t barrier(const char *op, const Deadline &deadline) override {
     return startAndWait(
         op, deadline, otherRanks(numRanks),
-        [&](MPI_Request *request) { return MPI_Ibarrier(comm, request); });
+        [&](MPI_Request *request) { return mpi().Ibarrier(comm, request); });
   }
 
   dist_rt_status_t split(const char *op, int32_t color, int32_t key,
                          std::unique_ptr<CommBackend> *out) override {
-    MPI_Comm newComm = MPI_COMM_NULL;
-    int rc = MPI_Comm_split(comm, color, key, &newComm);
+    MPI_Comm newComm = mpi().commNull;
+    int rc = mpi().Comm_split(comm, color, key, &newComm);
     if (rc != MPI_SUCCESS)
       return mpiError(op, rc);
-    rc = MPI_Comm_set_errhandler(newComm, MPI_ERRORS_RETURN);
+    rc = mpi().Comm_set_errhandler(newComm, mpi().errorsReturn);
     if (rc != MPI_SUCCESS) {
-      MPI_Comm_free(&newComm);
+      mpi().Comm_free(&newComm);
       return mpiError(op, rc);
     }
     return create(op, newComm, out);
@@ -520,19 +702,19 @@ private:
         void *into = gather ? static_cast<void *>(at(recvBlock))
                             : static_cast<void *>(scratch.data());
         MPI_Request requests[2];
-        int rc = MPI_Irecv(into, static_cast<int>(length(recvBlock)),
-                           mpiType(dtype), left, tag, ringComm, &requests[0]);
+        int rc = mpi().Irecv(into, static_cast<int>(length(recvBlock)),
+                             mpiType(dtype), left, tag, ringComm, &requests[0]);
         if (rc != MPI_SUCCESS)
           return mpiError(op, rc);
-        rc = MPI_Isend(at(sendBlock), static_cast<int>(length(sendBlock)),
-                       mpiType(dtype), right, tag, ringComm, &requests[1]);
+        rc = mpi().Isend(at(sendBlock), static_cast<int>(length(sendBlock)),
+                         mpiType(dtype), right, tag, ringComm, &requests[1]);
         if (rc != MPI_SUCCESS) {
           // The receive stays posted: the communicator is abandoned.
           return mpiError(op, rc);
         }
         if (dist_rt_status_t status =
                 poll(op, deadline, waitingFor, [&](int *done) {
-                  return MPI_Testall(2, requests, done, MPI_STATUSES_IGNORE);
+                  return mpi().Testall(2, requests, done, MPI_STATUSES_IGNORE);
                 }))
           return status;
         if (gather)
@@ -568,10 +750,10 @@ private:
                         MPI_Status *status = nullptr,
                         bool *truncated = nullptr) {
     return poll(op, deadline, waitingFor, [&](int *done) {
-      int rc = MPI_Test(request, done, status ? status : MPI_STATUS_IGNORE);
+      int rc = mpi().Test(request, done, status ? status : MPI_STATUS_IGNORE);
       int errorClass = 0;
       if (rc != MPI_SUCCESS && truncated &&
-          MPI_Error_class(rc, &errorClass) == MPI_SUCCESS &&
+          mpi().Error_class(rc, &errorClass) == MPI_SUCCESS &&
           errorClass == MPI_ERR_TRUNCATE) {
         *truncated = true;
         *done = 1;
@@ -620,9 +802,11 @@ private:
 dist_rt_status_t
 dist_rt::comm::createMpiWorldBackend(int *argc, char ***argv,
                                      std::unique_ptr<CommBackend> *out) {
+  if (std::string problem = loadMpi(/*load=*/true); !problem.empty())
+    return makeStatus(DIST_RT_ERROR_COMM, "world_init: %s", problem.c_str());
   int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
+  mpi().Initialized(&initialized);
+  mpi().Finalized(&finalized);
   if (finalized)
     return makeStatus(DIST_RT_ERROR_COMM,
                       "world_init: MPI was already finalized and cannot be "
@@ -631,13 +815,13 @@ dist_rt::comm::createMpiWorldBackend(int *argc, char ***argv,
     int provided = 0;
     // SERIALIZED when the library has it: the mesh collectives of
     // generated code (mesh.cpp) run on a communication thread.
-    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+    int rc = mpi().Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS)
       return makeStatus(DIST_RT_ERROR_COMM,
                         "world_init: MPI_Init_thread failed: %s",
                         mpiErrorText(rc).c_str());
     if (provided < MPI_THREAD_FUNNELED) {
-      MPI_Finalize();
+      mpi().Finalize();
       return makeStatus(DIST_RT_ERROR_COMM,
                         "world_init: this MPI library gives thread support "
                         "level %d, the runtime needs MPI_THREAD_FUNNELED",
@@ -646,16 +830,16 @@ dist_rt::comm::createMpiWorldBackend(int *argc, char ***argv,
     initializedHere.store(true);
     serializedThreads.store(provided >= MPI_THREAD_SERIALIZED);
     // Only when MPI is ours: the program's own handler is left alone.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    mpi().Comm_set_errhandler(mpi().commWorld, mpi().errorsReturn);
   }
-  MPI_Comm world = MPI_COMM_NULL;
-  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world);
+  MPI_Comm world = mpi().commNull;
+  int rc = mpi().Comm_dup(mpi().commWorld, &world);
   if (rc != MPI_SUCCESS)
     return makeStatus(DIST_RT_ERROR_COMM, "world_init: MPI_Comm_dup failed: %s",
                       mpiErrorText(rc).c_str());
-  rc = MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  rc = mpi().Comm_set_errhandler(world, mpi().errorsReturn);
   if (rc != MPI_SUCCESS) {
-    MPI_Comm_free(&world);
+    mpi().Comm_free(&world);
     return makeStatus(DIST_RT_ERROR_COMM,
                       "world_init: MPI_Comm_set_errhandler failed: %s",
                       mpiErrorText(rc).c_str());
@@ -667,7 +851,7 @@ bool dist_rt::comm::mpiAllowsSerializedThreads() {
   if (initializedHere.load())
     return serializedThreads.load();
   int provided = 0;
-  return mpiRunning() && MPI_Query_thread(&provided) == MPI_SUCCESS &&
+  return mpiRunning() && mpi().Query_thread(&provided) == MPI_SUCCESS &&
          provided >= MPI_THREAD_SERIALIZED;
 }
 
@@ -675,14 +859,14 @@ dist_rt_status_t dist_rt::comm::finalizeMpi() {
   if (!initializedHere.load() || !mpiRunning())
     return nullptr;
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  mpi().Comm_rank(mpi().commWorld, &rank);
   if (communicationFailed.load())
     return makeStatus(DIST_RT_ERROR_COMM,
                       "rank %d: world_finalize: MPI is not finalized after a "
                       "communication failure (it could wait forever); end "
                       "the job with dist_rt_world_abort",
                       rank);
-  int rc = MPI_Finalize();
+  int rc = mpi().Finalize();
   if (rc != MPI_SUCCESS)
     return makeStatus(DIST_RT_ERROR_COMM,
                       "rank %d: world_finalize: MPI_Finalize failed: %s", rank,
@@ -692,5 +876,5 @@ dist_rt_status_t dist_rt::comm::finalizeMpi() {
 
 void dist_rt::comm::abortMpi(int code) {
   if (mpiRunning())
-    MPI_Abort(MPI_COMM_WORLD, code);
+    mpi().Abort(mpi().commWorld, code);
 }

@@ -999,11 +999,7 @@ LogicalResult dist::linkArtifacts(ModuleOp module, const ModelSignature &sig,
                                   glue.str().str(),
                                   objPath.str(),
                                   o.runtimeLib};
-  // What the runtime itself links (MPI for its collectives).
-  for (llvm::StringRef lib :
-       llvm::split(llvm::StringRef(DIST_RUNTIME_LINK_LIBS), ';'))
-    if (!lib.empty())
-      common.push_back(lib.str());
+  // The runtime loads what else it uses (MPI, OpenBLAS, CUDA) with dlopen.
   common.insert(common.end(), {"-lstdc++", "-lm", "-lpthread", "-ldl"});
   // A sanitizer build's runtime needs the sanitizers' own runtime.
   for (llvm::StringRef flag :
