@@ -42,6 +42,11 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
                       "model '%s': the thread count must not be negative "
                       "(got %" PRId32 ")",
                       desc->name, options.num_threads);
+  if (options.device_tensors && desc->device != DIST_RT_DEVICE_CUDA)
+    return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
+                      "model '%s': device tensors (options.device_tensors) "
+                      "need a model compiled with --target=cuda",
+                      desc->name);
   if (desc->num_mesh_axes)
     if (dist_rt_status_t status = dist_rt_mesh_setup(
             desc->num_mesh_axes, desc->mesh_shape, desc->mesh_axis_names))
@@ -165,6 +170,7 @@ dist_rt_model_options_initialize(dist_rt_model_options_t *options) {
   options->param_path = nullptr;
   options->num_threads = 0;
   options->device = -1;
+  options->device_tensors = 0;
 }
 
 extern "C" dist_rt_status_t

@@ -590,11 +590,16 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
       discardOutputs(model, call);
       return generatedCodeError(*model.desc, errors);
     }
-    if (dist_rt_status_t status = downloadOutputs(model, call))
+    if (model.deviceTensors) {
+      if (dist_rt_status_t status = keepOutputsOnDevice(model, call))
+        return status;
+    } else if (dist_rt_status_t status = downloadOutputs(model, call)) {
       return status;
+    }
   }
-  if (dist_rt_status_t status = collectOutputs(model, inputs))
-    return status;
+  if (!model.deviceTensors)
+    if (dist_rt_status_t status = collectOutputs(model, inputs))
+      return status;
   if (errors.failed) {
     model.pending.release();
     return generatedCodeError(*model.desc, errors);

@@ -92,6 +92,7 @@ dist_rt_status_t openDevice(dist_rt_model &model,
                    model.deviceParamWords.data() + model.paramOffsets[i],
                    model.deviceParams))
       return status;
+  model.deviceTensors = options.device_tensors != 0;
   // The inference call passes the device copies.
   for (uint32_t i = 0; i < desc.num_params; ++i)
     model.inference.args[i] =
@@ -149,10 +150,19 @@ void discardOutputs(dist_rt_model &model, EntryCall &call) {
   releaseRunBlocks(model, returned);
 }
 
-dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call) {
+namespace {
+
+/// Copies each output the entry of `call` returned (device memory) into a
+/// contiguous block of `allocate(bytes)` (host or device memory), points
+/// its descriptor at the copy (contiguous strides) and appends the block
+/// to `copies`; then frees the run's device blocks. On failure frees the
+/// copies too and returns a status naming the output.
+template <typename Allocate>
+dist_rt_status_t copyOutputs(dist_rt_model &model, EntryCall &call,
+                             Allocate allocate, const char *memory,
+                             std::vector<void *> &copies) {
   const dist_rt_model_desc_t &desc = *model.desc;
   std::vector<void *> returned = returnedBlocks(call);
-  std::vector<void *> copies;
   dist_rt_status_t status = nullptr;
   for (uint32_t o = 0; o < call.numOutputs && !status; ++o) {
     int64_t *words = call.resultWords.data() + call.resultOffsets[o];
@@ -179,16 +189,16 @@ dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call) {
     }
     uint64_t bytes = descriptorBytes(words, rank, elemSize);
     char *from = dataOf(words, elemSize);
-    void *host = _mlir_memref_to_llvm_alloc(static_cast<size_t>(bytes));
-    if (!host && bytes) {
+    void *copy = allocate(static_cast<size_t>(bytes));
+    if (!copy && bytes) {
       status = makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
-                          "model '%s': out of host memory for output '%s' "
+                          "model '%s': out of %s memory for output '%s' "
                           "(%" PRIu64 " bytes)",
-                          desc.name, call.outputs[o].name, bytes);
+                          desc.name, memory, call.outputs[o].name, bytes);
       break;
     }
-    copies.push_back(host);
-    std::string error = cuda::copy(host, from, static_cast<size_t>(bytes));
+    copies.push_back(copy);
+    std::string error = cuda::copy(copy, from, static_cast<size_t>(bytes));
     if (!error.empty()) {
       status = makeStatus(DIST_RT_ERROR_DEVICE,
                           "model '%s': output '%s': copy from %s: %s",
@@ -196,7 +206,7 @@ dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call) {
                           cuda::deviceName().c_str(), error.c_str());
       break;
     }
-    pointAt(words, host);
+    pointAt(words, copy);
     // The copy's strides: contiguous row-major.
     int64_t stride = 1;
     for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
@@ -205,10 +215,54 @@ dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call) {
     }
   }
   releaseRunBlocks(model, returned);
+  return status;
+}
+
+} // namespace
+
+dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call) {
+  std::vector<void *> copies;
+  dist_rt_status_t status = copyOutputs(
+      model, call,
+      [](size_t bytes) { return _mlir_memref_to_llvm_alloc(bytes); }, "host",
+      copies);
   if (status)
     for (void *host : copies)
       _mlir_memref_to_llvm_free(host);
   return status;
+}
+
+dist_rt_status_t keepOutputsOnDevice(dist_rt_model &model, EntryCall &call) {
+  std::vector<void *> copies;
+  std::string error;
+  dist_rt_status_t status = copyOutputs(
+      model, call,
+      [&](size_t bytes) { return cuda::allocate(bytes ? bytes : 1, error); },
+      "device", copies);
+  if (status) {
+    for (void *block : copies)
+      cuda::release(block);
+    return status;
+  }
+  dist_rt_model::Outputs &pending = model.pending;
+  pending.release();
+  pending.device = true;
+  pending.blocks = copies;
+  size_t totalRank = 0;
+  for (uint32_t o = 0; o < call.numOutputs; ++o)
+    totalRank += call.outputs[o].rank;
+  pending.dims.assign(totalRank, 0);
+  size_t dimPos = 0;
+  for (uint32_t o = 0; o < call.numOutputs; ++o) {
+    const int64_t *words = call.resultWords.data() + call.resultOffsets[o];
+    uint32_t rank = call.outputs[o].rank;
+    int64_t *dims = pending.dims.data() + dimPos;
+    dimPos += rank;
+    std::copy(words + 3, words + 3 + rank, dims);
+    pending.tensors.push_back(dist_rt_tensor_t{
+        call.outputs[o].dtype, rank, rank ? dims : nullptr, copies[o]});
+  }
+  return nullptr;
 }
 
 void releaseDeviceBlocks(dist_rt_model &model) {

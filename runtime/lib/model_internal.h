@@ -15,6 +15,7 @@
 #ifndef DIST_RT_LIB_MODEL_INTERNAL_H
 #define DIST_RT_LIB_MODEL_INTERNAL_H
 
+#include "cuda_internal.h"
 #include "internal.h"
 
 #include "dist_rt/kernels.h"
@@ -207,13 +208,21 @@ struct dist_rt_model {
   struct Outputs {
     std::vector<dist_rt_tensor_t> tensors;
     std::vector<int64_t> dims;
+    /// The blocks the tensors' data lie in: the runtime's host allocator's,
+    /// or the device allocator's when `device` (a CUDA model's device
+    /// tensors).
     std::vector<void *> blocks;
+    bool device = false;
 
     void release() {
       for (void *block : blocks)
-        _mlir_memref_to_llvm_free(block);
+        if (device)
+          dist_rt::cuda::release(block);
+        else
+          _mlir_memref_to_llvm_free(block);
       blocks.clear();
       tensors.clear();
+      device = false;
     }
   };
   /// Returned by the last successful run.
@@ -235,6 +244,8 @@ struct dist_rt_model {
   std::vector<int64_t> deviceParamWords;
   std::vector<void *> deviceParams;
   std::vector<void *> deviceInputs;
+  /// options.device_tensors: outputs stay in device memory.
+  bool deviceTensors = false;
 
   ~dist_rt_model();
 };
@@ -423,6 +434,12 @@ dist_rt_status_t uploadInputs(dist_rt_model &model, EntryCall &call);
 /// host copies from the runtime's allocator, then frees the device blocks
 /// of the run (outputs and input copies). On failure frees everything.
 dist_rt_status_t downloadOutputs(dist_rt_model &model, EntryCall &call);
+
+/// For device tensors (options.device_tensors): copies each output the
+/// entry returned into a device block of its own (on the device) and makes
+/// model.pending those outputs, then frees the run's device blocks. On
+/// failure frees everything.
+dist_rt_status_t keepOutputsOnDevice(dist_rt_model &model, EntryCall &call);
 
 /// Frees the device blocks of a run that failed (outputs and input
 /// copies) without copying anything back.

@@ -98,6 +98,20 @@ TEST(CudaTest, DescriptorChecksRefuseWhatACudaModelCannotDo) {
                   "this runtime knows");
 }
 
+TEST(CudaTest, DeviceTensorsNeedACudaModel) {
+  dist_rt_model_desc_t d = cudaDesc();
+  d.device = DIST_RT_DEVICE_HOST;
+  dist_rt_model_options_t options;
+  dist_rt_model_options_initialize(&options);
+  EXPECT_EQ(options.device_tensors, 0u);
+  options.device_tensors = 1;
+  dist_rt_model_t model = reinterpret_cast<dist_rt_model_t>(&d);
+  std::string text = statusText(dist_rt_model_create(&d, &options, &model));
+  EXPECT_EQ(text, "model 'gpu_model': device tensors (options.device_tensors) "
+                  "need a model compiled with --target=cuda");
+  EXPECT_EQ(model, nullptr);
+}
+
 TEST(CudaTest, DeviceAllocationWithoutAGpuFailsTheRunNotTheProcess) {
   if (haveDriver())
     GTEST_SKIP() << "a CUDA driver loads here";

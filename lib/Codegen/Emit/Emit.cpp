@@ -649,8 +649,19 @@ std::string glueSource(const ModelSignature &sig, const EmitOptions &o) {
      << "  opts.param_path = param_path;\n"
      << "  opts.num_threads = num_threads;\n"
      << "  return (" << o.name << "_status_t)dist_rt_model_create(&" << o.name
-     << "_model_desc, &opts, (dist_rt_model_t *)out_model);\n}\n"
-     << o.name << "_status_t " << o.name << "_model_run(" << o.name
+     << "_model_desc, &opts, (dist_rt_model_t *)out_model);\n}\n";
+  if (sig.device == "cuda")
+    os << o.name << "_status_t " << o.name
+       << "_model_create_cuda(const char *param_path, int32_t device, "
+       << "uint32_t device_tensors, " << o.name << "_model_t **out_model) {\n"
+       << "  dist_rt_model_options_t opts;\n"
+       << "  dist_rt_model_options_initialize(&opts);\n"
+       << "  opts.param_path = param_path;\n"
+       << "  opts.device = device;\n"
+       << "  opts.device_tensors = device_tensors;\n"
+       << "  return (" << o.name << "_status_t)dist_rt_model_create(&" << o.name
+       << "_model_desc, &opts, (dist_rt_model_t *)out_model);\n}\n";
+  os << o.name << "_status_t " << o.name << "_model_run(" << o.name
      << "_model_t *model, const " << o.name
      << "_tensor_t *inputs, size_t num_inputs, const " << o.name
      << "_tensor_t **out_outputs) {\n"
@@ -721,8 +732,16 @@ std::string headerSource(const ModelSignature &sig, const EmitOptions &o) {
         "all cores). */\n"
      << o.name << "_status_t " << o.name
      << "_model_create(const char *param_path, int32_t num_threads, " << o.name
-     << "_model_t **out_model);\n\n"
-     << "/* Runs the model on inputs (in the order above). *out_outputs "
+     << "_model_t **out_model);\n\n";
+  if (sig.device == "cuda")
+    os << "/* The same on CUDA GPU `device` (-1: $DIST_RT_DEVICE, else 0). "
+          "With\n * device_tensors nonzero, inputs may be device memory and "
+          "the outputs\n * are device memory (CUDA managed memory), owned by "
+          "the model; with 0,\n * host tensors in and out as above. */\n"
+       << o.name << "_status_t " << o.name
+       << "_model_create_cuda(const char *param_path, int32_t device, "
+       << "uint32_t device_tensors, " << o.name << "_model_t **out_model);\n\n";
+  os << "/* Runs the model on inputs (in the order above). *out_outputs "
         "points to\n * the outputs, owned by the model and valid until the "
         "next run or destroy. */\n"
      << o.name << "_status_t " << o.name << "_model_run(" << o.name

@@ -397,6 +397,14 @@ typedef struct dist_rt_model_options_t {
   /// default) means the DIST_RT_DEVICE environment variable, else 0.
   /// Ignored by host models.
   int32_t device;
+  /// Nonzero: a CUDA model's tensors stay on the GPU. The inputs' data may
+  /// then be device memory (cudaMalloc'd, managed; host memory works too,
+  /// the driver's unified addressing telling them apart), copied on the
+  /// device, and the outputs' data are device memory (CUDA managed memory,
+  /// which the host can also read once the run returned), owned by the
+  /// model as host outputs are. 0 (the default): host tensors in and out.
+  /// A host model refuses it.
+  uint32_t device_tensors;
 } dist_rt_model_options_t;
 
 /// Sets every field of `*options` to its default. NULL is a no-op.
