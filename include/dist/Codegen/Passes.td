@@ -496,7 +496,13 @@ def MapLoopsToGpuPass
     Each outermost `scf.parallel` without results has its dimensions
     collapsed into one and becomes a `gpu.launch` of blocks of `threads`
     threads, one iteration per thread behind a bounds check (none when the
-    loop is empty); the loops inside run sequentially in each thread. An
+    loop is empty); the loops inside run sequentially in each thread. A
+    parallel loop whose body is one `scf.for` reducing into one element
+    per iteration (`acc[i] = acc[i] op v(k)`, op an f32 add, mul, maximumf
+    or minimumf; other stores indexed by k; 32 or more trips) is a row
+    reduction instead: one block per iteration, each thread reducing every
+    blockDim-th k, `gpu.all_reduce` combining the partial results (warp
+    shuffles and shared memory) and thread 0 updating `acc[i]`. An
     outermost `scf.for` or `scf.while` without results runs in a launch of
     one thread, unless it holds parallel loops: then it stays on the host
     and those are launched on each trip. Every `memref.get_global` becomes

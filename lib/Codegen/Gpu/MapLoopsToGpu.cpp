@@ -9,7 +9,10 @@
 // (gpu-map-parallel-loops) puts the first three dimensions on the grid's
 // axes, whose y and z extents are capped at 65535, and needs constant
 // extents for the threads. The loops inside (reduction scf.for, the nested
-// scf.parallel of a fused row block) run sequentially in each thread. A
+// scf.parallel of a fused row block) run sequentially in each thread,
+// except a reduction per parallel iteration (a softmax's or a layer norm's
+// row): there one block takes the row, its threads reduce strided parts
+// of it and gpu.all_reduce (warp shuffles, shared memory) combines them. A
 // loop nest with no parallel dimension (a reduction to a scalar) runs in a
 // launch of one thread, so that its data stays on the device.
 //
@@ -38,10 +41,14 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <cmath>
 #include <numeric>
 
 #define DEBUG_TYPE "dist-map-loops-to-gpu"
@@ -112,6 +119,131 @@ bool escapesThroughReturn(Value v) {
     }
   }
   return false;
+}
+
+/// The trip count of `loop` when its bounds and step are constants.
+std::optional<int64_t> staticTrips(scf::ForOp loop) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
+                         ub = getConstantIntValue(loop.getUpperBound()),
+                         step = getConstantIntValue(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0)
+    return std::nullopt;
+  return *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+}
+
+/// The buffer that `v` is a view of (through any chain of views).
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// A reduction per parallel iteration (a row of a softmax, a layer norm):
+/// the parallel loop's body is pure index arithmetic and one scf.for that
+/// combines a value into one element, acc[i] = combine(acc[i], v(k)), with
+/// i fixed over the loop, and whose other stores write elements indexed by
+/// its induction variable (an elementwise result beside the reduction).
+struct RowReduction {
+  scf::ForOp loop;
+  memref::LoadOp accLoad;
+  memref::StoreOp accStore;
+  Operation *combine = nullptr;
+  gpu::AllReduceOperation kind;
+  /// The combine's identity (the partial sums' start).
+  double identity = 0;
+};
+
+std::optional<RowReduction> matchRowReduction(scf::ParallelOp par) {
+  RowReduction r;
+  for (Operation &op : par.getBody()->without_terminator()) {
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      if (r.loop)
+        return std::nullopt;
+      r.loop = loop;
+      continue;
+    }
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return std::nullopt;
+  }
+  if (!r.loop || r.loop.getNumResults() != 0)
+    return std::nullopt;
+  // Short loops stay one per thread: a block would idle.
+  if (std::optional<int64_t> trips = staticTrips(r.loop); trips && *trips < 32)
+    return std::nullopt;
+  Value iv = r.loop.getInductionVar();
+  SmallVector<Value> stored, loaded;
+  for (Operation &op : r.loop.getBody()->without_terminator()) {
+    if (op.getNumRegions())
+      return std::nullopt;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      loaded.push_back(load.getMemRef());
+      continue;
+    }
+    auto store = dyn_cast<memref::StoreOp>(op);
+    if (!store) {
+      if (!isMemoryEffectFree(&op))
+        return std::nullopt;
+      continue;
+    }
+    if (llvm::is_contained(store.getIndices(), iv)) {
+      stored.push_back(store.getMemRef());
+      continue;
+    }
+    if (r.accStore || !llvm::all_of(store.getIndices(), [&](Value i) {
+          return r.loop.isDefinedOutsideOfLoop(i);
+        }))
+      return std::nullopt;
+    r.accStore = store;
+  }
+  if (!r.accStore)
+    return std::nullopt;
+  Operation *combine = r.accStore.getValue().getDefiningOp();
+  if (!combine || combine->getBlock() != r.loop.getBody() ||
+      combine->getNumOperands() != 2 ||
+      !r.accStore.getValue().getType().isF32())
+    return std::nullopt;
+  if (isa<arith::AddFOp>(combine)) {
+    r.kind = gpu::AllReduceOperation::ADD;
+  } else if (isa<arith::MulFOp>(combine)) {
+    r.kind = gpu::AllReduceOperation::MUL;
+    r.identity = 1.0;
+  } else if (isa<arith::MaximumFOp>(combine)) {
+    r.kind = gpu::AllReduceOperation::MAXIMUMF;
+    r.identity = -INFINITY;
+  } else if (isa<arith::MinimumFOp>(combine)) {
+    r.kind = gpu::AllReduceOperation::MINIMUMF;
+    r.identity = INFINITY;
+  } else {
+    return std::nullopt;
+  }
+  r.combine = combine;
+  // One operand is acc[i] as loaded in the loop, used by the combine only.
+  for (Value operand : combine->getOperands()) {
+    auto load = operand.getDefiningOp<memref::LoadOp>();
+    if (load && load.getMemRef() == r.accStore.getMemRef() &&
+        load.getIndices() == r.accStore.getIndices() && load->hasOneUse() &&
+        load->getBlock() == r.loop.getBody())
+      r.accLoad = load;
+  }
+  if (!r.accLoad || combine->getOperand(0) == combine->getOperand(1))
+    return std::nullopt;
+  // Nothing else in the loop touches the accumulator's buffer, and what
+  // the loop stores per k it does not read (no k-to-k dependence).
+  Value acc = rootBuffer(r.accStore.getMemRef());
+  int accLoads = 0;
+  for (Value m : loaded) {
+    Value root = rootBuffer(m);
+    accLoads += root == acc;
+    for (Value s : stored)
+      if (root == rootBuffer(s))
+        return std::nullopt;
+  }
+  for (Value s : stored)
+    if (rootBuffer(s) == acc)
+      return std::nullopt;
+  if (accLoads != 1)
+    return std::nullopt;
+  return r;
 }
 
 struct MapLoopsToGpuPass
@@ -246,6 +378,10 @@ struct MapLoopsToGpuPass
           step = flat.getStep()[0];
     Value trips = arith::CeilDivUIOp::create(
         rewriter, loc, arith::SubIOp::create(rewriter, loc, ub, lb), step);
+    if (std::optional<RowReduction> row = matchRowReduction(flat)) {
+      mapRowReduction(rewriter, flat, trips, *row);
+      return;
+    }
     Value block = arith::ConstantIndexOp::create(rewriter, loc, threads);
     Value grid = arith::CeilDivUIOp::create(rewriter, loc, trips, block);
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -266,6 +402,89 @@ struct MapLoopsToGpuPass
       for (Operation &op : flat.getBody()->without_terminator())
         inner.clone(op, map);
     });
+    rewriter.eraseOp(flat);
+  }
+
+  /// A row reduction (matchRowReduction) of the one-dimensional `flat`
+  /// loop of `trips` iterations: one block per iteration, whose threads
+  /// take every blockDim-th k into a partial result, combined across the
+  /// block by gpu.all_reduce (warp shuffles and shared memory, lowered by
+  /// convert-gpu-to-nvvm); thread 0 then combines it into acc[i].
+  void mapRowReduction(RewriterBase &rewriter, scf::ParallelOp flat,
+                       Value trips, RowReduction r) {
+    Location loc = flat.getLoc();
+    // A power of two from 32 (a warp) up to `threads`, at least the
+    // loop's trip count when that is known.
+    int64_t width = threads;
+    if (std::optional<int64_t> k = staticTrips(r.loop)) {
+      width = 32;
+      while (width < *k && width < threads)
+        width *= 2;
+      width = std::min<int64_t>(width, threads);
+    }
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value block = arith::ConstantIndexOp::create(rewriter, loc, width);
+    Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt,
+                                      trips, zero);
+    auto ifAny = scf::IfOp::create(rewriter, loc, any, /*withElse=*/false);
+    rewriter.setInsertionPointToStart(&ifAny.getThenRegion().front());
+    auto launch =
+        gpu::LaunchOp::create(rewriter, loc, trips, one, one, block, one, one);
+    OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+    Value tid = launch.getThreadIds().x;
+    IRMapping map;
+    map.map(flat.getInductionVars()[0],
+            arith::AddIOp::create(b, loc,
+                                  arith::MulIOp::create(b, loc,
+                                                        launch.getBlockIds().x,
+                                                        flat.getStep()[0]),
+                                  flat.getLowerBound()[0]));
+    for (Operation &op : flat.getBody()->without_terminator())
+      if (&op != r.loop.getOperation())
+        b.clone(op, map);
+    Value kStep = map.lookupOrDefault(r.loop.getStep());
+    Value start = arith::AddIOp::create(
+        b, loc, map.lookupOrDefault(r.loop.getLowerBound()),
+        arith::MulIOp::create(b, loc, tid, kStep));
+    Value stride = arith::MulIOp::create(b, loc, kStep, block);
+    Type f32 = b.getF32Type();
+    Value identity = arith::ConstantFloatOp::create(
+        b, loc, cast<FloatType>(f32), APFloat(static_cast<float>(r.identity)));
+    auto partial = scf::ForOp::create(
+        b, loc, start, map.lookupOrDefault(r.loop.getUpperBound()), stride,
+        ValueRange{identity},
+        [&](OpBuilder &lb, Location, Value k, ValueRange iter) {
+          IRMapping inner = map;
+          inner.map(r.loop.getInductionVar(), k);
+          inner.map(r.accLoad.getResult(), iter[0]);
+          for (Operation &op : r.loop.getBody()->without_terminator())
+            if (&op != r.accLoad.getOperation() &&
+                &op != r.accStore.getOperation())
+              lb.clone(op, inner);
+          scf::YieldOp::create(lb, loc, inner.lookup(r.combine->getResult(0)));
+        });
+    Value total = gpu::AllReduceOp::create(
+        b, loc, partial.getResult(0),
+        gpu::AllReduceOperationAttr::get(b.getContext(), r.kind),
+        b.getUnitAttr());
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    {
+      OpBuilder fb = OpBuilder::atBlockBegin(&ifFirst.getThenRegion().front());
+      SmallVector<Value> indices;
+      for (Value i : r.accStore.getIndices())
+        indices.push_back(map.lookupOrDefault(i));
+      Value acc = map.lookupOrDefault(r.accStore.getMemRef());
+      Value old = memref::LoadOp::create(fb, loc, acc, indices);
+      IRMapping last;
+      for (Value operand : r.combine->getOperands())
+        last.map(operand, operand == r.accLoad.getResult() ? old : total);
+      Operation *combined = fb.clone(*r.combine, last);
+      memref::StoreOp::create(fb, loc, combined->getResult(0), acc, indices);
+    }
+    gpu::TerminatorOp::create(b, loc);
     rewriter.eraseOp(flat);
   }
 

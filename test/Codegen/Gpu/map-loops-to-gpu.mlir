@@ -169,3 +169,102 @@ func.func @batched_products(%b: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A reduction per row (a softmax's sum of exponentials, with the
+// exponentials stored beside it): one block per row, its threads each
+// summing every 128th element from their own, combined across the block
+// by gpu.all_reduce; thread 0 adds the total to the row's accumulator.
+// CHECK-LABEL: func.func @row_sums
+// CHECK-SAME:  (%[[X:.*]]: memref<6x1000xf32>, %[[ACC:.*]]: memref<6xf32>, %[[E:.*]]: memref<6x1000xf32>)
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// CHECK-DAG:     %[[C128:.*]] = arith.constant 128 : index
+// CHECK-DAG:     %[[C1000:.*]] = arith.constant 1000 : index
+// CHECK:         gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C6]], {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128]],
+// CHECK:           %[[P:.*]] = scf.for %[[K:.*]] = %[[T]] to %[[C1000]] step %[[C128]] iter_args(%[[S:.*]] = %[[ZERO]]) -> (f32) {
+// CHECK:             %[[V:.*]] = memref.load %[[X]][%[[ROW]], %[[K]]]
+// CHECK:             %[[EXP:.*]] = math.exp %[[V]]
+// CHECK:             %[[NEXT:.*]] = arith.addf %[[S]], %[[EXP]]
+// CHECK:             memref.store %[[EXP]], %[[E]][%[[ROW]], %[[K]]]
+// CHECK:             scf.yield %[[NEXT]]
+// CHECK:           %[[TOTAL:.*]] = gpu.all_reduce add %[[P]] uniform
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[T]], %[[C0]]
+// CHECK:           scf.if %[[FIRST]] {
+// CHECK:             %[[OLD:.*]] = memref.load %[[ACC]][%[[ROW]]]
+// CHECK:             %[[NEW:.*]] = arith.addf %[[OLD]], %[[TOTAL]]
+// CHECK:             memref.store %[[NEW]], %[[ACC]][%[[ROW]]]
+// CHECK:           gpu.terminator
+func.func @row_sums(%x: memref<6x1000xf32>, %acc: memref<6xf32>, %e: memref<6x1000xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c1000 = arith.constant 1000 : index
+  scf.parallel (%i) = (%c0) to (%c6) step (%c1) {
+    scf.for %k = %c0 to %c1000 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<6x1000xf32>
+      %a = memref.load %acc[%i] : memref<6xf32>
+      %ex = math.exp %v : f32
+      %s = arith.addf %a, %ex : f32
+      memref.store %ex, %e[%i, %k] : memref<6x1000xf32>
+      memref.store %s, %acc[%i] : memref<6xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Rows of a maximum over a dynamic extent (a power-of-two block of
+// `threads`); short rows (under 32) and a loop that reads what it stores
+// keep one thread per row.
+// CHECK-LABEL: func.func @row_kinds
+// CHECK:         gpu.launch
+// CHECK:           gpu.all_reduce maximumf
+// CHECK:         gpu.launch
+// CHECK-NOT:       gpu.all_reduce
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:         gpu.launch
+// CHECK-NOT:       gpu.all_reduce
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:         return
+func.func @row_kinds(%x: memref<4x?xf32>, %acc: memref<4xf32>, %y: memref<4x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %n = memref.dim %x, %c1 : memref<4x?xf32>
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    scf.for %k = %c0 to %n step %c1 {
+      %v = memref.load %x[%i, %k] : memref<4x?xf32>
+      %a = memref.load %acc[%i] : memref<4xf32>
+      %m = arith.maximumf %v, %a : f32
+      memref.store %m, %acc[%i] : memref<4xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    scf.for %k = %c0 to %c16 step %c1 {
+      %v = memref.load %y[%i, %k] : memref<4x16xf32>
+      %a = memref.load %acc[%i] : memref<4xf32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %acc[%i] : memref<4xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    scf.for %k = %c1 to %n step %c1 {
+      %km = arith.subi %k, %c1 : index
+      %p = memref.load %x[%i, %km] : memref<4x?xf32>
+      %a = memref.load %acc[%i] : memref<4xf32>
+      %s = arith.addf %a, %p : f32
+      memref.store %s, %acc[%i] : memref<4xf32>
+      memref.store %s, %x[%i, %k] : memref<4x?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
