@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm_backend.h"
+#include "library.h"
 
 // The runtime links only MPI's C library (MPI::MPI_C): keep mpi.h from
 // pulling in the deprecated C++ bindings.
@@ -113,12 +114,6 @@ std::atomic<const MpiApi *> loadedMpi{nullptr};
 /// The loaded library's entry points (loadMpi succeeded before).
 const MpiApi &mpi() { return *loadedMpi.load(); }
 
-template <typename T>
-bool resolve(void *lib, const char *name, T &out) {
-  out = reinterpret_cast<T>(dlsym(lib, name));
-  return out != nullptr;
-}
-
 // mpi.h's predefined handles where they are constants (MPICH); nothing
 // where they are the addresses of Open MPI's globals, which would make the
 // runtime link libmpi.
@@ -137,8 +132,7 @@ template <typename T>
 bool handle(void *lib, [[maybe_unused]] const char *global,
             [[maybe_unused]] T value, T &out) {
 #ifdef OPEN_MPI
-  out = reinterpret_cast<T>(dlsym(lib, global));
-  return out != nullptr;
+  return dist_rt::resolveSymbol(lib, global, out);
 #else
   (void)lib;
   out = value;
@@ -186,31 +180,33 @@ std::string loadMpi(bool load) {
   // still be called from static destructors).
   static MpiApi &a = *new MpiApi();
   bool ok =
-      resolve(lib, "MPI_Abort", a.Abort) &&
-      resolve(lib, "MPI_Comm_dup", a.Comm_dup) &&
-      resolve(lib, "MPI_Comm_free", a.Comm_free) &&
-      resolve(lib, "MPI_Comm_rank", a.Comm_rank) &&
-      resolve(lib, "MPI_Comm_set_errhandler", a.Comm_set_errhandler) &&
-      resolve(lib, "MPI_Comm_size", a.Comm_size) &&
-      resolve(lib, "MPI_Comm_split", a.Comm_split) &&
-      resolve(lib, "MPI_Error_class", a.Error_class) &&
-      resolve(lib, "MPI_Error_string", a.Error_string) &&
-      resolve(lib, "MPI_Finalize", a.Finalize) &&
-      resolve(lib, "MPI_Finalized", a.Finalized) &&
-      resolve(lib, "MPI_Get_count", a.Get_count) &&
-      resolve(lib, "MPI_Iallgather", a.Iallgather) &&
-      resolve(lib, "MPI_Iallreduce", a.Iallreduce) &&
-      resolve(lib, "MPI_Ialltoall", a.Ialltoall) &&
-      resolve(lib, "MPI_Ibarrier", a.Ibarrier) &&
-      resolve(lib, "MPI_Ibcast", a.Ibcast) &&
-      resolve(lib, "MPI_Init_thread", a.Init_thread) &&
-      resolve(lib, "MPI_Initialized", a.Initialized) &&
-      resolve(lib, "MPI_Irecv", a.Irecv) &&
-      resolve(lib, "MPI_Ireduce_scatter_block", a.Ireduce_scatter_block) &&
-      resolve(lib, "MPI_Isend", a.Isend) &&
-      resolve(lib, "MPI_Query_thread", a.Query_thread) &&
-      resolve(lib, "MPI_Test", a.Test) &&
-      resolve(lib, "MPI_Testall", a.Testall) &&
+      dist_rt::resolveSymbol(lib, "MPI_Abort", a.Abort) &&
+      dist_rt::resolveSymbol(lib, "MPI_Comm_dup", a.Comm_dup) &&
+      dist_rt::resolveSymbol(lib, "MPI_Comm_free", a.Comm_free) &&
+      dist_rt::resolveSymbol(lib, "MPI_Comm_rank", a.Comm_rank) &&
+      dist_rt::resolveSymbol(lib, "MPI_Comm_set_errhandler",
+                             a.Comm_set_errhandler) &&
+      dist_rt::resolveSymbol(lib, "MPI_Comm_size", a.Comm_size) &&
+      dist_rt::resolveSymbol(lib, "MPI_Comm_split", a.Comm_split) &&
+      dist_rt::resolveSymbol(lib, "MPI_Error_class", a.Error_class) &&
+      dist_rt::resolveSymbol(lib, "MPI_Error_string", a.Error_string) &&
+      dist_rt::resolveSymbol(lib, "MPI_Finalize", a.Finalize) &&
+      dist_rt::resolveSymbol(lib, "MPI_Finalized", a.Finalized) &&
+      dist_rt::resolveSymbol(lib, "MPI_Get_count", a.Get_count) &&
+      dist_rt::resolveSymbol(lib, "MPI_Iallgather", a.Iallgather) &&
+      dist_rt::resolveSymbol(lib, "MPI_Iallreduce", a.Iallreduce) &&
+      dist_rt::resolveSymbol(lib, "MPI_Ialltoall", a.Ialltoall) &&
+      dist_rt::resolveSymbol(lib, "MPI_Ibarrier", a.Ibarrier) &&
+      dist_rt::resolveSymbol(lib, "MPI_Ibcast", a.Ibcast) &&
+      dist_rt::resolveSymbol(lib, "MPI_Init_thread", a.Init_thread) &&
+      dist_rt::resolveSymbol(lib, "MPI_Initialized", a.Initialized) &&
+      dist_rt::resolveSymbol(lib, "MPI_Irecv", a.Irecv) &&
+      dist_rt::resolveSymbol(lib, "MPI_Ireduce_scatter_block",
+                             a.Ireduce_scatter_block) &&
+      dist_rt::resolveSymbol(lib, "MPI_Isend", a.Isend) &&
+      dist_rt::resolveSymbol(lib, "MPI_Query_thread", a.Query_thread) &&
+      dist_rt::resolveSymbol(lib, "MPI_Test", a.Test) &&
+      dist_rt::resolveSymbol(lib, "MPI_Testall", a.Testall) &&
       handle(lib, "ompi_mpi_comm_world", DIST_RT_MPI_PREDEFINED(MPI_COMM_WORLD),
              a.commWorld) &&
       handle(lib, "ompi_mpi_comm_null", DIST_RT_MPI_PREDEFINED(MPI_COMM_NULL),

@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm_backend.h"
+#include "library.h"
 
 #include <string>
 
@@ -86,12 +87,6 @@ void *openFirst(std::initializer_list<const char *> names, std::string &tried) {
   return nullptr;
 }
 
-template <typename Fn>
-bool resolve(void *handle, const char *name, Fn &out) {
-  out = reinterpret_cast<Fn>(dlsym(handle, name));
-  return out != nullptr;
-}
-
 void loadApi() {
   std::string tried;
   void *cudart =
@@ -102,26 +97,28 @@ void loadApi() {
     return;
   }
   CudaNcclApi a;
-  bool ok = resolve(cudart, "cudaGetDeviceCount", a.getDeviceCount) &&
-            resolve(cudart, "cudaSetDevice", a.setDevice) &&
-            resolve(cudart, "cudaStreamCreateWithFlags", a.streamCreate) &&
-            resolve(cudart, "cudaStreamDestroy", a.streamDestroy) &&
-            resolve(cudart, "cudaStreamQuery", a.streamQuery) &&
-            resolve(cudart, "cudaGetErrorString", a.cudaError) &&
-            resolve(nccl, "ncclGetUniqueId", a.getUniqueId) &&
-            resolve(nccl, "ncclCommInitRank", a.commInitRank) &&
-            resolve(nccl, "ncclCommDestroy", a.commDestroy) &&
-            resolve(nccl, "ncclCommAbort", a.commAbort) &&
-            resolve(nccl, "ncclCommGetAsyncError", a.asyncError) &&
-            resolve(nccl, "ncclGetErrorString", a.ncclError) &&
-            resolve(nccl, "ncclAllReduce", a.allReduce) &&
-            resolve(nccl, "ncclAllGather", a.allGather) &&
-            resolve(nccl, "ncclReduceScatter", a.reduceScatter) &&
-            resolve(nccl, "ncclBroadcast", a.broadcast) &&
-            resolve(nccl, "ncclSend", a.send) &&
-            resolve(nccl, "ncclRecv", a.recv) &&
-            resolve(nccl, "ncclGroupStart", a.groupStart) &&
-            resolve(nccl, "ncclGroupEnd", a.groupEnd);
+  bool ok =
+      dist_rt::resolveSymbol(cudart, "cudaGetDeviceCount", a.getDeviceCount) &&
+      dist_rt::resolveSymbol(cudart, "cudaSetDevice", a.setDevice) &&
+      dist_rt::resolveSymbol(cudart, "cudaStreamCreateWithFlags",
+                             a.streamCreate) &&
+      dist_rt::resolveSymbol(cudart, "cudaStreamDestroy", a.streamDestroy) &&
+      dist_rt::resolveSymbol(cudart, "cudaStreamQuery", a.streamQuery) &&
+      dist_rt::resolveSymbol(cudart, "cudaGetErrorString", a.cudaError) &&
+      dist_rt::resolveSymbol(nccl, "ncclGetUniqueId", a.getUniqueId) &&
+      dist_rt::resolveSymbol(nccl, "ncclCommInitRank", a.commInitRank) &&
+      dist_rt::resolveSymbol(nccl, "ncclCommDestroy", a.commDestroy) &&
+      dist_rt::resolveSymbol(nccl, "ncclCommAbort", a.commAbort) &&
+      dist_rt::resolveSymbol(nccl, "ncclCommGetAsyncError", a.asyncError) &&
+      dist_rt::resolveSymbol(nccl, "ncclGetErrorString", a.ncclError) &&
+      dist_rt::resolveSymbol(nccl, "ncclAllReduce", a.allReduce) &&
+      dist_rt::resolveSymbol(nccl, "ncclAllGather", a.allGather) &&
+      dist_rt::resolveSymbol(nccl, "ncclReduceScatter", a.reduceScatter) &&
+      dist_rt::resolveSymbol(nccl, "ncclBroadcast", a.broadcast) &&
+      dist_rt::resolveSymbol(nccl, "ncclSend", a.send) &&
+      dist_rt::resolveSymbol(nccl, "ncclRecv", a.recv) &&
+      dist_rt::resolveSymbol(nccl, "ncclGroupStart", a.groupStart) &&
+      dist_rt::resolveSymbol(nccl, "ncclGroupEnd", a.groupEnd);
   if (!ok) {
     const char *why = dlerror();
     apiProblem = "cannot use the loaded CUDA runtime or NCCL (" +

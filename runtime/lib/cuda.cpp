@@ -35,6 +35,7 @@
 #include "cuda_internal.h"
 #include "dist_rt/kernels.h"
 #include "internal.h"
+#include "library.h"
 
 #include <cinttypes>
 #include <cstdint>
@@ -101,12 +102,6 @@ struct Driver {
   decltype(&cuGetErrorString) errorString = nullptr;
 };
 
-template <typename Fn>
-bool resolve(void *handle, const char *name, Fn &out) {
-  out = reinterpret_cast<Fn>(dlsym(handle, name));
-  return out != nullptr;
-}
-
 /// The process's GPU: the driver, the device, its stream and memory.
 struct Gpu {
   std::mutex mutex;
@@ -151,31 +146,37 @@ void loadDriver(Gpu &g) {
     return;
   }
   Driver &a = g.api;
-  bool ok = resolve(handle, "cuInit", a.init) &&
-            resolve(handle, "cuDeviceGetCount", a.deviceGetCount) &&
-            resolve(handle, "cuDeviceGet", a.deviceGet) &&
-            resolve(handle, "cuDeviceGetName", a.deviceGetName) &&
-            resolve(handle, "cuDeviceGetAttribute", a.deviceGetAttribute) &&
-            resolve(handle, "cuDevicePrimaryCtxRetain", a.primaryCtxRetain) &&
-            resolve(handle, "cuCtxSetCurrent", a.ctxSetCurrent) &&
-            resolve(handle, "cuModuleLoadData", a.moduleLoadData) &&
-            resolve(handle, "cuModuleUnload", a.moduleUnload) &&
-            resolve(handle, "cuModuleGetFunction", a.moduleGetFunction) &&
-            resolve(handle, "cuLaunchKernel", a.launchKernel) &&
-            resolve(handle, "cuStreamCreate", a.streamCreate) &&
-            resolve(handle, "cuStreamSynchronize", a.streamSynchronize) &&
-            resolve(handle, "cuEventCreate", a.eventCreate) &&
-            resolve(handle, "cuEventDestroy_v2", a.eventDestroy) &&
-            resolve(handle, "cuEventRecord", a.eventRecord) &&
-            resolve(handle, "cuEventSynchronize", a.eventSynchronize) &&
-            resolve(handle, "cuStreamWaitEvent", a.streamWaitEvent) &&
-            resolve(handle, "cuMemAllocManaged", a.memAllocManaged) &&
-            resolve(handle, "cuMemFree_v2", a.memFree) &&
-            resolve(handle, "cuMemcpy", a.memcpy) &&
-            resolve(handle, "cuMemsetD32_v2", a.memsetD32) &&
-            resolve(handle, "cuMemsetD16_v2", a.memsetD16) &&
-            resolve(handle, "cuMemGetInfo_v2", a.memGetInfo) &&
-            resolve(handle, "cuGetErrorString", a.errorString);
+  bool ok =
+      dist_rt::resolveSymbol(handle, "cuInit", a.init) &&
+      dist_rt::resolveSymbol(handle, "cuDeviceGetCount", a.deviceGetCount) &&
+      dist_rt::resolveSymbol(handle, "cuDeviceGet", a.deviceGet) &&
+      dist_rt::resolveSymbol(handle, "cuDeviceGetName", a.deviceGetName) &&
+      dist_rt::resolveSymbol(handle, "cuDeviceGetAttribute",
+                             a.deviceGetAttribute) &&
+      dist_rt::resolveSymbol(handle, "cuDevicePrimaryCtxRetain",
+                             a.primaryCtxRetain) &&
+      dist_rt::resolveSymbol(handle, "cuCtxSetCurrent", a.ctxSetCurrent) &&
+      dist_rt::resolveSymbol(handle, "cuModuleLoadData", a.moduleLoadData) &&
+      dist_rt::resolveSymbol(handle, "cuModuleUnload", a.moduleUnload) &&
+      dist_rt::resolveSymbol(handle, "cuModuleGetFunction",
+                             a.moduleGetFunction) &&
+      dist_rt::resolveSymbol(handle, "cuLaunchKernel", a.launchKernel) &&
+      dist_rt::resolveSymbol(handle, "cuStreamCreate", a.streamCreate) &&
+      dist_rt::resolveSymbol(handle, "cuStreamSynchronize",
+                             a.streamSynchronize) &&
+      dist_rt::resolveSymbol(handle, "cuEventCreate", a.eventCreate) &&
+      dist_rt::resolveSymbol(handle, "cuEventDestroy_v2", a.eventDestroy) &&
+      dist_rt::resolveSymbol(handle, "cuEventRecord", a.eventRecord) &&
+      dist_rt::resolveSymbol(handle, "cuEventSynchronize",
+                             a.eventSynchronize) &&
+      dist_rt::resolveSymbol(handle, "cuStreamWaitEvent", a.streamWaitEvent) &&
+      dist_rt::resolveSymbol(handle, "cuMemAllocManaged", a.memAllocManaged) &&
+      dist_rt::resolveSymbol(handle, "cuMemFree_v2", a.memFree) &&
+      dist_rt::resolveSymbol(handle, "cuMemcpy", a.memcpy) &&
+      dist_rt::resolveSymbol(handle, "cuMemsetD32_v2", a.memsetD32) &&
+      dist_rt::resolveSymbol(handle, "cuMemsetD16_v2", a.memsetD16) &&
+      dist_rt::resolveSymbol(handle, "cuMemGetInfo_v2", a.memGetInfo) &&
+      dist_rt::resolveSymbol(handle, "cuGetErrorString", a.errorString);
   if (!ok) {
     g.driverProblem = "the CUDA driver (libcuda.so.1) lacks the entry points "
                       "this runtime needs; update the driver";

@@ -25,6 +25,7 @@
 #include "cuda_internal.h"
 #include "dist_rt/kernels.h"
 #include "internal.h"
+#include "library.h"
 
 #include <algorithm>
 #include <array>
@@ -153,12 +154,6 @@ Lt &lt() {
   return *l;
 }
 
-template <typename Fn>
-bool resolve(void *handle, const char *name, Fn &out) {
-  out = reinterpret_cast<Fn>(dlsym(handle, name));
-  return out != nullptr;
-}
-
 /// Loads cuBLASLt and makes the handle and workspace; sets l.problem when
 /// it cannot. Called with l.mutex held.
 void load(Lt &l) {
@@ -186,16 +181,23 @@ void load(Lt &l) {
     return;
   }
   LtApi &a = l.api;
-  if (!(resolve(lib, "cublasLtCreate", a.create) &&
-        resolve(lib, "cublasLtGetStatusString", a.statusString) &&
-        resolve(lib, "cublasLtMatmulDescCreate", a.descCreate) &&
-        resolve(lib, "cublasLtMatmulDescSetAttribute", a.descSet) &&
-        resolve(lib, "cublasLtMatrixLayoutCreate", a.layoutCreate) &&
-        resolve(lib, "cublasLtMatrixLayoutSetAttribute", a.layoutSet) &&
-        resolve(lib, "cublasLtMatmulPreferenceCreate", a.prefCreate) &&
-        resolve(lib, "cublasLtMatmulPreferenceSetAttribute", a.prefSet) &&
-        resolve(lib, "cublasLtMatmulAlgoGetHeuristic", a.heuristic) &&
-        resolve(lib, "cublasLtMatmul", a.matmul))) {
+  if (!(dist_rt::resolveSymbol(lib, "cublasLtCreate", a.create) &&
+        dist_rt::resolveSymbol(lib, "cublasLtGetStatusString",
+                               a.statusString) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatmulDescCreate", a.descCreate) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatmulDescSetAttribute",
+                               a.descSet) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatrixLayoutCreate",
+                               a.layoutCreate) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatrixLayoutSetAttribute",
+                               a.layoutSet) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatmulPreferenceCreate",
+                               a.prefCreate) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatmulPreferenceSetAttribute",
+                               a.prefSet) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatmulAlgoGetHeuristic",
+                               a.heuristic) &&
+        dist_rt::resolveSymbol(lib, "cublasLtMatmul", a.matmul))) {
     l.problem = "the cuBLASLt library found lacks cublasLtMatmul's API";
     return;
   }

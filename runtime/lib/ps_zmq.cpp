@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ps_zmq.h"
+#include "library.h"
 
 #include <dlfcn.h>
 #include <mutex>
@@ -20,12 +21,6 @@ struct Loaded {
   bool ok = false;
 };
 
-template <typename Fn>
-bool resolve(void *handle, const char *name, Fn &fn) {
-  fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  return fn != nullptr;
-}
-
 Loaded load() {
   Loaded loaded;
   void *handle = dlopen("libzmq.so.5", RTLD_NOW | RTLD_LOCAL);
@@ -37,27 +32,28 @@ Loaded load() {
     return loaded;
   }
   ZmqApi &a = loaded.api;
-  bool ok = resolve(handle, "zmq_ctx_new", a.ctxNew) &&
-            resolve(handle, "zmq_ctx_term", a.ctxTerm) &&
-            resolve(handle, "zmq_ctx_set", a.ctxSet) &&
-            resolve(handle, "zmq_socket", a.socket) &&
-            resolve(handle, "zmq_close", a.close) &&
-            resolve(handle, "zmq_bind", a.bind) &&
-            resolve(handle, "zmq_connect", a.connect) &&
-            resolve(handle, "zmq_setsockopt", a.setsockopt) &&
-            resolve(handle, "zmq_getsockopt", a.getsockopt) &&
-            resolve(handle, "zmq_msg_init", a.msgInit) &&
-            resolve(handle, "zmq_msg_init_size", a.msgInitSize) &&
-            resolve(handle, "zmq_msg_data", a.msgData) &&
-            resolve(handle, "zmq_msg_size", a.msgSize) &&
-            resolve(handle, "zmq_msg_more", a.msgMore) &&
-            resolve(handle, "zmq_msg_close", a.msgClose) &&
-            resolve(handle, "zmq_msg_send", a.msgSend) &&
-            resolve(handle, "zmq_msg_recv", a.msgRecv) &&
-            resolve(handle, "zmq_send", a.send) &&
-            resolve(handle, "zmq_poll", a.poll) &&
-            resolve(handle, "zmq_errno", a.errnum) &&
-            resolve(handle, "zmq_strerror", a.strerror);
+  bool ok =
+      dist_rt::resolveSymbol(handle, "zmq_ctx_new", a.ctxNew) &&
+      dist_rt::resolveSymbol(handle, "zmq_ctx_term", a.ctxTerm) &&
+      dist_rt::resolveSymbol(handle, "zmq_ctx_set", a.ctxSet) &&
+      dist_rt::resolveSymbol(handle, "zmq_socket", a.socket) &&
+      dist_rt::resolveSymbol(handle, "zmq_close", a.close) &&
+      dist_rt::resolveSymbol(handle, "zmq_bind", a.bind) &&
+      dist_rt::resolveSymbol(handle, "zmq_connect", a.connect) &&
+      dist_rt::resolveSymbol(handle, "zmq_setsockopt", a.setsockopt) &&
+      dist_rt::resolveSymbol(handle, "zmq_getsockopt", a.getsockopt) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_init", a.msgInit) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_init_size", a.msgInitSize) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_data", a.msgData) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_size", a.msgSize) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_more", a.msgMore) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_close", a.msgClose) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_send", a.msgSend) &&
+      dist_rt::resolveSymbol(handle, "zmq_msg_recv", a.msgRecv) &&
+      dist_rt::resolveSymbol(handle, "zmq_send", a.send) &&
+      dist_rt::resolveSymbol(handle, "zmq_poll", a.poll) &&
+      dist_rt::resolveSymbol(handle, "zmq_errno", a.errnum) &&
+      dist_rt::resolveSymbol(handle, "zmq_strerror", a.strerror);
   if (!ok) {
     loaded.error = "libzmq.so.5 lacks a ZeroMQ 4 function";
     return loaded;
