@@ -32,6 +32,8 @@
 #include "dist/Codegen/Passes.h"
 #include "dist/Codegen/RuntimeABI.h"
 
+#include "../Host/Lowering.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -131,13 +133,6 @@ std::optional<int64_t> staticTrips(scf::ForOp loop) {
   return *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
 }
 
-/// The buffer that `v` is a view of (through any chain of views).
-Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
 /// A reduction per parallel iteration (a row of a softmax, a layer norm):
 /// the parallel loop's body is pure index arithmetic and one scf.for that
 /// combines a value into one element, acc[i] = combine(acc[i], v(k)), with
@@ -229,17 +224,17 @@ std::optional<RowReduction> matchRowReduction(scf::ParallelOp par) {
     return std::nullopt;
   // Nothing else in the loop touches the accumulator's buffer, and what
   // the loop stores per k it does not read (no k-to-k dependence).
-  Value acc = rootBuffer(r.accStore.getMemRef());
+  Value acc = dist::codegen::rootBuffer(r.accStore.getMemRef());
   int accLoads = 0;
   for (Value m : loaded) {
-    Value root = rootBuffer(m);
+    Value root = dist::codegen::rootBuffer(m);
     accLoads += root == acc;
     for (Value s : stored)
-      if (root == rootBuffer(s))
+      if (root == dist::codegen::rootBuffer(s))
         return std::nullopt;
   }
   for (Value s : stored)
-    if (rootBuffer(s) == acc)
+    if (dist::codegen::rootBuffer(s) == acc)
       return std::nullopt;
   if (accLoads != 1)
     return std::nullopt;

@@ -124,13 +124,6 @@ Operation *nextUseAfter(Operation *op, Value v) {
   return next;
 }
 
-/// The buffer that `v` is a view of (through any chain of views).
-Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
 /// The activation a direct convolution call applies as it stores its
 /// outputs (dist_rt/kernels.h): DIST_RT_CONV_RELU, then DIST_RT_CONV_CLIP
 /// with its bounds.
@@ -700,11 +693,12 @@ struct ContractionsToRuntimePass
         failed(type.getStridesAndOffset(strides, offset)) ||
         strides.back() != 1)
       return {};
-    Value root = rootBuffer(target);
-    SmallVector<Value> operandRoots{rootBuffer(in), rootBuffer(wt),
-                                    rootBuffer(out)};
+    Value root = dist::codegen::rootBuffer(target);
+    SmallVector<Value> operandRoots{dist::codegen::rootBuffer(in),
+                                    dist::codegen::rootBuffer(wt),
+                                    dist::codegen::rootBuffer(out)};
     if (bias)
-      operandRoots.push_back(rootBuffer(bias));
+      operandRoots.push_back(dist::codegen::rootBuffer(bias));
     if (llvm::is_contained(operandRoots, root))
       return {};
     for (Operation *between = op->getNextNode(); between != relu;
@@ -713,8 +707,9 @@ struct ContractionsToRuntimePass
           isMemoryEffectFree(between))
         continue;
       auto fill = dyn_cast<linalg::FillOp>(between);
-      if (fill && !llvm::is_contained(operandRoots,
-                                      rootBuffer(fill.getOutputs().front())))
+      if (fill && !llvm::is_contained(
+                      operandRoots,
+                      dist::codegen::rootBuffer(fill.getOutputs().front())))
         continue;
       return {};
     }

@@ -8,6 +8,8 @@
 
 #include "Lowering.h"
 
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
 #include "dist/Codegen/RuntimeABI.h"
 
 #include "llvm/TargetParser/Host.h"
@@ -96,6 +98,12 @@ bool codegen::overwritesWithoutReading(Operation *op, Value v) {
     if (in->get() == v)
       return false;
   return g.getRegion().front().getArguments().back().use_empty();
+}
+
+Value codegen::rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
 }
 
 bool codegen::isMulAddBody(linalg::GenericOp op) {

@@ -62,6 +62,9 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to);
 Value toIndex(OpBuilder &b, Location loc, Value v);
 /// Index as OpFoldResult.
 Value ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr);
+/// The buffer `v` is a view of: through subviews, casts and reshapes (any
+/// chain of view ops) to the allocation, global or argument.
+Value rootBuffer(Value v);
 /// Whether the body of `op` (two inputs, one init) is `yield out + a * b`
 /// with float ops, in either operand order: a contraction that
 /// dist-contractions-to-runtime turns into a GEMM call.

@@ -38,6 +38,8 @@
 
 #include "dist/Codegen/Passes.h"
 
+#include "Lowering.h"
+
 #include "LoopHints.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -67,14 +69,6 @@ struct Accumulator {
 
 bool sameIndices(ValueRange a, ValueRange b) {
   return a.size() == b.size() && llvm::equal(a, b);
-}
-
-/// The buffer `v` is a view of: through subviews, casts and reshapes to the
-/// allocation, global or argument.
-Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
 }
 
 /// The accumulators of the innermost loop `loop`; empty when its body has
@@ -127,9 +121,10 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
                   }) != 1)
       return {};
     // Another view of the same buffer could read the deferred value.
-    Value root = rootBuffer(mem);
+    Value root = dist::codegen::rootBuffer(mem);
     if (llvm::any_of(loads, [&](memref::LoadOp l) {
-          return l.getMemRef() != mem && rootBuffer(l.getMemRef()) == root;
+          return l.getMemRef() != mem &&
+                 dist::codegen::rootBuffer(l.getMemRef()) == root;
         }))
       return {};
     found.push_back({match, store});
@@ -137,13 +132,14 @@ SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
   // Streaming stores stay in the loop: their buffers must be apart from
   // every accumulator's, and nothing in the loop may read them.
   for (memref::StoreOp store : streaming) {
-    Value root = rootBuffer(store.getMemRef());
+    Value root = dist::codegen::rootBuffer(store.getMemRef());
     if (llvm::any_of(found,
                      [&](Accumulator &a) {
-                       return rootBuffer(a.store.getMemRef()) == root;
+                       return dist::codegen::rootBuffer(a.store.getMemRef()) ==
+                              root;
                      }) ||
         llvm::any_of(loads, [&](memref::LoadOp l) {
-          return rootBuffer(l.getMemRef()) == root;
+          return dist::codegen::rootBuffer(l.getMemRef()) == root;
         }))
       return {};
   }
