@@ -15,7 +15,7 @@
 // a method's figure is its best round (the machine's noise only slows).
 //
 //   dist-gemm-bench [--threads 1,2] [--rounds 3] [--min-time 0.15]
-//                   [--models vit,bert,convnext] [--weight-copies 12]
+//                   [--models vit,bert,convnext,small] [--weight-copies 12]
 //                   [--constant-weights 1]
 //
 // A weight (the shared B) is read from one of WEIGHT_COPIES copies in
@@ -105,6 +105,16 @@ std::vector<Shape> shapesOf(const std::string &model) {
                                           : "stage 4 down",
                    1, t, d, 4 * d, true});
     }
+  } else if (model == "small") {
+    // The benchmark models' own products (bench/export_bench_models.py),
+    // whose weights stay in cache: the MLP at batch 64, the GPT-style LM's
+    // 256 tokens (4 x 64, d = 256, vocabulary 1024).
+    s.push_back({"mlp b64", "layer 1", 1, 64, 512, 784, true});
+    s.push_back({"mlp b64", "layer 2", 1, 64, 512, 512, true});
+    s.push_back({"gpt", "qkv projection", 1, 256, 768, 256, true});
+    s.push_back({"gpt", "attention output", 1, 256, 256, 256, true});
+    s.push_back({"gpt", "mlp up", 1, 256, 1024, 256, true});
+    s.push_back({"gpt", "mlp down", 1, 256, 256, 1024, true});
   }
   return s;
 }
@@ -127,7 +137,7 @@ struct Libraries {
 
 void usage() {
   std::fprintf(stderr, "usage: dist-gemm-bench [--threads 1,2] [--rounds N] "
-                       "[--min-time S] [--models vit,bert,convnext] "
+                       "[--min-time S] [--models vit,bert,convnext,small] "
                        "[--weight-copies N] [--constant-weights 0|1]\n");
   std::exit(2);
 }
@@ -181,8 +191,9 @@ int main(int argc, char **argv) {
   for (const std::string &m : models) {
     std::vector<Shape> s = shapesOf(m);
     if (s.empty()) {
-      std::fprintf(stderr, "error: --models: unknown model '%s' (vit, bert, "
-                           "convnext)\n",
+      std::fprintf(stderr,
+                   "error: --models: unknown model '%s' (vit, bert, "
+                   "convnext, small)\n",
                    m.c_str());
       return 2;
     }

@@ -571,6 +571,20 @@ constexpr int64_t kMaxPackedRows = 512;
 /// (setPackedGemmMinWork).
 std::atomic<int64_t> packedMinWork{int64_t(1) << 20};
 
+/// Products of fewer columns than this stay on the libraries (packedSuits):
+/// on AVX-512 oneDNN's sgemm runs products of up to about a thousand
+/// columns at 157-171 GFLOP/s on one core, and the packed kernel reached
+/// 0.93-0.98 of it there (the benchmark's GPT-style LM and MLP, weights
+/// in cache: their inference 5-9% slower on the packed kernel;
+/// BERT-base's and ViT-B/16's 768 columns 0.95-0.98), while on wider ones
+/// (1536-3072: ViT-B/16's and BERT-base's projections into the MLP and
+/// ViT's QKV, ConvNeXt-T's stage 3 and 4 expansions) oneDNN drops to
+/// 80-141 GFLOP/s and the packed kernel holds 150-162, 1.12-1.47 of it
+/// (dist-gemm-bench on an Intel Xeon, family 6 model 207, one thread).
+/// On AVX2 every width of 16 or more (see kMaxPackedRows).
+std::atomic<int64_t> packedMinColumns{
+    dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512 ? 1536 : 16};
+
 /// Cached copies stop growing past this many bytes (a model whose weights
 /// are that large keeps the transposed products).
 constexpr size_t kMaxConstantCopyBytes = size_t(1) << 30;
@@ -674,7 +688,10 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
 bool packedSuits(int64_t m, int64_t n, int64_t k) {
   static const bool enabled =
       dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
-  return enabled && m <= kMaxPackedRows && n >= 16 && k >= 16 &&
+  return enabled && m <= kMaxPackedRows &&
+         n >= std::max<int64_t>(
+                  16, packedMinColumns.load(std::memory_order_relaxed)) &&
+         k >= 16 &&
          double(m) * double(n) * double(k) >=
              double(packedMinWork.load(std::memory_order_relaxed));
 }
@@ -682,8 +699,8 @@ bool packedSuits(int64_t m, int64_t n, int64_t k) {
 /// Whether a product of m x n x k on a constant A runs on the packed A
 /// (sgemm_packed.cpp) rather than a library.
 bool packedASuits(int64_t m, int64_t n, int64_t k) {
-  static const bool enabled =
-      dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
+  static const bool enabled = dist_rt::packedSgemmAAvailable() &&
+                              !std::getenv("DIST_RT_NO_PACKED_GEMM");
   return enabled && m >= 6 && n >= 16 && k >= 8 &&
          double(m) * double(n) * double(k) >=
              double(packedMinWork.load(std::memory_order_relaxed));
@@ -1053,6 +1070,10 @@ void dist_rt::setForceBuiltinGemm(bool builtin) {
 
 int64_t dist_rt::setPackedGemmMinWork(int64_t work) {
   return packedMinWork.exchange(work, std::memory_order_relaxed);
+}
+
+int64_t dist_rt::setPackedGemmMinColumns(int64_t columns) {
+  return packedMinColumns.exchange(columns, std::memory_order_relaxed);
 }
 
 void dist_rt::registerConstantMemory(const void *base, size_t size) {

@@ -289,13 +289,17 @@ bool dnnlAvailable();
 int64_t dnnlGemmCalls();
 
 /// f32 products on constant weights packed once (sgemm_packed.cpp): whether
-/// this host runs them (AVX2 and FMA without AVX-512), the bytes of the
-/// packed copy of a k x n B, packing it (element (p, j) at
+/// this host runs them (AVX2 and FMA, or AVX-512), the bytes of the packed
+/// copy of a k x n B, packing it (element (p, j) at
 /// b[p * rowStride + j * colStride]), and C (m x n, rows ldc apart) = or +=
 /// A (m x k, rows lda apart, unit column stride) * B from the packed copy,
-/// spread over the thread pool by panels of 16 columns (false, nothing
-/// done, when memory for packing A is out).
+/// spread over the thread pool by panels of 16 columns (48 on AVX-512;
+/// false, nothing done, when memory for packing A is out).
 bool packedSgemmAvailable();
+/// Whether this host runs the products on a constant A below (AVX2 and FMA
+/// without AVX-512: AVX-512 hosts run convolutions on conv.cpp's direct
+/// kernels).
+bool packedSgemmAAvailable();
 size_t packedSgemmBytes(int64_t k, int64_t n);
 void packSgemmB(const float *b, int64_t k, int64_t n, int64_t rowStride,
                 int64_t colStride, float *dst);
@@ -344,17 +348,25 @@ int64_t packedGemmCalls();
 /// (2^20 unless a test lowers it; not meant to be changed while gemms run)
 /// and returns the value it had.
 int64_t setPackedGemmMinWork(int64_t work);
-/// Sets it for a scope (a test's), the previous value back at its end.
+/// Sets the fewest columns a product needs to run on a packed weight (16;
+/// 1536 on AVX-512, see packedSuits in blas.cpp) and returns the value it
+/// had.
+int64_t setPackedGemmMinColumns(int64_t columns);
+/// Sets both for a scope (a test's), the previous values back at its end.
 class PackedGemmMinWorkScope {
 public:
-  explicit PackedGemmMinWorkScope(int64_t work)
-      : saved(setPackedGemmMinWork(work)) {}
-  ~PackedGemmMinWorkScope() { setPackedGemmMinWork(saved); }
+  explicit PackedGemmMinWorkScope(int64_t work, int64_t columns = 16)
+      : saved(setPackedGemmMinWork(work)),
+        savedColumns(setPackedGemmMinColumns(columns)) {}
+  ~PackedGemmMinWorkScope() {
+    setPackedGemmMinWork(saved);
+    setPackedGemmMinColumns(savedColumns);
+  }
   PackedGemmMinWorkScope(const PackedGemmMinWorkScope &) = delete;
   PackedGemmMinWorkScope &operator=(const PackedGemmMinWorkScope &) = delete;
 
 private:
-  int64_t saved;
+  int64_t saved, savedColumns;
 };
 
 /// dist_rt_gemm_set_act_f32 writes a padded image's positions through a

@@ -6,7 +6,8 @@
 // constants, see derivedConstant in blas.cpp): an AVX2/FMA micro-kernel of
 // 6 rows by 16 columns over slices of 256 steps of depth, A packed per
 // call by tiles of 6 rows (shared by the threads), the tasks cut by panels
-// of C's columns, the next panel of B prefetched while a panel's tiles run.
+// of C's columns, the next panel of B prefetched while a panel's tiles run;
+// on AVX-512 panels of 48 columns and tiles of 8 rows (BTiles).
 //
 // Why not the libraries: OpenBLAS and oneDNN pack B again at every call,
 // and with the few rows of a transformer at batch 1 (128-200 tokens) that
@@ -19,8 +20,12 @@
 // linear layers of ViT-B/16's MLP shape (197 x 768 x 3072 and back) 166-170
 // ms against 187-200 on the libraries, onnxruntime 160-167 in the same
 // run; ViT-B/16 as a whole 1.07x onnxruntime at one thread where it was
-// 0.9x (docs/status.md). Hosts with AVX-512 keep the libraries' AVX-512
-// kernels (this kernel uses half their width; not measured there).
+// 0.9x (docs/status.md). On AVX-512 the same scheme runs an AVX-512 tile
+// of 8 rows by 48 columns (see BTiles): on an Intel Xeon (family 6 model
+// 207) at one thread ViT-B/16's and BERT-base's linear layers at batch 1
+// ran at 0.95-1.20 of oneDNN's sgemm, the wide ones (n of 2304 and 3072,
+// where oneDNN drops to 133-141 GFLOP/s) ahead, 1.01 in geometric mean over
+// dist-gemm-bench's 22 transformer products at one thread, 1.12 at two.
 //
 // Products whose A is the constant (a convolution's filters times its
 // columns, generated code's im2col path and conv.cpp's products by panels)
@@ -70,12 +75,35 @@ constexpr int64_t kDepth = 256;
 /// panel of B again for them (ViT-B/16's 197 rows as 192 + 5 did).
 constexpr int64_t kBlockRows = 256;
 
-/// Rows of each block for m rows: at most kBlockRows, a multiple of 6,
-/// blocks as even as that allows.
-int64_t rowsPerBlock(int64_t m) {
+/// Rows of each block for m rows: at most kBlockRows, a multiple of the
+/// tile's `tileRows`, blocks as even as that allows.
+int64_t rowsPerBlock(int64_t m, int64_t tileRows = kRows) {
   int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
   int64_t rows = (m + blocks - 1) / blocks;
-  return (rows + kRows - 1) / kRows * kRows;
+  return (rows + tileRows - 1) / tileRows * tileRows;
+}
+
+/// The shape of the constant-B products' tiles on this host (packSgemmB's
+/// layout follows it): 6 rows by panels of 16 columns on AVX2, 8 rows by
+/// panels of 48 on AVX-512 (24 of its 32 vector registers accumulate, as
+/// the AVX2 tile's 12 of 16 do; three loads of B and eight broadcasts of A
+/// a step). `depth`: the steps of one slice, a panel's slice of B (16 KiB
+/// and 48 KiB) staying in L1 or close while a block's tiles run over it.
+/// Measured on an Intel Xeon (family 6 model 207, AVX-512) with
+/// dist-gemm-bench, ViT-B/16's and BERT-base's linear layers at batch 1,
+/// one thread: 8 x 48 at 150-162 GFLOP/s, 6 x 64 at 153-161, 12 x 32 at
+/// 149-152 (depth 128 no better: 140-158); in L1 alone the 8 x 48 and
+/// 12 x 32 tiles reach 172.
+struct BTiles {
+  int64_t rows, panel, depth;
+};
+
+const BTiles &bTiles() {
+  static const BTiles tiles =
+      dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512
+          ? BTiles{8, 48, 256}
+          : BTiles{kRows, kPanel, kDepth};
+  return tiles;
 }
 
 std::atomic<int64_t> packedCalls{0};
@@ -344,6 +372,98 @@ tile6x16(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
   tileKernel<2>(depth, a, b, c, ldc, load, nullptr);
 }
 
+/// C[r, j] (+)= sum over p < depth of a[p * R + r] * b[p * W + j] for R
+/// rows and 16V columns (V 512-bit vectors a row; W >= 16V, the panel's
+/// width, so that the first vectors of a wider panel serve its last
+/// columns), C's rows `ldc` apart,
+/// all stored; `load`: add to C, else overwrite it. `b` is 64-byte
+/// aligned. As tileKernel, C's lines are prefetched first and read last.
+template <int R, int V, int W = 16 * V>
+__attribute__((target("avx512f"))) void
+tile512(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
+        bool load, const char *fetch, int64_t fetchLines) {
+  for (int64_t r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v)
+      __builtin_prefetch(c + r * ldc + 16 * v + (v + 1 == V ? 15 : 0), 1, 3);
+  __m512 acc[R][V];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      acc[r][v] = _mm512_setzero_ps();
+  // One line of `fetch` every 4 steps (a burst of them at the start of
+  // the tile filled the line fill buffers and stalled).
+  int64_t p = 0;
+  for (; p + 4 <= depth; p += 4) {
+    if (fetchLines > 0) {
+      __builtin_prefetch(fetch, 0, 3);
+      fetch += 64, --fetchLines;
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q, a += R, b += W) {
+      __m512 bv[V];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v)
+        bv[v] = _mm512_load_ps(b + 16 * v);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        __m512 x = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v)
+          acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+      }
+    }
+  }
+  for (; p < depth; ++p, a += R, b += W) {
+    __m512 bv[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      bv[v] = _mm512_load_ps(b + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      __m512 x = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v)
+        acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float *row = c + r * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      __m512 x = acc[r][v];
+      if (load)
+        x = _mm512_add_ps(x, _mm512_loadu_ps(row + 16 * v));
+      _mm512_storeu_ps(row + 16 * v, x);
+    }
+  }
+}
+
+/// One full tile of the constant-B products in the host's shape (bTiles).
+/// An AVX-512 tile prefetches up to `fetchLines` lines from `fetch` as it
+/// runs; returns how many it did. `cols`: the columns of C that matter, of
+/// which an AVX-512 tile computes only the vectors they need (the last
+/// panel of 256 columns is 16 of 48: GPT-style products of 256 columns ran
+/// at 0.84 of oneDNN computing all 48).
+inline int64_t bTile(const BTiles &t, int64_t depth, const float *a,
+                     const float *b, float *c, int64_t ldc, bool load,
+                     const char *fetch = nullptr, int64_t fetchLines = 0,
+                     int64_t cols = 48) {
+  if (t.panel == kPanel) {
+    tile6x16(depth, a, b, c, ldc, load);
+    return 0;
+  }
+  int64_t lines = std::min(fetchLines, depth / 4);
+  if (cols > 32)
+    tile512<8, 3>(depth, a, b, c, ldc, load, fetch, lines);
+  else if (cols > 16)
+    tile512<8, 2, 48>(depth, a, b, c, ldc, load, fetch, lines);
+  else
+    tile512<8, 1, 48>(depth, a, b, c, ldc, load, fetch, lines);
+  return lines;
+}
+
 #endif
 
 /// Everything the tasks of one call share; a task is a run of panels.
@@ -355,53 +475,72 @@ struct PackedCall {
   float *c;
   int64_t ldc;
   bool overwrite;
-  /// A packed by tiles of 6 rows: the slice of depth d starting at p0 of
-  /// tile t at apack + p0 * tiles * 6 + t * d * 6, six values (the tile's
-  /// rows, those past m repeating the last) per step of depth.
+  /// A packed by tiles of R = shape.rows rows: the slice of depth d
+  /// starting at p0 of tile t at apack + p0 * tiles * R + t * d * R, R
+  /// values (the tile's rows, those past m repeating the last) per step of
+  /// depth.
   float *apack;
   int64_t tiles;
   /// Panels of B (see packSgemmB for the layout).
   int64_t panels;
+  /// The tiles' shape (bTiles).
+  BTiles shape;
 };
 
 #if DIST_RT_X86
-/// dst[p * 6 + r] = rows[r][p] for p < depth, r < 6: eight steps of depth
-/// at a time as an 8 x 8 transpose (two zero rows), each column's first
-/// six values stored, then the rest one by one. Scalar stores, one per
-/// value, were 2% of ViT-B/16's time.
-__attribute__((target("avx2,fma"))) void packTile(const float *const *rows,
-                                                  int64_t depth, float *dst) {
-  const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
-  const __m256 zero = _mm256_setzero_ps();
+/// dst[p * stride + r] = rows[r][p] for p < depth, r < n (n <= 8): eight
+/// steps of depth at a time as an 8 x 8 transpose (rows past n read as
+/// row n - 1 and not stored), each column's first n values stored, then
+/// the rest one by one. Scalar stores, one per value, were 2% of
+/// ViT-B/16's time.
+__attribute__((target("avx2,fma"))) void packRows(const float *const *rows,
+                                                  int64_t n, int64_t depth,
+                                                  float *dst, int64_t stride) {
+  static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                    0,  0,  0,  0,  0,  0,  0,  0};
+  const __m256i first =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(lanes + 8 - n));
+  const float *in[8];
+  for (int64_t r = 0; r < 8; ++r)
+    in[r] = rows[std::min(r, n - 1)];
   int64_t p = 0;
   for (; p + 8 <= depth; p += 8) {
-    __m256 r0 = _mm256_loadu_ps(rows[0] + p), r1 = _mm256_loadu_ps(rows[1] + p);
-    __m256 r2 = _mm256_loadu_ps(rows[2] + p), r3 = _mm256_loadu_ps(rows[3] + p);
-    __m256 r4 = _mm256_loadu_ps(rows[4] + p), r5 = _mm256_loadu_ps(rows[5] + p);
+    __m256 r0 = _mm256_loadu_ps(in[0] + p), r1 = _mm256_loadu_ps(in[1] + p);
+    __m256 r2 = _mm256_loadu_ps(in[2] + p), r3 = _mm256_loadu_ps(in[3] + p);
+    __m256 r4 = _mm256_loadu_ps(in[4] + p), r5 = _mm256_loadu_ps(in[5] + p);
+    __m256 r6 = _mm256_loadu_ps(in[6] + p), r7 = _mm256_loadu_ps(in[7] + p);
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
     __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
     __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
     __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44),
            u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
     __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44),
            u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, zero, 0x44),
-           u5 = _mm256_shuffle_ps(t4, zero, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, zero, 0x44),
-           u7 = _mm256_shuffle_ps(t5, zero, 0xEE);
-    float *d = dst + p * kRows;
-    _mm256_maskstore_ps(d, six, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_maskstore_ps(d + 6, six, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_maskstore_ps(d + 12, six, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_maskstore_ps(d + 18, six, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_maskstore_ps(d + 24, six, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_maskstore_ps(d + 30, six, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_maskstore_ps(d + 36, six, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_maskstore_ps(d + 42, six, _mm256_permute2f128_ps(u3, u7, 0x31));
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44),
+           u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44),
+           u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    float *d = dst + p * stride;
+    _mm256_maskstore_ps(d, first, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_maskstore_ps(d + stride, first,
+                        _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_maskstore_ps(d + 2 * stride, first,
+                        _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_maskstore_ps(d + 3 * stride, first,
+                        _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_maskstore_ps(d + 4 * stride, first,
+                        _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_maskstore_ps(d + 5 * stride, first,
+                        _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_maskstore_ps(d + 6 * stride, first,
+                        _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_maskstore_ps(d + 7 * stride, first,
+                        _mm256_permute2f128_ps(u3, u7, 0x31));
   }
   for (; p < depth; ++p)
-    for (int64_t r = 0; r < kRows; ++r)
-      dst[p * kRows + r] = rows[r][p];
+    for (int64_t r = 0; r < n; ++r)
+      dst[p * stride + r] = rows[r][p];
 }
 #endif
 
@@ -409,65 +548,86 @@ __attribute__((target("avx2,fma"))) void packTile(const float *const *rows,
 void packTiles(void *ctx, int64_t first, int64_t last) {
 #if DIST_RT_X86
   const PackedCall &call = *static_cast<const PackedCall *>(ctx);
+  const int64_t tileRows = call.shape.rows, sliceDepth = call.shape.depth;
   for (int64_t t = first; t < last; ++t)
-    for (int64_t p0 = 0; p0 < call.k; p0 += kDepth) {
-      int64_t depth = std::min(kDepth, call.k - p0);
-      const float *rows[kRows];
-      for (int64_t r = 0; r < kRows; ++r)
-        rows[r] = call.a + std::min(t * kRows + r, call.m - 1) * call.lda + p0;
-      packTile(rows, depth,
-               call.apack + p0 * call.tiles * kRows + t * depth * kRows);
+    for (int64_t p0 = 0; p0 < call.k; p0 += sliceDepth) {
+      int64_t depth = std::min(sliceDepth, call.k - p0);
+      const float *rows[16];
+      for (int64_t r = 0; r < tileRows; ++r)
+        rows[r] =
+            call.a + std::min(t * tileRows + r, call.m - 1) * call.lda + p0;
+      float *dst =
+          call.apack + p0 * call.tiles * tileRows + t * depth * tileRows;
+      for (int64_t r0 = 0; r0 < tileRows; r0 += 8)
+        packRows(rows + r0, std::min<int64_t>(8, tileRows - r0), depth,
+                 dst + r0, tileRows);
     }
 #else
   (void)ctx, (void)first, (void)last;
 #endif
 }
 
-/// Columns [16 * first, 16 * last) of C for every row: by depth slices of
-/// kDepth, blocks of rows (rowsPerBlock), panels, then tiles of 6 rows. Tiles
-/// at the bottom or right edge run on a local tile and copy back what lies
-/// in C.
+/// Panels [first, last) of C's columns for every row: by slices of depth,
+/// blocks of rows (rowsPerBlock), panels, then tiles, in the host's shape
+/// (bTiles). Tiles at the bottom or right edge run on a local tile and copy
+/// back what lies in C.
 void panelRange(void *ctx, int64_t first, int64_t last) {
 #if DIST_RT_X86
   const PackedCall &call = *static_cast<const PackedCall *>(ctx);
-  alignas(32) float edge[kRows * kPanel];
-  int64_t blockRows = rowsPerBlock(call.m);
-  for (int64_t p0 = 0; p0 < call.k; p0 += kDepth) {
-    int64_t depth = std::min(kDepth, call.k - p0);
+  const BTiles &shape = call.shape;
+  const int64_t tileRows = shape.rows, width = shape.panel;
+  alignas(64) float edge[8 * 48];
+  int64_t blockRows = rowsPerBlock(call.m, tileRows);
+  for (int64_t p0 = 0; p0 < call.k; p0 += shape.depth) {
+    int64_t depth = std::min(shape.depth, call.k - p0);
     bool load = !call.overwrite || p0 > 0;
-    const float *aslice = call.apack + p0 * call.tiles * kRows;
-    const float *bslice = call.packed + p0 * call.panels * kPanel;
+    const float *aslice = call.apack + p0 * call.tiles * tileRows;
+    const float *bslice = call.packed + p0 * call.panels * width;
     for (int64_t i0 = 0; i0 < call.m; i0 += blockRows) {
       int64_t iEnd = std::min(call.m, i0 + blockRows);
       for (int64_t panel = first; panel < last; ++panel) {
-        const float *b = bslice + panel * depth * kPanel;
-        int64_t j = panel * kPanel, cols = std::min(kPanel, call.n - j);
-        // The next panel's slice of B (`depth` lines of 64 bytes, right
-        // after this one's) is prefetched a share per tile, so that it
-        // comes from memory while this one's tiles run on theirs from L1.
+        const float *b = bslice + panel * depth * width;
+        int64_t j = panel * width, cols = std::min(width, call.n - j);
+        // The next panel's slice of B (right after this one's) is
+        // prefetched a share per tile, so that it comes from memory while
+        // this one's tiles run on theirs from L1.
         const char *next = reinterpret_cast<const char *>(
-            panel + 1 < last ? b + depth * kPanel : nullptr);
-        int64_t tiles = (iEnd - i0 + kRows - 1) / kRows;
-        int64_t share = (depth + tiles - 1) / tiles, fetched = 0;
-        for (int64_t i = i0; i < iEnd; i += kRows) {
-          if (next)
-            for (int64_t line = 0; line < share && fetched < depth;
-                 ++line, ++fetched)
-              __builtin_prefetch(next + fetched * 64, 0, 3);
-          int64_t rows = std::min(kRows, iEnd - i);
-          const float *a = aslice + (i / kRows) * depth * kRows;
+            panel + 1 < last ? b + depth * width : nullptr);
+        int64_t lines = depth * width / 16;
+        int64_t tiles = (iEnd - i0 + tileRows - 1) / tileRows;
+        int64_t share = (lines + tiles - 1) / tiles, fetched = 0;
+        for (int64_t i = i0; i < iEnd; i += tileRows) {
+          int64_t rows = std::min(tileRows, iEnd - i);
+          const float *a = aslice + (i / tileRows) * depth * tileRows;
           float *c = call.c + i * call.ldc + j;
-          if (rows == kRows && cols == kPanel) {
-            tile6x16(depth, a, b, c, call.ldc, load);
+          bool full = rows == tileRows && cols == width;
+          // An AVX-512 tile prefetches its share as it runs (a burst of
+          // them before the tile filled the line fill buffers and stalled:
+          // ViT's and BERT's products ran at 135-148 GFLOP/s against
+          // 150-162); an AVX2 tile's share goes first.
+          int64_t want = next ? std::min(share, lines - fetched) : 0;
+          const char *fetch = want > 0 ? next + fetched * 64 : nullptr;
+          fetched += want;
+          if (width == kPanel)
+            for (int64_t line = 0; line < want; ++line)
+              __builtin_prefetch(fetch + line * 64, 0, 3);
+          if (full) {
+            int64_t done =
+                bTile(shape, depth, a, b, c, call.ldc, load, fetch, want);
+            for (int64_t line = done; line < want && width != kPanel; ++line)
+              __builtin_prefetch(fetch + line * 64, 0, 3);
             continue;
           }
           if (load)
             for (int64_t r = 0; r < rows; ++r)
-              std::memcpy(edge + r * kPanel, c + r * call.ldc,
+              std::memcpy(edge + r * width, c + r * call.ldc,
                           size_t(cols) * sizeof(float));
-          tile6x16(depth, a, b, edge, kPanel, load);
+          int64_t done =
+              bTile(shape, depth, a, b, edge, width, load, fetch, want, cols);
+          for (int64_t line = done; line < want && width != kPanel; ++line)
+            __builtin_prefetch(fetch + line * 64, 0, 3);
           for (int64_t r = 0; r < rows; ++r)
-            std::memcpy(c + r * call.ldc, edge + r * kPanel,
+            std::memcpy(c + r * call.ldc, edge + r * width,
                         size_t(cols) * sizeof(float));
         }
       }
@@ -716,33 +876,43 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
 }
 
 bool dist_rt::packedSgemmAvailable() {
+  static const bool available = hostSimdLevel() == SimdLevel::Avx2 ||
+                                hostSimdLevel() == SimdLevel::Avx512;
+  return available;
+}
+
+bool dist_rt::packedSgemmAAvailable() {
   static const bool available = hostSimdLevel() == SimdLevel::Avx2;
   return available;
 }
 
 size_t dist_rt::packedSgemmBytes(int64_t k, int64_t n) {
-  return size_t((n + kPanel - 1) / kPanel) * size_t(k) * kPanel * sizeof(float);
+  int64_t width = bTiles().panel;
+  return size_t((n + width - 1) / width) * size_t(k) * width * sizeof(float);
 }
 
 void dist_rt::packSgemmB(const float *b, int64_t k, int64_t n,
                          int64_t rowStride, int64_t colStride, float *dst) {
-  // Slice by slice of kDepth rows, panel after panel, each `depth` steps of
-  // 16 values (zeros past n): a slice's panels, which the tasks run one
-  // after another, lie one after another in memory, so B streams from
-  // memory as one sequence (with panels of the whole depth, 48 KiB apart in
-  // ViT-B/16's products, the products ran a few percent slower).
-  int64_t panels = (n + kPanel - 1) / kPanel;
-  for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
-    int64_t depth = std::min(kDepth, k - p0);
+  // Slice by slice of the host's depth (bTiles), panel after panel of its
+  // width, each `depth` steps of `width` values (zeros past n): a slice's
+  // panels, which the tasks run one after another, lie one after another in
+  // memory, so B streams from memory as one sequence (with panels of the
+  // whole depth, 48 KiB apart in ViT-B/16's products, the products ran a
+  // few percent slower).
+  const BTiles &shape = bTiles();
+  int64_t width = shape.panel;
+  int64_t panels = (n + width - 1) / width;
+  for (int64_t p0 = 0; p0 < k; p0 += shape.depth) {
+    int64_t depth = std::min(shape.depth, k - p0);
     for (int64_t panel = 0; panel < panels; ++panel) {
-      float *out = dst + p0 * panels * kPanel + panel * depth * kPanel;
-      int64_t j0 = panel * kPanel, cols = std::min(kPanel, n - j0);
+      float *out = dst + p0 * panels * width + panel * depth * width;
+      int64_t j0 = panel * width, cols = std::min(width, n - j0);
       for (int64_t p = 0; p < depth; ++p) {
         const float *row = b + (p0 + p) * rowStride + j0 * colStride;
         for (int64_t j = 0; j < cols; ++j)
-          out[p * kPanel + j] = row[j * colStride];
-        for (int64_t j = cols; j < kPanel; ++j)
-          out[p * kPanel + j] = 0.0f;
+          out[p * width + j] = row[j * colStride];
+        for (int64_t j = cols; j < width; ++j)
+          out[p * width + j] = 0.0f;
       }
     }
   }
@@ -751,20 +921,21 @@ void dist_rt::packSgemmB(const float *b, int64_t k, int64_t n,
 bool dist_rt::packedSgemm(int64_t m, int64_t n, int64_t k, const float *a,
                           int64_t lda, const float *packed, float *c,
                           int64_t ldc, bool overwrite) {
-  int64_t tiles = (m + kRows - 1) / kRows;
+  const BTiles &shape = bTiles();
+  int64_t tiles = (m + shape.rows - 1) / shape.rows;
   // Packed A, one buffer per calling thread, kept for the next call.
   thread_local std::unique_ptr<float[]> apack;
   thread_local size_t apackSize = 0;
-  size_t need = size_t(tiles * kRows * k);
+  size_t need = size_t(tiles * shape.rows * k);
   if (need > apackSize) {
     apack.reset(new (std::nothrow) float[need]);
     apackSize = apack ? need : 0;
     if (!apack)
       return false;
   }
-  int64_t panels = (n + kPanel - 1) / kPanel;
-  PackedCall call{m, n,   k,         a,           lda,   packed,
-                  c, ldc, overwrite, apack.get(), tiles, panels};
+  int64_t panels = (n + shape.panel - 1) / shape.panel;
+  PackedCall call{m,   n,         k,           a,     lda,    packed, c,
+                  ldc, overwrite, apack.get(), tiles, panels, shape};
   if (spreads(panels, double(m) * double(n) * double(k))) {
     dist_rt_parallel_for(tiles, packTiles, &call);
     dist_rt_parallel_for(panels, panelRange, &call);

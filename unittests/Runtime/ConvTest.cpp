@@ -387,7 +387,7 @@ TEST_P(ConvTest, ConstantWeightsMatchNaiveLoop) {
   dist_rt::setConvPanelBytes(0);
   // Forced products do run on the packed filters where the kernel runs.
   if (GetParam() == dist_rt::ConvKernel::Product &&
-      dist_rt::packedSgemmAvailable())
+      dist_rt::packedSgemmAAvailable())
     EXPECT_GT(dist_rt::packedGemmCalls(), before);
   RecordProperty("packed", dist_rt::packedGemmCalls() > before ? "yes" : "no");
 }

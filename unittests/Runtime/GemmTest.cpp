@@ -459,8 +459,9 @@ TEST(GemmConstantWeights, TransposedConstantWeightIsCopiedOnce) {
 }
 
 // Products on a constant f32 weight run on its packed copy on hosts with
-// AVX2 and FMA but not AVX-512 (sgemm_packed.cpp): edges of rows and
-// columns, depths over one slice (256), rows over one block (192), strided
+// AVX2 and FMA or AVX-512 (sgemm_packed.cpp: tiles of 6 x 16 or 8 x 48):
+// edges of rows and columns, depths over one slice (256), rows over one
+// block (at most 256), strided
 // A and C, the weight plain or transposed, set or added, one and two
 // threads, all against a double-precision loop. Elsewhere the libraries
 // run them and the same sums hold.
@@ -475,7 +476,7 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   };
   const Shape shapes[] = {{1, 16, 16},   {5, 33, 17},   {6, 48, 300},
                           {7, 100, 64},  {13, 17, 513}, {197, 64, 40},
-                          {300, 20, 30}, {400, 40, 20}};
+                          {300, 20, 30}, {400, 40, 20}, {260, 144, 515}};
   for (const Shape &s : shapes)
     for (bool transposed : {false, true})
       for (bool overwrite : {false, true})
@@ -541,15 +542,52 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   dist_rt_set_num_threads(saved);
 }
 
+// Which products run on packed weights by default: on AVX-512 only those
+// of 1536 columns or more (oneDNN is as fast or faster on narrower ones,
+// see packedMinColumns in blas.cpp), on AVX2 every width; the sums hold
+// either way.
+TEST(GemmConstantWeights, PackedByWidthOnAvx512) {
+  const int64_t m = 64, k = 96;
+  bool packs =
+      dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
+  bool wideOnly = dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512;
+  for (int64_t n :
+       {int64_t(768), int64_t(1535), int64_t(1536), int64_t(2304)}) {
+    SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k);
+    std::vector<float> a(size_t(m * k)), w(size_t(k * n)), c(size_t(m * n));
+    fill(a, uint32_t(n));
+    fill(w, uint32_t(n + 1));
+    // Small products too, the default width rule kept.
+    int64_t columns = dist_rt::setPackedGemmMinColumns(0);
+    dist_rt::setPackedGemmMinColumns(columns);
+    dist_rt::PackedGemmMinWorkScope work(0, columns);
+    dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+    int64_t before = dist_rt::packedGemmCalls();
+    dist_rt_gemm_set_f32(1, m, n, k, asInt(a.data()), 0, k, 1, asInt(w.data()),
+                         n, 1, asInt(c.data()), 0, n, 1, 0);
+    bool want = packs && (!wideOnly || n >= 1536);
+    EXPECT_EQ(dist_rt::packedGemmCalls() - before, want ? 1 : 0);
+    dist_rt::unregisterConstantMemory(w.data());
+    for (int64_t i : {int64_t(0), m / 2, m - 1})
+      for (int64_t j : {int64_t(0), n / 3, n - 1}) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += double(a[size_t(i * k + p)]) * double(w[size_t(p * n + j)]);
+        ASSERT_NEAR(c[size_t(i * n + j)], sum, 1e-4) << i << ", " << j;
+      }
+  }
+}
+
 // Products whose A is a constant (a convolution's filters times its
-// columns) run on A packed once on the same hosts: edges of rows (tiles of
-// 6) and columns (panels of 16 and 8), depths over one slice (256), rows
+// columns) run on A packed once on hosts with AVX2 and FMA but not AVX-512
+// (those run convolutions on conv.cpp's direct kernels): edges of rows (tiles
+// of 6) and columns (panels of 16 and 8), depths over one slice (256), rows
 // over one block, shallow depths (row-major tile order), B's and C's rows
 // padded, A plain or transposed, set or added, one and two threads, all
 // against a double-precision loop. Writable filters stay on the libraries.
 TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
   int32_t saved = dist_rt_get_num_threads();
-  bool packs = dist_rt::packedSgemmAvailable();
+  bool packs = dist_rt::packedSgemmAAvailable();
   dist_rt::PackedGemmMinWorkScope allProducts(0);
   struct Shape {
     int64_t m, n, k;
@@ -644,7 +682,7 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
 // loop, with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares).
 TEST(GemmEpilogue, BiasAndActivationAsStored) {
   int32_t saved = dist_rt_get_num_threads();
-  bool packs = dist_rt::packedSgemmAvailable();
+  bool packs = dist_rt::packedSgemmAAvailable();
   dist_rt::PackedGemmMinWorkScope allProducts(0);
   const int64_t m = 14, k = 19, rowLen = 5, rows = 4, n = rowLen * rows;
   const float sentinel = 7.25f;
