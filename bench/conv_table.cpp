@@ -192,6 +192,7 @@ int main(int argc, char **argv) {
   int rounds = 3;
   double minTime = 0.1;
   bool constantWeights = true, paddedOutput = false;
+  dist_rt::ConvKernel callKernel = dist_rt::ConvKernel::Auto;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc)
@@ -215,6 +216,13 @@ int main(int argc, char **argv) {
       if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
         usage();
       constantWeights = *v == '1';
+    } else if (a == "--call-kernel") {
+      if (std::strcmp(v, "auto") == 0)
+        callKernel = dist_rt::ConvKernel::Auto;
+      else if (std::strcmp(v, "product") == 0)
+        callKernel = dist_rt::ConvKernel::Product;
+      else
+        usage();
     } else if (a == "--padded-output") {
       if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
         usage();
@@ -232,8 +240,11 @@ int main(int argc, char **argv) {
                    m.c_str());
       return 2;
     }
+  dist_rt::setConvKernel(callKernel);
   std::printf("runtime call: %s\n",
-              __builtin_cpu_supports("avx512f")
+              callKernel == dist_rt::ConvKernel::Product
+                  ? "products by panels (--call-kernel product)"
+              : __builtin_cpu_supports("avx512f")
                   ? "AVX-512 tiles"
                   : "products by panels (no AVX-512 on this CPU)");
   std::printf("convolutions with bias and activation; best of %d rounds "

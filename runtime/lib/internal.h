@@ -224,6 +224,10 @@ enum class ConvKernel { Auto, Positions, Filters, Plain, Avx2, Product };
 /// Makes dist_rt_conv2d_f32 use `kernel`. For tests; not meant to be
 /// changed while convolutions run.
 void setConvKernel(ConvKernel kernel);
+/// Whether, on an AVX-512 host, the first calls of each geometry time the
+/// tiles against products by panels and the rest take the faster (conv.cpp;
+/// on unless DIST_RT_CONV_TUNE=0). For tests, as setConvKernel.
+void setConvTuning(bool on);
 /// Makes the position-vectorised tiles take panels of at most `bytes` of
 /// input, and the products panels of at most `bytes` of columns and
 /// outputs (0: half the host's L2 cache). For tests, as setConvKernel.

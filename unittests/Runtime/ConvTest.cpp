@@ -508,6 +508,8 @@ TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
 #endif
   dist_rt::ConvKernel k = GetParam();
   uint32_t seed = 900;
+  // Without the timing of the tiles against the products (the next test).
+  dist_rt::setConvTuning(false);
   for (const ConvCase &cc : {pointwise, strided, grouped, depthwise}) {
     bool isDepthwise = cc.groups == cc.c && cc.groups == cc.f;
     bool want = k == dist_rt::ConvKernel::Product ||
@@ -515,6 +517,48 @@ TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
     int64_t before = dist_rt::productConvCalls();
     EXPECT_EQ(check(cc, DIST_RT_CONV_RELU, true, ++seed), 0) << cc.name();
     EXPECT_EQ(dist_rt::productConvCalls() - before, want ? 1 : 0) << cc.name();
+  }
+  dist_rt::setConvTuning(true);
+}
+
+// On an AVX-512 host the first calls of a geometry alternate the tiles and
+// products by panels, two each, and the rest run the faster of them, every
+// call right; depthwise calls, calls with tuning off and forced kernels
+// never alternate. Elsewhere no call here runs on the tiles.
+TEST_P(ConvTest, TimesTheTilesAgainstProductsOnce) {
+#if defined(__x86_64__)
+  bool avx512 = __builtin_cpu_supports("avx512f");
+#else
+  bool avx512 = false;
+#endif
+  if (GetParam() != dist_rt::ConvKernel::Auto)
+    return; // forced kernels are covered above
+  dist_rt_set_num_threads(1);
+  // Sizes no other test uses, so that the geometry is new here.
+  ConvCase dense{1, 9, 13, 12, 11, 3, 3, 1, 1, 1, 1};
+  ConvCase depthwise{1, 7, 13, 12, 7, 3, 3, 1, 1, 1, 1, 7};
+  uint32_t seed = 1300;
+  auto productsOver = [&](const ConvCase &cc, int calls) {
+    int64_t before = dist_rt::productConvCalls();
+    for (int i = 0; i < calls; ++i)
+      EXPECT_EQ(check(cc, DIST_RT_CONV_RELU, true, ++seed), 0)
+          << cc.name() << " call " << i;
+    return dist_rt::productConvCalls() - before;
+  };
+  if (avx512) {
+    EXPECT_EQ(productsOver(dense, 1), 0) << "the first trial runs the tiles";
+    EXPECT_EQ(productsOver(dense, 3), 2) << "then the products, alternating";
+    int64_t after = productsOver(dense, 5);
+    EXPECT_TRUE(after == 0 || after == 5) << "one way after the trials";
+    RecordProperty("chose", after == 5 ? "products" : "tiles");
+    EXPECT_EQ(productsOver(depthwise, 6), 0);
+    dist_rt::setConvTuning(false);
+    ConvCase untuned{1, 9, 13, 12, 13, 3, 3, 1, 1, 1, 1};
+    EXPECT_EQ(productsOver(untuned, 6), 0);
+    dist_rt::setConvTuning(true);
+  } else {
+    EXPECT_EQ(productsOver(dense, 6), 6);
+    EXPECT_EQ(productsOver(depthwise, 6), 0);
   }
 }
 
