@@ -20,8 +20,10 @@
 //            once (sgemm_packed.cpp; --constant-weights 0 leaves them
 //            writable);
 //   call     dist_rt_conv2d_f32 on those filters, the bias and the
-//            activation applied as it stores: the AVX-512 tiles on a CPU
-//            with AVX-512, elsewhere products by panels of output positions
+//            activation applied as it stores: on a CPU with AVX-512 the
+//            AVX-512 tiles or products by panels, whichever its first calls
+//            timed faster (--call-kernel product: always the products),
+//            elsewhere products by panels of output positions
 //            (columns, product and activation per panel, in cache; the
 //            packed filters' tiles apply them as they store). With
 //            --padded-output 1 it writes its output inside a buffer with a
@@ -36,6 +38,7 @@
 //   dist-conv-bench [--threads 1,2] [--batches 1,8] [--rounds 3]
 //                   [--min-time 0.1] [--models resnet50,mobilenet_v2,...]
 //                   [--constant-weights 1] [--padded-output 0]
+//                   [--call-kernel auto|product]
 //
 // Codegen's choice per host (runtime_abi::directConvApplies and
 // LowerToLinalg's) weighs this table with whole models (docs/status.md:
@@ -166,7 +169,8 @@ void epilogueChunk(void *ctx, int64_t begin, int64_t end) {
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: dist-conv-bench [--threads 1,2] [--batches 1,8] "
                        "[--rounds N] [--min-time S] [--models M,...] "
-                       "[--constant-weights 0|1] [--padded-output 0|1]\n");
+                       "[--constant-weights 0|1] [--padded-output 0|1] "
+                       "[--call-kernel auto|product]\n");
   std::exit(2);
 }
 
@@ -245,7 +249,7 @@ int main(int argc, char **argv) {
               callKernel == dist_rt::ConvKernel::Product
                   ? "products by panels (--call-kernel product)"
               : __builtin_cpu_supports("avx512f")
-                  ? "AVX-512 tiles"
+                  ? "AVX-512 tiles or products by panels, timed per shape"
                   : "products by panels (no AVX-512 on this CPU)");
   std::printf("convolutions with bias and activation; best of %d rounds "
               "of >= %.2f s (GFLOP/s)\n",
