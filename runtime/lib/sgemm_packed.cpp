@@ -378,6 +378,23 @@ tile6x16(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
 /// columns), C's rows `ldc` apart,
 /// all stored; `load`: add to C, else overwrite it. `b` is 64-byte
 /// aligned. As tileKernel, C's lines are prefetched first and read last.
+/// One step of depth of tile512: acc[r] += a[r] * b's V vectors.
+template <int R, int V>
+__attribute__((target("avx512f"), always_inline)) inline void
+step512(const float *a, const float *b, __m512 (&acc)[R][V]) {
+  __m512 bv[V];
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v)
+    bv[v] = _mm512_load_ps(b + 16 * v);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    __m512 x = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+  }
+}
+
 template <int R, int V, int W = 16 * V>
 __attribute__((target("avx512f"))) void
 tile512(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
@@ -400,33 +417,11 @@ tile512(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
       fetch += 64, --fetchLines;
     }
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q, a += R, b += W) {
-      __m512 bv[V];
-#pragma GCC unroll 4
-      for (int v = 0; v < V; ++v)
-        bv[v] = _mm512_load_ps(b + 16 * v);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        __m512 x = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 4
-        for (int v = 0; v < V; ++v)
-          acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
-      }
-    }
+    for (int q = 0; q < 4; ++q, a += R, b += W)
+      step512<R, V>(a, b, acc);
   }
-  for (; p < depth; ++p, a += R, b += W) {
-    __m512 bv[V];
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v)
-      bv[v] = _mm512_load_ps(b + 16 * v);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      __m512 x = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 4
-      for (int v = 0; v < V; ++v)
-        acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
-    }
-  }
+  for (; p < depth; ++p, a += R, b += W)
+    step512<R, V>(a, b, acc);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float *row = c + r * ldc;
@@ -521,22 +516,18 @@ __attribute__((target("avx2,fma"))) void packRows(const float *const *rows,
            u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
     __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44),
            u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    float *d = dst + p * stride;
-    _mm256_maskstore_ps(d, first, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_maskstore_ps(d + stride, first,
-                        _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_maskstore_ps(d + 2 * stride, first,
-                        _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_maskstore_ps(d + 3 * stride, first,
-                        _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_maskstore_ps(d + 4 * stride, first,
-                        _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_maskstore_ps(d + 5 * stride, first,
-                        _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_maskstore_ps(d + 6 * stride, first,
-                        _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_maskstore_ps(d + 7 * stride, first,
-                        _mm256_permute2f128_ps(u3, u7, 0x31));
+    // Column q of the 8 x 8 block: the steps p + q of the eight rows.
+    const __m256 cols[8] = {_mm256_permute2f128_ps(u0, u4, 0x20),
+                            _mm256_permute2f128_ps(u1, u5, 0x20),
+                            _mm256_permute2f128_ps(u2, u6, 0x20),
+                            _mm256_permute2f128_ps(u3, u7, 0x20),
+                            _mm256_permute2f128_ps(u0, u4, 0x31),
+                            _mm256_permute2f128_ps(u1, u5, 0x31),
+                            _mm256_permute2f128_ps(u2, u6, 0x31),
+                            _mm256_permute2f128_ps(u3, u7, 0x31)};
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q)
+      _mm256_maskstore_ps(dst + (p + q) * stride, first, cols[q]);
   }
   for (; p < depth; ++p)
     for (int64_t r = 0; r < n; ++r)
