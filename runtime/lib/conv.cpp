@@ -1873,7 +1873,6 @@ void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
       auto start = std::chrono::steady_clock::now();
       if (way == 1 && !convProduct(g, in, wt, bias, out)) {
         // No taps: the tiles (and only they) from now on.
-        way = 0;
         recordTrial(key, 1, 1e300);
         convAvx512(g, in, wt, bias, out);
         return;

@@ -23,9 +23,10 @@
 // 0.9x (docs/status.md). On AVX-512 the same scheme runs an AVX-512 tile
 // of 8 rows by 48 columns (see BTiles): on an Intel Xeon (family 6 model
 // 207) at one thread ViT-B/16's and BERT-base's linear layers at batch 1
-// ran at 0.95-1.20 of oneDNN's sgemm, the wide ones (n of 2304 and 3072,
-// where oneDNN drops to 133-141 GFLOP/s) ahead, 1.01 in geometric mean over
-// dist-gemm-bench's 22 transformer products at one thread, 1.12 at two.
+// ran at 0.93-0.98 of oneDNN's sgemm on 768 columns and 1.12-1.20 on 2304
+// and 3072 (where oneDNN drops to 133-141 GFLOP/s), so only products of
+// 1536 columns or more run here on such hosts (packedMinColumns in
+// blas.cpp).
 //
 // Products whose A is the constant (a convolution's filters times its
 // columns, generated code's im2col path and conv.cpp's products by panels)
@@ -372,12 +373,6 @@ tile6x16(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
   tileKernel<2>(depth, a, b, c, ldc, load, nullptr);
 }
 
-/// C[r, j] (+)= sum over p < depth of a[p * R + r] * b[p * W + j] for R
-/// rows and 16V columns (V 512-bit vectors a row; W >= 16V, the panel's
-/// width, so that the first vectors of a wider panel serve its last
-/// columns), C's rows `ldc` apart,
-/// all stored; `load`: add to C, else overwrite it. `b` is 64-byte
-/// aligned. As tileKernel, C's lines are prefetched first and read last.
 /// One step of depth of tile512: acc[r] += a[r] * b's V vectors.
 template <int R, int V>
 __attribute__((target("avx512f"), always_inline)) inline void
@@ -395,6 +390,13 @@ step512(const float *a, const float *b, __m512 (&acc)[R][V]) {
   }
 }
 
+/// C[r, j] (+)= sum over p < depth of a[p * R + r] * b[p * W + j] for R
+/// rows and 16V columns (V 512-bit vectors a row; W >= 16V, the panel's
+/// width, so that the first vectors of a wider panel serve its last
+/// columns), C's rows `ldc` apart, all stored; `load`: add to C, else
+/// overwrite it. `b` is 64-byte aligned. As tileKernel, C's lines are
+/// prefetched first and read last; `fetchLines` lines from `fetch` are
+/// prefetched as it runs.
 template <int R, int V, int W = 16 * V>
 __attribute__((target("avx512f"))) void
 tile512(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
