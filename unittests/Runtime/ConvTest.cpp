@@ -523,16 +523,16 @@ TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
 
 // On an AVX-512 host the first calls of a geometry alternate the tiles and
 // products by panels, two each, and the rest run the faster of them, every
-// call right; depthwise calls, calls with tuning off and forced kernels
-// never alternate. Elsewhere no call here runs on the tiles.
-TEST_P(ConvTest, TimesTheTilesAgainstProductsOnce) {
+// call right; depthwise calls and calls with tuning off never alternate
+// (forced kernels never do either: ProductsRunWhereNoKernelTakesTheCall).
+// Elsewhere every dense call here runs as products, no depthwise one.
+TEST(ConvTuning, TimesTheTilesAgainstProductsOnce) {
 #if defined(__x86_64__)
   bool avx512 = __builtin_cpu_supports("avx512f");
 #else
   bool avx512 = false;
 #endif
-  if (GetParam() != dist_rt::ConvKernel::Auto)
-    return; // forced kernels are covered above
+  dist_rt::setConvKernel(dist_rt::ConvKernel::Auto);
   dist_rt_set_num_threads(1);
   // Sizes no other test uses, so that the geometry is new here.
   ConvCase dense{1, 9, 13, 12, 11, 3, 3, 1, 1, 1, 1};
@@ -560,6 +560,7 @@ TEST_P(ConvTest, TimesTheTilesAgainstProductsOnce) {
     EXPECT_EQ(productsOver(dense, 6), 6);
     EXPECT_EQ(productsOver(depthwise, 6), 0);
   }
+  dist_rt_set_num_threads(0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
