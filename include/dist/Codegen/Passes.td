@@ -153,7 +153,16 @@ def HoistParallelDimsPass
     do the trailing dimensions of an elementwise `linalg.generic` whose
     innermost loop is shorter than a vector of f32 (the update of a
     [F, C, 3, 3] convolution weight), so that LLVM vectorises it.
+
+    With `innermost` (the CUDA target) the innermost dimension moves too:
+    each GPU thread runs one parallel iteration, so a bias gradient's sum
+    over rows becomes one kernel over its columns (reads coalesced across a
+    warp) instead of a launch per row.
   }];
+  let options = [
+    Option<"innermost", "innermost", "bool", /*default=*/"false",
+           "move the innermost parallel dimension in front as well">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect"];
 }
@@ -511,7 +520,17 @@ def MapLoopsToGpuPass
     holding an op that has no GPU lowering (a call) stays on the host, with
     a warning naming it; one whose only such ops are calls of the runtime's
     device library (`dist_rt_cuda_*`: an outer batch of products) stays on
-    the host quietly, those calls launching the device's work.
+    the host quietly, those calls launching the device's work. The
+    runtime's error reports (`dist_rt_index_error`, `dist_rt_shape_error`)
+    do not keep a nest on the host: each call site records a flag and its
+    varying operands in a device buffer, which the host checks after the
+    launch and reports. First, an outermost perfect nest of `scf.for` (or
+    reduction-free `scf.parallel`) loops with no parallel loop below it
+    becomes one `scf.parallel` over the variables along which iterations
+    write disjoint elements (each written buffer indexed by the variable
+    itself at one position in every access, through one identity-layout
+    memref) around `scf.for` loops over the others: a scatter-add over
+    rows that may repeat runs a thread per column.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "256",

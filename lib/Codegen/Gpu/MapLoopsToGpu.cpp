@@ -36,8 +36,10 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -47,10 +49,12 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #define DEBUG_TYPE "dist-map-loops-to-gpu"
@@ -241,6 +245,301 @@ std::optional<RowReduction> matchRowReduction(scf::ParallelOp par) {
   return r;
 }
 
+/// Whether `op` calls one of the runtime's error reporters (an index out of
+/// range, mismatched dimensions): no memory the program reads, and a kernel
+/// can record it for the host to report (moveErrorReportsOut).
+bool callsErrorReport(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  return call && (call.getCallee() == dist::runtime_abi::kIndexError ||
+                  call.getCallee() == dist::runtime_abi::kShapeError);
+}
+
+/// A perfect nest of loops without results (scf.for, or scf.parallel
+/// without reductions), outermost first, each loop's body the next loop
+/// alone; the bounds of the inner ones defined outside the outermost.
+SmallVector<Operation *> perfectNest(Operation *outer) {
+  SmallVector<Operation *> nest;
+  Operation *cur = outer;
+  while (cur) {
+    auto loop = dyn_cast<LoopLikeOpInterface>(cur);
+    if (!isa<scf::ForOp, scf::ParallelOp>(cur) || cur->getNumResults() ||
+        !loop.getRegionIterArgs().empty())
+      break;
+    if (cur != outer)
+      for (Value v : cur->getOperands())
+        if (!cast<LoopLikeOpInterface>(outer).isDefinedOutsideOfLoop(v))
+          return nest;
+    nest.push_back(cur);
+    Block &body = cur->getRegion(0).front();
+    Operation *next = nullptr;
+    if (body.getOperations().size() == 2 &&
+        isa<scf::ForOp, scf::ParallelOp>(body.front()))
+      next = &body.front();
+    cur = next;
+  }
+  return nest;
+}
+
+/// The induction variables of `nest` (perfectNest) whose iterations touch
+/// disjoint elements of every buffer the innermost body writes: each
+/// access of such a buffer indexes it by the variable itself, at the same
+/// position, through the same identity-layout memref. Empty when the body
+/// has an op with other memory effects, or a written buffer is also
+/// reached through another view; all of them when nothing is written.
+SmallVector<Value> independentVariables(ArrayRef<Operation *> nest) {
+  Block &body = nest.back()->getRegion(0).front();
+  SmallVector<Operation *> accesses;
+  bool ok = true;
+  body.walk([&](Operation *op) {
+    if (isa<memref::LoadOp, memref::StoreOp>(op)) {
+      accesses.push_back(op);
+      return WalkResult::advance();
+    }
+    if (callsErrorReport(op) || op->getNumRegions() || isMemoryEffectFree(op) ||
+        isa<memref::AllocaOp>(op))
+      return WalkResult::advance();
+    ok = false;
+    return WalkResult::interrupt();
+  });
+  if (!ok)
+    return {};
+  auto memrefOf = [](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return load.getMemRef();
+    return cast<memref::StoreOp>(op).getMemRef();
+  };
+  auto indicesOf = [](Operation *op) -> ValueRange {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return load.getIndices();
+    return cast<memref::StoreOp>(op).getIndices();
+  };
+  // The written buffers' roots, each reached through one memref value.
+  llvm::DenseMap<Value, Value> written;
+  for (Operation *op : accesses)
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      auto type = cast<MemRefType>(store.getMemRef().getType());
+      if (!type.getLayout().isIdentity())
+        return {};
+      written[dist::codegen::rootBuffer(store.getMemRef())] = store.getMemRef();
+    }
+  for (Operation *op : accesses) {
+    auto it = written.find(dist::codegen::rootBuffer(memrefOf(op)));
+    if (it != written.end() && it->second != memrefOf(op))
+      return {};
+  }
+  SmallVector<Value> ivs;
+  for (Operation *loop : nest)
+    for (Value iv :
+         cast<LoopLikeOpInterface>(loop).getLoopInductionVars().value_or(
+             SmallVector<Value>{}))
+      ivs.push_back(iv);
+  SmallVector<Value> independent;
+  for (Value iv : ivs) {
+    bool disjoint = true;
+    for (auto &[root, view] : written) {
+      std::optional<size_t> position;
+      for (Operation *op : accesses) {
+        if (memrefOf(op) != view)
+          continue;
+        ValueRange indices = indicesOf(op);
+        auto at = llvm::find(indices, iv);
+        if (at == indices.end()) {
+          disjoint = false;
+          break;
+        }
+        size_t p = static_cast<size_t>(at - indices.begin());
+        if (position && *position != p)
+          disjoint = false;
+        position = p;
+      }
+      if (!disjoint)
+        break;
+    }
+    // Without writes (an index check) every iteration is independent.
+    if (disjoint)
+      independent.push_back(iv);
+  }
+  return independent;
+}
+
+/// Rewrites the perfect nest under `outer` (perfectNest) as one
+/// scf.parallel over its independent variables (independentVariables,
+/// outermost first) around scf.for loops over the others in their order:
+/// a scatter-add (the gradient of a Gather) runs a thread per column
+/// instead of one thread, a sum over leading dimensions a thread per
+/// element kept. Returns the new loop, or null when nothing moves.
+Operation *parallelizeNest(RewriterBase &rewriter, Operation *outer) {
+  SmallVector<Operation *> nest = perfectNest(outer);
+  if (nest.empty())
+    return nullptr;
+  // Parallel loops below the nest would run in one thread each: their
+  // launches per trip keep more threads busy.
+  bool innerParallel = false;
+  nest.back()->getRegion(0).walk(
+      [&](scf::ParallelOp) { innerParallel = true; });
+  if (innerParallel)
+    return nullptr;
+  SmallVector<Value> independent = independentVariables(nest);
+  if (independent.empty())
+    return nullptr;
+  struct Dim {
+    Value iv, lb, ub, step;
+  };
+  SmallVector<Dim> par, seq;
+  for (Operation *loop : nest) {
+    auto add = [&](Value iv, Value lb, Value ub, Value step) {
+      (llvm::is_contained(independent, iv) ? par : seq)
+          .push_back({iv, lb, ub, step});
+    };
+    if (auto f = dyn_cast<scf::ForOp>(loop)) {
+      add(f.getInductionVar(), f.getLowerBound(), f.getUpperBound(),
+          f.getStep());
+      continue;
+    }
+    auto p = cast<scf::ParallelOp>(loop);
+    for (unsigned d = 0; d < p.getNumLoops(); ++d)
+      add(p.getInductionVars()[d], p.getLowerBound()[d], p.getUpperBound()[d],
+          p.getStep()[d]);
+  }
+  // Nor does a parallel loop of the nest become sequential.
+  for (Dim &d : seq)
+    if (isa<scf::ParallelOp>(d.iv.getParentBlock()->getParentOp()))
+      return nullptr;
+  // Already so: the outermost loop parallel over exactly those.
+  if (auto first = dyn_cast<scf::ParallelOp>(outer);
+      first &&
+      llvm::equal(first.getInductionVars(),
+                  llvm::map_range(par, [](const Dim &d) { return d.iv; })))
+    return nullptr;
+  Location loc = outer->getLoc();
+  rewriter.setInsertionPoint(outer);
+  SmallVector<Value> lbs, ubs, steps;
+  for (const Dim &d : par) {
+    lbs.push_back(d.lb);
+    ubs.push_back(d.ub);
+    steps.push_back(d.step);
+  }
+  Block &body = nest.back()->getRegion(0).front();
+  auto parallel = scf::ParallelOp::create(
+      rewriter, loc, lbs, ubs, steps,
+      [&](OpBuilder &b, Location l, ValueRange ivs) {
+        IRMapping map;
+        for (auto [d, iv] : llvm::zip(par, ivs))
+          map.map(d.iv, iv);
+        std::function<void(OpBuilder &, size_t)> build = [&](OpBuilder &ob,
+                                                             size_t i) {
+          if (i == seq.size()) {
+            for (Operation &op : body.without_terminator())
+              ob.clone(op, map);
+            return;
+          }
+          const Dim &d = seq[i];
+          scf::ForOp::create(
+              ob, l, map.lookupOrDefault(d.lb), map.lookupOrDefault(d.ub),
+              map.lookupOrDefault(d.step), ValueRange{},
+              [&](OpBuilder &fb, Location, Value iv, ValueRange) {
+                map.map(d.iv, iv);
+                build(fb, i + 1);
+                scf::YieldOp::create(fb, l);
+              });
+        };
+        build(b, 0);
+      });
+  rewriter.eraseOp(outer);
+  return parallel;
+}
+
+/// Moves the runtime's error reports (callsErrorReport) out of the loop
+/// nest `loop`, so that a kernel can run it: each call site gets a device
+/// buffer [flag, its operands that vary inside the nest...], which the
+/// call becomes stores into, and after the nest the host calls the
+/// reporter with the recorded operands when the flag is set (one erring
+/// iteration's, as the host loop would report its first: the run fails
+/// either way). Fails, changing nothing, when an operand that does not vary
+/// is not available after the nest (neither defined outside it nor a
+/// llvm.ptrtoint of a value that is).
+LogicalResult moveErrorReportsOut(RewriterBase &rewriter, Operation *loop) {
+  SmallVector<func::CallOp> calls;
+  loop->walk([&](func::CallOp call) {
+    if (callsErrorReport(call))
+      calls.push_back(call);
+  });
+  auto loopLike = cast<LoopLikeOpInterface>(loop);
+  auto outside = [&](Value v) { return loopLike.isDefinedOutsideOfLoop(v); };
+  for (func::CallOp call : calls)
+    for (Value v : call.getOperands())
+      if (!v.getType().isInteger(64))
+        return failure();
+  Location loc = loop->getLoc();
+  Type i64 = rewriter.getI64Type();
+  for (func::CallOp call : calls) {
+    // Which operands vary (recorded) and how to rebuild the others.
+    SmallVector<unsigned> recorded;
+    for (auto [i, v] : llvm::enumerate(call.getOperands())) {
+      if (outside(v))
+        continue;
+      auto cast = v.getDefiningOp<LLVM::PtrToIntOp>();
+      if (cast && outside(cast.getArg()))
+        continue;
+      recorded.push_back(static_cast<unsigned>(i));
+    }
+    rewriter.setInsertionPoint(loop);
+    auto type =
+        MemRefType::get({static_cast<int64_t>(recorded.size() + 1)}, i64);
+    Value buffer = memref::AllocOp::create(rewriter, loc, type);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value clear = arith::ConstantIntOp::create(rewriter, loc, i64, 0);
+    memref::StoreOp::create(rewriter, loc, clear, buffer, zero);
+    // In the nest: the flag and the varying operands.
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(call);
+      Value set = arith::ConstantIntOp::create(rewriter, loc, i64, 1);
+      Value at0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      memref::StoreOp::create(rewriter, loc, set, buffer, at0);
+      for (auto [slot, operand] : llvm::enumerate(recorded)) {
+        Value at = arith::ConstantIndexOp::create(rewriter, loc, slot + 1);
+        memref::StoreOp::create(rewriter, loc, call.getOperand(operand), buffer,
+                                at);
+      }
+    }
+    // After the nest: report what was recorded.
+    rewriter.setInsertionPointAfter(loop);
+    Value flag = memref::LoadOp::create(rewriter, loc, buffer, zero);
+    Value failed = arith::CmpIOp::create(rewriter, loc,
+                                         arith::CmpIPredicate::ne, flag, clear);
+    auto ifFailed = scf::IfOp::create(rewriter, loc, failed, false);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&ifFailed.getThenRegion().front());
+      SmallVector<Value> operands;
+      for (auto [i, v] : llvm::enumerate(call.getOperands())) {
+        auto slot = llvm::find(recorded, static_cast<unsigned>(i));
+        if (slot != recorded.end()) {
+          Value at = arith::ConstantIndexOp::create(
+              rewriter, loc, slot - recorded.begin() + 1);
+          operands.push_back(memref::LoadOp::create(rewriter, loc, buffer, at));
+        } else if (outside(v)) {
+          operands.push_back(v);
+        } else {
+          operands.push_back(rewriter.clone(*v.getDefiningOp())->getResult(0));
+        }
+      }
+      func::CallOp::create(rewriter, loc, call.getCallee(), TypeRange{},
+                           operands);
+    }
+    memref::DeallocOp::create(rewriter, loc, buffer);
+    SmallVector<Value> operands(call.getOperands());
+    rewriter.eraseOp(call);
+    // The name's address, now unused in the nest (no GPU lowering).
+    for (Value v : operands)
+      if (Operation *def = v.getDefiningOp();
+          def && def->use_empty() && isa<LLVM::PtrToIntOp>(def))
+        rewriter.eraseOp(def);
+  }
+  return success();
+}
+
 struct MapLoopsToGpuPass
     : public dist::impl::MapLoopsToGpuPassBase<MapLoopsToGpuPass> {
   using Base::Base;
@@ -254,6 +553,18 @@ struct MapLoopsToGpuPass
     IRRewriter rewriter(func.getContext());
     if (failed(copyGlobalsToDevice(rewriter, func)))
       return signalPassFailure();
+    // Sequential nests whose iterations write disjoint elements along some
+    // variables: parallel over those first.
+    SmallVector<Operation *> outermost;
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<scf::ForOp, scf::ParallelOp, scf::WhileOp>(op)) {
+        outermost.push_back(op);
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
+    });
+    for (Operation *op : outermost)
+      parallelizeNest(rewriter, op);
     // The outermost loops, collected first: mapping rewrites the IR.
     // A sequential loop around parallel ones (a batch of products, say)
     // stays on the host and launches its parallel loops on each trip.
@@ -278,6 +589,9 @@ struct MapLoopsToGpuPass
         continue;
       }
       bool library = false;
+      // The runtime's error reports recorded on the device, reported by
+      // the host after the launch.
+      (void)moveErrorReportsOut(rewriter, loop);
       if (Operation *bad = firstHostOnlyOp(loop, library)) {
         loop->emitWarning() << "runs on the host: its " << bad->getName()
                             << " has no GPU lowering (dist-map-loops-to-gpu)";

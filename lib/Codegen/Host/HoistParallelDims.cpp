@@ -11,6 +11,9 @@
 // reduction dimensions, keeping their relative order, but never moves the
 // innermost dimension: it is the contiguous one the loop vectoriser works
 // on (a bias gradient, [N (reduction), C (parallel)], stays as it is).
+// Except with `innermost` (the CUDA target): a GPU thread runs one parallel
+// iteration, so there the bias gradient becomes one kernel over C, whose
+// warps read rows of N coalesced, not a launch per row.
 // Upstream's interchangeGenericOp does the permutation.
 //
 // Then the trailing reduction dimensions that every operand lays out
@@ -43,22 +46,25 @@ using namespace mlir;
 
 namespace {
 
-/// The loop order with the parallel dimensions (except the innermost one)
-/// first; empty when it is already so or there is no reduction.
-SmallVector<unsigned> hoistedOrder(linalg::GenericOp op) {
+/// The loop order with the parallel dimensions first (except the innermost
+/// one unless `innermost`); empty when it is already so or there is no
+/// reduction.
+SmallVector<unsigned> hoistedOrder(linalg::GenericOp op, bool innermost) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   unsigned loops = iterators.size();
-  if (loops < 3 ||
+  unsigned moved = innermost ? loops : loops - 1;
+  if (moved < 2 ||
       !llvm::is_contained(iterators, utils::IteratorType::reduction))
     return {};
   SmallVector<unsigned> order;
-  for (unsigned d = 0; d + 1 < loops; ++d)
+  for (unsigned d = 0; d < moved; ++d)
     if (iterators[d] == utils::IteratorType::parallel)
       order.push_back(d);
-  for (unsigned d = 0; d + 1 < loops; ++d)
+  for (unsigned d = 0; d < moved; ++d)
     if (iterators[d] != utils::IteratorType::parallel)
       order.push_back(d);
-  order.push_back(loops - 1);
+  if (!innermost)
+    order.push_back(loops - 1);
   for (unsigned d = 0; d < loops; ++d)
     if (order[d] != d)
       return order;
@@ -135,10 +141,13 @@ ReassociationIndices collapsibleShortElementwise(linalg::GenericOp op) {
 
 struct HoistParallelDimsPass
     : public dist::impl::HoistParallelDimsPassBase<HoistParallelDimsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, SmallVector<unsigned>>> work;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (SmallVector<unsigned> order = hoistedOrder(op); !order.empty())
+      if (SmallVector<unsigned> order = hoistedOrder(op, innermost);
+          !order.empty())
         work.push_back({op, std::move(order)});
     });
     IRRewriter rewriter(&getContext());

@@ -78,13 +78,14 @@ func.func @sum(%a: memref<64xf32>, %s: memref<f32>) {
 
 // -----
 
-// A sequential loop around a parallel one stays on the host and launches
-// the parallel loop on each trip.
+// A sequential loop around two parallel ones stays on the host and
+// launches them on each trip.
 // CHECK-LABEL: func.func @batches
 // CHECK:         scf.for
 // CHECK:           gpu.launch
 // CHECK:             memref.store
 // CHECK:             gpu.terminator
+// CHECK:           gpu.launch
 func.func @batches(%a: memref<3x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -94,6 +95,120 @@ func.func @batches(%a: memref<3x64xf32>) {
   scf.for %b = %c0 to %c3 step %c1 {
     scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
       memref.store %f, %a[%b, %i] : memref<3x64xf32>
+    }
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      %x = memref.load %a[%b, %i] : memref<3x64xf32>
+      %y = arith.addf %x, %f : f32
+      memref.store %y, %a[%b, %i] : memref<3x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A sequential loop around one parallel loop whose trips write disjoint
+// rows: one launch over both.
+// CHECK-LABEL: func.func @batch_rows
+// CHECK-NOT:     scf.for
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2,
+// CHECK:           memref.store
+// CHECK-NOT:     scf.for
+func.func @batch_rows(%a: memref<3x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 2.0 : f32
+  scf.for %b = %c0 to %c3 step %c1 {
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      memref.store %f, %a[%b, %i] : memref<3x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A scatter-add (a Gather's gradient) with the runtime's index check:
+// rows may repeat, so the row loop stays sequential in each thread, and
+// the column loop, which indexes every access of the written buffer,
+// becomes the threads. The check records the bad index in a device buffer
+// [flag, index] that the host reads after the launch and reports, the
+// bound and the node's name rebuilt there.
+func.func private @dist_rt_index_error(i64, i64, i64)
+llvm.mlir.global internal constant @name("g\00") {addr_space = 0 : i32}
+// CHECK-LABEL: func.func @scatter_add
+// CHECK-SAME:  (%[[IDS:.*]]: memref<8xi64>, %[[G:.*]]: memref<8x96xf32>, %[[T:.*]]: memref<10x96xf32>)
+// CHECK:         %[[ERR:.*]] = memref.alloc() : memref<2xi64>
+// CHECK:         memref.store %c0_i64, %[[ERR]][%c0]
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c1,
+// CHECK:           scf.if
+// CHECK:             scf.for %[[R:.*]] = %c0 to %c8 step %c1 {
+// CHECK:               %[[ID:.*]] = memref.load %[[IDS]][%[[R]]]
+// CHECK:               scf.if
+// CHECK-NEXT:            memref.store %c1_i64, %[[ERR]][%c0]
+// CHECK-NEXT:            memref.store %[[ID]], %[[ERR]][%c1]
+// CHECK:               memref.store %{{.*}}, %[[T]]
+// CHECK-NOT:         func.call
+// CHECK:           gpu.terminator
+// CHECK:         %[[FLAG:.*]] = memref.load %[[ERR]][%c0]
+// CHECK:         %[[BAD:.*]] = arith.cmpi ne, %[[FLAG]], %c0_i64
+// CHECK:         scf.if %[[BAD]] {
+// CHECK:           %[[V:.*]] = memref.load %[[ERR]][%c1]
+// CHECK:           %[[NAME:.*]] = llvm.ptrtoint
+// CHECK:           func.call @dist_rt_index_error(%[[V]], %c10_i64, %[[NAME]])
+// CHECK:         memref.dealloc %[[ERR]]
+func.func @scatter_add(%ids: memref<8xi64>, %g: memref<8x96xf32>, %t: memref<10x96xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c9 = arith.constant 9 : index
+  %c10 = arith.constant 10 : index
+  %c96 = arith.constant 96 : index
+  %c10_i64 = arith.constant 10 : i64
+  %name = llvm.mlir.addressof @name : !llvm.ptr
+  scf.for %r = %c0 to %c8 step %c1 {
+    scf.for %c = %c0 to %c96 step %c1 {
+      %id = memref.load %ids[%r] : memref<8xi64>
+      %x = memref.load %g[%r, %c] : memref<8x96xf32>
+      %i = arith.index_cast %id : i64 to index
+      %bad = arith.cmpi uge, %i, %c10 : index
+      scf.if %bad {
+        %p = llvm.ptrtoint %name : !llvm.ptr to i64
+        func.call @dist_rt_index_error(%id, %c10_i64, %p) : (i64, i64, i64) -> ()
+      }
+      %lo = arith.minsi %i, %c9 : index
+      %ix = arith.maxsi %lo, %c0 : index
+      %old = memref.load %t[%ix, %c] : memref<10x96xf32>
+      %new = arith.addf %old, %x : f32
+      memref.store %new, %t[%ix, %c] : memref<10x96xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A nest whose every iteration may write the same element (a sum into a
+// scalar) keeps its order: one thread.
+// CHECK-LABEL: func.func @dependent
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c1,
+// CHECK:           scf.for
+// CHECK:             scf.for
+func.func @dependent(%a: memref<4x8xf32>, %s: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c7 = arith.constant 7 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<4x8xf32>
+      %k = arith.subi %c7, %j : index
+      %acc = memref.load %s[%k] : memref<8xf32>
+      %y = arith.addf %acc, %x : f32
+      memref.store %y, %s[%j] : memref<8xf32>
     }
   }
   return

@@ -3,6 +3,10 @@
 // RUN: dist-opt %s --split-input-file --dist-lower-to-linalg \
 // RUN:   --dist-hoist-parallel-dims --one-shot-bufferize \
 // RUN:   --convert-linalg-to-parallel-loops | FileCheck %s --check-prefix=LOOPS
+// With innermost (the CUDA target) the innermost parallel dimension moves
+// in front too.
+// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg \
+// RUN:   --dist-hoist-parallel-dims=innermost=true | FileCheck %s --check-prefix=GPU
 
 // Batch-norm statistics of an NCHW tensor, summed over N, H and W: C moves
 // in front of N, so the outermost loop is parallel (on the runtime's pool).
@@ -30,6 +34,9 @@ func.func @channel_sums(%x: tensor<8x16x32x32xf32>) -> tensor<16xf32> {
 // CHECK-LABEL: func.func @row_sums
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["reduction", "parallel"]
+// GPU-LABEL: func.func @row_sums
+// GPU: linalg.generic
+// GPU-SAME: iterator_types = ["parallel", "reduction"]
 func.func @row_sums(%x: tensor<64x512xf32>) -> tensor<512xf32> {
   %axes = dist.constant dense<[0]> : tensor<1xi64>
   %0 = dist.reduce_sum %x axes %axes {keepdims = 0 : i64} : (tensor<64x512xf32>, tensor<1xi64>) -> tensor<512xf32>
@@ -43,6 +50,9 @@ func.func @row_sums(%x: tensor<64x512xf32>) -> tensor<512xf32> {
 // CHECK-LABEL: func.func @middle_sums
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction", "parallel"]
+// GPU-LABEL: func.func @middle_sums
+// GPU: linalg.generic
+// GPU-SAME: iterator_types = ["parallel", "parallel", "reduction"]
 func.func @middle_sums(%x: tensor<4x64x256xf32>) -> tensor<4x256xf32> {
   %axes = dist.constant dense<[1]> : tensor<1xi64>
   %0 = dist.reduce_sum %x axes %axes {keepdims = 0 : i64} : (tensor<4x64x256xf32>, tensor<1xi64>) -> tensor<4x256xf32>
