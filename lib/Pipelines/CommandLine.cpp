@@ -119,6 +119,14 @@ struct CompileCommandLine::Flags {
                "this CPU has AVX-512)"),
       cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>(),
       cl::cat(cat(Target))};
+  cl::opt<Precision> precision{
+      "precision",
+      cl::desc("How a CUDA model's f32 matrix products round their operands "
+               "(default fp32, PyTorch's default; tf32 and bf16 use tensor "
+               "cores with f32 accumulation, every other op and the "
+               "weights stay f32)"),
+      cl::init(Precision::Fp32), enumOptionValues<Precision>(),
+      cl::cat(cat(Target))};
   cl::opt<std::string> target{
       "target",
       cl::desc("Where the model runs: host (this CPU, the default) or "
@@ -321,6 +329,7 @@ struct CompileCommandLine::Flags {
             {Input, std::addressof(summary)},
             {Target, std::addressof(target)},
             {Target, std::addressof(conv)},
+            {Target, std::addressof(precision)},
             {Training, std::addressof(train)},
             {Training, std::addressof(loss)},
             {Training, std::addressof(lossOutput)},
@@ -711,9 +720,6 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
                     " is missing (install the CUDA toolkit or set "
                     "CUDA_HOME to it)");
     }
-    if (f.train)
-      return fail("--target=cuda: training on GPUs is not supported yet; "
-                  "compile the training step for the host (no --target)");
     if (options.mesh || p.applyLayout || f.psTables.getNumOccurrences() ||
         f.elastic.getNumOccurrences())
       return fail("--target=cuda: a model compiled for a GPU runs in one "
@@ -722,7 +728,14 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
     if (f.conv.getNumOccurrences())
       return fail("--conv chooses the CPU's convolution kernel; it has no "
                   "effect with --target=cuda");
+    cuda.precision = f.precision;
     options.cuda = std::move(cuda);
+  } else if (f.precision.getNumOccurrences() &&
+             f.precision != Precision::Fp32) {
+    return fail(
+        "--precision=" + stringifyEnumOption<Precision>(f.precision).str() +
+        ": the host target's products are f32; tf32 and bf16 need "
+        "--target=cuda");
   }
 
   // Import.
@@ -812,6 +825,8 @@ void CompileCommandLine::printHelp(llvm::raw_ostream &os) const {
     };
     if (o == &flags->conv)
       add(&flags->conv);
+    else if (o == &flags->precision)
+      add(&flags->precision);
     else if (o == &flags->loss)
       add(&flags->loss);
     else if (o == &flags->optimizer)
@@ -874,6 +889,7 @@ bool dist::hasONNXInput(int argc, char **argv) {
                                      "input-value",
                                      "max-inline-elements",
                                      "conv",
+                                     "precision",
                                      "target",
                                      "runtime-lib",
                                      "runtime-include",

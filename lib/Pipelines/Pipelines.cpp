@@ -267,6 +267,7 @@ void dist::buildGpuCodegenPipeline(OpPassManager &pm,
   GpuCodegenOptions gpu;
   gpu.chips = options.cuda->chips;
   gpu.toolkit = options.cuda->toolkit;
+  gpu.precision = options.cuda->precision;
   // Convolutions as im2col columns and products: loops a kernel runs (the
   // direct kernel is the CPU runtime's).
   buildGpuKernelsPipeline(pm, ConvKernel::Im2col, gpu);
@@ -460,6 +461,10 @@ struct GpuCodegenPipelineOptions
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("the CUDA toolkit"),
                               llvm::cl::init("/usr/local/cuda")};
+  Option<Precision> precision{
+      *this, "precision",
+      llvm::cl::desc("how the f32 products round their operands"),
+      llvm::cl::init(Precision::Fp32), enumOptionValues<Precision>()};
 };
 
 /// dist-emit-pipeline's options: the output flags.
@@ -540,6 +545,7 @@ void dist::registerPhasePipelines() {
         if (cuda.chips.empty())
           cuda.chips = {"sm_80", "sm_90"};
         cuda.toolkit = o.toolkit;
+        cuda.precision = o.precision;
         buildGpuCodegenPipeline(pm, options);
       });
   PassPipelineRegistration<HostCodegenPipelineOptions>(

@@ -50,6 +50,11 @@ using dist_rt::cuda::LtProblem;
 
 namespace {
 
+/// How a f32 product rounds its operands on the tensor cores (dist-opt's
+/// --precision): none (CUBLAS_COMPUTE_32F), TF32 or bf16, accumulating in
+/// f32 either way.
+enum class Rounding : int64_t { None = 0, Tf32 = 1, Bf16 = 2 };
+
 /// X (r x c, element strides sr and sc) as a stored column-major matrix:
 /// X itself (unit row stride) or its transpose (unit column stride).
 std::optional<LtOperand> columnMajor(int64_t r, int64_t c, int64_t sr,
@@ -223,7 +228,8 @@ void failLt(const Lt &l, const char *what, cublasStatus_t st) {
 /// The descriptors and algorithm of `p` for elements of `bytes` bytes,
 /// made and cached on first use; null (the run failed) when cuBLASLt
 /// refuses them. Called with l.mutex held.
-const Prepared *prepare(Lt &l, const LtProblem &p, int bytes) {
+const Prepared *prepare(Lt &l, const LtProblem &p, int bytes,
+                        Rounding rounding) {
   std::array<int64_t, 16> key{bytes,
                               p.a.transpose,
                               p.b.transpose,
@@ -239,7 +245,7 @@ const Prepared *prepare(Lt &l, const LtProblem &p, int bytes) {
                               p.c.batchStride,
                               p.a.rows,
                               p.b.rows,
-                              0};
+                              static_cast<int64_t>(rounding)};
   auto it = l.prepared.find(key);
   if (it != l.prepared.end())
     return &it->second;
@@ -247,6 +253,10 @@ const Prepared *prepare(Lt &l, const LtProblem &p, int bytes) {
   cudaDataType_t type = bytes == 8 ? CUDA_R_64F : CUDA_R_32F;
   cublasComputeType_t compute =
       bytes == 8 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  if (bytes == 4 && rounding == Rounding::Tf32)
+    compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (bytes == 4 && rounding == Rounding::Bf16)
+    compute = CUBLAS_COMPUTE_32F_FAST_16BF;
   Prepared pr;
   cublasStatus_t st = a.descCreate(&pr.op, compute, type);
   if (st != CUBLAS_STATUS_SUCCESS) {
@@ -295,7 +305,7 @@ const Prepared *prepare(Lt &l, const LtProblem &p, int bytes) {
 /// then waits for it. `aPtr` and `bPtr` are the problem's operands (the
 /// caller's swapped when p.swapped).
 void matmul(const LtProblem &p, int bytes, int64_t aPtr, int64_t bPtr,
-            int64_t cPtr, bool set) {
+            int64_t cPtr, bool set, Rounding rounding) {
   void *stream = dist_rt::cuda::currentStream();
   if (!stream) {
     dist_rt::failRun("no GPU is open");
@@ -311,7 +321,7 @@ void matmul(const LtProblem &p, int bytes, int64_t aPtr, int64_t bPtr,
       dist_rt::failRun(text.c_str());
       return;
     }
-    const Prepared *pr = prepare(l, p, bytes);
+    const Prepared *pr = prepare(l, p, bytes, rounding);
     if (!pr)
       return;
     float alpha32 = 1.0f, beta32 = set ? 0.0f : 1.0f;
@@ -350,7 +360,7 @@ T &at(int64_t base, int64_t t, int64_t i, int64_t j, int64_t sb, int64_t si,
 /// for layouts cuBLAS cannot take; C gets the packed result back.
 template <typename T>
 void packedProduct(const GemmShape &s, int64_t a, int64_t b, int64_t c,
-                   bool set) {
+                   bool set, Rounding rounding) {
   std::string error = dist_rt::cuda::synchronize();
   if (!error.empty()) {
     std::string text = "CUDA: a kernel failed: " + error;
@@ -401,7 +411,7 @@ void packedProduct(const GemmShape &s, int64_t a, int64_t b, int64_t c,
   std::optional<LtProblem> p = dist_rt::cuda::planProduct(packed);
   if (p)
     matmul(*p, sizeof(T), p->swapped ? pb : pa, p->swapped ? pa : pb, pc,
-           /*set=*/true);
+           /*set=*/true, rounding);
   if (!p || dist_rt::runFailed()) {
     if (!p)
       dist_rt::failRun("CUDA: a packed product has no cuBLAS layout");
@@ -421,7 +431,8 @@ void packedProduct(const GemmShape &s, int64_t a, int64_t b, int64_t c,
 
 /// dist_rt_cuda_gemm_* for elements of type T.
 template <typename T>
-void product(const GemmShape &s, int64_t a, int64_t b, int64_t c, bool set) {
+void product(const GemmShape &s, int64_t a, int64_t b, int64_t c, bool set,
+             Rounding rounding = Rounding::None) {
   if (dist_rt::runFailed() || s.batch <= 0 || s.m <= 0 || s.n <= 0)
     return;
   if (s.k <= 0) {
@@ -441,12 +452,12 @@ void product(const GemmShape &s, int64_t a, int64_t b, int64_t c, bool set) {
   }
   std::optional<LtProblem> p = dist_rt::cuda::planProduct(s);
   if (!p) {
-    packedProduct<T>(s, a, b, c, set);
+    packedProduct<T>(s, a, b, c, set, rounding);
     return;
   }
   int64_t first = p->swapped ? b : a, second = p->swapped ? a : b;
   if (s.batch == 1 || s.cSb != 0) {
-    matmul(*p, sizeof(T), first, second, c, set);
+    matmul(*p, sizeof(T), first, second, c, set, rounding);
     return;
   }
   // Every batch writes the same C: one product after the other, the first
@@ -457,7 +468,7 @@ void product(const GemmShape &s, int64_t a, int64_t b, int64_t c, bool set) {
   int64_t secondSb = one.b.batchStride * int64_t(sizeof(T));
   for (int64_t t = 0; t < s.batch && !dist_rt::runFailed(); ++t)
     matmul(one, sizeof(T), first + t * firstSb, second + t * secondSb, c,
-           set && t == 0);
+           set && t == 0, rounding);
 }
 
 } // namespace
@@ -466,7 +477,8 @@ void product(const GemmShape &s, int64_t a, int64_t b, int64_t c, bool set) {
 
 namespace {
 template <typename T>
-void product(const GemmShape &, int64_t, int64_t, int64_t, bool) {
+void product(const GemmShape &, int64_t, int64_t, int64_t, bool,
+             Rounding = Rounding::None) {
   dist_rt::failRun("CUDA: this runtime was built without cuBLASLt "
                    "(cublasLt.h was not found)");
 }
@@ -517,3 +529,19 @@ extern "C" void dist_rt_cuda_gemm_set_f64(int64_t batch, int64_t m, int64_t n,
       {batch, m, n, k, a_sb, a_sm, a_sk, b_sb, b_sk, b_sn, c_sb, c_sm, c_sn}, a,
       b, c, /*set=*/true);
 }
+
+// The f32 products of a model compiled with --precision=tf32 or bf16.
+#define DIST_RT_CUDA_GEMM_ROUNDED(NAME, SET, ROUNDING)                         \
+  extern "C" void NAME(                                                        \
+      int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a, int64_t a_sb, \
+      int64_t a_sm, int64_t a_sk, int64_t b, int64_t b_sk, int64_t b_sn,       \
+      int64_t c, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb) {     \
+    product<float>({batch, m, n, k, a_sb, a_sm, a_sk, b_sb, b_sk, b_sn, c_sb,  \
+                    c_sm, c_sn},                                               \
+                   a, b, c, SET, ROUNDING);                                    \
+  }
+DIST_RT_CUDA_GEMM_ROUNDED(dist_rt_cuda_gemm_f32_tf32, false, Rounding::Tf32)
+DIST_RT_CUDA_GEMM_ROUNDED(dist_rt_cuda_gemm_set_f32_tf32, true, Rounding::Tf32)
+DIST_RT_CUDA_GEMM_ROUNDED(dist_rt_cuda_gemm_f32_bf16, false, Rounding::Bf16)
+DIST_RT_CUDA_GEMM_ROUNDED(dist_rt_cuda_gemm_set_f32_bf16, true, Rounding::Bf16)
+#undef DIST_RT_CUDA_GEMM_ROUNDED

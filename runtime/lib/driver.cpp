@@ -115,6 +115,22 @@ bool parseThreads(const std::string &value, int32_t &out, std::string &error) {
   return true;
 }
 
+bool parseDevice(const dist_rt_model_desc_t &desc, const std::string &value,
+                 int32_t &out, std::string &error) {
+  int64_t device = 0;
+  if (desc.device != DIST_RT_DEVICE_CUDA) {
+    error = "--device: model '" + std::string(desc.name) +
+            "' runs on the host (compile it with --target=cuda for a GPU)";
+    return false;
+  }
+  if (!parseInteger(value, 0, 1024, device)) {
+    error = "--device expects a GPU number in [0, 1024], got '" + value + "'";
+    return false;
+  }
+  out = static_cast<int32_t>(device);
+  return true;
+}
+
 bool parseOptions(int argc, char **argv, int first,
                   const std::vector<OptionSpec> &specs,
                   const char *positionalHint, const OptionHandler &handle,

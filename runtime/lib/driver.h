@@ -52,6 +52,11 @@ std::string defaultParamsText(const dist_rt_model_desc_t &desc);
 /// Parses the value of --threads (an integer in [0, 65536]).
 bool parseThreads(const std::string &value, int32_t &out, std::string &error);
 
+/// Parses the value of --device (a GPU number in [0, 1024]) for model
+/// `desc`, which must be a CUDA model.
+bool parseDevice(const dist_rt_model_desc_t &desc, const std::string &value,
+                 int32_t &out, std::string &error);
+
 /// One option of a subcommand.
 struct OptionSpec {
   const char *flag;

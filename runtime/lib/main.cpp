@@ -118,18 +118,7 @@ bool parseCommandLine(int argc, char **argv, const dist_rt_model_desc_t &desc,
     } else if (flag == "--threads") {
       return parseThreads(value, cl.threads, error);
     } else if (flag == "--device") {
-      int64_t device = 0;
-      if (desc.device != DIST_RT_DEVICE_CUDA) {
-        error = "--device: model '" + std::string(desc.name) +
-                "' runs on the host (compile it with --target=cuda for a GPU)";
-        return false;
-      }
-      if (!parseInteger(value, 0, 1024, device)) {
-        error =
-            "--device expects a GPU number in [0, 1024], got '" + value + "'";
-        return false;
-      }
-      cl.device = static_cast<int32_t>(device);
+      return parseDevice(desc, value, cl.device, error);
     } else if (flag == "--bench") {
       if (!parseInteger(value, 1, INT32_MAX, cl.benchRuns)) {
         error = "--bench expects a positive integer, got '" + value + "'";

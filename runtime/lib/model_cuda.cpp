@@ -97,6 +97,67 @@ dist_rt_status_t openDevice(dist_rt_model &model,
   for (uint32_t i = 0; i < desc.num_params; ++i)
     model.inference.args[i] =
         model.deviceParamWords.data() + model.paramOffsets[i];
+  if (desc.train) {
+    // The device copies become the live parameters, which every call
+    // passes and dist_rt_model_param describes: managed memory, which the
+    // host reads and writes between steps (checkpoints, --save-params, a
+    // resume) as the host copies it replaces.
+    std::copy(model.deviceParamWords.begin(), model.deviceParamWords.end(),
+              model.paramWords.begin());
+    model.ownedParams.clear();
+    std::string error;
+    model.deviceScalars =
+        static_cast<float *>(cuda::allocate(sizeof(model.trainScalars), error));
+    if (!model.deviceScalars)
+      return makeStatus(DIST_RT_ERROR_OUT_OF_MEMORY,
+                        "model '%s': the learning rate and step: %s", desc.name,
+                        error.c_str());
+    EntryCall &training = model.training;
+    for (uint32_t s = 0; s < 2; ++s)
+      writeDescriptor(training.argWords.data() +
+                          training.argOffsets[training.numInputs + s],
+                      model.deviceScalars + s, 0, nullptr);
+  }
+  return nullptr;
+}
+
+dist_rt_status_t runTrainStepOnDevice(dist_rt_model &model, EntryCall &call,
+                                      int64_t step, float *out_loss) {
+  const dist_rt_model_desc_t &desc = *model.desc;
+  if (dist_rt_status_t status = uploadInputs(model, call))
+    return status;
+  std::string error = cuda::copy(model.deviceScalars, model.trainScalars,
+                                 sizeof(model.trainScalars));
+  if (!error.empty())
+    return makeStatus(DIST_RT_ERROR_DEVICE,
+                      "model '%s': the learning rate and step: copy to %s: %s",
+                      desc.name, cuda::deviceName().c_str(), error.c_str());
+  std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
+  dist_rt::RunErrors errors;
+  {
+    dist_rt::RunErrorScope scope(errors);
+    desc.train->entry(call.args.data());
+    // A kernel's failure is only seen once the device is waited for.
+    if (!errors.failed) {
+      error = cuda::synchronize();
+      if (!error.empty())
+        dist_rt::failRun(("CUDA: a kernel failed: " + error).c_str());
+    }
+  }
+  if (errors.failed) {
+    discardOutputs(model, call);
+    return generatedCodeError(desc, errors, step);
+  }
+  // The loss: the first output, a scalar in device memory.
+  const int64_t *words = call.resultWords.data() + call.resultOffsets[0];
+  float loss = 0;
+  error = cuda::copy(&loss, dataOf(words, sizeof(float)), sizeof(float));
+  discardOutputs(model, call);
+  if (!error.empty())
+    return makeStatus(DIST_RT_ERROR_DEVICE,
+                      "model '%s': the loss: copy from %s: %s", desc.name,
+                      cuda::deviceName().c_str(), error.c_str());
+  *out_loss = loss;
   return nullptr;
 }
 
@@ -266,6 +327,9 @@ dist_rt_status_t keepOutputsOnDevice(dist_rt_model &model, EntryCall &call) {
 }
 
 void releaseDeviceBlocks(dist_rt_model &model) {
+  if (model.deviceScalars)
+    cuda::release(model.deviceScalars);
+  model.deviceScalars = nullptr;
   for (void *block : model.deviceInputs)
     cuda::release(block);
   for (void *block : model.deviceParams)

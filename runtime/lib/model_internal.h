@@ -244,6 +244,10 @@ struct dist_rt_model {
   std::vector<int64_t> deviceParamWords;
   std::vector<void *> deviceParams;
   std::vector<void *> deviceInputs;
+  /// A CUDA model with a training step: the device block holding the
+  /// step's two scalars (trainScalars), which the training call's scalar
+  /// descriptors point at.
+  float *deviceScalars = nullptr;
   /// options.device_tensors: outputs stay in device memory.
   bool deviceTensors = false;
 
@@ -422,13 +426,23 @@ dist_rt_status_t generatedCodeError(const dist_rt_model_desc_t &desc,
 //===----------------------------------------------------------------------===//
 
 /// Opens the GPU of a CUDA model (options.device) and uploads its loaded
-/// parameters; the inference call then passes the device copies.
+/// parameters; the inference call then passes the device copies. With a
+/// training step the device copies (managed memory) replace the host ones
+/// as the live parameters, and the step's scalars get a device block.
 dist_rt_status_t openDevice(dist_rt_model &model,
                             const dist_rt_model_options_t &options);
 
 /// Copies the inputs bindInputs bound to `call` to device memory and points
 /// the call's descriptors at the copies.
 dist_rt_status_t uploadInputs(dist_rt_model &model, EntryCall &call);
+
+/// Runs the training step of a CUDA model (`call`, its inputs bound and
+/// checked, model.trainScalars set): copies the inputs and the two scalars
+/// to the device, calls the step, waits for the device and reads the loss
+/// back into `*out_loss`. Frees the step's device blocks either way; a
+/// failure is one status naming the step.
+dist_rt_status_t runTrainStepOnDevice(dist_rt_model &model, EntryCall &call,
+                                      int64_t step, float *out_loss);
 
 /// Replaces the output descriptors the entry returned (device memory) by
 /// host copies from the runtime's allocator, then frees the device blocks

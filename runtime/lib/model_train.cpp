@@ -99,6 +99,8 @@ dist_rt_status_t trainStep(dist_rt_model &model, const dist_rt_tensor_t *inputs,
     return pipelineStep(model, inputs, numInputs, lr, step, out_loss);
   model.trainScalars[0] = lr;
   model.trainScalars[1] = static_cast<float>(step);
+  if (desc.device == DIST_RT_DEVICE_CUDA)
+    return runTrainStepOnDevice(model, call, step, out_loss);
   std::fill(call.resultWords.begin(), call.resultWords.end(), 0);
   dist_rt::RunErrors errors;
   {

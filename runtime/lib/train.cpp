@@ -306,6 +306,7 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
   dist_rt_model_options_initialize(&options);
   options.param_path = cl.paramPath.empty() ? nullptr : cl.paramPath.c_str();
   options.num_threads = cl.threads;
+  options.device = cl.device;
   dist_rt_model_t rawModel = nullptr;
   if (dist_rt_status_t status =
           dist_rt_model_create(&desc, &options, &rawModel))

@@ -51,9 +51,11 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
   const dist_rt_train_desc_t &train = *desc.train;
   bool dynamicBatch =
       train.num_inputs && train.inputs[0].dims[0] == DIST_RT_DYNAMIC_DIM;
+  bool cuda = desc.device == DIST_RT_DEVICE_CUDA;
   std::printf(
       "usage: %s train --data NAME=FILE.npy [--data ...] [--batch-size B]\n"
       "       (--steps S | --epochs E) [--shuffle] [--seed S] [--threads N]\n"
+      "%s"
       "       [--log FILE] [--save-params DIR] [--export-onnx FILE]\n"
       "       [--checkpoint-dir DIR --checkpoint-every K --snapshot-every K]\n"
       "       [--resume DIR]\n"
@@ -81,6 +83,7 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "giving the same order (default: 0)\n"
       "  --threads N            number of threads (default: 0, one per "
       "core)\n"
+      "%s"
       "  --log FILE             write each step's loss, learning rate and "
       "samples/s to FILE as JSON lines, appended to on --resume (default: no "
       "log)\n"
@@ -130,11 +133,14 @@ void printTrainUsage(const char *program, const dist_rt_model_desc_t &desc) {
       "  --quiet                print a progress line every tenth of the run "
       "instead of a progress bar (default: a bar on a terminal)\n"
       "  --help                 print this text and exit\n",
-      program, desc.name, train.optimizer ? train.optimizer : "?",
-      train.loss ? train.loss : "?", train.lr, scheduleName(train.lr_schedule),
-      train.warmup_steps,
+      program, cuda ? "       [--device N]\n" : "", desc.name,
+      train.optimizer ? train.optimizer : "?", train.loss ? train.loss : "?",
+      train.lr, scheduleName(train.lr_schedule), train.warmup_steps,
       dynamicBatch ? "required: the model's batch size is dynamic"
                    : "default: the batch size the model fixed",
+      cuda ? "  --device N             the GPU to train on (default: "
+             "$DIST_RT_DEVICE, else 0)\n"
+           : "",
       defaultParamsText(desc).c_str(), program, program);
   std::printf("\ntrain inputs:\n");
   for (uint32_t i = 0; i < train.num_inputs; ++i) {
@@ -198,6 +204,8 @@ bool parseTrainCommandLine(int argc, char **argv,
       return positive(flag, value, cl.snapshotEvery, error);
     else if (flag == "--threads")
       return parseThreads(value, cl.threads, error);
+    else if (flag == "--device")
+      return parseDevice(desc, value, cl.device, error);
     else if (flag == "--log")
       return path(flag, value, cl.logPath, error);
     else if (flag == "--trace")
@@ -254,6 +262,7 @@ bool parseTrainCommandLine(int argc, char **argv,
                      {"--checkpoint-every", true},
                      {"--snapshot-every", true},
                      {"--threads", true},
+                     {"--device", true},
                      {"--log", true},
                      {"--trace", true},
                      {"--save-params", true},

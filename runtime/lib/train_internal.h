@@ -46,6 +46,8 @@ struct TrainCommandLine {
   bool shuffle = false;
   int64_t seed = 0;
   int32_t threads = 0;
+  /// The GPU of a CUDA model (--device); -1: the runtime's default.
+  int32_t device = -1;
   std::string logPath;
   /// --trace: the Chrome trace to write ("" when not given).
   std::string tracePath;

@@ -89,8 +89,8 @@ TEST(CudaTest, DescriptorChecksRefuseWhatACudaModelCannotDo) {
   d.mesh_axis_names = axes;
   dist_rt_model_t model = nullptr;
   std::string text = statusText(dist_rt_model_create(&d, nullptr, &model));
-  EXPECT_EQ(text, "model 'gpu_model': a CUDA model runs inference in one "
-                  "process only (no training step, mesh or parameter server)");
+  EXPECT_EQ(text, "model 'gpu_model': a CUDA model runs in one process (no "
+                  "mesh, pipeline stages or parameter server)");
   d = cudaDesc();
   d.device = 7;
   text = statusText(dist_rt_model_create(&d, nullptr, &model));

@@ -9,6 +9,7 @@
 #define DIST_CODEGEN_PASSES_H
 
 #include "dist/Codegen/ConvKernel.h"
+#include "dist/Codegen/Precision.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -106,6 +107,8 @@ struct GpuCodegenOptions {
   std::string toolkit = "/usr/local/cuda";
   /// Threads per block of a mapped loop.
   int64_t threads = 256;
+  /// How the f32 products round their operands (--precision).
+  Precision precision = Precision::Fp32;
 };
 
 /// The PTX ISA version feature ("+ptx80") the NVVM target of `chip`

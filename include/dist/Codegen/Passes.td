@@ -293,12 +293,18 @@ def ContractionsToRuntimePass
     With `target=cuda` (the CUDA target, on device buffers) the same
     products call `dist_rt_cuda_gemm_*` instead, which run them with
     cuBLASLt on the device; convolutions and weight gradients stay loops
-    (kernels) there.
+    (kernels) there. Their `precision` picks the f32 products' callee:
+    `dist_rt_cuda_gemm[_set]_f32` (fp32), `..._f32_tf32` or `..._f32_bf16`
+    (operands rounded to TF32 or bf16 on tensor cores, f32 accumulation).
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"host\"",
            "whose library runs the products: host (OpenBLAS) or cuda "
            "(cuBLASLt)">,
+    Option<"precision", "precision", "::mlir::dist::Precision",
+           "::mlir::dist::Precision::Fp32",
+           "how cuBLASLt rounds the operands of f32 products (target=cuda)",
+           "::mlir::dist::enumOptionValues<::mlir::dist::Precision>()">,
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",

@@ -29,6 +29,15 @@ inline constexpr llvm::StringLiteral kCudaGemmSetF32 =
     "dist_rt_cuda_gemm_set_f32";
 inline constexpr llvm::StringLiteral kCudaGemmSetF64 =
     "dist_rt_cuda_gemm_set_f64";
+/// The f32 products with operands rounded to TF32 or bf16 (--precision).
+inline constexpr llvm::StringLiteral kCudaGemmF32Tf32 =
+    "dist_rt_cuda_gemm_f32_tf32";
+inline constexpr llvm::StringLiteral kCudaGemmSetF32Tf32 =
+    "dist_rt_cuda_gemm_set_f32_tf32";
+inline constexpr llvm::StringLiteral kCudaGemmF32Bf16 =
+    "dist_rt_cuda_gemm_f32_bf16";
+inline constexpr llvm::StringLiteral kCudaGemmSetF32Bf16 =
+    "dist_rt_cuda_gemm_set_f32_bf16";
 /// The prefix of the runtime's device library calls (the above).
 inline constexpr llvm::StringLiteral kCudaLibraryPrefix = "dist_rt_cuda_";
 /// dist_rt_gemm_set_f32 with a bias and ReLU / Clip applied to C.

@@ -134,6 +134,8 @@ struct CudaTargetOptions {
   std::vector<std::string> chips;
   /// The CUDA toolkit found (CUDA_HOME, else /usr/local/cuda).
   std::string toolkit;
+  /// How the f32 products round their operands (--precision).
+  Precision precision = Precision::Fp32;
 };
 
 /// One compile of one model.

@@ -58,10 +58,17 @@ void dist::buildGpuKernelsPipeline(OpPassManager &pm, ConvKernel conv,
   // Products (convolutions' im2col products too) through cuBLASLt.
   ContractionsToRuntimePassOptions products;
   products.target = "cuda";
+  products.precision = options.precision;
   pm.addPass(createContractionsToRuntimePass(products));
   // Strided copies as loops, which become kernels; contiguous ones stay
   // copies (the runtime's device copy).
   pm.addNestedPass<func::FuncOp>(createStridedCopiesToLoopsPass());
+  // Every parallel dimension of a reduction first, the innermost too: a
+  // column sum (a bias gradient) is one kernel over the columns.
+  HoistParallelDimsPassOptions hoist;
+  hoist.innermost = true;
+  pm.addNestedPass<func::FuncOp>(createHoistParallelDimsPass(hoist));
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createCanonicalizerPass());
   MapLoopsToGpuPassOptions map;

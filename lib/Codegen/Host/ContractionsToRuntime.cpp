@@ -800,6 +800,11 @@ struct ContractionsToRuntimePass
                      : (elem.isF32() ? abi::kCudaGemmF32 : abi::kCudaGemmF64))
              : (fill ? (elem.isF32() ? abi::kGemmSetF32 : abi::kGemmSetF64)
                      : (elem.isF32() ? abi::kGemmF32 : abi::kGemmF64));
+    // Operands rounded on tensor cores (--precision): f32 products only.
+    if (cuda && elem.isF32() && precision == dist::Precision::Tf32)
+      name = fill ? abi::kCudaGemmSetF32Tf32 : abi::kCudaGemmF32Tf32;
+    if (cuda && elem.isF32() && precision == dist::Precision::Bf16)
+      name = fill ? abi::kCudaGemmSetF32Bf16 : abi::kCudaGemmF32Bf16;
     func::FuncOp callee = runtimeFunction(op, name, args);
     if (loops->outerBatch == -1) {
       func::CallOp::create(b, loc, callee, args);

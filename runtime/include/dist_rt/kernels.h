@@ -179,6 +179,51 @@ DIST_RT_API void dist_rt_cuda_gemm_set_f64(
     int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
     int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
     int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+/// The f32 products of a model compiled with --precision=tf32 / bf16: the
+/// same, with the operands rounded to TF32 / bf16 on the tensor cores
+/// (cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32 / _FAST_16BF), accumulation,
+/// inputs and outputs f32.
+DIST_RT_API void dist_rt_cuda_gemm_f32_tf32(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+DIST_RT_API void dist_rt_cuda_gemm_set_f32_tf32(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+DIST_RT_API void dist_rt_cuda_gemm_f32_bf16(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+DIST_RT_API void dist_rt_cuda_gemm_set_f32_bf16(
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
+    int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
+    int64_t c_ptr, int64_t c_sb, int64_t c_sm, int64_t c_sn, int64_t b_sb);
+
+/// What dist_rt_gpu_measure measured on a GPU (dist-calibrate --gpu).
+typedef struct dist_rt_gpu_figures {
+  /// The device's name, NUL-terminated.
+  char name[256];
+  /// The sides of the square products measured (sizes[0..num_sizes)).
+  int32_t num_sizes;
+  int64_t sizes[8];
+  /// FLOP/s of C = A * B of each size through dist_rt_cuda_gemm_set_f32,
+  /// _f32_tf32 and _f32_bf16 (rows 0, 1, 2), each call waiting for the
+  /// device as compiled code's do.
+  double product_flops[3][8];
+  /// Device-to-device copy, bytes read plus written per second.
+  double copy_bandwidth;
+  /// Seconds to launch an empty kernel and wait for it.
+  double launch_overhead_s;
+  /// Seconds of a 1x1x1 product's call.
+  double product_call_s;
+} dist_rt_gpu_figures_t;
+
+/// Opens GPU `device` (-1: $DIST_RT_DEVICE, else 0) and measures it into
+/// `*out` (`quick`: three sizes and short runs). Fails with one status
+/// line naming the GPU when there is none, no driver, or a call fails.
+DIST_RT_API dist_rt_status_t dist_rt_gpu_measure(int32_t device, int32_t quick,
+                                                 dist_rt_gpu_figures_t *out);
 
 /// Flags of dist_rt_gemm_set_act_f32.
 #define DIST_RT_GEMM_RELU 1

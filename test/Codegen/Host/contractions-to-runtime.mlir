@@ -1,5 +1,7 @@
 // RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime | FileCheck %s
 // RUN: dist-opt %s --split-input-file -p 'builtin.module(dist-contractions-to-runtime{target=cuda})' | FileCheck %s --check-prefix=CUDA
+// RUN: dist-opt %s --split-input-file -p 'builtin.module(dist-contractions-to-runtime{target=cuda precision=tf32})' | FileCheck %s --check-prefix=TF32
+// RUN: dist-opt %s --split-input-file -p 'builtin.module(dist-contractions-to-runtime{target=cuda precision=bf16})' | FileCheck %s --check-prefix=BF16
 // RUN: not dist-opt %s --split-input-file -p 'builtin.module(dist-contractions-to-runtime{target=tpu})' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: dist-contractions-to-runtime: unknown target 'tpu' (host or cuda)
 
@@ -16,6 +18,11 @@
 // CUDA: call @dist_rt_cuda_gemm_set_f32(
 // CUDA-NOT: linalg.fill
 // CUDA: return
+// With --precision, the f32 products' callee rounds their operands.
+// TF32-LABEL: func.func @fresh_zeros(
+// TF32: call @dist_rt_cuda_gemm_set_f32_tf32(
+// BF16-LABEL: func.func @fresh_zeros(
+// BF16: call @dist_rt_cuda_gemm_set_f32_bf16(
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>
@@ -47,6 +54,8 @@ func.func @fresh_zeros(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %o: memref<4x1
 // CUDA-LABEL: func.func @ones(
 // CUDA: linalg.fill
 // CUDA: call @dist_rt_cuda_gemm_f32(
+// BF16-LABEL: func.func @ones(
+// BF16: call @dist_rt_cuda_gemm_f32_bf16(
 // CHECK-LABEL: func.func @read_between(
 // CHECK: linalg.fill
 // CHECK: memref.copy
@@ -201,6 +210,9 @@ func.func @view_read_between(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: me
 // CUDA-NOT: dist_rt_conv2d
 // CUDA: linalg.conv_2d_nchw_fchw
 // CUDA: call @dist_rt_cuda_gemm_f64(
+// f64 products keep f64 (no rounding).
+// BF16-LABEL: func.func @conv_and_f64(
+// BF16: call @dist_rt_cuda_gemm_f64(
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>
