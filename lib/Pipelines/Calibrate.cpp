@@ -357,6 +357,46 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
   return true;
 }
 
+/// Measures GPU 0 with `dist-calibrate --gpu 0` when the cluster detected
+/// one, and puts the figures on its GPU devices (applyGpuCalibration).
+/// When the run fails, says so in one warning line and keeps the estimates.
+void calibrateGpus(dist::ClusterSpec &cluster, StringRef exe, bool quick,
+                   bool quiet) {
+  if (cluster.deviceCount(dist::DevKind::GPU) == 0)
+    return;
+  auto warn = [&](const Twine &why) {
+    reportWarning("calibrate: the GPU was not measured (" + why +
+                  "); its figures stay estimates");
+  };
+  SmallString<128> json;
+  int fd;
+  if (sys::fs::createTemporaryFile("dist-calibrate-gpu", "json", fd, json))
+    return warn("cannot create a temporary file");
+  sys::Process::SafelyCloseFileDescriptor(fd);
+  auto removeJson = llvm::make_scope_exit([&] { sys::fs::remove(json); });
+  std::vector<std::string> argStorage = {exe.str(), "--gpu", "0", "--json",
+                                         json.str().str()};
+  if (quick)
+    argStorage.push_back("--quick");
+  if (quiet)
+    argStorage.push_back("--quiet");
+  SmallVector<StringRef> args(argStorage.begin(), argStorage.end());
+  std::string execError;
+  int rc = sys::ExecuteAndWait(exe, args, std::nullopt, {},
+                               /*SecondsToWait=*/600, 0, &execError);
+  if (rc != 0)
+    return warn(execError.empty() ? "exit " + Twine(rc) : Twine(execError));
+  auto buffer = MemoryBuffer::getFile(json);
+  if (!buffer)
+    return warn(buffer.getError().message());
+  std::string error;
+  std::optional<dist::DeviceCalibration> cal =
+      dist::parseCalibrationJson((*buffer)->getBuffer().str(), error);
+  if (!cal)
+    return warn(error);
+  dist::applyGpuCalibration(cluster, *cal);
+}
+
 /// Times all_reduce between two local MPI ranks (dist-calibrate-comm under
 /// mpirun) and stores the alpha-beta fit as the node's intra link. Without
 /// mpirun, or when the run fails, says so in one warning line and keeps the
@@ -541,6 +581,7 @@ int dist::calibrateMain(int argc, char **argv, DialectRegistry &registry) {
     return 1;
   dist::ClusterSpec cluster = dist::detectLocalCluster();
   dist::applyCalibration(cluster, *cal);
+  calibrateGpus(cluster, exe, quick, quiet);
   calibrateCollectives(cluster, sys::path::parent_path(exe), quick, quiet);
   out->os() << dist::clusterToYaml(cluster);
   out->keep();

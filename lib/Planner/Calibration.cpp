@@ -220,6 +220,30 @@ mlir::dist::parseCalibrationJson(const std::string &text, std::string &error) {
   return cal;
 }
 
+void mlir::dist::applyGpuCalibration(ClusterSpec &cluster,
+                                     const DeviceCalibration &cal) {
+  for (NodeSpec &node : cluster.nodes)
+    for (DeviceSpec &dev : node.devices) {
+      if (dev.kind != DevKind::GPU)
+        continue;
+      DeviceCalibration kept = cal;
+      // tf32 has no peak_flops type: kept out of the calibration the
+      // cluster file carries too, whose gemm types are the cluster's.
+      kept.gemm.erase("tf32");
+      dev.calibration = kept;
+      for (const auto &[threads, bw] : cal.memoryBandwidthByThreads)
+        dev.memoryBandwidthBytesPerS = bw;
+      for (const auto &[dtype, list] : kept.gemm) {
+        double best = 0;
+        for (const GemmCalibration &g : list)
+          for (const auto &[size, flops] : g.flopsBySize)
+            best = std::max(best, flops);
+        if (best > 0)
+          dev.peakFlops[dtype] = best;
+      }
+    }
+}
+
 void mlir::dist::applyCalibration(ClusterSpec &cluster,
                                   const DeviceCalibration &cal) {
   for (NodeSpec &node : cluster.nodes) {

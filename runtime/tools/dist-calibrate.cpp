@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // dist-calibrate [--threads-max N] [--quick] [--quiet] [--json OUT]
+// dist-calibrate --gpu N [--quick] [--quiet] [--json OUT]
 //
 // Measures this machine through the runtime's own entry points, so that the
 // figures are what compiled models get: GEMM throughput per data type,
@@ -20,6 +21,13 @@
 // unless --quiet. Every failure is one "dist-calibrate: error: ..." line on
 // stderr and exit code 1.
 //
+// With --gpu N it measures GPU N instead (dist_rt_gpu_measure: cuBLASLt
+// products by size at each precision, device copy bandwidth, the launch of
+// an empty kernel and a product's call) into the same schema, the threads
+// being 1: gemm.f32 and gemm.bf16 (tf32 beside them), memory_bandwidth,
+// kernel_overhead (a launch and its wait), gemm_call_floor; dist-opt
+// calibrate puts it on the cluster's GPU devices.
+//
 // dist-opt runs this program; it never links it. The program uses only the
 // runtime's public C API.
 //
@@ -35,6 +43,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -60,6 +69,7 @@ namespace {
 constexpr const char *kUsage =
     "usage: dist-calibrate [--threads-max N] [--quick] [--bandwidth-passes N] "
     "[--quiet] [--json OUT]\n"
+    "       dist-calibrate --gpu N [--quick] [--quiet] [--json OUT]\n"
     "\n"
     "Measures GEMM throughput, memory bandwidth and call overheads through\n"
     "the dist-opt runtime and prints them as one JSON object.\n"
@@ -70,6 +80,8 @@ constexpr const char *kUsage =
     "  --bandwidth-passes N\n"
     "                   measure memory bandwidth N times, spread over the\n"
     "                   run, keeping the median (default 3, 1 with --quick)\n"
+    "  --gpu N          measure GPU N (CUDA) instead: products per size and\n"
+    "                   precision, copy bandwidth, launch overhead\n"
     "  --quiet          no progress lines on stderr\n"
     "  --json OUT       write the JSON object to OUT instead of stdout\n";
 
@@ -85,6 +97,7 @@ struct Options {
   int32_t bandwidthPasses = 0; ///< 0: the settings' default
   bool quiet = false;
   std::string jsonPath; ///< "" for stdout
+  int32_t gpu = -1;     ///< --gpu N; -1: the CPU
 };
 
 /// How long and how big the measurements are.
@@ -197,7 +210,7 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
       hasInlineValue = true;
     }
     bool takesValue = name == "--threads-max" || name == "--json" ||
-                      name == "--bandwidth-passes";
+                      name == "--bandwidth-passes" || name == "--gpu";
     if (!takesValue && hasInlineValue) {
       if (name == "--quick" || name == "--quiet" || name == "--help") {
         reportError("option '" + name + "' takes no value");
@@ -227,6 +240,18 @@ bool parseCommandLine(int argc, char **argv, Options &options, bool &showHelp) {
                     std::to_string(kMaxBandwidthPasses) + ")");
         return false;
       }
+    } else if (name == "--gpu") {
+      // A GPU number from 0: the count parser's 1.. shifted by one.
+      int32_t plusOne = 0;
+      bool digits = !value.empty() && value.size() <= 4 &&
+                    value.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits ||
+          !parseCount(std::to_string(std::stol(value) + 1), 1025, plusOne)) {
+        reportError("invalid --gpu '" + value +
+                    "' (expected a GPU number from 0 to 1024)");
+        return false;
+      }
+      options.gpu = plusOne - 1;
     } else if (name == "--json") {
       if (value.empty()) {
         reportError("option '--json' needs a file name");
@@ -369,6 +394,63 @@ private:
   int fd = -1;
 };
 
+/// Writes `json` to --json's file (atomically) or stdout; the exit code.
+int writeJson(const Options &options, AtomicOutput &output,
+              const std::string &json) {
+  if (!options.jsonPath.empty())
+    return output.commit(json) ? 0 : 1;
+  if (std::fputs(json.c_str(), stdout) == EOF || std::fflush(stdout) != 0) {
+    reportError(std::string("cannot write to stdout: ") + std::strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+/// --gpu N: measures the GPU (dist_rt_gpu_measure) and writes its figures
+/// in the calibration schema, one thread.
+int measureGpu(const Options &options) {
+  AtomicOutput output;
+  if (!options.jsonPath.empty() && !output.open(options.jsonPath))
+    return 1;
+  dist_rt_gpu_figures_t f;
+  if (dist_rt_status_t status =
+          dist_rt_gpu_measure(options.gpu, options.quick ? 1 : 0, &f)) {
+    reportError(dist_rt_status_message(status));
+    dist_rt_status_free(status);
+    return 1;
+  }
+  static const char *const kPrecisions[] = {"f32", "tf32", "bf16"};
+  std::string gemm;
+  for (int p = 0; p < 3; ++p) {
+    std::string points;
+    for (int32_t i = 0; i < f.num_sizes; ++i) {
+      points += std::string(i ? ", [" : "[") + std::to_string(f.sizes[i]) +
+                ", " + jsonNumber(f.product_flops[p][i]) + "]";
+      progress("%s product %" PRId64 "^3: %.1f TFLOP/s", kPrecisions[p],
+               f.sizes[i], f.product_flops[p][i] * 1e-12);
+    }
+    gemm += std::string(p ? ",\n    \"" : "\"") + kPrecisions[p] +
+            "\": [{\"threads\": 1, \"flops_by_size\": [" + points + "]}]";
+  }
+  progress("copy bandwidth: %.0f GB/s; launch and wait: %.1f us; product "
+           "call: %.1f us",
+           f.copy_bandwidth * 1e-9, f.launch_overhead_s * 1e6,
+           f.product_call_s * 1e6);
+  std::string name;
+  for (const char *c = f.name; *c; ++c)
+    if (*c != '"' && *c != '\\' && static_cast<unsigned char>(*c) >= 0x20)
+      name += *c;
+  std::string json =
+      "{\n  \"version\": 1,\n  \"device\": \"gpu\",\n  "
+      "\"name\": \"" +
+      name + "\",\n  \"gemm\": {\n    " + gemm +
+      "\n  },\n  \"memory_bandwidth\": {\"1\": " +
+      jsonNumber(f.copy_bandwidth) +
+      "},\n  \"kernel_overhead\": " + jsonNumber(f.launch_overhead_s) +
+      ",\n  \"gemm_call_floor\": " + jsonNumber(f.product_call_s) + "\n}\n";
+  return writeJson(options, output, json);
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -385,6 +467,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   quietMode = options.quiet;
+  if (options.gpu >= 0)
+    return measureGpu(options);
   int32_t cores = hardwareThreads();
   int32_t threadsMax = options.threadsMax ? options.threadsMax : cores;
   Settings settings = settingsFor(options.quick);
@@ -532,11 +616,5 @@ int main(int argc, char **argv) {
           ",\n  \"gemm_call_floor\": " + jsonNumber(gemmCallFloorS) +
           ",\n  \"step_overhead\": " + jsonNumber(stepOverheadS) + "\n}\n";
 
-  if (!options.jsonPath.empty())
-    return output.commit(json) ? 0 : 1;
-  if (std::fputs(json.c_str(), stdout) == EOF || std::fflush(stdout) != 0) {
-    reportError(std::string("cannot write to stdout: ") + std::strerror(errno));
-    return 1;
-  }
-  return 0;
+  return writeJson(options, output, json);
 }

@@ -895,3 +895,57 @@ TEST(Cluster, CalibrationJsonCarriesLoopTables) {
   EXPECT_EQ(error, "loop_bandwidth_threads.1: expected a table keyed by a "
                    "thread count of at least 2");
 }
+
+// What `dist-calibrate --gpu` writes (its schema, one thread) goes on the
+// GPU devices only: the copy bandwidth and the fastest product per type
+// replace the estimates (lower ones too: a data sheet's peak is not what
+// the products reach), tf32 stays out of the cluster's types, and the
+// cluster file carries it all back.
+TEST(Cluster, GpuCalibrationGoesOnTheGpus) {
+  std::string error;
+  std::optional<DeviceCalibration> cal = parseCalibrationJson(
+      "{\"version\": 1, \"device\": \"gpu\", \"name\": \"H200\", \"gemm\": "
+      "{\"f32\": [{\"threads\": 1, \"flops_by_size\": [[256, 5e12], [4096, "
+      "4.5e13]]}], \"tf32\": [{\"threads\": 1, \"flops_by_size\": [[4096, "
+      "3e14]]}], \"bf16\": [{\"threads\": 1, \"flops_by_size\": [[4096, "
+      "6e14]]}]}, \"memory_bandwidth\": {\"1\": 3.9e12}, \"kernel_overhead\": "
+      "6e-6, \"gemm_call_floor\": 9e-6}",
+      error);
+  ASSERT_TRUE(cal) << error;
+  ClusterSpec cluster;
+  NodeSpec node;
+  DeviceSpec cpu;
+  cpu.kind = DevKind::CPU;
+  cpu.peakFlops = {{"f32", 1e12}};
+  cpu.memoryBandwidthBytesPerS = 5e10;
+  cpu.memoryBytes = 16e9;
+  DeviceSpec gpu;
+  gpu.kind = DevKind::GPU;
+  gpu.model = "H200";
+  gpu.cores = 132;
+  gpu.memoryBytes = 141e9;
+  gpu.peakFlops = {{"f32", 6.7e13}};
+  gpu.memoryBandwidthBytesPerS = 4.8e12;
+  node.devices = {cpu, gpu};
+  node.intraLink = {2e10, 1e-6};
+  cluster.nodes = {node};
+  cluster.interLink = {1.25e9, 5e-5};
+  applyGpuCalibration(cluster, *cal);
+  const DeviceSpec &c = cluster.nodes[0].devices[0];
+  const DeviceSpec &g = cluster.nodes[0].devices[1];
+  EXPECT_FALSE(c.calibration);
+  EXPECT_EQ(c.peakFlops.at("f32"), 1e12);
+  EXPECT_EQ(c.memoryBandwidthBytesPerS, 5e10);
+  ASSERT_TRUE(g.calibration);
+  EXPECT_EQ(g.peakFlops.at("f32"), 4.5e13);
+  EXPECT_EQ(g.peakFlops.at("bf16"), 6e14);
+  EXPECT_EQ(g.peakFlops.count("tf32"), 0u);
+  EXPECT_EQ(g.calibration->gemm.count("tf32"), 0u);
+  EXPECT_EQ(g.memoryBandwidthBytesPerS, 3.9e12);
+  EXPECT_EQ(g.calibration->kernelOverheadS, 6e-6);
+  std::optional<ClusterSpec> back =
+      parseCluster(clusterToYaml(cluster), "calibrated.yaml", error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->nodes[0].devices[1].peakFlops.at("bf16"), 6e14);
+  EXPECT_EQ(back->nodes[0].devices[1].memoryBandwidthBytesPerS, 3.9e12);
+}

@@ -27,6 +27,13 @@ std::optional<DeviceCalibration> parseCalibrationJson(const std::string &json,
 /// higher (a data-sheet estimate below a measurement is wrong).
 void applyCalibration(ClusterSpec &cluster, const DeviceCalibration &cal);
 
+/// The same for the GPU devices of `cluster`, from `dist-calibrate --gpu`:
+/// the calibration is attached, the copy bandwidth becomes the memory
+/// bandwidth, and the fastest product of each precision the peak FLOP/s of
+/// its data type (f32, bf16; tf32, which the cluster file has no type
+/// for, stays in the calibration only).
+void applyGpuCalibration(ClusterSpec &cluster, const DeviceCalibration &cal);
+
 } // namespace mlir::dist
 
 #endif // DIST_PLANNER_CALIBRATION_H
