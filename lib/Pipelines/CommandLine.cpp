@@ -720,11 +720,13 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
                     " is missing (install the CUDA toolkit or set "
                     "CUDA_HOME to it)");
     }
-    if (options.mesh || p.applyLayout || f.psTables.getNumOccurrences() ||
-        f.elastic.getNumOccurrences())
-      return fail("--target=cuda: a model compiled for a GPU runs in one "
-                  "process; --mesh, --plan, --ps-tables and --elastic are "
-                  "not supported with it yet");
+    // dp and tp meshes run one GPU per rank with NCCL; the rest is the
+    // host target's.
+    if ((options.mesh && options.mesh->sizeOf("pp") > 1) || p.applyLayout ||
+        f.psTables.getNumOccurrences() || f.elastic.getNumOccurrences())
+      return fail("--target=cuda: a model compiled for GPUs takes --mesh "
+                  "dp=N,tp=M; pipeline stages (pp), --plan, --ps-tables and "
+                  "--elastic are not supported with it yet");
     if (f.conv.getNumOccurrences())
       return fail("--conv chooses the CPU's convolution kernel; it has no "
                   "effect with --target=cuda");

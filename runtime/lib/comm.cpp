@@ -140,6 +140,9 @@ std::mutex worldMutex;
 /// dist_rt_world_init and after dist_rt_world_finalize.
 dist_rt_comm_t theWorld = nullptr;
 
+/// Set by dist_rt::preferNcclWorld.
+std::atomic<bool> ncclWorldPreferred{false};
+
 /// True when an environment variable says that a launcher started us.
 bool launchedByLauncher() {
   for (const char *name :
@@ -401,7 +404,9 @@ dist_rt_world_init(int *argc, char ***argv,
     }
     int32_t kind = options.backend;
     if (kind == DIST_RT_COMM_AUTO)
-      kind = launchedByLauncher() ? DIST_RT_COMM_MPI : DIST_RT_COMM_SELF;
+      kind = !launchedByLauncher() ? DIST_RT_COMM_SELF
+             : ncclWorldPreferred  ? DIST_RT_COMM_NCCL
+                                   : DIST_RT_COMM_MPI;
     std::unique_ptr<CommBackend> backend;
     if (kind == DIST_RT_COMM_MPI) {
       if (dist_rt_status_t status =
@@ -830,3 +835,13 @@ extern "C" dist_rt_status_t dist_rt_barrier(dist_rt_comm_t comm) {
         comm, comm->backend->barrier(name, Deadline(comm->timeoutSeconds)));
   });
 }
+
+int dist_rt::launcherLocalRank(int fallback) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return fallback;
+}
+
+void dist_rt::preferNcclWorld() { ncclWorldPreferred = true; }

@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm_backend.h"
+#include "internal.h"
 #include "library.h"
 
 #include <string>
@@ -54,6 +55,7 @@ struct CudaNcclApi {
   decltype(&cudaStreamDestroy) streamDestroy = nullptr;
   decltype(&cudaStreamQuery) streamQuery = nullptr;
   decltype(&cudaGetErrorString) cudaError = nullptr;
+  decltype(&cudaPointerGetAttributes) pointerAttributes = nullptr;
   decltype(&ncclGetUniqueId) getUniqueId = nullptr;
   decltype(&ncclCommInitRank) commInitRank = nullptr;
   decltype(&ncclCommDestroy) commDestroy = nullptr;
@@ -105,6 +107,8 @@ void loadApi() {
       dist_rt::resolveSymbol(cudart, "cudaStreamDestroy", a.streamDestroy) &&
       dist_rt::resolveSymbol(cudart, "cudaStreamQuery", a.streamQuery) &&
       dist_rt::resolveSymbol(cudart, "cudaGetErrorString", a.cudaError) &&
+      dist_rt::resolveSymbol(cudart, "cudaPointerGetAttributes",
+                             a.pointerAttributes) &&
       dist_rt::resolveSymbol(nccl, "ncclGetUniqueId", a.getUniqueId) &&
       dist_rt::resolveSymbol(nccl, "ncclCommInitRank", a.commInitRank) &&
       dist_rt::resolveSymbol(nccl, "ncclCommDestroy", a.commDestroy) &&
@@ -155,16 +159,6 @@ ncclRedOp_t ncclOp(dist_rt_reduce_op_t reduce) {
   default:
     return ncclSum;
   }
-}
-
-/// The node-local rank the launcher gives (Open MPI, MPICH/Hydra, Slurm),
-/// or `fallback`.
-int localRank(int fallback) {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char *value = std::getenv(name))
-      return std::atoi(value);
-  return fallback;
 }
 
 /// A group of ranks over one NCCL communicator and the MPI group that
@@ -286,6 +280,8 @@ public:
                              int64_t count, uint32_t dtype,
                              dist_rt_reduce_op_t reduce,
                              const Deadline &deadline) override {
+    if (onHost(send, recv))
+      return host->allReduce(op, send, recv, count, dtype, reduce, deadline);
     return run(op, deadline, [&] {
       return api.allReduce(send, recv, static_cast<size_t>(count),
                            ncclType(dtype), ncclOp(reduce), comm, stream);
@@ -295,6 +291,8 @@ public:
   dist_rt_status_t allGather(const char *op, const void *send, void *recv,
                              int64_t countPerRank, uint32_t dtype,
                              const Deadline &deadline) override {
+    if (onHost(send, recv))
+      return host->allGather(op, send, recv, countPerRank, dtype, deadline);
     return run(op, deadline, [&] {
       return api.allGather(send, recv, static_cast<size_t>(countPerRank),
                            ncclType(dtype), comm, stream);
@@ -305,6 +303,9 @@ public:
                                  int64_t countPerRank, uint32_t dtype,
                                  dist_rt_reduce_op_t reduce,
                                  const Deadline &deadline) override {
+    if (onHost(send, recv))
+      return host->reduceScatter(op, send, recv, countPerRank, dtype, reduce,
+                                 deadline);
     return run(op, deadline, [&] {
       return api.reduceScatter(send, recv, static_cast<size_t>(countPerRank),
                                ncclType(dtype), ncclOp(reduce), comm, stream);
@@ -314,6 +315,8 @@ public:
   dist_rt_status_t allToAll(const char *op, const void *send, void *recv,
                             int64_t countPerRank, uint32_t dtype,
                             const Deadline &deadline) override {
+    if (onHost(send, recv))
+      return host->allToAll(op, send, recv, countPerRank, dtype, deadline);
     size_t bytes =
         static_cast<size_t>(countPerRank) * dist_rt_dtype_size(dtype);
     return run(op, deadline, [&]() -> ncclResult_t {
@@ -337,6 +340,8 @@ public:
   dist_rt_status_t broadcast(const char *op, void *buf, int64_t count,
                              uint32_t dtype, int32_t root,
                              const Deadline &deadline) override {
+    if (onHost(buf, buf))
+      return host->broadcast(op, buf, count, dtype, root, deadline);
     return run(op, deadline, [&] {
       return api.broadcast(buf, buf, static_cast<size_t>(count),
                            ncclType(dtype), root, comm, stream);
@@ -344,8 +349,10 @@ public:
   }
 
   dist_rt_status_t send(const char *op, const void *buf, int64_t count,
-                        uint32_t dtype, int32_t peer, int32_t,
+                        uint32_t dtype, int32_t peer, int32_t tag,
                         const Deadline &deadline) override {
+    if (onHost(buf, buf))
+      return host->send(op, buf, count, dtype, peer, tag, deadline);
     return run(op, deadline, [&] {
       return api.send(buf, static_cast<size_t>(count), ncclType(dtype), peer,
                       comm, stream);
@@ -353,8 +360,10 @@ public:
   }
 
   dist_rt_status_t recv(const char *op, void *buf, int64_t count,
-                        uint32_t dtype, int32_t peer, int32_t,
+                        uint32_t dtype, int32_t peer, int32_t tag,
                         const Deadline &deadline) override {
+    if (onHost(buf, buf))
+      return host->recv(op, buf, count, dtype, peer, tag, deadline);
     return run(op, deadline, [&] {
       return api.recv(buf, static_cast<size_t>(count), ncclType(dtype), peer,
                       comm, stream);
@@ -376,6 +385,26 @@ public:
   }
 
 private:
+  /// Whether `send` or `recv` is host memory the GPU cannot address (a
+  /// CUDA model's driver loop exchanging a flag or a checkpoint's bytes):
+  /// such operations go to the MPI group that bootstrapped this one. The
+  /// model's buffers are device or managed memory, which NCCL takes. Both
+  /// pointers are on the same side in every caller; a message and its
+  /// peer's must be too (the runtime passes alike buffers on every rank).
+  static bool onHost(const void *send, const void *recv) {
+    for (const void *p : {send, recv}) {
+      if (!p)
+        continue;
+      cudaPointerAttributes attributes;
+      std::memset(&attributes, 0, sizeof(attributes));
+      if (api.pointerAttributes(&attributes, p) != cudaSuccess ||
+          attributes.type == cudaMemoryTypeUnregistered ||
+          attributes.type == cudaMemoryTypeHost)
+        return true;
+    }
+    return false;
+  }
+
   static dist_rt_status_t ncclFailure(const char *op, const char *call,
                                       ncclResult_t rc) {
     return makeStatus(DIST_RT_ERROR_COMM, "%s: %s failed: %s", op, call,
@@ -459,7 +488,7 @@ dist_rt::comm::createNcclWorldBackend(int *argc, char ***argv,
   std::unique_ptr<CommBackend> host;
   if (dist_rt_status_t status = createMpiWorldBackend(argc, argv, &host))
     return status;
-  int device = localRank(host->rank()) % devices;
+  int device = dist_rt::launcherLocalRank(host->rank()) % devices;
   return NcclBackend::create("world_init", std::move(host), device, out);
 }
 

@@ -223,9 +223,11 @@ struct LazyModule {
 std::string dist_rt::cuda::open(int ordinal) {
   Gpu &g = gpu();
   std::lock_guard<std::mutex> lock(g.mutex);
+  bool byLocalRank = ordinal == kLocalRankDevice;
   if (ordinal < 0) {
     ordinal = 0;
     if (const char *env = std::getenv("DIST_RT_DEVICE"); env && *env) {
+      byLocalRank = false;
       char *end = nullptr;
       long v = std::strtol(env, &end, 10);
       if (*end || v < 0 || v > 1024)
@@ -248,6 +250,9 @@ std::string dist_rt::cuda::open(int ordinal) {
     return "cannot count the GPUs: " + describe(r);
   if (count == 0)
     return "no GPU on this machine";
+  // The GPU the NCCL backend takes for this rank (comm_nccl.cpp).
+  if (byLocalRank)
+    ordinal = dist_rt::launcherLocalRank(0) % count;
   if (ordinal >= count)
     return "there is no device " + std::to_string(ordinal) +
            " (this machine has " + std::to_string(count) + " GPU" +

@@ -19,11 +19,16 @@
 namespace dist_rt {
 namespace cuda {
 
+/// open()'s ordinal for the GPU of this process's node-local rank modulo
+/// the node's GPUs (the one the NCCL backend takes), unless DIST_RT_DEVICE
+/// names one.
+constexpr int kLocalRankDevice = -2;
+
 /// Opens CUDA device `ordinal` (-1: the DIST_RT_DEVICE environment
-/// variable, else 0) for this process: loads the driver (libcuda.so.1) with
-/// dlopen, makes the device's primary context current and creates the
-/// stream the kernels run on. Returns "" on success (also when that device
-/// is already open) or why it cannot, in a phrase: no driver, no GPU, no
+/// variable, else 0; kLocalRankDevice) for this process: loads the driver
+/// (libcuda.so.1) with dlopen, makes the device's primary context current and
+/// creates the stream the kernels run on. Returns "" on success (also when that
+/// device is already open) or why it cannot, in a phrase: no driver, no GPU, no
 /// such device, another device already open.
 std::string open(int ordinal);
 

@@ -411,6 +411,15 @@ dist_rt_status_t guardStatus(const char *function, Body &&body) {
 /// (where its parameter file and other artifacts are found).
 std::string modelDirectory(const dist_rt_model_desc_t *desc);
 
+/// The node-local rank a launcher gives this process (Open MPI, MPICH/Hydra,
+/// Slurm), or `fallback`.
+int launcherLocalRank(int fallback);
+
+/// Makes the process's world, when dist_rt_world_init creates it with the
+/// AUTO backend under a launcher, NCCL's instead of MPI's: a CUDA model's
+/// mesh, whose collectives move device buffers.
+void preferNcclWorld();
+
 /// The options every world_init of the runtime uses: defaults, with the
 /// timeout of DIST_RT_COMM_TIMEOUT (seconds) when set. The first call of
 /// dist_rt_world_init decides them for the process.

@@ -47,6 +47,9 @@ dist_rt_status_t createModel(const dist_rt_model_desc_t *desc,
                       "model '%s': device tensors (options.device_tensors) "
                       "need a model compiled with --target=cuda",
                       desc->name);
+  // A CUDA model's collectives move device buffers: NCCL's world.
+  if (desc->num_mesh_axes && desc->device == DIST_RT_DEVICE_CUDA)
+    dist_rt::preferNcclWorld();
   if (desc->num_mesh_axes)
     if (dist_rt_status_t status = dist_rt_mesh_setup(
             desc->num_mesh_axes, desc->mesh_shape, desc->mesh_axis_names))

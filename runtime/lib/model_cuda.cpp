@@ -79,7 +79,11 @@ dist_rt_status_t upload(const dist_rt_model_desc_t &desc, const char *kind,
 dist_rt_status_t openDevice(dist_rt_model &model,
                             const dist_rt_model_options_t &options) {
   const dist_rt_model_desc_t &desc = *model.desc;
-  std::string why = cuda::open(options.device);
+  // A rank of a mesh takes its node-local rank's GPU, as NCCL does.
+  int ordinal = options.device;
+  if (ordinal < 0 && desc.num_mesh_axes)
+    ordinal = cuda::kLocalRankDevice;
+  std::string why = cuda::open(ordinal);
   if (!why.empty())
     return makeStatus(DIST_RT_ERROR_DEVICE,
                       "model '%s' was compiled for CUDA GPUs "

@@ -313,11 +313,10 @@ dist_rt_status_t checkDesc(const dist_rt_model_desc_t &desc) {
                       " is not one this runtime knows",
                       desc.name, desc.device);
   if (desc.device == DIST_RT_DEVICE_CUDA &&
-      ((desc.train && desc.train->pipeline) || desc.num_mesh_axes || desc.ps ||
-       desc.infer_batch_split))
+      ((desc.train && desc.train->pipeline) || desc.ps))
     return makeStatus(DIST_RT_ERROR_INVALID_ARGUMENT,
-                      "model '%s': a CUDA model runs in one process (no "
-                      "mesh, pipeline stages or parameter server)",
+                      "model '%s': a CUDA model has no pipeline stages or "
+                      "parameter server",
                       desc.name);
   if (dist_rt_status_t status =
           checkTensorGroup(desc, "parameter", desc.num_params, desc.params))

@@ -82,15 +82,12 @@ TEST(CudaTest, CreatingAModelWithoutADriverSaysSo) {
 
 TEST(CudaTest, DescriptorChecksRefuseWhatACudaModelCannotDo) {
   dist_rt_model_desc_t d = cudaDesc();
-  const int64_t shape[] = {2};
-  const char *axes[] = {"dp"};
-  d.num_mesh_axes = 1;
-  d.mesh_shape = shape;
-  d.mesh_axis_names = axes;
+  const dist_rt_ps_desc_t ps = {};
+  d.ps = &ps;
   dist_rt_model_t model = nullptr;
   std::string text = statusText(dist_rt_model_create(&d, nullptr, &model));
-  EXPECT_EQ(text, "model 'gpu_model': a CUDA model runs in one process (no "
-                  "mesh, pipeline stages or parameter server)");
+  EXPECT_EQ(text, "model 'gpu_model': a CUDA model has no pipeline stages or "
+                  "parameter server");
   d = cudaDesc();
   d.device = 7;
   text = statusText(dist_rt_model_create(&d, nullptr, &model));
