@@ -11,6 +11,14 @@
 #   conformance/  the lit conformance subset (test/Codegen/Host/Inputs/
 #                 conformance-subset.txt) compiled and staged with its data
 #                 (onnx_conformance.py --stage)
+#   train/<m>/    the MLP and the GPT-style LM exported in training mode
+#                 (bench/cpu_training.py's export: data and labels; the
+#                 initial weights are the benchmark models' own, which the
+#                 check rebuilds), their training steps compiled with
+#                 --train (AdamW, lr 1e-3, cross_entropy) at
+#                 --precision=fp32 (out/) and bf16 (out_bf16/, which
+#                 trains from out/'s parameter file)
+#   calibrate/    dist-calibrate, for --gpu 0 on the card
 #   lib/          the shared runtime every executable links (libdist_rt.so)
 #                 and the libraries it needs that a bare machine may lack
 # Prints the bundle's size: the device tool carries 64 MiB at most.
@@ -66,6 +74,48 @@ ONNX
 "$DIST_OPT" "$work/gemm.onnxtext" --target=cuda:$ARCH --runtime-lib "$RTLIB" \
   -o "$OUT/gemm/out"
 echo '{"m": 2048, "k": 2048, "n": 2048}' > "$OUT/gemm/bundle.json"
+
+echo "== training steps"
+mkdir -p "$OUT/train"
+for m in mlp gpt; do
+  d=$OUT/train/$m
+  mkdir -p "$d"
+  info=$($PY - "$work/train" "$m" <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, "bench")
+import cpu_training
+path, batch, files, label = cpu_training.export_and_data(sys.argv[2], sys.argv[1])
+print(json.dumps({"onnx": path, "batch": batch, "inputs": list(files),
+                  "dir": os.path.dirname(path)}))
+PYEOF
+)
+  src=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["dir"])' "$info")
+  onnx=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["onnx"])' "$info")
+  for p in fp32 bf16; do
+    o=$d/out; [ $p = bf16 ] && o=$d/out_bf16
+    "$DIST_OPT" "$onnx" --train --loss=cross_entropy --optimizer=adamw \
+      --lr=1e-3 --target=cuda:$ARCH --precision=$p --runtime-lib "$RTLIB" \
+      -o "$o" 2> "$d/compile-$p.log" || { cat "$d/compile-$p.log" >&2; exit 1; }
+    # The check needs neither the library nor --export-onnx's model; the
+    # bf16 run reads out/'s parameters (the same initializers).
+    rm -f "$o/lib$m.so" "$o/$m.h" "$o/$m.onnx"
+    [ $p = bf16 ] && rm -f "$o/$m.params"
+    echo "$m $p: $(grep -c . "$d/compile-$p.log" || true) compile warnings"
+  done
+  cp "$src"/*.npy "$d/"
+  # A parameter file the inference bundle holds already (the same bytes:
+  # the MLP's) is read from there.
+  params=out/$m.params
+  if cmp -s "$d/out/$m.params" "$OUT/models/$m/out/$m.params"; then
+    rm "$d/out/$m.params"
+    params=../../models/$m/out/$m.params
+  fi
+  $PY -c 'import json,sys; i=json.loads(sys.argv[1]); json.dump({"batch": i["batch"], "inputs": i["inputs"], "params": sys.argv[3]}, open(sys.argv[2], "w"))' "$info" "$d/bundle.json" "$params"
+done
+
+echo "== calibrate"
+mkdir -p "$OUT/calibrate"
+cp "$BUILD/bin/dist-calibrate" "$OUT/calibrate/"
 
 echo "== conformance subset"
 $PY scripts/onnx_conformance.py --dist-opt "$DIST_OPT" \

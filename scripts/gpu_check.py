@@ -16,12 +16,21 @@ needs numpy, and torch for the PyTorch figures.
    beside PyTorch eager's on the same GPU (CUDA-synchronised median).
 3. A product: the GEMM artifact's latency beside torch.mm's, and GFLOP/s;
    then through its C API with device tensors (no host copies).
+4. Training (issue 38): 30 AdamW steps of the MLP and the GPT-style LM
+   (`train --log`) against PyTorch on the same GPU from the same initial
+   weights and batches: fp32 losses within 1e-4 of PyTorch's (TF32 off),
+   step time against PyTorch eager's (median of the steps after the
+   first 5); the bf16 artifact (--precision=bf16) beside PyTorch under
+   autocast(bfloat16): both curves' largest distance from the fp32 one.
+5. `dist-calibrate --gpu 0 --quick` on the card: products per precision,
+   copy bandwidth, launch overhead.
 
 Ends with `N passed, N failed` over the checks (figures that miss their
 target are reported, not failed: the closing note says which).
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -303,6 +312,124 @@ def gemm_device_tensors(bundle, runs, tally):
     tally[diff <= 1e-3 * max(1.0, float(np.max(np.abs(want))))] += 1
 
 
+TRAIN_STEPS = 30
+
+
+def torch_training(name, d, spec, steps, autocast):
+    """Losses and per-step seconds of PyTorch training `name` on the GPU as
+    the compiled step does: AdamW(lr 1e-3), cross entropy, batches in file
+    order from the bundle's data, from the benchmark model's weights (the
+    initializers the artifact was compiled with)."""
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    module, _, ins, _, _, _ = torch_model(name)
+    module = module.cuda().train()
+    data = [torch.from_numpy(np.load(os.path.join(d, i + ".npy"))).cuda()
+            for i in ins]
+    label = torch.from_numpy(np.load(os.path.join(d, "label.npy"))).cuda()
+    batch = spec["batch"]
+    opt = torch.optim.AdamW(module.parameters(), lr=1e-3)
+    nb = data[0].shape[0] // batch
+    losses, times = [], []
+    for s in range(steps):
+        b = s % nb
+        xs = [t[b * batch:(b + 1) * batch] for t in data]
+        y = label[b * batch:(b + 1) * batch]
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            out = module(*xs)
+            out = out.float()
+            if out.dim() == 3:
+                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                       y.reshape(-1))
+            else:
+                loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - t0)
+    return losses, times
+
+
+def ours_training(name, d, spec, out_dir, steps):
+    """Losses and per-step seconds of the compiled training step."""
+    exe = os.path.join(d, out_dir, name)
+    with tempfile.TemporaryDirectory() as work:
+        log = os.path.join(work, "log.jsonl")
+        cmd = [exe, "train", "--batch-size", str(spec["batch"]), "--steps",
+               str(steps), "--log", log, "--quiet", "--params",
+               os.path.normpath(os.path.join(d, spec["params"]))]
+        for i in spec["inputs"]:
+            cmd += ["--data", "%s=%s" % (i, os.path.join(d, i + ".npy"))]
+        cmd += ["--data", "label=%s" % os.path.join(d, "label.npy")]
+        rc, _, err = run(cmd)
+        if rc != 0:
+            return None, None, "exit %d: %s" % (rc, first_line(err))
+        rows = [json.loads(l) for l in open(log) if l.strip()]
+    losses = [r["loss"] for r in rows]
+    times = [spec["batch"] / r["samples_per_s"] for r in rows
+             if r.get("samples_per_s")]
+    return losses, times, None
+
+
+def training(bundle, tally):
+    root = os.path.join(bundle, "train")
+    if not os.path.isdir(root):
+        print("training: nothing in %s" % root)
+        return
+    for name in sorted(os.listdir(root)):
+        d = os.path.join(root, name)
+        spec = json.load(open(os.path.join(d, "bundle.json")))
+        ours, ours_t, why = ours_training(name, d, spec, "out", TRAIN_STEPS)
+        if why:
+            tally[False] += 1
+            print("FAIL train %s (fp32): %s" % (name, why))
+            continue
+        theirs, theirs_t = torch_training(name, d, spec, TRAIN_STEPS, False)
+        diff = max(abs(a - b) / max(1.0, abs(b))
+                   for a, b in zip(ours, theirs))
+        ok = len(ours) == TRAIN_STEPS and diff <= 1e-4
+        tally[ok] += 1
+        med = lambda t: statistics.median(t[5:] or t) * 1000
+        print("train %s fp32: %d steps, losses %.5f -> %.5f (PyTorch %.5f -> "
+              "%.5f), largest relative difference %.2g (%s 1e-4); step "
+              "dist-opt %.3f ms, PyTorch eager %.3f ms (x%.2f)" % (
+                  name, len(ours), ours[0], ours[-1], theirs[0], theirs[-1],
+                  diff, "within" if diff <= 1e-4 else "NOT within",
+                  med(ours_t), med(theirs_t), med(theirs_t) / med(ours_t)))
+        bf, bf_t, why = ours_training(name, d, spec, "out_bf16", TRAIN_STEPS)
+        if why:
+            tally[False] += 1
+            print("FAIL train %s (bf16): %s" % (name, why))
+            continue
+        ac, ac_t = torch_training(name, d, spec, TRAIN_STEPS, True)
+        gap = lambda a: max(abs(x - y) / max(1.0, abs(y))
+                            for x, y in zip(a, theirs))
+        tally[len(bf) == TRAIN_STEPS and all(map(math.isfinite, bf))] += 1
+        print("train %s bf16: losses %.5f -> %.5f, autocast %.5f -> %.5f; "
+              "largest relative distance from fp32 PyTorch: dist-opt %.3g, "
+              "autocast %.3g; step dist-opt %.3f ms, autocast %.3f ms" % (
+                  name, bf[0], bf[-1], ac[0], ac[-1], gap(bf), gap(ac),
+                  med(bf_t), med(ac_t)))
+        sys.stdout.flush()
+
+
+def calibrate(bundle, tally):
+    exe = os.path.join(bundle, "calibrate", "dist-calibrate")
+    if not os.path.exists(exe):
+        print("calibrate: no dist-calibrate in the bundle")
+        return
+    rc, out, err = run([exe, "--gpu", "0", "--quick"])
+    print(err.strip())
+    tally[rc == 0] += 1
+    if rc == 0:
+        print("dist-calibrate --gpu 0 --quick: %s" % " ".join(out.split()))
+
+
 def find_cublaslt():
     """Points the runtime at a cuBLASLt (the products call it; 500 MiB, not
     in the bundle) when the loader has none: the toolkit's, else the copy
@@ -349,6 +476,8 @@ def main():
         models(a.bundle, a.runs, tally)
         gemm(a.bundle, a.runs, tally)
         gemm_device_tensors(a.bundle, a.runs, tally)
+        training(a.bundle, tally)
+    calibrate(a.bundle, tally)
     print("%d passed, %d failed" % (tally[True], tally[False]))
     return 0 if tally[False] == 0 else 1
 
