@@ -44,6 +44,26 @@ using namespace mlir::dist;
 using namespace llvm;
 
 namespace {
+
+/// A temporary file (closed, empty), removed when this goes out of scope;
+/// `path` is empty when it could not be created.
+struct ScratchFile {
+  SmallString<128> path;
+  ScratchFile(StringRef stem, StringRef extension) {
+    int fd;
+    if (sys::fs::createTemporaryFile(stem, extension, fd, path)) {
+      path.clear();
+      return;
+    }
+    sys::Process::SafelyCloseFileDescriptor(fd);
+  }
+  ~ScratchFile() {
+    if (!path.empty())
+      sys::fs::remove(path);
+  }
+  ScratchFile(const ScratchFile &) = delete;
+  ScratchFile &operator=(const ScratchFile &) = delete;
+};
 /// A micro-model whose generated loops stand for one kernel class, with a
 /// dynamic batch N; `rowShape` is the shape of one batch row of input x.
 struct LoopProbe {
@@ -137,13 +157,10 @@ std::optional<double> probeBytes(StringRef modelPath, int64_t n,
   ScopedDiagnosticHandler quiet(&context,
                                 [](Diagnostic &) { return success(); });
   dist::ONNXImportOptions opts;
-  SmallString<128> params;
-  int fd;
-  if (sys::fs::createTemporaryFile("dist-probe", "params", fd, params))
+  ScratchFile params("dist-probe", "params");
+  if (params.path.empty())
     return std::nullopt;
-  sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeParams = llvm::make_scope_exit([&] { sys::fs::remove(params); });
-  opts.paramFile = params.str().str();
+  opts.paramFile = params.path.str().str();
   OwningOpRef<ModuleOp> module =
       dist::importONNXFile(&context, modelPath, opts, nullptr);
   if (!module)
@@ -368,14 +385,11 @@ void calibrateGpus(dist::ClusterSpec &cluster, StringRef exe, bool quick,
     reportWarning("calibrate: the GPU was not measured (" + why +
                   "); its figures stay estimates");
   };
-  SmallString<128> json;
-  int fd;
-  if (sys::fs::createTemporaryFile("dist-calibrate-gpu", "json", fd, json))
+  ScratchFile json("dist-calibrate-gpu", "json");
+  if (json.path.empty())
     return warn("cannot create a temporary file");
-  sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeJson = llvm::make_scope_exit([&] { sys::fs::remove(json); });
   std::vector<std::string> argStorage = {exe.str(), "--gpu", "0", "--json",
-                                         json.str().str()};
+                                         json.path.str().str()};
   if (quick)
     argStorage.push_back("--quick");
   if (quiet)
@@ -386,7 +400,7 @@ void calibrateGpus(dist::ClusterSpec &cluster, StringRef exe, bool quick,
                                /*SecondsToWait=*/600, 0, &execError);
   if (rc != 0)
     return warn(execError.empty() ? "exit " + Twine(rc) : Twine(execError));
-  auto buffer = MemoryBuffer::getFile(json);
+  auto buffer = MemoryBuffer::getFile(json.path);
   if (!buffer)
     return warn(buffer.getError().message());
   std::string error;
@@ -414,12 +428,10 @@ void calibrateCollectives(dist::ClusterSpec &cluster, StringRef toolDir,
   sys::path::append(exe, "dist-calibrate-comm");
   if (!sys::fs::can_execute(exe))
     return warn(Twine(exe) + " is missing");
-  SmallString<128> json;
-  int fd;
-  if (sys::fs::createTemporaryFile("dist-calibrate-comm", "json", fd, json))
+  ScratchFile json("dist-calibrate-comm", "json");
+  ScratchFile log("dist-calibrate-comm", "log");
+  if (json.path.empty() || log.path.empty())
     return warn("cannot create a temporary file");
-  sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeJson = llvm::make_scope_exit([&] { sys::fs::remove(json); });
   std::vector<std::string> argStorage = {*mpirun};
   if (::getuid() == 0)
     argStorage.push_back("--allow-run-as-root");
@@ -428,23 +440,18 @@ void calibrateCollectives(dist::ClusterSpec &cluster, StringRef toolDir,
     argStorage.push_back(a);
   argStorage.push_back(exe.str().str());
   argStorage.push_back("--json");
-  argStorage.push_back(json.str().str());
+  argStorage.push_back(json.path.str().str());
   if (quick)
     argStorage.push_back("--quick");
   SmallVector<StringRef> args(argStorage.begin(), argStorage.end());
-  SmallString<128> log;
-  if (sys::fs::createTemporaryFile("dist-calibrate-comm", "log", fd, log))
-    return warn("cannot create a temporary file");
-  sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeLog = llvm::make_scope_exit([&] { sys::fs::remove(log); });
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log.path),
+                                          StringRef(log.path)};
   std::string execError;
   int rc = sys::ExecuteAndWait(*mpirun, args, std::nullopt, redirects,
                                /*SecondsToWait=*/120, 0, &execError);
   if (rc != 0) {
     std::string detail;
-    if (auto text = MemoryBuffer::getFile(log)) {
+    if (auto text = MemoryBuffer::getFile(log.path)) {
       StringRef t = (*text)->getBuffer().trim();
       detail =
           t.substr(t.rfind('\n') == StringRef::npos ? 0 : t.rfind('\n') + 1)
@@ -455,7 +462,7 @@ void calibrateCollectives(dist::ClusterSpec &cluster, StringRef toolDir,
     return warn("mpirun exited with " + Twine(rc) +
                 (detail.empty() ? "" : ": " + oneLine(detail)));
   }
-  auto text = MemoryBuffer::getFile(json);
+  auto text = MemoryBuffer::getFile(json.path);
   llvm::Expected<llvm::json::Value> parsed =
       text ? llvm::json::parse((*text)->getBuffer())
            : llvm::Expected<llvm::json::Value>(
@@ -534,15 +541,12 @@ int dist::calibrateMain(int argc, char **argv, DialectRegistry &registry) {
                 " is missing (build the dist-calibrate target)");
     return 1;
   }
-  SmallString<128> json;
-  int fd;
-  if (sys::fs::createTemporaryFile("dist-calibrate", "json", fd, json)) {
+  ScratchFile json("dist-calibrate", "json");
+  if (json.path.empty()) {
     reportError("cannot create a temporary file");
     return 1;
   }
-  sys::Process::SafelyCloseFileDescriptor(fd);
-  auto removeJson = llvm::make_scope_exit([&] { sys::fs::remove(json); });
-  std::vector<std::string> argStorage = {exe, "--json", json.str().str()};
+  std::vector<std::string> argStorage = {exe, "--json", json.path.str().str()};
   if (threadsMax > 0) {
     argStorage.push_back("--threads-max");
     argStorage.push_back(std::to_string(threadsMax));
@@ -560,7 +564,7 @@ int dist::calibrateMain(int argc, char **argv, DialectRegistry &registry) {
                 Twine(rc) + ")");
     return 1;
   }
-  auto buffer = MemoryBuffer::getFile(json);
+  auto buffer = MemoryBuffer::getFile(json.path);
   if (!buffer) {
     reportError(Twine("cannot read the calibration output: ") +
                 buffer.getError().message());
