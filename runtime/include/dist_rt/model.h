@@ -472,8 +472,10 @@ DIST_RT_API dist_rt_status_t dist_rt_model_train_step(
 /// destroyed. The data may be written to (to restore a checkpoint) only for
 /// a model with a training step and never during a run; for a model without
 /// one it points into the read-only mapping of the parameter file (or into
-/// the read-only copies of a parameter directory's files). Fails for an
-/// index out of range.
+/// the read-only copies of a parameter directory's files). A CUDA model
+/// with a training step keeps its parameters in CUDA managed memory, which
+/// the host reads and writes between steps. Fails for an index out of
+/// range.
 DIST_RT_API dist_rt_status_t dist_rt_model_param(dist_rt_model_t model,
                                                  size_t index,
                                                  dist_rt_tensor_t *out);
