@@ -255,6 +255,8 @@ static void addRecordSignaturePasses(OpPassManager &pm,
   record.entrySymbol = cg.entrySymbol;
   record.trainSymbol = cg.trainEntrySymbol;
   record.device = options.cuda ? "cuda" : "";
+  if (options.cuda)
+    record.precision = stringifyEnumOption(options.cuda->precision).str();
   pm.addPass(createRecordSignaturePass(record));
 }
 

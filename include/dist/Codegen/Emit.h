@@ -119,6 +119,8 @@ struct ModelSignature {
   /// Where the compiled code runs: "" (the host) or "cuda" (its buffers
   /// are the runtime's device memory: dist_rt_model_desc_t::device).
   std::string device;
+  /// A CUDA model's product precision ("fp32", "tf32", "bf16"; --precision).
+  std::string precision;
 };
 
 /// Reads the signature of the (single, public) entry function of a dist

@@ -437,6 +437,9 @@ def RecordSignaturePass : Pass<"dist-record-signature", "::mlir::ModuleOp"> {
            "\"dist_model_train\"", "the training step's packed entry point">,
     Option<"device", "device", "std::string", "\"\"",
            "where the compiled code runs: \"\" (the host) or \"cuda\"">,
+    Option<"precision", "precision", "std::string", "\"\"",
+           "a CUDA model's product precision (fp32, tf32, bf16), for the "
+           "manifest">,
   ];
   let statistics = [
     Statistic<"numParams", "num-params", "Number of parameters recorded">,

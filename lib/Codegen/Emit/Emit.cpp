@@ -814,6 +814,9 @@ llvm::json::Value manifest(const ModelSignature &sig, const EmitOptions &o) {
       {"inputs", list(sig.inputs)},
       {"outputs", list(sig.outputs)},
       {"train", std::move(train)},
+      {"device", sig.device.empty() ? "host" : sig.device},
+      {"precision", sig.precision.empty() ? llvm::json::Value(nullptr)
+                                          : llvm::json::Value(sig.precision)},
       {"mesh", sig.meshShape.empty() ? llvm::json::Value(nullptr) : [&] {
          llvm::json::Object mesh;
          for (size_t a = 0; a < sig.meshShape.size(); ++a)

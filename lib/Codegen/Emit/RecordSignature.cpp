@@ -462,6 +462,9 @@ DictionaryAttr dist::signatureToAttr(MLIRContext *ctx,
         b.getNamedAttr("train_symbol", b.getStringAttr(sig.trainSymbol)));
   if (!sig.device.empty())
     entries.push_back(b.getNamedAttr("device", b.getStringAttr(sig.device)));
+  if (!sig.precision.empty())
+    entries.push_back(
+        b.getNamedAttr("precision", b.getStringAttr(sig.precision)));
   if (sig.pipeline) {
     const PipelineSignature &pp = *sig.pipeline;
     SmallVector<Attribute> fns;
@@ -570,6 +573,8 @@ FailureOr<ModelSignature> dist::getRecordedSignature(ModuleOp module) {
     sig.trainSymbol = symbol.str();
   if (auto device = dict.getAs<StringAttr>("device"))
     sig.device = device.str();
+  if (auto precision = dict.getAs<StringAttr>("precision"))
+    sig.precision = precision.str();
   if (auto pipeline = dict.getAs<DictionaryAttr>("pipeline")) {
     PipelineSignature pp;
     auto stages = pipeline.getAs<IntegerAttr>("stages");
@@ -688,6 +693,7 @@ struct RecordSignaturePass
       return signalPassFailure();
     sig->entrySymbol = entrySymbol;
     sig->device = device;
+    sig->precision = precision;
     if (sig->train && !sig->pipeline)
       sig->trainSymbol = trainSymbol;
     if (sig->pipeline)
