@@ -520,10 +520,12 @@ def MapLoopsToGpuPass
     or minimumf; other stores indexed by k; 32 or more trips) is a row
     reduction instead: one block per iteration, each thread reducing every
     blockDim-th k, `gpu.all_reduce` combining the partial results (warp
-    shuffles and shared memory) and thread 0 updating `acc[i]`. An
-    outermost `scf.for` or `scf.while` without results runs in a launch of
-    one thread, unless it holds parallel loops: then it stays on the host
-    and those are launched on each trip. Every `memref.get_global` becomes
+    shuffles and shared memory) and thread 0 updating `acc[i]`; an
+    outermost `scf.for` that is such a reduction on its own (a loss's sum
+    into a scalar) is one block likewise. Any other outermost `scf.for` or
+    `scf.while` without results runs in a launch of one thread, unless it
+    holds parallel loops: then it stays on the host and those are launched
+    on each trip. Every `memref.get_global` becomes
     a device buffer holding a copy of the global (made outside loops, freed
     at the end of its block unless the function returns it). A loop nest
     holding an op that has no GPU lowering (a call) stays on the host, with

@@ -12,9 +12,10 @@
 // scf.parallel of a fused row block) run sequentially in each thread,
 // except a reduction per parallel iteration (a softmax's or a layer norm's
 // row): there one block takes the row, its threads reduce strided parts
-// of it and gpu.all_reduce (warp shuffles, shared memory) combines them. A
-// loop nest with no parallel dimension (a reduction to a scalar) runs in a
-// launch of one thread, so that its data stays on the device.
+// of it and gpu.all_reduce (warp shuffles, shared memory) combines them;
+// so does one block for a lone loop of that shape (a loss's sum into a
+// scalar). Any other loop nest with no parallel dimension runs in a launch
+// of one thread, so that its data stays on the device.
 //
 // Buffers are device memory (the CUDA target's allocations are the
 // runtime's device allocator's); constants (memref.get_global) are host
@@ -602,6 +603,8 @@ struct MapLoopsToGpuPass
         continue;
       if (auto par = dyn_cast<scf::ParallelOp>(loop))
         mapParallel(rewriter, par);
+      else if (scf::ParallelOp one = asOneRowReduction(rewriter, loop))
+        mapParallel(rewriter, one);
       else
         mapSingleThread(rewriter, loop);
     }
@@ -795,6 +798,29 @@ struct MapLoopsToGpuPass
     }
     gpu::TerminatorOp::create(b, loc);
     rewriter.eraseOp(flat);
+  }
+
+  /// A reduction to one element (a loss's sum): the scf.for `loop` inside
+  /// a parallel loop of one trip, when that is a row reduction
+  /// (matchRowReduction), so that one block's threads share it; null
+  /// (nothing changed) otherwise.
+  scf::ParallelOp asOneRowReduction(RewriterBase &rewriter, Operation *loop) {
+    auto forOp = dyn_cast<scf::ForOp>(loop);
+    if (!forOp)
+      return nullptr;
+    Location loc = forOp.getLoc();
+    rewriter.setInsertionPoint(forOp);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto par = scf::ParallelOp::create(
+        rewriter, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one},
+        [&](OpBuilder &b, Location, ValueRange) { b.clone(*forOp); });
+    if (!matchRowReduction(par)) {
+      rewriter.eraseOp(par);
+      return nullptr;
+    }
+    rewriter.eraseOp(forOp);
+    return par;
   }
 
   void mapSingleThread(RewriterBase &rewriter, Operation *loop) {

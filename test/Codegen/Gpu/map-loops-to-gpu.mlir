@@ -57,11 +57,21 @@ func.func @dynamic(%a: memref<?xf32>) {
 
 // -----
 
-// A sequential loop nest (a reduction to a scalar) runs in one thread.
+// A reduction to a scalar (a loss's sum) runs in one block: each thread
+// sums every 64th element from its own, gpu.all_reduce combines them and
+// thread 0 adds the total to the scalar.
 // CHECK-LABEL: func.func @sum
+// CHECK-SAME:  (%[[A:.*]]: memref<64xf32>, %[[S:.*]]: memref<f32>)
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
-// CHECK:           scf.for
+// CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C64]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK:           %[[PART:.*]] = scf.for %[[K:.*]] = %[[T]] to %[[C64]] step %[[C64]] iter_args
+// CHECK:             memref.load %[[A]][%[[K]]]
+// CHECK:           %[[ALL:.*]] = gpu.all_reduce add %[[PART]]
+// CHECK:           scf.if
+// CHECK:             %[[OLD:.*]] = memref.load %[[S]][]
+// CHECK:             %[[NEW:.*]] = arith.addf %[[OLD]], %[[ALL]]
+// CHECK:             memref.store %[[NEW]], %[[S]][]
 // CHECK:           gpu.terminator
 func.func @sum(%a: memref<64xf32>, %s: memref<f32>) {
   %c0 = arith.constant 0 : index
@@ -72,6 +82,32 @@ func.func @sum(%a: memref<64xf32>, %s: memref<f32>) {
     %acc = memref.load %s[] : memref<f32>
     %y = arith.addf %acc, %x : f32
     memref.store %y, %s[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A sum over two nested loops (no single reduction loop) runs in one
+// thread.
+// CHECK-LABEL: func.func @sum2d
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK-NOT:     gpu.all_reduce
+func.func @sum2d(%a: memref<4x64xf32>, %s: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<4x64xf32>
+      %acc = memref.load %s[] : memref<f32>
+      %y = arith.addf %acc, %x : f32
+      memref.store %y, %s[] : memref<f32>
+    }
   }
   return
 }
