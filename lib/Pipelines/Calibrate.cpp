@@ -374,6 +374,46 @@ bool calibrateLoops(dist::DeviceCalibration &cal, int64_t threadsMax,
   return true;
 }
 
+/// Runs the dist-calibrate tool `exe` with `args` (after --json) and
+/// --quick / --quiet as asked, waiting at most `timeoutS` seconds (0: no
+/// limit), and parses the JSON it writes. On failure returns nullopt and
+/// sets `error` to one phrase: the run failed (exit code), its output
+/// cannot be read, or what is wrong with it.
+std::optional<dist::DeviceCalibration>
+runCalibrateTool(StringRef exe, ArrayRef<std::string> args, bool quick,
+                 bool quiet, unsigned timeoutS, std::string &error) {
+  ScratchFile json("dist-calibrate", "json");
+  if (json.path.empty()) {
+    error = "cannot create a temporary file";
+    return std::nullopt;
+  }
+  std::vector<std::string> argStorage = {exe.str(), "--json",
+                                         json.path.str().str()};
+  argStorage.insert(argStorage.end(), args.begin(), args.end());
+  if (quick)
+    argStorage.push_back("--quick");
+  if (quiet)
+    argStorage.push_back("--quiet");
+  SmallVector<StringRef> argRefs(argStorage.begin(), argStorage.end());
+  std::string execError;
+  int rc = sys::ExecuteAndWait(exe, argRefs, std::nullopt, {}, timeoutS, 0,
+                               &execError);
+  if (rc != 0) {
+    error = (Twine("calibration failed") +
+             (execError.empty() ? "" : ": " + execError) + " (exit " +
+             Twine(rc) + ")")
+                .str();
+    return std::nullopt;
+  }
+  auto buffer = MemoryBuffer::getFile(json.path);
+  if (!buffer) {
+    error =
+        "cannot read the calibration output: " + buffer.getError().message();
+    return std::nullopt;
+  }
+  return dist::parseCalibrationJson((*buffer)->getBuffer().str(), error);
+}
+
 /// Measures GPU 0 with `dist-calibrate --gpu 0` when the cluster detected
 /// one, and puts the figures on its GPU devices (applyGpuCalibration).
 /// When the run fails, says so in one warning line and keeps the estimates.
@@ -385,27 +425,10 @@ void calibrateGpus(dist::ClusterSpec &cluster, StringRef exe, bool quick,
     reportWarning("calibrate: the GPU was not measured (" + why +
                   "); its figures stay estimates");
   };
-  ScratchFile json("dist-calibrate-gpu", "json");
-  if (json.path.empty())
-    return warn("cannot create a temporary file");
-  std::vector<std::string> argStorage = {exe.str(), "--gpu", "0", "--json",
-                                         json.path.str().str()};
-  if (quick)
-    argStorage.push_back("--quick");
-  if (quiet)
-    argStorage.push_back("--quiet");
-  SmallVector<StringRef> args(argStorage.begin(), argStorage.end());
-  std::string execError;
-  int rc = sys::ExecuteAndWait(exe, args, std::nullopt, {},
-                               /*SecondsToWait=*/600, 0, &execError);
-  if (rc != 0)
-    return warn(execError.empty() ? "exit " + Twine(rc) : Twine(execError));
-  auto buffer = MemoryBuffer::getFile(json.path);
-  if (!buffer)
-    return warn(buffer.getError().message());
   std::string error;
   std::optional<dist::DeviceCalibration> cal =
-      dist::parseCalibrationJson((*buffer)->getBuffer().str(), error);
+      runCalibrateTool(exe, {"--gpu", "0"}, quick, quiet,
+                       /*timeoutS=*/600, error);
   if (!cal)
     return warn(error);
   dist::applyGpuCalibration(cluster, *cal);
@@ -541,38 +564,12 @@ int dist::calibrateMain(int argc, char **argv, DialectRegistry &registry) {
                 " is missing (build the dist-calibrate target)");
     return 1;
   }
-  ScratchFile json("dist-calibrate", "json");
-  if (json.path.empty()) {
-    reportError("cannot create a temporary file");
-    return 1;
-  }
-  std::vector<std::string> argStorage = {exe, "--json", json.path.str().str()};
-  if (threadsMax > 0) {
-    argStorage.push_back("--threads-max");
-    argStorage.push_back(std::to_string(threadsMax));
-  }
-  if (quick)
-    argStorage.push_back("--quick");
-  if (quiet)
-    argStorage.push_back("--quiet");
-  SmallVector<StringRef> args(argStorage.begin(), argStorage.end());
-  std::string execError;
-  int rc = sys::ExecuteAndWait(exe, args, std::nullopt, {}, 0, 0, &execError);
-  if (rc != 0) {
-    reportError(Twine("calibration failed") +
-                (execError.empty() ? "" : ": " + execError) + " (exit " +
-                Twine(rc) + ")");
-    return 1;
-  }
-  auto buffer = MemoryBuffer::getFile(json.path);
-  if (!buffer) {
-    reportError(Twine("cannot read the calibration output: ") +
-                buffer.getError().message());
-    return 1;
-  }
+  std::vector<std::string> toolArgs;
+  if (threadsMax > 0)
+    toolArgs = {"--threads-max", std::to_string(threadsMax)};
   std::string error;
   std::optional<dist::DeviceCalibration> cal =
-      dist::parseCalibrationJson((*buffer)->getBuffer().str(), error);
+      runCalibrateTool(exe, toolArgs, quick, quiet, /*timeoutS=*/0, error);
   if (!cal) {
     reportError(error);
     return 1;
