@@ -314,10 +314,15 @@ SmallVector<Value> independentVariables(ArrayRef<Operation *> nest) {
       return load.getIndices();
     return cast<memref::StoreOp>(op).getIndices();
   };
-  // The written buffers' roots, each reached through one memref value.
+  // The written buffers' roots, each reached through one memref value;
+  // scratch allocated in the body is each iteration's own.
   llvm::DenseMap<Value, Value> written;
   for (Operation *op : accesses)
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      Operation *def =
+          dist::codegen::rootBuffer(store.getMemRef()).getDefiningOp();
+      if (def && body.getParentOp()->isAncestor(def))
+        continue;
       auto type = cast<MemRefType>(store.getMemRef().getType());
       if (!type.getLayout().isIdentity())
         return {};
@@ -454,11 +459,12 @@ Operation *parallelizeNest(RewriterBase &rewriter, Operation *outer) {
 /// nest `loop`, so that a kernel can run it: each call site gets a device
 /// buffer [flag, its operands that vary inside the nest...], which the
 /// call becomes stores into, and after the nest the host calls the
-/// reporter with the recorded operands when the flag is set (one erring
-/// iteration's, as the host loop would report its first: the run fails
-/// either way). Fails, changing nothing, when an operand that does not vary
-/// is not available after the nest (neither defined outside it nor a
-/// llvm.ptrtoint of a value that is).
+/// reporter with the recorded operands when the flag is set: each recorded
+/// word is an erring iteration's (with several varying operands, maybe not
+/// all the same one's), where the host loop would report its first; the
+/// run fails either way. Operands defined outside the nest, or
+/// llvm.ptrtoint of such a value (a node's name), are rebuilt after it, not
+/// recorded. Fails, changing nothing, when an operand is not an i64.
 LogicalResult moveErrorReportsOut(RewriterBase &rewriter, Operation *loop) {
   SmallVector<func::CallOp> calls;
   loop->walk([&](func::CallOp call) {

@@ -419,3 +419,30 @@ func.func @row_kinds(%x: memref<4x?xf32>, %acc: memref<4xf32>, %y: memref<4x16xf
   }
   return
 }
+
+// -----
+
+// Scratch allocated inside the body is each iteration's own: it does not
+// keep the column loop sequential.
+// CHECK-LABEL: func.func @scratch
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c1, %{{.*}}, %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128,
+// CHECK:           scf.for
+// CHECK:             memref.alloca
+func.func @scratch(%a: memref<4x96xf32>, %s: memref<96xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c96 = arith.constant 96 : index
+  scf.for %c = %c0 to %c96 step %c1 {
+    scf.for %r = %c0 to %c4 step %c1 {
+      %t = memref.alloca() : memref<f32>
+      %x = memref.load %a[%r, %c] : memref<4x96xf32>
+      memref.store %x, %t[] : memref<f32>
+      %y = memref.load %t[] : memref<f32>
+      %acc = memref.load %s[%c] : memref<96xf32>
+      %z = arith.addf %acc, %y : f32
+      memref.store %z, %s[%c] : memref<96xf32>
+    }
+  }
+  return
+}
