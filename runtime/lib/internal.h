@@ -206,8 +206,9 @@ struct NpyPiece {
 
 /// Writes `pieces` of a tensor of `dtype` and `dims` into the .npy file
 /// `path`, in place (no temporary file), with its header when `withHeader`.
-/// The file is created when missing and never truncated, so that several
-/// processes can each write their pieces of one tensor into it.
+/// The file is created when missing; an existing one is overwritten in
+/// place, the header's writer setting its size, so that several processes
+/// can each write their pieces of one tensor into it.
 dist_rt_status_t writeNpyPieces(const char *path, uint32_t dtype, uint32_t rank,
                                 const int64_t *dims, bool withHeader,
                                 const std::vector<NpyPiece> &pieces);

@@ -719,7 +719,15 @@ dist_rt_status_t dist_rt::writeNpyPieces(const char *path, uint32_t dtype,
       }
       return true;
     };
-    bool ok = !withHeader || writeAt(header.data(), header.size(), 0);
+    // A file left by an earlier checkpoint (a recycled directory) is
+    // overwritten in place; its size is set once, by the header's writer.
+    struct stat st;
+    uint64_t total = header.size() + nbytes;
+    bool ok =
+        !withHeader || ((::fstat(fd, &st) == 0 &&
+                         (static_cast<uint64_t>(st.st_size) == total ||
+                          ::ftruncate(fd, static_cast<off_t>(total)) == 0)) &&
+                        writeAt(header.data(), header.size(), 0));
     for (size_t k = 0; ok && k < pieces.size(); ++k)
       ok = writeAt(pieces[k].data, pieces[k].bytes,
                    header.size() + pieces[k].offset);

@@ -265,6 +265,20 @@ private:
   std::string failed_;
 };
 
+/// The step of the checkpoint that follows the one of `step` (every
+/// `snapshotEvery` and every `checkpointEvery` steps, and the last), 0 if
+/// none does.
+int64_t nextCheckpointStep(int64_t step, int64_t snapshotEvery,
+                           int64_t checkpointEvery, int64_t totalSteps) {
+  if (step >= totalSteps)
+    return 0;
+  int64_t next = totalSteps;
+  for (int64_t every : {snapshotEvery, checkpointEvery})
+    if (every > 0)
+      next = std::min(next, (step / every + 1) * every);
+  return next;
+}
+
 /// Sets `value` on every rank of the job to rank 0's.
 dist_rt_status_t agreeWithRankZero(int32_t &value) {
   if (dist_rt_mesh_world_size() <= 1)
@@ -601,11 +615,14 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
         int64_t world = dist_rt_mesh_world_size();
         ok = snapshots.wait(error) &&
              part->copy(model.get(), rank, world, error);
+        int64_t next = nextCheckpointStep(state.step, snapshotEvery,
+                                          checkpointEvery, totalSteps);
         if (ok)
           snapshots.start(state.step, [&partsDir, &names, part, state, flush,
-                                       leadPid, rank, world](std::string &e) {
+                                       next, leadPid, rank,
+                                       world](std::string &e) {
             return saveCheckpointPart(partsDir, *part, names, state, flush,
-                                      leadPid, rank, world, e);
+                                      next, leadPid, rank, world, e);
           });
       } else {
         // A checkpoint holds every worker's push of this step, not only

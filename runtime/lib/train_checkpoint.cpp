@@ -525,10 +525,13 @@ std::string tempCheckpointDir(const std::string &dir, int64_t step, long pid) {
 /// files) and the checkpoint is also named in dir/durable. Then removes all
 /// but it, the checkpoint `latest` named before and the one `durable`
 /// names, and the temporary directories of processes that died while
-/// writing one.
+/// writing one. With `recycleAs` (the temporary directory of the next
+/// checkpoint), one checkpoint that would be removed is renamed to it
+/// instead, unless it exists, so that the next one overwrites its files in
+/// place (see saveCheckpointPart).
 bool commitCheckpoint(const std::string &dir, const std::string &temp,
                       const CheckpointState &state, bool flush,
-                      std::string &error) {
+                      const std::string &recycleAs, std::string &error) {
   std::string name = checkpointName(state.step);
   bool saved = writeFileAtomically(temp + "/" + kStateFile, stateJson(state),
                                    error, flush) &&
@@ -555,8 +558,19 @@ bool commitCheckpoint(const std::string &dir, const std::string &temp,
   }
   for (const std::string &entry : listDirectory(dir)) {
     if (isCheckpointName(entry) && entry != name && entry != previous &&
-        entry != durable)
-      removeTree(dir + "/" + entry);
+        entry != durable) {
+      std::string old = dir + "/" + entry;
+      bool recycled = false;
+#ifdef RENAME_NOREPLACE
+      // Never over a directory that a rank has created meanwhile.
+      recycled = !recycleAs.empty() &&
+                 ::renameat2(AT_FDCWD, old.c_str(), AT_FDCWD, recycleAs.c_str(),
+                             RENAME_NOREPLACE) == 0;
+#endif
+      if (recycled)
+        continue;
+      removeTree(old);
+    }
     // ".tmp-<name>-<pid>", the pid gone.
     size_t dash = entry.rfind('-');
     if (entry.rfind(".tmp-", 0) == 0 && dash != std::string::npos) {
@@ -605,7 +619,7 @@ bool saveCheckpoint(const std::string &dir, dist_rt_model_t model,
     removeTree(temp);
     return false;
   }
-  return commitCheckpoint(dir, temp, state, flush, error);
+  return commitCheckpoint(dir, temp, state, flush, /*recycleAs=*/"", error);
 }
 
 //===----------------------------------------------------------------------===//
@@ -727,8 +741,8 @@ bool SnapshotPart::write(const std::string &dir,
 bool saveCheckpointPart(const std::string &dir, const SnapshotPart &part,
                         const std::vector<std::string> &names,
                         const CheckpointState &state, bool flush,
-                        int64_t leadPid, int64_t rank, int64_t worldSize,
-                        std::string &error) {
+                        int64_t nextStep, int64_t leadPid, int64_t rank,
+                        int64_t worldSize, std::string &error) {
   std::string temp = tempCheckpointDir(dir, state.step, leadPid);
   bool written =
       makeDirectories(temp, "the checkpoint's temporary directory", error) &&
@@ -783,7 +797,14 @@ bool saveCheckpointPart(const std::string &dir, const SnapshotPart &part,
   }
   for (int64_t r = 1; r < worldSize; ++r)
     ::unlink(partNote(temp, r, false).c_str());
-  return commitCheckpoint(dir, temp, state, flush, error);
+  // Creating a checkpoint's ~100 files and removing the oldest's cost more
+  // than writing them: on ext4 each new inode skips over the recently
+  // removed ones (find_inode_bit, recently_deleted), 20-30 ms of the step
+  // after every snapshot of the benchmark GPT at 4 ranks on 2 cores; a
+  // recycled directory's files are overwritten instead.
+  std::string recycleAs =
+      nextStep > 0 ? tempCheckpointDir(dir, nextStep, leadPid) : "";
+  return commitCheckpoint(dir, temp, state, flush, recycleAs, error);
 }
 
 } // namespace train_impl

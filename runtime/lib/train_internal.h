@@ -317,11 +317,14 @@ void removeOwnTemporaries(const std::string &dir);
 /// the job shares; rank 0 (`rank` 0 of `worldSize`) then waits for the
 /// others' parts and puts the checkpoint into place as saveCheckpoint does.
 /// A rank that fails leaves a note there, which makes rank 0 fail too.
+/// With `nextStep` (the step of the job's next checkpoint, 0 if none),
+/// rank 0 makes the checkpoint it would remove the temporary directory of
+/// that one, whose files the ranks then overwrite in place.
 bool saveCheckpointPart(const std::string &dir, const SnapshotPart &part,
                         const std::vector<std::string> &names,
                         const CheckpointState &state, bool flush,
-                        int64_t leadPid, int64_t rank, int64_t worldSize,
-                        std::string &error);
+                        int64_t nextStep, int64_t leadPid, int64_t rank,
+                        int64_t worldSize, std::string &error);
 
 } // namespace train_impl
 } // namespace driver

@@ -980,8 +980,8 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
   std::string alone = dir.file("alone");
   SnapshotPart whole;
   ASSERT_TRUE(whole.copy(model.get(), 0, 1, error)) << error;
-  ASSERT_TRUE(
-      saveCheckpointPart(alone, whole, names, state, false, pid, 0, 1, error))
+  ASSERT_TRUE(saveCheckpointPart(alone, whole, names, state, false, 0, pid, 0,
+                                 1, error))
       << error;
 
   std::string two = dir.file("two");
@@ -992,11 +992,11 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
   std::string secondError;
   std::thread rank1([&] {
     ::usleep(100000);
-    secondOk = saveCheckpointPart(two, second, names, state, false, pid, 1, 2,
-                                  secondError);
+    secondOk = saveCheckpointPart(two, second, names, state, false, 0, pid, 1,
+                                  2, secondError);
   });
   bool firstOk =
-      saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error);
+      saveCheckpointPart(two, first, names, state, false, 0, pid, 0, 2, error);
   rank1.join();
   ASSERT_TRUE(firstOk) << error;
   ASSERT_TRUE(secondOk) << secondError;
@@ -1020,7 +1020,7 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
   ASSERT_TRUE(writeBytes(temp + "/.part-failed-1",
                          {'n', 'o', ' ', 's', 'p', 'a', 'c', 'e'}));
   EXPECT_FALSE(
-      saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error));
+      saveCheckpointPart(two, first, names, state, false, 0, pid, 0, 2, error));
   EXPECT_EQ(error, "rank 1 could not write its part: no space");
   struct stat st;
   EXPECT_NE(::stat((two + "/step-00000006").c_str(), &st), 0);
@@ -1029,7 +1029,7 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
   state.step = 8;
   ::setenv("DIST_RT_COMM_TIMEOUT", "0.2", 1);
   bool ok =
-      saveCheckpointPart(two, first, names, state, false, pid, 0, 2, error);
+      saveCheckpointPart(two, first, names, state, false, 0, pid, 0, 2, error);
   ::unsetenv("DIST_RT_COMM_TIMEOUT");
   EXPECT_FALSE(ok);
   EXPECT_EQ(error, "rank 1 wrote no part into " + two + "/.tmp-step-00000008-" +
@@ -1037,6 +1037,83 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
                        " within 0.2 s (DIST_RT_COMM_TIMEOUT)");
   std::vector<uint8_t> latest = readBytes(two + "/latest");
   EXPECT_EQ(std::string(latest.begin(), latest.end()), "step-00000004\n");
+}
+
+// The checkpoint that a commit would remove becomes the temporary
+// directory of the next one, whose files are then overwritten in place
+// (the same inodes: no file is created or removed), with the values and
+// sizes a fresh directory gets.
+TEST_F(TrainMainTest, CheckpointPartsRecycleTheOldestDirectory) {
+  using namespace dist_rt::driver::train_impl;
+  dist_rt_train_desc_t trainStep = trainDesc();
+  dist_rt_model_desc_t desc = modelDesc(&trainStep);
+  ModelPtr model = create(desc);
+  ASSERT_NE(model, nullptr);
+  std::vector<std::string> names;
+  std::string error;
+  ASSERT_TRUE(paramFileNames(desc, names, error)) << error;
+  long pid = static_cast<long>(::getpid());
+  std::string ck = dir.file("ck");
+  std::string fresh = dir.file("fresh");
+  auto inode = [](const std::string &path) -> ino_t {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  auto save = [&](const std::string &at, int64_t step, int64_t next) {
+    CheckpointState state{step, 10, 1, 2, 0, desc.name};
+    SnapshotPart part;
+    return part.copy(model.get(), 0, 1, error) &&
+           saveCheckpointPart(at, part, names, state, false, next, pid, 0, 1,
+                              error);
+  };
+  auto bump = [&] {
+    for (uint32_t i = 0; i < desc.num_params; ++i) {
+      dist_rt_tensor_t param;
+      ASSERT_EQ(dist_rt_model_param(model.get(), i, &param), nullptr);
+      float *data = static_cast<float *>(param.data);
+      for (size_t k = 0; k < floats(param).size(); ++k)
+        data[k] += 1.5f;
+    }
+  };
+  ASSERT_TRUE(save(ck, 2, 4)) << error;
+  std::string first = ck + "/step-00000002/" + names[0];
+  ino_t firstInode = inode(first);
+  ASSERT_NE(firstInode, 0u);
+  bump();
+  ASSERT_TRUE(save(ck, 4, 6)) << error;
+  // Step 2 is still kept (the one `latest` named before).
+  bump();
+  ASSERT_TRUE(save(ck, 6, 8)) << error;
+  std::string temp = ck + "/.tmp-step-00000008-" + std::to_string(pid);
+  EXPECT_EQ(inode(temp + "/" + names[0]), firstInode);
+  EXPECT_NE(inode(ck + "/step-00000002"), inode(temp));
+  // A recycled file longer than the tensor is cut to its size.
+  {
+    std::vector<uint8_t> longer = readBytes(temp + "/" + names[0]);
+    longer.resize(longer.size() + 4096, 0x7f);
+    ASSERT_TRUE(writeBytes(temp + "/" + names[0], longer));
+  }
+  firstInode = inode(temp + "/" + names[0]);
+  bump();
+  ASSERT_TRUE(save(ck, 8, 0)) << error;
+  ASSERT_TRUE(save(fresh, 8, 0)) << error;
+  EXPECT_EQ(inode(ck + "/step-00000008/" + names[0]), firstInode);
+  for (const std::string &name : names)
+    EXPECT_EQ(readBytes(ck + "/step-00000008/" + name),
+              readBytes(fresh + "/step-00000008/" + name))
+        << name;
+  // The last checkpoint recycles nothing: the two newest and `latest`.
+  std::vector<std::string> left = listDirectory(ck);
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"latest", "step-00000006",
+                                            "step-00000008"}));
+  // A directory that a rank created first is not replaced.
+  ASSERT_TRUE(save(ck, 9, 0)) << error; // removes step 6
+  std::string created = ck + "/.tmp-step-00000012-" + std::to_string(pid);
+  ASSERT_EQ(::mkdir(created.c_str(), 0755), 0);
+  ASSERT_TRUE(save(ck, 10, 12)) << error; // would recycle step 8
+  EXPECT_TRUE(listDirectory(created).empty());
+  EXPECT_EQ(inode(ck + "/step-00000008"), 0u);
 }
 
 TEST_F(TrainMainTest, ShuffleFollowsTheDocumentedOrder) {
