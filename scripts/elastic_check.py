@@ -8,10 +8,10 @@ process, once with --elastic=2:4 --zero 1 (a dp layout with ZeRO-1 for 2,
 3 and 4 ranks). Then, against the per-step losses of one uninterrupted
 process (the last record of each step in the --log file counts):
 
-  kill:   dist-launch -np 4 runs the job; rank R is killed with SIGKILL at a
-          random step (seeded). The job must finish on 3 ranks, with every
-          step's loss within --tol of one process and at most K
-          (--snapshot-every) steps run twice.
+  kill:   dist-launch -np 4 runs the job (--steps); rank R is killed with
+          SIGKILL at a random step of its first half (seeded). The job must
+          finish on 3 ranks, with every step's loss within --tol of one
+          process and at most K (--snapshot-every) steps run twice.
   stop:   the same with SIGSTOP: dist-launch's --timeout finds the rank.
   grow:   a host file offers 2 slots; dist-launch -np 4 starts on 2; the
           file then offers 4 and the job grows to 4 at its next snapshot,
@@ -22,8 +22,7 @@ process (the last record of each step in the --log file counts):
           --param-tol of one process.
   pipeline: the set compiled with --elastic=2:4 --mesh pp=2 (2 stages at
           2 ranks, dp=3 at 3, 2 stages x dp=2 at 4): killed with SIGKILL
-          at 4 ranks, it finishes on 3 without stages, as `kill` checks
-          (400 steps: its steps are short).
+          at 4 ranks, it finishes on 3 without stages, as `kill` checks.
   crash:  the job (snapshots every step) is killed with SIGKILL at random
           moments, several times; after each kill the newest checkpoint
           must load (a resumed run of one step succeeds).
@@ -210,18 +209,15 @@ def check_loss(args, checks, ref, name, signum, victim, at, timeout):
     return time.time() - t_kill
 
 
-def check_pipeline(args, checks, onnx_path, flags, rng):
-    """The elastic set with pipeline stages: its steps are so short that
-    the job runs 400 steps (its own one-process reference), killed in the
-    first half so that the kill lands before the end."""
-    steps = 400
-    ref_log = os.path.join(args.work, "one_pp.jsonl")
-    r = run([args.one_exe, "train"] + args.data +
-            ["--batch-size", str(BATCH), "--steps", str(steps),
-             "--threads", "1", "--quiet", "--log", ref_log])
-    if r.returncode:
-        raise RuntimeError(f"one-process run failed: {r.stderr}")
-    ref, _ = read_log(ref_log)
+def kill_step(args, rng):
+    """A random step to kill a rank at: after the first snapshot, in the
+    first half of the run, so that the kill lands before the job ends
+    (the steps take a few ms: the job runs on while the kill is aimed)."""
+    return rng.randint(args.every + 1, args.steps // 2)
+
+
+def check_pipeline(args, checks, ref, onnx_path, flags, rng):
+    """The elastic set with pipeline stages, killed as `kill` is."""
     out = os.path.join(args.work, "elastic_pp")
     r = run([args.dist_opt, onnx_path] + flags +
             ["--elastic=2:4", "--mesh", "pp=2", "-o", out, "--name", "gpt"])
@@ -231,14 +227,13 @@ def check_pipeline(args, checks, onnx_path, flags, rng):
                                                         "; ".join(layouts)))
         return
     print("compiled: " + "; ".join(layouts), flush=True)
-    saved = args.exe, args.steps
-    args.exe, args.steps = os.path.join(out, "gpt"), steps
+    saved = args.exe
+    args.exe = os.path.join(out, "gpt")
     try:
-        at = rng.randint(args.every + 1, steps // 2)
         check_loss(args, checks, ref, "pipeline", signal.SIGKILL,
-                   rng.randint(0, 3), at, None)
+                   rng.randint(0, 3), kill_step(args, rng), None)
     finally:
-        args.exe, args.steps = saved
+        args.exe = saved
 
 
 def check_grow(args, checks, ref):
@@ -472,7 +467,10 @@ def main(argv=None):
     p.add_argument("--dist-opt", default=train_check.DEFAULT_DIST_OPT)
     p.add_argument("--dist-launch", default=None)
     p.add_argument("--work", required=True)
-    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--steps", type=int, default=400,
+                   help="steps of the kill, stop, grow and pipeline jobs "
+                   "(a few ms each: enough that a kill aimed at the first "
+                   "half lands before the end)")
     p.add_argument("--every", type=int, default=5,
                    help="--snapshot-every of the jobs (K)")
     p.add_argument("--tol", type=float, default=1e-5)
@@ -532,7 +530,7 @@ def main(argv=None):
     for name in args.check:
         try:
             if name in ("kill", "stop"):
-                at = rng.randint(args.every + 1, args.steps - args.every - 1)
+                at = kill_step(args, rng)
                 victim = rng.randint(0, 3)
                 signum = signal.SIGKILL if name == "kill" else signal.SIGSTOP
                 timeout = None if name == "kill" else 3
@@ -544,7 +542,7 @@ def main(argv=None):
             elif name == "uneven":
                 check_uneven(args, checks, flags)
             elif name == "pipeline":
-                check_pipeline(args, checks, onnx_path, flags, rng)
+                check_pipeline(args, checks, ref, onnx_path, flags, rng)
             elif name == "crash":
                 check_crash(args, checks)
             elif name == "errors":

@@ -250,6 +250,8 @@ public:
     failed_.clear();
     return false;
   }
+  /// Whether a write is in flight (or done and not waited for).
+  bool busy() const { return thread_.joinable(); }
   /// Runs `write` (the checkpoint of `step`) on the thread.
   void start(int64_t step, std::function<bool(std::string &)> write) {
     thread_ = std::thread([this, step, write = std::move(write)] {
@@ -594,8 +596,11 @@ int trainCommand(int argc, char **argv, const dist_rt_model_desc_t &desc,
       e.heldBytes = model->pipelineHeldBytes;
       trace.push_back(e);
     }
-    bool ok =
-        !status && progress.record(step + 1, loss, lr, stepSeconds, error);
+    // The snapshot before this step is in place before the step counts (in
+    // --log, and for dist-launch): a job that dies later runs at most
+    // --snapshot-every steps again. The write had a step's time.
+    bool ok = !status && (!lead || !snapshots.busy() || snapshots.wait(error));
+    ok = ok && progress.record(step + 1, loss, lr, stepSeconds, error);
     if (ok && !std::isfinite(loss)) {
       error = "the loss is " + jsonNumber(loss) + " at step " +
               std::to_string(step + 1) + "; stopping without saving";
