@@ -26,8 +26,13 @@
 # at K = 100, ms per step after the first 5 (dist-opt: from the elapsed_s
 # of its --log; PyTorch: mean step time), runs alternated; each round's
 # overhead, then the median over rounds (this machine's noise moves single
-# runs by several percent). dist-opt also with --checkpoint-every 10, every
-# checkpoint flushed to storage (PyTorch's torch.save flushes nothing).
+# runs by several percent). Also measured inside each run with snapshots,
+# which the drift between runs does not move: its mean step against the
+# mean of its steps 4 or more after a snapshot (a snapshot's cost lands in
+# the step after it, where its write overlaps; without snapshots the same
+# figure is within +-0.5% here). dist-opt also with --checkpoint-every 10,
+# every checkpoint flushed to storage (PyTorch's torch.save flushes
+# nothing).
 #
 #   /usr/bin/python3 bench/elastic_bench.py [--steps 120] [--rounds 2]
 #       [--no-recovery] [--work /tmp/dist-elastic-bench]
@@ -313,13 +318,21 @@ def main():
           "flushed to storage; PyTorch's torch.save flushes none); 'end': "
           "ms after the last step until the run is done (dist-opt waits "
           "for its last checkpoint, flushed, to be written)")
+    print("'in run': the same runs' overhead measured inside each one, "
+          "which this machine's drift between runs does not move: the mean "
+          "step against the mean of the steps 4 or more after a snapshot "
+          "(by then its write is done), so it counts only what a snapshot "
+          "costs the steps around it")
     print(f"{'':>22} {'none':>8} {'K=10':>8} {'K=100':>8} "
-          f"{'K=10 %':>7} {'K=100 %':>8} {'flushed':>8} {'fl. %':>6} "
-          f"{'end':>6}")
+          f"{'K=10 %':>7} {'K=100 %':>8} {'in run':>7} {'in run':>8} "
+          f"{'flushed':>8} {'fl. %':>6} {'end':>6}")
     overheads = {"dist-opt": [], "torchrun": []}
+    in_run = {"dist-opt": {10: [], 100: []}, "torchrun": {10: [], 100: []}}
 
     def dist_ms(text, log):
-        """Steady ms per step from the log, and the wait at the end."""
+        """Steady ms per step from the log, the wait at the end, and each
+        step's time (from the end of the one before: a snapshot's copy and
+        the write that overlaps the next step count in it)."""
         last = {}
         with open(log) as f:
             for line in f:
@@ -327,12 +340,20 @@ def main():
                 last[rec["step"]] = rec["elapsed_s"]
         n = max(last)
         m = re.search(r"trained (\d+) steps in ([0-9.]+) s", text)
+        steps = {k: last[k] - last[k - 1] for k in range(6, n + 1)}
         return (1e3 * (last[n] - last[5]) / (n - 5),
-                1e3 * (float(m.group(2)) - last[n]))
+                1e3 * (float(m.group(2)) - last[n]), steps)
+
+    def within(steps, every):
+        """% overhead of one run's snapshots: `steps` maps step -> seconds."""
+        far = [t for k, t in steps.items() if k % every >= 4]
+        return 100 * (statistics.mean(steps.values()) /
+                      statistics.mean(far) - 1)
 
     for r in range(args.rounds):
         for name in ("dist-opt", "torchrun"):
             ms = []
+            inside = {}
             end = None
             try:
                 for every in (None, 10, 100, "flushed"):
@@ -350,8 +371,10 @@ def main():
                         text = run(dist_cmd(state, ck if every else None,
                                             every, args.steps, log=log),
                                    env=env)
-                        step_ms, wait_ms = dist_ms(text, log)
+                        step_ms, wait_ms, steps = dist_ms(text, log)
                         ms.append(step_ms)
+                        if every:
+                            inside[every] = within(steps, every)
                         if every == 10:
                             end = wait_ms
                     else:
@@ -365,25 +388,38 @@ def main():
                         # The mean: a snapshot is one step's outlier,
                         # which a median would hide.
                         ms.append(1e3 * statistics.mean(times[5:]))
+                        if every:
+                            inside[every] = within(
+                                {k + 1: t for k, t in enumerate(times)
+                                 if k >= 5}, every)
                 flushed = (f" {ms[3]:>8.2f} {100 * (ms[3] / ms[0] - 1):>6.1f}"
                            f" {end:>6.0f}" if len(ms) > 3 else "")
                 print(f"{name + ' round ' + str(r + 1):>22} {ms[0]:>8.2f} "
                       f"{ms[1]:>8.2f} {ms[2]:>8.2f} "
                       f"{100 * (ms[1] / ms[0] - 1):>7.1f} "
-                      f"{100 * (ms[2] / ms[0] - 1):>8.1f}{flushed}",
+                      f"{100 * (ms[2] / ms[0] - 1):>8.1f} "
+                      f"{inside[10]:>7.1f} {inside[100]:>8.1f}{flushed}",
                       flush=True)
                 overheads[name].append(100 * (ms[1] / ms[0] - 1))
+                for every in (10, 100):
+                    in_run[name][every].append(inside[every])
             except (RuntimeError, subprocess.TimeoutExpired, AttributeError,
                     IndexError, KeyError, OSError, ValueError) as e:
                 print(f"{name:>22} error: {e}")
                 failed = True
     # This machine's noise moves single runs by several percent: the median
     # over rounds, with the spread.
+    def spread(values):
+        return (f"median {statistics.median(values):+.1f}% over "
+                f"{len(values)} rounds (min {min(values):+.1f}%, max "
+                f"{max(values):+.1f}%)")
+
     for name, values in overheads.items():
         if values:
-            print(f"{name:>22} K=10 overhead: median "
-                  f"{statistics.median(values):+.1f}% over {len(values)} "
-                  f"rounds (min {min(values):+.1f}%, max {max(values):+.1f}%)")
+            print(f"{name:>22} K=10 overhead between runs: {spread(values)}")
+            for every in (10, 100):
+                print(f"{name:>22} K={every} overhead in run: "
+                      f"{spread(in_run[name][every])}")
     return 1 if failed else 0
 
 
