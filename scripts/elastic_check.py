@@ -16,6 +16,8 @@ process (the last record of each step in the --log file counts):
   grow:   a host file offers 2 slots; dist-launch -np 4 starts on 2; the
           file then offers 4 and the job grows to 4 at its next snapshot,
           losing no step.
+  etcd:   grow with the hosts kept in etcd (a one-member etcd on loopback,
+          keys PREFIX<host> = "slots=N"), and an unreachable store.
   uneven: the GPT exported with a dynamic batch, a global batch of 10 over
           3 and 4 ranks (rows split unevenly, each rank's means weighted by
           its rows): losses within --tol and final parameters within
@@ -236,18 +238,28 @@ def check_pipeline(args, checks, ref, onnx_path, flags, rng):
         args.exe = saved
 
 
-def check_grow(args, checks, ref):
-    job = Job(args, args.work, "grow")
+def check_grow(args, checks, ref, store=None):
+    """2 -> 4 ranks when the membership offers more slots: a host file, or
+    with `store` (an Etcd) the keys under a prefix in etcd."""
+    name = "grow" if store is None else "etcd"
+    job = Job(args, args.work, name)
     hosts = os.path.join(job.dir, "hosts")
-    with open(hosts, "w") as f:
-        f.write("localhost slots=2\n")
-    proc = job.start(["-np", "4", "--hostfile", hosts,
-                      "--mpi-arg", "--oversubscribe"], args.steps,
-                     args.every)
+
+    def offer(slots):
+        if store:
+            store.put(ETCD_PREFIX + "localhost", f"slots={slots}")
+            return
+        with open(hosts + ".new", "w") as f:
+            f.write(f"localhost slots={slots}\n")
+        os.replace(hosts + ".new", hosts)
+
+    offer(2)
+    members = (["--etcd", store.endpoint, "--etcd-prefix", ETCD_PREFIX]
+               if store else ["--hostfile", hosts])
+    proc = job.start(["-np", "4"] + members + ["--mpi-arg", "--oversubscribe"],
+                     args.steps, args.every)
     wait_for_step(job.state, 2, args.every + 2, proc)
-    with open(hosts + ".new", "w") as f:
-        f.write("localhost slots=4\n")
-    os.replace(hosts + ".new", hosts)
+    offer(4)
     code, lines = job.finish()
     regrow = [l for l in lines if "regrow" in l]
     ok, detail = compare(ref, job.log, args.steps, args.every, args.tol)
@@ -257,10 +269,98 @@ def check_grow(args, checks, ref):
     again = sum(c - 1 for c in counts.values())
     ok = ok and code == 0 and len(regrow) == 1 and ranks_after == 4 and \
         again == 0
-    checks.report("grow", ok, f"2 -> 4 ranks: exit {code}, finished on "
+    checks.report(name, ok, f"2 -> 4 ranks: exit {code}, finished on "
                   f"{ranks_after} ranks, " + detail)
     if regrow:
         note(checks, f"  {regrow[0]}")
+
+
+ETCD_PREFIX = "/dist-launch-check/hosts/"
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Etcd:
+    """A one-member etcd on loopback (Debian's etcd-server), for the hosts
+    of `etcd`; stopped and its data removed on exit."""
+
+    def __init__(self, work):
+        if not shutil.which("etcd") or not shutil.which("etcdctl"):
+            raise RuntimeError("etcd or etcdctl is not installed "
+                               "(scripts/install-deps.sh installs "
+                               "etcd-server and etcd-client)")
+        self.data = os.path.join(work, "etcd-data")
+        shutil.rmtree(self.data, ignore_errors=True)
+        client, peer = free_port(), free_port()
+        self.endpoint = f"http://127.0.0.1:{client}"
+        peer_url = f"http://127.0.0.1:{peer}"
+        self.log = open(os.path.join(work, "etcd.log"), "w")
+        self.proc = subprocess.Popen(
+            ["etcd", "--name", "check", "--data-dir", self.data,
+             "--listen-client-urls", self.endpoint,
+             "--advertise-client-urls", self.endpoint,
+             "--listen-peer-urls", peer_url,
+             "--initial-advertise-peer-urls", peer_url,
+             "--initial-cluster", f"check={peer_url}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.time() + 30
+        while run(["etcdctl", "--endpoints=" + self.endpoint,
+                   "--dial-timeout=1s", "endpoint", "health"]).returncode:
+            if time.time() > end or self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError("etcd did not start (see etcd.log)")
+            time.sleep(0.2)
+
+    def put(self, key, value):
+        r = run(["etcdctl", "--endpoints=" + self.endpoint, "put", key, value])
+        if r.returncode:
+            raise RuntimeError(f"etcdctl put: {r.stderr.strip()}")
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+def reference(args, steps):
+    """Per step, the loss of one uninterrupted process."""
+    ref_log = os.path.join(args.work, f"one_{steps}.jsonl")
+    r = run([args.one_exe, "train"] + args.data +
+            ["--batch-size", str(BATCH), "--steps", str(steps),
+             "--threads", "1", "--quiet", "--log", ref_log])
+    if r.returncode:
+        raise RuntimeError(f"one-process run failed: {r.stderr}")
+    return read_log(ref_log)[0]
+
+
+def check_etcd(args, checks, ref):
+    """Membership from etcd: the grow of check_grow with the hosts in the
+    store, and an unreachable store or no hosts: one error line each."""
+    store = Etcd(args.work)
+    try:
+        with_one_retry(checks, "etcd",
+                       lambda c: check_grow(args, c, ref, store))
+        expect(checks, "etcd unreachable",
+               [args.dist_launch, "-np", "2", "--etcd",
+                f"http://127.0.0.1:{free_port()}", "--", args.exe, "train"],
+               lambda c: True, "cannot read the hosts under "
+               "/dist-launch/hosts/: Error: context deadline exceeded")
+        expect(checks, "etcd without hosts",
+               [args.dist_launch, "--etcd", store.endpoint, "--etcd-prefix",
+                "/nothing/here/", "--", args.exe, "train"],
+               lambda c: True, "no host under /nothing/here/")
+    finally:
+        store.close()
 
 
 def check_uneven(args, checks, flags):
@@ -480,10 +580,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--crashes", type=int, default=4)
     p.add_argument("--check", nargs="+",
-                   default=["kill", "stop", "grow", "uneven", "pipeline",
-                            "crash", "errors"],
-                   choices=["kill", "stop", "grow", "uneven", "pipeline",
-                            "crash", "errors"])
+                   default=["kill", "stop", "grow", "etcd", "uneven",
+                            "pipeline", "crash", "errors"],
+                   choices=["kill", "stop", "grow", "etcd", "uneven",
+                            "pipeline", "crash", "errors"])
     args = p.parse_args(argv)
     if args.dist_launch is None:
         args.dist_launch = os.path.join(os.path.dirname(args.dist_opt),
@@ -518,13 +618,10 @@ def main(argv=None):
         flush=True)
     args.exe = os.path.join(el, "gpt")
     args.one_exe = os.path.join(one, "gpt")
-    ref_log = os.path.join(args.work, "one.jsonl")
-    r = run([args.one_exe, "train"] + args.data +
-            ["--batch-size", str(BATCH), "--steps", str(args.steps),
-             "--threads", "1", "--quiet", "--log", ref_log])
-    if r.returncode:
-        sys.exit(f"one-process run failed: {r.stderr}")
-    ref, _ = read_log(ref_log)
+    try:
+        ref = reference(args, args.steps)
+    except RuntimeError as e:
+        sys.exit(str(e))
 
     checks = Checks()
     for name in args.check:
@@ -539,6 +636,8 @@ def main(argv=None):
             elif name == "grow":
                 with_one_retry(checks, name,
                                lambda c: check_grow(args, c, ref))
+            elif name == "etcd":
+                check_etcd(args, checks, ref)
             elif name == "uneven":
                 check_uneven(args, checks, flags)
             elif name == "pipeline":

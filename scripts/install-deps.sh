@@ -21,6 +21,9 @@ PKGS=(
   gcc libc6-dev libopenblas0-pthread libdnnl2
   # Collectives between ranks (MPI backend) and the launcher.
   libopenmpi-dev openmpi-bin
+  # dist-launch --etcd: the hosts of an elastic job kept in etcd (etcdctl
+  # reads them; the elastic test runs a one-member etcd on loopback).
+  etcd-server etcd-client
   # The parameter server's transport (ZeroMQ); pyzmq and gRPC for its
   # benchmarks' peers (bench/ps_throughput.py, bench/ps_transport.py).
   libzmq3-dev python3-zmq python3-grpcio

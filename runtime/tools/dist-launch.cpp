@@ -1,7 +1,8 @@
 //===- dist-launch.cpp - Restart a training job on the ranks that remain --===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// dist-launch [-np N] [--max-restarts R] [--timeout S] [--hostfile FILE]
+// dist-launch [-np N] [--max-restarts R] [--timeout S]
+//             [--hostfile FILE | --etcd ENDPOINTS [--etcd-prefix P]]
 //             [--mpirun PATH] [--mpi-arg ARG]... [--state-dir DIR]
 //             -- PROGRAM train ARGS...
 //
@@ -29,6 +30,14 @@
 //   to stop at their next snapshot and restarts the job on the larger
 //   layout, losing no step. Inside a Slurm allocation mpirun takes the
 //   allocation's nodes as usual.
+// - With --etcd, the membership is kept in etcd (as Paddle's elastic
+//   manager keeps it): each machine puts a key PREFIX<host> with the value
+//   "slots=N" (with a lease, so that a dead machine's key expires), and
+//   dist-launch reads them with etcdctl (`etcdctl watch` tells it of each
+//   change) into the host file it gives mpirun (DIR/hosts), which then
+//   works as --hostfile does: a
+//   machine that joins grows the job at its next snapshot, and a restart
+//   runs on the machines the store lists.
 //
 // Each restart is one line on stderr: why, the old and new world size, the
 // step resumed from and the steps lost (run again).
@@ -103,6 +112,8 @@ struct Options {
   long long maxRestarts = 3;
   double timeout = 10;
   std::string hostfile;
+  std::string etcd;
+  std::string etcdPrefix = "/dist-launch/hosts/";
   std::string mpirun = "mpirun";
   std::vector<std::string> mpiArgs;
   std::string stateDir;
@@ -127,6 +138,10 @@ void usage() {
       "again while\n"
       "                    the job runs: more slots grow the job at its next "
       "snapshot\n"
+      "  --etcd ENDPOINTS  read the hosts from etcd instead (keys "
+      "PREFIX<host>,\n"
+      "                    values \"slots=N\"), on every change, with etcdctl\n"
+      "  --etcd-prefix P   the keys' prefix (default /dist-launch/hosts/)\n"
       "  --mpirun PATH     the launcher (default mpirun)\n"
       "  --mpi-arg ARG     one more argument for mpirun (repeatable)\n"
       "  --state-dir DIR   where the ranks keep their records (default: a "
@@ -172,6 +187,12 @@ Options parseOptions(int argc, char **argv) {
       o.timeout = t;
     } else if (a == "--hostfile") {
       o.hostfile = value(a);
+    } else if (a == "--etcd") {
+      o.etcd = value(a);
+    } else if (a == "--etcd-prefix") {
+      o.etcdPrefix = value(a);
+      if (o.etcdPrefix.empty())
+        die("--etcd-prefix expects a key prefix, got ''");
     } else if (a == "--mpirun") {
       o.mpirun = value(a);
     } else if (a == "--mpi-arg") {
@@ -186,8 +207,10 @@ Options parseOptions(int argc, char **argv) {
     o.program.push_back(argv[i]);
   if (o.program.empty())
     die("no program to run: dist-launch [options] -- PROGRAM train ARGS...");
-  if (!npGiven && o.hostfile.empty())
-    die("give -np N or --hostfile FILE");
+  if (!o.etcd.empty() && !o.hostfile.empty())
+    die("give --hostfile FILE or --etcd ENDPOINTS, not both");
+  if (!npGiven && o.hostfile.empty() && o.etcd.empty())
+    die("give -np N, --hostfile FILE or --etcd ENDPOINTS");
   return o;
 }
 
@@ -222,6 +245,163 @@ long long hostfileSlots(const std::string &path, std::string &why) {
     slots += n;
   }
   return slots;
+}
+
+/// Runs `args` (no shell) and collects what it prints (stdout and stderr
+/// together); false with `why` when it cannot run or exits non-zero.
+bool capture(const std::vector<std::string> &args, std::string &out,
+             std::string &why) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    why = std::string("cannot make a pipe: ") + std::strerror(errno);
+    return false;
+  }
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    std::vector<char *> cargs;
+    for (const std::string &a : args)
+      cargs.push_back(const_cast<char *>(a.c_str()));
+    cargs.push_back(nullptr);
+    ::execvp(cargs[0], cargs.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", cargs[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (child < 0) {
+    ::close(fds[0]);
+    why = std::string("cannot fork: ") + std::strerror(errno);
+    return false;
+  }
+  out.clear();
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return true;
+  // etcdctl's last line says why ("context deadline exceeded", ...).
+  std::string last;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty())
+      last = line;
+  why = last.empty() ? args[0] + " failed" : last;
+  return false;
+}
+
+/// `etcdctl watch --prefix` on the hosts' keys, run beside the job: what
+/// it prints (a change) makes dist-launch read the hosts again at once,
+/// with no polling of the store. Ended with the job.
+class MembershipWatch {
+public:
+  explicit MembershipWatch(const Options &o) {
+    if (o.etcd.empty())
+      return;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fds[1], 1);
+      int null = ::open("/dev/null", O_WRONLY);
+      if (null >= 0)
+        ::dup2(null, 2);
+      std::string endpoints = "--endpoints=" + o.etcd;
+      const char *args[] = {"etcdctl", endpoints.c_str(), "--dial-timeout=1s",
+                            "watch",   "--prefix",        o.etcdPrefix.c_str(),
+                            nullptr};
+      ::execvp(args[0], const_cast<char *const *>(args));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    if (pid_ < 0) {
+      ::close(fds[0]);
+      return;
+    }
+    fd_ = fds[0];
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  }
+  ~MembershipWatch() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  /// Whether the watch printed anything since the last call.
+  bool changed() {
+    bool any = false;
+    char buffer[4096];
+    while (fd_ >= 0) {
+      ssize_t n = ::read(fd_, buffer, sizeof buffer);
+      if (n > 0) {
+        any = true;
+        continue;
+      }
+      if (n == 0) { // the watch ended (the store went away)
+        ::close(fd_);
+        fd_ = -1;
+      }
+      break;
+    }
+    return any;
+  }
+  /// Whether the watch runs (else the store is read once a second).
+  bool watching() const { return fd_ >= 0; }
+
+private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
+
+/// Reads the hosts under o.etcdPrefix from etcd and writes them as an Open
+/// MPI host file to o.hostfile (replaced only when they changed, so that
+/// its time tells a change); false with `why` when etcd cannot be read.
+bool syncMembership(const Options &o, std::string &why) {
+  std::string out;
+  if (!capture({"etcdctl", "--endpoints=" + o.etcd, "--dial-timeout=1s",
+                "--command-timeout=2s", "get", "--prefix", o.etcdPrefix},
+               out, why))
+    return false;
+  // Keys and values alternate, one line each.
+  std::map<std::string, std::string> hosts;
+  std::istringstream lines(out);
+  for (std::string key, value; std::getline(lines, key);) {
+    std::getline(lines, value);
+    if (key.rfind(o.etcdPrefix, 0) != 0 || key.size() == o.etcdPrefix.size())
+      continue;
+    hosts[key.substr(o.etcdPrefix.size())] = value;
+  }
+  std::string text;
+  for (auto &[host, value] : hosts)
+    text += host + " " + value + "\n";
+  if (::access(o.hostfile.c_str(), F_OK) == 0 && readFile(o.hostfile) == text)
+    return true;
+  std::string temp = o.hostfile + ".new";
+  {
+    std::ofstream file(temp);
+    file << text;
+    if (!file.flush()) {
+      why = "cannot write " + temp;
+      return false;
+    }
+  }
+  if (::rename(temp.c_str(), o.hostfile.c_str()) != 0) {
+    why = "cannot write " + o.hostfile + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 /// A flag's value in the program's arguments ("--flag V" or "--flag=V").
@@ -394,6 +574,9 @@ Outcome runOnce(const Options &o, long long ranks,
   bool signSeen = false;
   int status = 0;
   struct stat hostStat{};
+  Clock::time_point lastSync = Clock::now();
+  bool storeWarned = false;
+  MembershipWatch watch(o);
   if (!o.hostfile.empty())
     ::stat(o.hostfile.c_str(), &hostStat);
   for (;;) {
@@ -446,6 +629,19 @@ Outcome runOnce(const Options &o, long long ranks,
           break;
         }
       }
+    // The store's hosts when they change (a machine gone or back), and
+    // every 10 s (every second when the watch has ended).
+    if (!o.etcd.empty() &&
+        (watch.changed() ||
+         Clock::now() - lastSync >
+             std::chrono::seconds(watch.watching() ? 10 : 1))) {
+      lastSync = Clock::now();
+      std::string why;
+      if (!syncMembership(o, why) && !storeWarned) {
+        storeWarned = true;
+        note("--etcd " + o.etcd + ": " + why + "; keeping the last hosts");
+      }
+    }
     // More slots: stop at the next snapshot and grow.
     if (!o.hostfile.empty() && !replanAsked && !ending) {
       struct stat st{};
@@ -464,7 +660,10 @@ Outcome runOnce(const Options &o, long long ranks,
           if (fd >= 0)
             ::close(fd);
           replanAsked = true;
-          note(o.hostfile + " offers " + std::to_string(slots) +
+          note((o.etcd.empty()
+                    ? o.hostfile
+                    : "etcd (" + o.etcdPrefix + " at " + o.etcd + ")") +
+               " offers " + std::to_string(slots) +
                " slots: the job stops at its next snapshot to grow");
         }
       }
@@ -519,27 +718,6 @@ Outcome runOnce(const Options &o, long long ranks,
 
 int main(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
-  std::string why;
-  long long slots = -1;
-  if (!o.hostfile.empty()) {
-    slots = hostfileSlots(o.hostfile, why);
-    if (slots < 0)
-      die("--hostfile: " + why);
-    if (slots == 0)
-      die("--hostfile: " + o.hostfile + " offers no slots");
-  }
-  long long low = 1, high = o.np ? o.np : slots;
-  manifestRange(o.program[0], low, high);
-  long long wanted = o.np ? o.np : slots;
-  // The job never grows past what was asked for, nor past the layouts.
-  long long ceiling = std::min(wanted, high);
-  long long ranks = std::min(ceiling, slots > 0 ? slots : ceiling);
-  if (ranks < low)
-    die(std::to_string(ranks) +
-        " ranks are fewer than the smallest layout "
-        "of " +
-        o.program[0] + " (" + std::to_string(low) + ")");
-
   bool ownState = o.stateDir.empty();
   if (ownState) {
     const char *tmp = std::getenv("TMPDIR");
@@ -553,6 +731,49 @@ int main(int argc, char **argv) {
     die("--state-dir: cannot create " + o.stateDir + ": " +
         std::strerror(errno));
   }
+  auto cleanUp = [&] {
+    if (!o.etcd.empty())
+      ::unlink(o.hostfile.c_str());
+    if (ownState) {
+      clearStateDir(o.stateDir);
+      ::rmdir(o.stateDir.c_str());
+    }
+  };
+  auto fail = [&](const std::string &message) {
+    cleanUp();
+    die(message);
+  };
+  std::string why;
+  long long slots = -1;
+  if (!o.etcd.empty()) {
+    o.hostfile = o.stateDir + "/hosts";
+    if (!syncMembership(o, why))
+      fail("--etcd " + o.etcd + ": cannot read the hosts under " +
+           o.etcdPrefix + ": " + why);
+  }
+  std::string what = o.etcd.empty() ? "--hostfile" : "--etcd " + o.etcd;
+  if (!o.hostfile.empty()) {
+    slots = hostfileSlots(o.hostfile, why);
+    if (slots < 0)
+      fail(what + ": " + why);
+    if (slots == 0)
+      fail(what + ": " +
+           (o.etcd.empty() ? o.hostfile + " offers no slots"
+                           : "no host under " + o.etcdPrefix + " (keys " +
+                                 o.etcdPrefix + "<host>, values \"slots=N\")"));
+  }
+  long long low = 1, high = o.np ? o.np : slots;
+  manifestRange(o.program[0], low, high);
+  long long wanted = o.np ? o.np : slots;
+  // The job never grows past what was asked for, nor past the layouts.
+  long long ceiling = std::min(wanted, high);
+  long long ranks = std::min(ceiling, slots > 0 ? slots : ceiling);
+  if (ranks < low)
+    fail(std::to_string(ranks) +
+         " ranks are fewer than the smallest layout "
+         "of " +
+         o.program[0] + " (" + std::to_string(low) + ")");
+
   // Survivors of a hung rank must not give up on it before dist-launch
   // notices: their collectives wait longer than the heartbeat timeout.
   if (!std::getenv("DIST_RT_COMM_TIMEOUT"))
@@ -658,9 +879,6 @@ int main(int argc, char **argv) {
     ranks = next;
     restarted = true;
   }
-  if (ownState) {
-    clearStateDir(o.stateDir);
-    ::rmdir(o.stateDir.c_str());
-  }
+  cleanUp();
   return code;
 }
