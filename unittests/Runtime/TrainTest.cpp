@@ -965,17 +965,31 @@ TEST_F(TrainMainTest, ResumingFromACheckpointMatchesAStraightRun) {
 // in, and the files are those one process writes; a rank's failure is
 // reported by rank 0, and a rank that writes nothing is given up on after
 // the job's communication timeout.
-TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
-  using namespace dist_rt::driver::train_impl;
-  dist_rt_train_desc_t trainStep = trainDesc();
-  dist_rt_model_desc_t desc = modelDesc(&trainStep);
-  ModelPtr model = create(desc);
-  ASSERT_NE(model, nullptr);
+/// The training model and its parameters' file names, for the tests of
+/// checkpoints written in parts.
+class CheckpointPartsTest : public TrainMainTest {
+protected:
+  void SetUp() override {
+    TrainMainTest::SetUp();
+    trainStep = trainDesc();
+    desc = modelDesc(&trainStep);
+    model = create(desc);
+    ASSERT_NE(model, nullptr);
+    std::string error;
+    ASSERT_TRUE(dist_rt::driver::train_impl::paramFileNames(desc, names, error))
+        << error;
+  }
+  dist_rt_train_desc_t trainStep;
+  dist_rt_model_desc_t desc;
+  ModelPtr model;
   std::vector<std::string> names;
-  std::string error;
-  ASSERT_TRUE(paramFileNames(desc, names, error)) << error;
-  CheckpointState state{4, 10, 1, 2, 0, desc.name};
   long pid = static_cast<long>(::getpid());
+};
+
+TEST_F(CheckpointPartsTest, WaitForEveryRank) {
+  using namespace dist_rt::driver::train_impl;
+  std::string error;
+  CheckpointState state{4, 10, 1, 2, 0, desc.name};
 
   std::string alone = dir.file("alone");
   SnapshotPart whole;
@@ -1043,16 +1057,9 @@ TEST_F(TrainMainTest, CheckpointPartsWaitForEveryRank) {
 // directory of the next one, whose files are then overwritten in place
 // (the same inodes: no file is created or removed), with the values and
 // sizes a fresh directory gets.
-TEST_F(TrainMainTest, CheckpointPartsRecycleTheOldestDirectory) {
+TEST_F(CheckpointPartsTest, RecycleTheOldestDirectory) {
   using namespace dist_rt::driver::train_impl;
-  dist_rt_train_desc_t trainStep = trainDesc();
-  dist_rt_model_desc_t desc = modelDesc(&trainStep);
-  ModelPtr model = create(desc);
-  ASSERT_NE(model, nullptr);
-  std::vector<std::string> names;
   std::string error;
-  ASSERT_TRUE(paramFileNames(desc, names, error)) << error;
-  long pid = static_cast<long>(::getpid());
   std::string ck = dir.file("ck");
   std::string fresh = dir.file("fresh");
   auto inode = [](const std::string &path) -> ino_t {
