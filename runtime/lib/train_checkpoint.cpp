@@ -562,8 +562,13 @@ bool commitCheckpoint(const std::string &dir, const std::string &temp,
       std::string old = dir + "/" + entry;
       bool recycled = false;
 #ifdef RENAME_NOREPLACE
-      // Never over a directory that a rank has created meanwhile.
+      // Only one of this model (another's files would stay in it), never
+      // over a directory that a rank has created meanwhile.
+      CheckpointState oldState;
+      std::string ignoredError;
       recycled = !recycleAs.empty() &&
+                 readCheckpointState(old, oldState, ignoredError) &&
+                 oldState.model == state.model &&
                  ::renameat2(AT_FDCWD, old.c_str(), AT_FDCWD, recycleAs.c_str(),
                              RENAME_NOREPLACE) == 0;
 #endif

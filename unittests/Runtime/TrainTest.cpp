@@ -1114,13 +1114,28 @@ TEST_F(CheckpointPartsTest, RecycleTheOldestDirectory) {
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"latest", "step-00000006",
                                             "step-00000008"}));
+  // Another model's checkpoint is removed, not recycled (its files would
+  // stay in this model's).
+  ASSERT_TRUE(save(ck, 9, 0)) << error; // keeps 8 and 9
+  {
+    std::string other = ck + "/step-00000008/state.json";
+    std::vector<uint8_t> text = readBytes(other);
+    std::string json(text.begin(), text.end());
+    size_t at = json.find(std::string("\"") + desc.name + "\"");
+    ASSERT_NE(at, std::string::npos) << json;
+    json.replace(at + 1, std::strlen(desc.name), "other");
+    ASSERT_TRUE(
+        writeBytes(other, std::vector<uint8_t>(json.begin(), json.end())));
+  }
+  ASSERT_TRUE(save(ck, 10, 11)) << error; // would recycle step 8
+  EXPECT_EQ(inode(ck + "/step-00000008"), 0u);
+  EXPECT_EQ(inode(ck + "/.tmp-step-00000011-" + std::to_string(pid)), 0u);
   // A directory that a rank created first is not replaced.
-  ASSERT_TRUE(save(ck, 9, 0)) << error; // removes step 6
   std::string created = ck + "/.tmp-step-00000012-" + std::to_string(pid);
   ASSERT_EQ(::mkdir(created.c_str(), 0755), 0);
-  ASSERT_TRUE(save(ck, 10, 12)) << error; // would recycle step 8
+  ASSERT_TRUE(save(ck, 11, 12)) << error; // would recycle step 9
   EXPECT_TRUE(listDirectory(created).empty());
-  EXPECT_EQ(inode(ck + "/step-00000008"), 0u);
+  EXPECT_EQ(inode(ck + "/step-00000009"), 0u);
 }
 
 TEST_F(TrainMainTest, ShuffleFollowsTheDocumentedOrder) {
