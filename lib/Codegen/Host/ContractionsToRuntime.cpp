@@ -394,10 +394,12 @@ struct ContractionsToRuntimePass
 
   /// The elementwise generic that next reads the grouped convolution
   /// `op`'s output `out` (a view splitting the channels of a whole NCHW
-  /// buffer) and writes it back in place, reading and writing the whole
-  /// buffer or views that merge `out`'s groups again (the same elements,
-  /// the same layout); null when some other op uses them first.
-  static linalg::GenericOp activationAfterGrouped(Operation *op, Value out) {
+  /// buffer), reading the whole buffer or a view that merges `out`'s
+  /// groups again (the same elements, the same layout), and writing it back
+  /// in place (`inPlace`) or another buffer; null when some other op uses
+  /// them first.
+  static linalg::GenericOp activationAfterGrouped(Operation *op, Value out,
+                                                  bool &inPlace) {
     Operation *view;
     Value whole = wholeBuffer(op, out, view);
     if (!view)
@@ -424,12 +426,85 @@ struct ContractionsToRuntimePass
         continue;
       auto g = dyn_cast<linalg::GenericOp>(other);
       if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-          !llvm::is_contained(aliases, g.getDpsInputOperand(0)->get()) ||
-          !llvm::is_contained(aliases, g.getDpsInitOperand(0)->get()))
+          !llvm::is_contained(aliases, g.getDpsInputOperand(0)->get()))
         return {};
+      inPlace = llvm::is_contained(aliases, g.getDpsInitOperand(0)->get());
       return g;
     }
     return {};
+  }
+
+  /// Whether each of `values` is dead after `act`: next used by a dealloc
+  /// or an op that overwrites it without reading, or not at all.
+  static bool deadAfter(Operation *act, ArrayRef<Value> values) {
+    for (Value v : values)
+      if (Operation *after = nextUseAfter(act, v))
+        if (!isa<memref::DeallocOp>(after) &&
+            !dist::codegen::overwritesWithoutReading(after, v))
+          return false;
+    return true;
+  }
+
+  /// Whether a convolution call at the place of the activation `act` after
+  /// `op` can still read `operands` (null ones skipped) and write `target`:
+  /// `target` is f32 with unit column strides, in another buffer than the
+  /// operands, and nothing between the two could write them (only ops
+  /// without memory effects, views, allocations and fills of other
+  /// buffers).
+  static bool canWriteAtActivation(Operation *op, Operation *act, Value target,
+                                   ArrayRef<Value> operands) {
+    auto type = cast<MemRefType>(target.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type.getElementType().isF32() ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+    SmallVector<Value> operandRoots;
+    for (Value v : operands)
+      if (v)
+        operandRoots.push_back(dist::codegen::rootBuffer(v));
+    if (llvm::is_contained(operandRoots, dist::codegen::rootBuffer(target)))
+      return false;
+    for (Operation *between = op->getNextNode(); between != act;
+         between = between->getNextNode()) {
+      if (isa<memref::AllocOp, memref::SubViewOp>(between) ||
+          isMemoryEffectFree(between))
+        continue;
+      auto fill = dyn_cast<linalg::FillOp>(between);
+      if (fill && !llvm::is_contained(
+                      operandRoots,
+                      dist::codegen::rootBuffer(fill.getOutputs().front())))
+        continue;
+      return false;
+    }
+    return true;
+  }
+
+  /// The NCHW buffer that the activation `act` after the grouped
+  /// convolution `op` writes, when the call can write it instead of `out`
+  /// (fuseActivation's conditions, for the whole buffer `out` splits:
+  /// the call does not read it, it is dead after `act`, the destination is
+  /// another buffer with unit column strides whose split by groups is a
+  /// view, and nothing between the two could write the operands); null
+  /// otherwise.
+  Value groupedDestination(Operation *op, Value in, Value wt,
+                           const ConvInit &ci, Value out,
+                           linalg::GenericOp act) {
+    Operation *view;
+    Value whole = wholeBuffer(op, out, view);
+    auto split = dyn_cast_or_null<memref::ExpandShapeOp>(view);
+    Value target = act.getDpsInitOperand(0)->get();
+    auto type = cast<MemRefType>(target.getType());
+    if (!ci.overwrite || !split ||
+        type.getShape() != split.getSrcType().getShape() ||
+        !deadAfter(act, {whole, act.getDpsInputOperand(0)->get(), out}) ||
+        !canWriteAtActivation(op, act, target, {in, wt, whole, ci.bias}) ||
+        failed(memref::ExpandShapeOp::computeExpandedType(
+            type, split.getResultType().getShape(),
+            split.getReassociationIndices())))
+      return {};
+    return target;
   }
 
   /// A bufferized f32 linalg.conv_2d_ngchw_gfchw (a grouped or depthwise
@@ -438,8 +513,13 @@ struct ContractionsToRuntimePass
   /// operands. Its output is a memref.expand_shape splitting the channels
   /// of an NCHW buffer; when that buffer is fresh and its init (a zero fill
   /// or a bias broadcast) only this op observes, the call writes it
-  /// instead, as rewriteConv does. An activation that next reads and
-  /// writes the whole NCHW buffer in place goes into the call too.
+  /// instead, as rewriteConv does. An activation that next reads the whole
+  /// NCHW buffer goes into the call too: when it writes it in place, the
+  /// call applies it; when it writes another NCHW buffer (MobileNetV2's
+  /// ReLU6 after each depthwise layer, into the next product's input:
+  /// 8% of a one-thread inference as loops of their own, Xeon), the call
+  /// writes that one, at the activation's place, under fuseActivation's
+  /// conditions.
   LogicalResult rewriteGroupedConv(linalg::Conv2DNgchwGfchwOp op) {
     if (!op.hasPureBufferSemantics())
       return failure();
@@ -450,19 +530,45 @@ struct ContractionsToRuntimePass
       return failure();
 
     ConvInit ci = convInit(op, out);
-    linalg::GenericOp next = activationAfterGrouped(op, out);
+    bool inPlace = false;
+    linalg::GenericOp next = activationAfterGrouped(op, out, inPlace);
     std::optional<ConvActivation> act;
     if (next)
       act = activationOf(next, next.getDpsInputOperand(0)->get());
+    Operation *at = op;
+    Value dst = out;
+    if (act && !inPlace) {
+      if (Value target = groupedDestination(op, in, wt, ci, out, next)) {
+        dst = target;
+        at = next;
+      } else {
+        act.reset();
+      }
+    }
 
-    // At the convolution's place: its operands are read when they were,
-    // and nothing reads the buffer before the activation did.
-    OpBuilder b(op);
+    // At the convolution's place (its operands are read when they were,
+    // and nothing reads the buffer before the activation did), or at the
+    // activation's when the call writes its buffer.
+    OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
+    if (at != op) {
+      Operation *view;
+      wholeBuffer(op, out, view);
+      auto split = cast<memref::ExpandShapeOp>(view);
+      auto type = memref::ExpandShapeOp::computeExpandedType(
+          cast<MemRefType>(dst.getType()), split.getResultType().getShape(),
+          split.getReassociationIndices());
+      auto whole = memref::ExpandShapeOp::create(
+          b, call.loc, *type, dst, split.getReassociationIndices());
+      // For FuseProductEpilogues (a 1x1 product's buffer reused here): the
+      // call writes all of it without reading (overwritesWithoutReading).
+      whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+      dst = whole;
+    }
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
     SmallVector<Value> args = convArgs(
-        call, in, wt, out, out, ci.bias, strides, dilations,
+        call, in, wt, out, dst, ci.bias, strides, dilations,
         act.value_or(ConvActivation()), !ci.overwrite, /*grouped=*/true);
     func::FuncOp callee =
         runtimeFunction(op, dist::runtime_abi::kConv2dGroupF32, args);
@@ -682,37 +788,9 @@ struct ContractionsToRuntimePass
     }
     if (!overwrite)
       return {};
-    if (Operation *after = nextUseAfter(relu, out))
-      if (!isa<memref::DeallocOp>(after) &&
-          !dist::codegen::overwritesWithoutReading(after, out))
-        return {};
-    auto type = cast<MemRefType>(target.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (!type.getElementType().isF32() ||
-        failed(type.getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1)
+    if (!deadAfter(relu, {out}) ||
+        !canWriteAtActivation(op, relu, target, {in, wt, out, bias}))
       return {};
-    Value root = dist::codegen::rootBuffer(target);
-    SmallVector<Value> operandRoots{dist::codegen::rootBuffer(in),
-                                    dist::codegen::rootBuffer(wt),
-                                    dist::codegen::rootBuffer(out)};
-    if (bias)
-      operandRoots.push_back(dist::codegen::rootBuffer(bias));
-    if (llvm::is_contained(operandRoots, root))
-      return {};
-    for (Operation *between = op->getNextNode(); between != relu;
-         between = between->getNextNode()) {
-      if (isa<memref::AllocOp, memref::SubViewOp>(between) ||
-          isMemoryEffectFree(between))
-        continue;
-      auto fill = dyn_cast<linalg::FillOp>(between);
-      if (fill && !llvm::is_contained(
-                      operandRoots,
-                      dist::codegen::rootBuffer(fill.getOutputs().front())))
-        continue;
-      return {};
-    }
     dst = target;
     act = *found;
     return relu;

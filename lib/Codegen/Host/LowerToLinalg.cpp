@@ -89,6 +89,8 @@ bool codegen::overwritesWithoutReading(Operation *op, Value v) {
     return fill.getOutputs().front() == v;
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return copy.getTarget() == v && copy.getSource() != v;
+  if (auto view = dyn_cast<memref::ExpandShapeOp>(op))
+    return view.getSrc() == v && view->hasAttr(kCallOverwritesAttr);
   auto g = dyn_cast<linalg::GenericOp>(op);
   if (!g || g.getNumDpsInits() != 1 || g.getDpsInitOperand(0)->get() != v ||
       g.getNumParallelLoops() != g.getNumLoops() ||

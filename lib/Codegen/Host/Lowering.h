@@ -70,9 +70,15 @@ Value rootBuffer(Value v);
 /// dist-contractions-to-runtime turns into a GEMM call.
 bool isMulAddBody(linalg::GenericOp op);
 /// Whether `op` writes all of `v` without reading it: a fill, a copy into
-/// it, or a parallel generic whose only output is `v` through an identity
-/// map, not also an input, and whose body ignores the output's old value.
+/// it, a parallel generic whose only output is `v` through an identity
+/// map, not also an input, and whose body ignores the output's old value,
+/// or a view of all of `v` marked kCallOverwritesAttr.
 bool overwritesWithoutReading(Operation *op, Value v);
+/// Marks a reshape view that dist-contractions-to-runtime made as the
+/// output of one runtime call that writes all of it without reading it
+/// (a grouped convolution writing its activation's buffer).
+inline constexpr llvm::StringLiteral kCallOverwritesAttr =
+    "dist.call_overwrites";
 
 /// Loops of a contraction as the runtime's strided batched GEMM sees them:
 /// out[batch, m, n] += lhs[batch, m, k] * rhs[batch, k, n], each operand's

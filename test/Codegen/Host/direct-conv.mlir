@@ -439,15 +439,28 @@ func.func @grouped_f64(%x: memref<1x8x1x9x9xf64>, %w: memref<8x1x1x3x3xf64>, %o:
 
 // An activation in place on the grouped convolution's whole NCHW buffer,
 // read through the view that merges the groups again, goes into the call
-// (ReLU6 of a depthwise layer: flags 4); one that writes elsewhere, or
-// after another read of the buffer, stays.
+// (ReLU6 of a depthwise layer: flags 4). One that writes another buffer
+// goes in too, the call writing that buffer split by groups at the
+// activation's place (ReLU: flags 2), unless the convolution's buffer is
+// read after it or the call would read it (no init to take over); one
+// after another read of the buffer stays.
 // CHECK-LABEL: func.func @grouped_relu6(
 // CHECK-NOT: linalg.generic
 // CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c4_i64{{[_0-9]*}}) :
 // CHECK-NOT: linalg.generic
 // CHECK: return
 // CHECK-LABEL: func.func @grouped_relu_elsewhere(
+// CHECK-SAME: %{{.*}}: memref<1x8x1x9x9xf32>, %{{.*}}: memref<8x1x1x3x3xf32>, %[[O:.*]]: memref<1x8x4x4xf32>)
+// CHECK: %[[OG:.*]] = memref.expand_shape %[[O]] {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4]
+// CHECK: memref.extract_aligned_pointer_as_index %[[OG]]
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c2_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @grouped_relu_elsewhere_read_after(
 // CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @grouped_relu_elsewhere_accumulating(
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
 // CHECK: linalg.generic
 // CHECK-LABEL: func.func @grouped_read_between(
 // CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
@@ -490,6 +503,36 @@ func.func @grouped_relu_elsewhere(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x
     linalg.yield %r : f32
   }
   memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @grouped_relu_elsewhere_read_after(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>, %o2: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  linalg.generic {indexing_maps = [#gid, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o2 : memref<1x8x4x4xf32> to memref<1x8x4x4xf32>
+  memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @grouped_relu_elsewhere_accumulating(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %acc: memref<1x8x4x4xf32>, %o: memref<1x8x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : memref<1x8x4x4xf32> into memref<1x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<1x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<1x8x1x4x4xf32>)
+  linalg.generic {indexing_maps = [#gid, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<1x8x4x4xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
   return
 }
 func.func @grouped_read_between(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>) -> f32 {

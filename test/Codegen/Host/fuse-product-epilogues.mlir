@@ -303,6 +303,17 @@ func.func @bias_view_after_call(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %b2:
 // CHECK: call @dist_rt_gemm_set_f32(
 // CHECK: linalg.generic
 // CHECK: linalg.generic
+// A view of all of the buffer that dist-contractions-to-runtime marked as
+// the output of a call that overwrites it (a grouped convolution writing
+// its activation's buffer) counts as overwriting; an unmarked view does
+// not.
+// CHECK-LABEL: func.func @reused_by_call(
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: memref.expand_shape
+// CHECK-LABEL: func.func @viewed_after(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>
@@ -358,6 +369,54 @@ func.func @read_after(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<
     %0 = arith.addf %v, %out : f32
     linalg.yield %0 : f32
   }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @reused_by_call(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>, %src: memref<16x2x16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    linalg.yield %0 : f32
+  }
+  %g = memref.expand_shape %t [[0], [1, 2]] output_shape [16, 2, 16] {dist.call_overwrites} : memref<16x32xf32> into memref<16x2x16xf32>
+  memref.copy %src, %g : memref<16x2x16xf32> to memref<16x2x16xf32>
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @viewed_after(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>, %src: memref<16x2x16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    linalg.yield %0 : f32
+  }
+  %g = memref.expand_shape %t [[0], [1, 2]] output_shape [16, 2, 16] : memref<16x32xf32> into memref<16x2x16xf32>
+  memref.copy %src, %g : memref<16x2x16xf32> to memref<16x2x16xf32>
   memref.dealloc %t : memref<16x32xf32>
   return %o : memref<16x32xf32>
 }
