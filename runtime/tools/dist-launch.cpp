@@ -62,6 +62,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,19 +248,27 @@ long long hostfileSlots(const std::string &path, std::string &why) {
   return slots;
 }
 
-/// Runs `args` (no shell) and collects what it prints (stdout and stderr
-/// together); false with `why` when it cannot run or exits non-zero.
+/// Runs `args` (no shell) and collects its standard output in `out`;
+/// false with `why` (the last line of its standard error: etcdctl's
+/// "Error: context deadline exceeded", say) when it cannot run or exits
+/// non-zero. Its warnings never mix into `out`.
 bool capture(const std::vector<std::string> &args, std::string &out,
              std::string &why) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
+  int outPipe[2], errPipe[2];
+  if (::pipe2(outPipe, O_CLOEXEC) != 0) {
     why = std::string("cannot make a pipe: ") + std::strerror(errno);
+    return false;
+  }
+  if (::pipe2(errPipe, O_CLOEXEC) != 0) {
+    why = std::string("cannot make a pipe: ") + std::strerror(errno);
+    ::close(outPipe[0]);
+    ::close(outPipe[1]);
     return false;
   }
   pid_t child = ::fork();
   if (child == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
+    ::dup2(outPipe[1], 1);
+    ::dup2(errPipe[1], 2);
     std::vector<char *> cargs;
     for (const std::string &a : args)
       cargs.push_back(const_cast<char *>(a.c_str()));
@@ -268,30 +277,51 @@ bool capture(const std::vector<std::string> &args, std::string &out,
     std::fprintf(stderr, "cannot run %s: %s\n", cargs[0], std::strerror(errno));
     ::_exit(127);
   }
-  ::close(fds[1]);
+  ::close(outPipe[1]);
+  ::close(errPipe[1]);
   if (child < 0) {
-    ::close(fds[0]);
+    ::close(outPipe[0]);
+    ::close(errPipe[0]);
     why = std::string("cannot fork: ") + std::strerror(errno);
     return false;
   }
+  // Both pipes drained as they fill, so that neither blocks the child.
   out.clear();
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
+  std::string err;
+  pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
+  std::string *into[2] = {&out, &err};
+  for (int open = 2; open > 0;) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
       break;
-    out.append(buffer, static_cast<size_t>(n));
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (fds[k].fd < 0 || !fds[k].revents)
+        continue;
+      char buffer[4096];
+      ssize_t n = ::read(fds[k].fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        ::close(fds[k].fd);
+        fds[k].fd = -1;
+        --open;
+        continue;
+      }
+      into[k]->append(buffer, static_cast<size_t>(n));
+    }
   }
-  ::close(fds[0]);
+  for (pollfd &f : fds)
+    if (f.fd >= 0)
+      ::close(f.fd);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return true;
-  // etcdctl's last line says why ("context deadline exceeded", ...).
   std::string last;
-  std::istringstream lines(out);
+  std::istringstream lines(err);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty())
       last = line;
