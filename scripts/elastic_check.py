@@ -345,7 +345,8 @@ def reference(args, steps):
 
 def check_etcd(args, checks, ref):
     """Membership from etcd: the grow of check_grow with the hosts in the
-    store, and an unreachable store or no hosts: one error line each."""
+    store, and an unreachable store, no hosts, --etcd with --hostfile or
+    an empty prefix: one error line each."""
     store = Etcd(args.work)
     try:
         with_one_retry(checks, "etcd",
@@ -355,6 +356,15 @@ def check_etcd(args, checks, ref):
                 f"http://127.0.0.1:{free_port()}", "--", args.exe, "train"],
                lambda c: True, "cannot read the hosts under "
                "/dist-launch/hosts/: Error: context deadline exceeded")
+        expect(checks, "etcd with hostfile",
+               [args.dist_launch, "--etcd", store.endpoint, "--hostfile",
+                os.path.join(args.work, "hosts"), "--", args.exe, "train"],
+               lambda c: True,
+               "give --hostfile FILE or --etcd ENDPOINTS, not both")
+        expect(checks, "etcd empty prefix",
+               [args.dist_launch, "--etcd", store.endpoint, "--etcd-prefix",
+                "", "--", args.exe, "train"],
+               lambda c: True, "--etcd-prefix expects a key prefix, got ''")
         expect(checks, "etcd without hosts",
                [args.dist_launch, "--etcd", store.endpoint, "--etcd-prefix",
                 "/nothing/here/", "--", args.exe, "train"],

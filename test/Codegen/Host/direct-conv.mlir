@@ -456,6 +456,12 @@ func.func @grouped_f64(%x: memref<1x8x1x9x9xf64>, %w: memref<8x1x1x3x3xf64>, %o:
 // CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c2_i64{{[_0-9]*}}) :
 // CHECK-NOT: linalg.generic
 // CHECK: return
+// CHECK-LABEL: func.func @grouped_relu_elsewhere_dynamic(
+// CHECK-SAME: %[[O:[a-z0-9]+]]: memref<?x8x4x4xf32>
+// CHECK: memref.expand_shape %[[O]] {{\[}}[0], [1, 2], [3], [4]] output_shape [%{{.*}}, 8, 1, 4, 4] {dist.call_overwrites}
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c2_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
 // CHECK-LABEL: func.func @grouped_relu_elsewhere_read_after(
 // CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
 // CHECK: linalg.generic
@@ -503,6 +509,22 @@ func.func @grouped_relu_elsewhere(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x
     linalg.yield %r : f32
   }
   memref.dealloc %acc : memref<1x8x4x4xf32>
+  return
+}
+func.func @grouped_relu_elsewhere_dynamic(%x: memref<?x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<?x8x4x4xf32>, %n: index) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc(%n) : memref<?x8x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<?x8x4x4xf32>)
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [%n, 8, 1, 4, 4] : memref<?x8x4x4xf32> into memref<?x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<?x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<?x8x1x4x4xf32>)
+  linalg.generic {indexing_maps = [#gid, #gid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<?x8x4x4xf32>) outs(%o : memref<?x8x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %acc : memref<?x8x4x4xf32>
   return
 }
 func.func @grouped_relu_elsewhere_read_after(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %o: memref<1x8x4x4xf32>, %o2: memref<1x8x4x4xf32>) {
