@@ -265,17 +265,7 @@ struct Plan {
 /// activate() on 16 lanes.
 __attribute__((target("avx512f"), always_inline)) inline __m512
 activate(const Geometry &g, __m512 r) {
-  if (g.relu) {
-    // Ordered compare: NaN lanes are kept.
-    __m512 zero = _mm512_setzero_ps();
-    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ), zero);
-  }
-  if (g.clip) {
-    __m512 lo = _mm512_set1_ps(g.lo), hi = _mm512_set1_ps(g.hi);
-    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, lo, _CMP_LT_OQ), lo);
-    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, hi, _CMP_GT_OQ), hi);
-  }
-  return r;
+  return dist_rt::reluClip16(r, g.relu, g.clip, g.lo, g.hi);
 }
 
 /// Lanes of the 16 positions from `p0` whose column is inside the output.

@@ -301,9 +301,9 @@ int64_t dnnlGemmCalls();
 /// spread over the thread pool by panels of 16 columns (48 on AVX-512;
 /// false, nothing done, when memory for packing A is out).
 bool packedSgemmAvailable();
-/// Whether this host runs the products on a constant A below (AVX2 and FMA
-/// without AVX-512: AVX-512 hosts run convolutions on conv.cpp's direct
-/// kernels).
+/// Whether this host runs the products on a constant A below (as
+/// packedSgemmAvailable: tiles of 6 rows by 16 columns on AVX2, 8 by 48 on
+/// AVX-512).
 bool packedSgemmAAvailable();
 size_t packedSgemmBytes(int64_t k, int64_t n);
 void packSgemmB(const float *b, int64_t k, int64_t n, int64_t rowStride,
@@ -313,7 +313,8 @@ bool packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 /// The same with A the constant (a convolution's filters, out = W x cols):
 /// the bytes of the packed copy of an m x k A, packing it (element (i, p)
 /// at a[i * rowStride + p * colStride]), and C (m x n, rows ldc apart) = or
-/// += rows [firstRow, firstRow + m) (firstRow a multiple of 6) of the A
+/// += rows [firstRow, firstRow + m) (firstRow a multiple of the tiles' rows,
+/// 6 or 8: 24 suits both) of the A
 /// packed for `packedRows` rows * B (k x n, rows ldb apart, unit column
 /// stride), B's panels packed as the tasks reach them (nothing allocated),
 /// then the epilogue when there is one: per element of C, v = (old C unless

@@ -40,6 +40,13 @@
 // models against the same build on the libraries (6-7 alternating rounds,
 // three sets): MobileNetV2 0.90-0.92x the time, EfficientNet-B0 0.93-0.95x,
 // ResNet-50 0.98-1.03x (within the noise); at two threads 0.95-0.98x.
+// On AVX-512 the same scheme runs tiles of 8 rows by 48 columns (tileA512),
+// whose first block of rows packs each full panel of B as it reads it (a
+// pass of its own waited on B); where oneDNN's sgemm then ran the product
+// and the runtime a pass for the bias and ReLU6 after it, MobileNetV2 took
+// 0.84-0.88x the time at one thread, 0.89-0.91x at two (Intel Xeon, family
+// 6 model 207; the same executable alternating with
+// DIST_RT_NO_PACKED_GEMM=1), ResNet-50 1.00-1.03x.
 //
 //===----------------------------------------------------------------------===//
 
@@ -461,6 +468,150 @@ inline int64_t bTile(const BTiles &t, int64_t depth, const float *a,
   return lines;
 }
 
+/// Lanes [s, s + 16) of a row's vectors `v` (s < 16 * V; lanes past the
+/// row's last vector undefined).
+template <int V>
+__attribute__((target("avx512f"), always_inline)) inline __m512
+lanes512(const __m512 (&v)[V], int64_t s) {
+  // The vectors picked by constant indices, so that the tile's
+  // accumulators stay in registers.
+  int64_t q = s / 16, shift = s % 16;
+  __m512 first = v[0], second = v[V > 1 ? 1 : 0];
+  if (V > 1 && q == 1)
+    first = v[V > 1 ? 1 : 0], second = v[V - 1];
+  if (V > 2 && q == 2)
+    first = v[V - 1];
+  if (shift == 0)
+    return first;
+  __m512i idx = _mm512_add_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(int32_t(shift)));
+  return _mm512_permutex2var_ps(first, idx, second);
+}
+
+/// The lines of B's rows that the next chunk of a constant-A product packs
+/// (blockPanelRange), prefetched into L2 a few at a time as the current
+/// chunk's tiles run: packing a chunk otherwise waited on B (MobileNetV2's
+/// 144 -> 24 layer on 56 x 56, B 1.8 MB: a third of the call's samples in
+/// packChunk512's loads).
+struct LineFetch {
+  /// The row being fetched, its next line, lines per row, row stride.
+  const char *row;
+  int64_t line, lines, rowBytes;
+  /// Lines left, and lines per four steps of a tile.
+  int64_t left, perFourSteps;
+
+  void issue(int64_t n) {
+    for (; n > 0 && left > 0; --n, --left) {
+      __builtin_prefetch(row + line * 64, 0, 2);
+      if (++line == lines)
+        line = 0, row += rowBytes;
+    }
+  }
+
+  /// A share of each fetch there is.
+  static void issueBoth(LineFetch *a, LineFetch *b) {
+    if (a)
+      a->issue(a->perFourSteps);
+    if (b)
+      b->issue(b->perFourSteps);
+  }
+};
+
+/// The first `n` (at least 1) lanes of `x` stored at `dst` (row `r` of a
+/// tile): the old values added when `load`, then the epilogue `e`, if any.
+__attribute__((target("avx512f"), always_inline)) inline void
+put512(float *dst, __m512 x, int64_t n, bool load, const TileEpilogue *e,
+       int64_t r) {
+  __mmask16 mask = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+  if (load)
+    x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, dst));
+  if (e)
+    x = dist_rt::reluClip16(_mm512_add_ps(x, _mm512_set1_ps(e->bias[r])),
+                            e->relu, e->clip, e->lo, e->hi);
+  _mm512_mask_storeu_ps(dst, mask, x);
+}
+
+/// The tileKernel of the constant-A products on AVX-512: C[r, j] (+)= sum
+/// over p < depth of a[p * 8 + r] * b[p * 48 + j] for the tile's `rows`
+/// (at most 8) rows and `cols` (at most 16 * V) columns, then the epilogue
+/// `e` when there is one; B's steps 48 values apart (a panel of bTiles'
+/// width, `b` 64-byte aligned), C's rows `ldc` apart, by runs within rows
+/// of an image when `split`. Partial rows and columns are stored with
+/// masks (fast on AVX-512, unlike AVX2's masked stores on Zen 3).
+template <int V>
+__attribute__((target("avx512f"))) void
+tileA512(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
+         bool load, const TileEpilogue *e, int64_t rows, int64_t cols,
+         const RowSplit *split, LineFetch *fetch, LineFetch *fetchA,
+         const float *src = nullptr, int64_t srcStep = 0) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int v = 0; v < V; ++v)
+      __builtin_prefetch(c + r * ldc + 16 * v, 1, 3);
+  __m512 acc[8][V];
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      acc[r][v] = _mm512_setzero_ps();
+  int64_t p = 0;
+  if (src) {
+    // The panel packed as the tile reads it (see blockPanelRange).
+    float *dst = const_cast<float *>(b);
+    for (; p < depth; ++p, a += 8, dst += 48, src += srcStep) {
+      if ((p & 3) == 0)
+        LineFetch::issueBoth(fetch, fetchA);
+      __m512 bv[V];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        bv[v] = _mm512_loadu_ps(src + 16 * v);
+        _mm512_store_ps(dst + 16 * v, bv[v]);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {
+        __m512 x = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v)
+          acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+      }
+    }
+  }
+  if ((fetch && fetch->left > 0) || (fetchA && fetchA->left > 0)) {
+    for (; p + 4 <= depth; p += 4) {
+      LineFetch::issueBoth(fetch, fetchA);
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q, a += 8, b += 48)
+        step512<8, V>(a, b, acc);
+    }
+  }
+#pragma GCC unroll 4
+  for (; p < depth; ++p, a += 8, b += 48)
+    step512<8, V>(a, b, acc);
+  // Rows by constant indices (see lanes512).
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    if (r >= rows)
+      break;
+    float *row = c + r * ldc;
+    if (!split) {
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v)
+        if (16 * v < cols)
+          put512(row + 16 * v, acc[r][v], cols - 16 * v, load, e, r);
+      continue;
+    }
+    float *at = row;
+    for (int64_t q = 0, x = split->x0; q < cols;) {
+      int64_t len = std::min(cols - q, split->rowLen - x);
+      for (int64_t s = 0; s < len; s += 16)
+        put512(at + s, lanes512<V>(acc[r], q + s), len - s, load, e, r);
+      q += len;
+      at += len + split->gap;
+      x = 0;
+    }
+  }
+}
+
 #endif
 
 /// Everything the tasks of one call share; a task is a run of panels.
@@ -638,7 +789,8 @@ void panelRange(void *ctx, int64_t first, int64_t last) {
 struct PackedACall {
   int64_t m, n, k;
   /// A packed by packSgemmA (the layout of PackedCall::apack) for
-  /// `tiles` tiles of 6 rows; this call's rows start at tile `firstTile`.
+  /// `tiles` tiles of shape.rows rows; this call's rows start at tile
+  /// `firstTile`.
   const float *apack;
   int64_t tiles, firstTile;
   const float *b;
@@ -652,12 +804,16 @@ struct PackedACall {
   /// columns stay contiguous); a plain C when rowLen is 0.
   int64_t col0, rowLen, rowStride;
   int64_t blockRows, panels;
+  /// The tiles' shape (bTiles: the constant-B products' on this host).
+  BTiles shape;
 };
 
 /// B's panels one chunk packs at most: 128 KiB at a full slice of depth,
 /// more panels at shallower ones (every panel of a 16-deep B of 2048
 /// columns), in L2 while the block's tiles run over them.
 constexpr int64_t kChunkFloats = 32 * 1024;
+/// The widest panel (AVX-512's, bTiles).
+constexpr int64_t kMaxPanel = 48;
 /// Panels of a chunk at most (at the 8 steps of depth a product has at the
 /// least here, kChunkFloats hold 256).
 constexpr int64_t kMaxChunkPanels = 256;
@@ -702,6 +858,32 @@ void packChunk(const float *src, int64_t ldb, int64_t depth,
 #endif
 }
 
+/// packChunk for AVX-512's panels of 48 columns (`widths` 48 or fewer).
+#if DIST_RT_X86
+__attribute__((target("avx512f")))
+#endif
+void packChunk512(const float *src, int64_t ldb, int64_t depth,
+                  const int64_t *widths, int64_t panels, float *dst) {
+#if DIST_RT_X86
+  for (int64_t p = 0; p < depth; ++p, src += ldb) {
+    float *out = dst + p * kMaxPanel;
+    const float *in = src;
+    for (int64_t q = 0; q < panels; ++q, out += depth * kMaxPanel) {
+      int64_t w = widths[q];
+#pragma GCC unroll 3
+      for (int64_t v = 0; v < 3; ++v) {
+        int64_t n = std::clamp<int64_t>(w - 16 * v, 0, 16);
+        __mmask16 mask = __mmask16((uint32_t(1) << n) - 1);
+        _mm512_store_ps(out + 16 * v, _mm512_maskz_loadu_ps(mask, in + 16 * v));
+      }
+      in += w;
+    }
+  }
+#else
+  (void)src, (void)ldb, (void)depth, (void)widths, (void)panels, (void)dst;
+#endif
+}
+
 /// Pairs [first, last) of (block, panel), block-major: for each block's
 /// run of panels, slice by slice of depth, chunks of panels of B packed
 /// (packChunk) into a buffer of the thread's, then the block's tiles over
@@ -712,14 +894,15 @@ __attribute__((target("avx2,fma")))
 void blockPanelRange(void *ctx, int64_t first, int64_t last) {
 #if DIST_RT_X86
   const PackedACall &call = *static_cast<const PackedACall *>(ctx);
+  const int64_t tileRows = call.shape.rows, width = call.shape.panel;
   // The thread's chunk buffer, kept for the next call; without memory for
   // it, chunks of one panel on the stack.
   thread_local std::unique_ptr<float[]> chunkBuffer;
-  alignas(64) float onStack[kDepth * kPanel];
+  alignas(64) float onStack[kDepth * kMaxPanel];
   if (!chunkBuffer)
     chunkBuffer.reset(new (std::nothrow) float[kChunkFloats + 16]);
   float *chunk = onStack;
-  int64_t chunkFloats = kDepth * kPanel;
+  int64_t chunkFloats = kDepth * width;
   if (chunkBuffer) {
     auto addr = reinterpret_cast<uintptr_t>(chunkBuffer.get());
     chunk = chunkBuffer.get() + (64 - addr % 64) % 64 / sizeof(float);
@@ -736,13 +919,13 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
       int64_t depth = std::min(kDepth, call.k - p0);
       bool load = !call.overwrite || p0 > 0;
       bool lastSlice = p0 + depth >= call.k;
-      const float *aslice =
-          call.apack + p0 * call.tiles * kRows + call.firstTile * depth * kRows;
-      int64_t perChunk = std::clamp<int64_t>(chunkFloats / (depth * kPanel), 1,
+      const float *aslice = call.apack + p0 * call.tiles * tileRows +
+                            call.firstTile * depth * tileRows;
+      int64_t perChunk = std::clamp<int64_t>(chunkFloats / (depth * width), 1,
                                              kMaxChunkPanels);
       for (int64_t c0 = runFirst; c0 < runEnd; c0 += perChunk) {
         int64_t c1 = std::min(runEnd, c0 + perChunk);
-        int64_t j0 = c0 * kPanel;
+        int64_t j0 = c0 * width;
         // Each panel's width, place in C and, for an image, its first
         // column's place in its row (one division a chunk).
         int64_t offsets[kMaxChunkPanels], widths[kMaxChunkPanels],
@@ -757,7 +940,7 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
               firstX;
         }
         for (int64_t panel = c0; panel < c1; ++panel) {
-          int64_t w = std::min(kPanel, call.n - panel * kPanel);
+          int64_t w = std::min(width, call.n - panel * width);
           widths[panel - c0] = w;
           offsets[panel - c0] = offset;
           xs[panel - c0] = x;
@@ -765,17 +948,50 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
           while (call.rowLen > 0 && x >= call.rowLen)
             x -= call.rowLen, offset += call.rowStride - call.rowLen;
         }
-        packChunk(call.b + p0 * call.ldb + j0, call.ldb, depth, widths, c1 - c0,
-                  chunk);
-        // One tile: rows [i, i + 6) by the chunk's panel `panel`.
+        // On AVX-512 the full panels are packed by the first block of rows'
+        // tiles as they read them (packing first, in a pass of its own,
+        // waited on B: a third of the tiles' time where a block has few
+        // rows, as MobileNetV2's 24 on 56 x 56), the last, narrower one
+        // here.
+        if (width == kPanel)
+          packChunk(call.b + p0 * call.ldb + j0, call.ldb, depth, widths,
+                    c1 - c0, chunk);
+        else if (widths[c1 - c0 - 1] < width)
+          packChunk512(call.b + p0 * call.ldb + (c1 - 1) * width, call.ldb,
+                       depth, widths + (c1 - c0 - 1), 1,
+                       chunk + (c1 - c0 - 1) * depth * width);
+        // The next chunk's lines of B, fetched as this chunk's tiles run.
+        LineFetch lineFetch{}, *fetch = nullptr;
+        if (width != kPanel && c1 < runEnd) {
+          int64_t from = c1 * width;
+          int64_t to =
+              std::min(call.n, std::min(runEnd, c1 + perChunk) * width);
+          const char *first =
+              reinterpret_cast<const char *>(call.b + p0 * call.ldb + from);
+          // Whole lines from the one holding the first column.
+          int64_t skew = reinterpret_cast<uintptr_t>(first) % 64;
+          int64_t lines = (skew + (to - from) * 4 + 63) / 64;
+          int64_t tiles = (c1 - c0) * ((iEnd - i0 + tileRows - 1) / tileRows);
+          int64_t total = lines * depth;
+          lineFetch = LineFetch{
+              first - skew,
+              0,
+              lines,
+              call.ldb * 4,
+              total,
+              std::max<int64_t>(1, (total * 4 + tiles * depth - 1) /
+                                       std::max<int64_t>(1, tiles * depth))};
+          fetch = &lineFetch;
+        }
+        // One tile: rows [i, i + tileRows) by the chunk's panel `panel`.
         auto runTile = [&](int64_t i,
                            int64_t panel) __attribute__((always_inline)) {
-          int64_t rows = std::min(kRows, iEnd - i);
+          int64_t rows = std::min(tileRows, iEnd - i);
           int64_t cols = widths[panel - c0];
-          const float *a = aslice + (i / kRows) * depth * kRows;
-          const float *b = chunk + (panel - c0) * depth * kPanel;
+          const float *a = aslice + (i / tileRows) * depth * tileRows;
+          const float *b = chunk + (panel - c0) * depth * width;
           float *c = call.c + i * call.ldc + offsets[panel - c0];
-          float bias[kRows] = {};
+          float bias[8] = {};
           TileEpilogue e{bias, false, false, 0.0f, 0.0f};
           const TileEpilogue *te = nullptr;
           if (ep && lastSlice) {
@@ -784,23 +1000,55 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
             e = TileEpilogue{bias, ep->relu, ep->clip, ep->lo, ep->hi};
             te = &e;
           }
+          // The next tile's slice of A (after this one's), fetched as this
+          // tile runs where it comes next and from memory: a block's first
+          // panel, panel after panel (ResNet-50's filters, 100 MB, stream
+          // from memory at every inference).
+          LineFetch aFetch{}, *fetchA = nullptr;
+          if (width != kPanel && depth > kShallowDepth && panel == c0 &&
+              i + tileRows < iEnd) {
+            int64_t lines = depth * tileRows * 4 / 64;
+            aFetch = LineFetch{
+                reinterpret_cast<const char *>(a + depth * tileRows),
+                0,
+                lines,
+                0,
+                lines,
+                std::max<int64_t>(1, (lines * 4 + depth - 1) / depth)};
+            fetchA = &aFetch;
+          }
           RowSplit split{xs[panel - c0], call.rowLen,
                          call.rowStride - call.rowLen};
           const RowSplit *sp = call.rowLen > 0 && split.x0 + cols > call.rowLen
                                    ? &split
                                    : nullptr;
-          if (cols > 8)
+          if (width != kPanel) {
+            if (cols == width && i == i0)
+              tileA512<3>(depth, a, b, c, call.ldc, load, te, rows, cols, sp,
+                          fetch, fetchA, call.b + p0 * call.ldb + panel * width,
+                          call.ldb);
+            else if (cols > 32)
+              tileA512<3>(depth, a, b, c, call.ldc, load, te, rows, cols, sp,
+                          fetch, fetchA);
+            else if (cols > 16)
+              tileA512<2>(depth, a, b, c, call.ldc, load, te, rows, cols, sp,
+                          fetch, fetchA);
+            else
+              tileA512<1>(depth, a, b, c, call.ldc, load, te, rows, cols, sp,
+                          fetch, fetchA);
+          } else if (cols > 8) {
             tileKernel<2>(depth, a, b, c, call.ldc, load, te, rows, cols, sp);
-          else
+          } else {
             tileKernel<1>(depth, a, b, c, call.ldc, load, te, rows, cols, sp);
+          }
         };
         if (depth <= kShallowDepth) {
-          for (int64_t i = i0; i < iEnd; i += kRows)
+          for (int64_t i = i0; i < iEnd; i += tileRows)
             for (int64_t panel = c0; panel < c1; ++panel)
               runTile(i, panel);
         } else {
           for (int64_t panel = c0; panel < c1; ++panel)
-            for (int64_t i = i0; i < iEnd; i += kRows)
+            for (int64_t i = i0; i < iEnd; i += tileRows)
               runTile(i, panel);
         }
       }
@@ -814,22 +1062,24 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
 } // namespace
 
 size_t dist_rt::packedSgemmABytes(int64_t m, int64_t k) {
-  return size_t((m + kRows - 1) / kRows) * size_t(k) * kRows * sizeof(float);
+  int64_t rows = bTiles().rows;
+  return size_t((m + rows - 1) / rows) * size_t(k) * rows * sizeof(float);
 }
 
 void dist_rt::packSgemmA(const float *a, int64_t m, int64_t k,
                          int64_t rowStride, int64_t colStride, float *dst) {
-  // Slice by slice of kDepth steps, tile after tile of 6 rows, six values
-  // per step (zeros past m): the layout packTiles gives A per call.
-  int64_t tiles = (m + kRows - 1) / kRows;
+  // Slice by slice of kDepth steps, tile after tile of the host's rows
+  // (bTiles), a value per row per step (zeros past m): the layout
+  // packTiles gives A per call.
+  const int64_t rows = bTiles().rows, tiles = (m + rows - 1) / rows;
   for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
     int64_t depth = std::min(kDepth, k - p0);
     for (int64_t t = 0; t < tiles; ++t) {
-      float *out = dst + p0 * tiles * kRows + t * depth * kRows;
+      float *out = dst + p0 * tiles * rows + t * depth * rows;
       for (int64_t p = 0; p < depth; ++p)
-        for (int64_t r = 0; r < kRows; ++r) {
-          int64_t i = t * kRows + r;
-          out[p * kRows + r] =
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t i = t * rows + r;
+          out[p * rows + r] =
               i < m ? a[i * rowStride + (p0 + p) * colStride] : 0.0f;
         }
     }
@@ -841,15 +1091,16 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                            int64_t ldb, float *c, int64_t ldc, bool overwrite,
                            const PackedEpilogue *epilogue,
                            const PackedImageColumns *image) {
-  int64_t panels = (n + kPanel - 1) / kPanel;
-  int64_t blockRows = rowsPerBlock(m);
+  const BTiles &shape = bTiles();
+  int64_t panels = (n + shape.panel - 1) / shape.panel;
+  int64_t blockRows = rowsPerBlock(m, shape.rows);
   int64_t blocks = (m + blockRows - 1) / blockRows;
   PackedACall call{m,
                    n,
                    k,
                    packed,
-                   (packedRows + kRows - 1) / kRows,
-                   firstRow / kRows,
+                   (packedRows + shape.rows - 1) / shape.rows,
+                   firstRow / shape.rows,
                    b,
                    ldb,
                    c,
@@ -860,7 +1111,8 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                    image ? image->rowLen : 0,
                    image ? image->rowStride : 0,
                    blockRows,
-                   panels};
+                   panels,
+                   shape};
   if (spreads(blocks * panels, double(m) * double(n) * double(k)))
     dist_rt_parallel_for(blocks * panels, blockPanelRange, &call);
   else
@@ -874,10 +1126,7 @@ bool dist_rt::packedSgemmAvailable() {
   return available;
 }
 
-bool dist_rt::packedSgemmAAvailable() {
-  static const bool available = hostSimdLevel() == SimdLevel::Avx2;
-  return available;
-}
+bool dist_rt::packedSgemmAAvailable() { return packedSgemmAvailable(); }
 
 size_t dist_rt::packedSgemmBytes(int64_t k, int64_t n) {
   int64_t width = bTiles().panel;

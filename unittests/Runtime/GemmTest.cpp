@@ -579,9 +579,10 @@ TEST(GemmConstantWeights, PackedByWidthOnAvx512) {
 }
 
 // Products whose A is a constant (a convolution's filters times its
-// columns) run on A packed once on hosts with AVX2 and FMA but not AVX-512
-// (those run convolutions on conv.cpp's direct kernels): edges of rows (tiles
-// of 6) and columns (panels of 16 and 8), depths over one slice (256), rows
+// columns) run on A packed once on hosts with AVX2 and FMA or AVX-512:
+// edges of rows (tiles of 6 on AVX2, 8 on AVX-512) and columns (panels of
+// 16 and 8; of 48, 32 and 16 on AVX-512, whose full panels the first tiles
+// of a block pack as they read them), depths over one slice (256), rows
 // over one block, shallow depths (row-major tile order), B's and C's rows
 // padded, A plain or transposed, set or added, one and two threads, all
 // against a double-precision loop. Writable filters stay on the libraries.
@@ -592,9 +593,10 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{6, 16, 8},    {7, 49, 17},   {16, 196, 300},
-                          {24, 57, 64},  {96, 100, 16}, {13, 40, 513},
-                          {300, 30, 40}, {600, 24, 72}};
+  const Shape shapes[] = {{6, 16, 8},    {7, 49, 17},    {16, 196, 300},
+                          {24, 57, 64},  {96, 100, 16},  {13, 40, 513},
+                          {300, 30, 40}, {600, 24, 72},  {8, 48, 16},
+                          {9, 96, 70},   {24, 145, 300}, {17, 33, 8}};
   for (const Shape &s : shapes)
     for (bool transposed : {false, true})
       for (bool overwrite : {false, true})
@@ -684,77 +686,86 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
   int32_t saved = dist_rt_get_num_threads();
   bool packs = dist_rt::packedSgemmAAvailable();
   dist_rt::PackedGemmMinWorkScope allProducts(0);
-  const int64_t m = 14, k = 19, rowLen = 5, rows = 4, n = rowLen * rows;
   const float sentinel = 7.25f;
-  for (bool constant : {true, false})
-    for (int biasKind : {0, 1, 2}) // none, per row, per column
-      for (int64_t flags :
-           {int64_t(0), int64_t(DIST_RT_GEMM_RELU), int64_t(DIST_RT_GEMM_CLIP),
-            int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP)})
-        for (int image : {0, 1, 2}) // plain, image, image row by row
-          for (int64_t batch : {int64_t(1), int64_t(2)})
-            for (int32_t threads : {1, 2}) {
-              SCOPED_TRACE(testing::Message()
-                           << (constant ? "constant" : "writable") << " bias "
-                           << biasKind << " flags " << flags << " image "
-                           << image << " batch " << batch << " threads "
-                           << threads);
-              dist_rt_set_num_threads(threads);
-              // Without room for a whole temporary product, the libraries
-              // write an image's rows one by one.
-              dist_rt::setGemmImageScratchLimit(image == 2 ? 0 : SIZE_MAX);
-              // C's rows: n values, or `rows` runs of rowLen 3 apart more.
-              int64_t rowStride = image ? rowLen + 3 : rowLen;
-              int64_t ldc = image ? rows * rowStride + 2 : n;
-              std::vector<float> w(size_t(m * k)), b(size_t(batch * k * n)),
-                  c(size_t(batch * m * ldc), sentinel),
-                  bias(size_t(std::max(m, n)));
-              fill(w, 31);
-              fill(b, 32);
-              fill(bias, 33);
-              const float lo = -0.5f, hi = 0.75f;
-              auto place = [&](int64_t t, int64_t i, int64_t j) {
-                return size_t(t * m * ldc + i * ldc + (j / rowLen) * rowStride +
-                              j % rowLen);
-              };
-              std::vector<float> want(c);
-              for (int64_t t = 0; t < batch; ++t)
-                for (int64_t i = 0; i < m; ++i)
-                  for (int64_t j = 0; j < n; ++j) {
-                    double sum = 0;
-                    for (int64_t p = 0; p < k; ++p)
-                      sum += double(w[size_t(i * k + p)]) *
-                             double(b[size_t((t * k + p) * n + j)]);
-                    float v = float(sum);
-                    if (biasKind)
-                      v += bias[size_t(biasKind == 1 ? i : j)];
-                    if (flags & DIST_RT_GEMM_RELU)
-                      v = v <= 0.0f ? 0.0f : v;
-                    if (flags & DIST_RT_GEMM_CLIP)
-                      v = std::min(std::max(v, lo), hi);
-                    want[place(t, i, j)] = v;
-                  }
-              if (constant)
-                dist_rt::registerConstantMemory(w.data(),
-                                                w.size() * sizeof(float));
-              int64_t before = dist_rt::packedGemmCalls();
-              dist_rt_gemm_set_act_f32(
-                  batch, m, n, k, asInt(w.data()), 0, k, 1, asInt(b.data()), n,
-                  1, asInt(c.data()), m * ldc, ldc, 1, k * n,
-                  biasKind ? asInt(bias.data()) : 0, biasKind == 1 ? 1 : 0,
-                  biasKind == 2 ? 1 : 0, flags, lo, hi, image ? rowLen : 0,
-                  image ? rowStride : 0);
-              // A bias per column: the packed product, then the pass (row
-              // by row, products of 5 columns: too narrow to pack).
-              bool packed = packs && constant && !(biasKind == 2 && image == 2);
-              EXPECT_EQ(dist_rt::packedGemmCalls() - before,
-                        packed ? batch : 0);
-              if (constant)
-                dist_rt::unregisterConstantMemory(w.data());
-              for (size_t e = 0; e < c.size(); ++e)
-                ASSERT_NEAR(c[e], want[e], 1e-5 * std::sqrt(double(k)))
-                    << "element " << e;
-            }
+  // Products of one narrow panel; of full AVX-512 panels (48 columns, whose
+  // tiles cross the image's rows) and a narrow one.
+  struct Geometry {
+    int64_t m, k, rowLen, rows;
+  };
+  for (const Geometry &g : {Geometry{14, 19, 5, 4}, Geometry{17, 70, 7, 15}})
+    for (bool constant : {true, false})
+      for (int biasKind : {0, 1, 2}) // none, per row, per column
+        for (int64_t flags : {int64_t(0), int64_t(DIST_RT_GEMM_RELU),
+                              int64_t(DIST_RT_GEMM_CLIP),
+                              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP)})
+          for (int image : {0, 1, 2}) // plain, image, image row by row
+            for (int64_t batch : {int64_t(1), int64_t(2)})
+              for (int32_t threads : {1, 2}) {
+                const int64_t m = g.m, k = g.k, rowLen = g.rowLen,
+                              rows = g.rows, n = rowLen * rows;
+                SCOPED_TRACE(testing::Message()
+                             << m << "x" << n << "x" << k << " "
+                             << (constant ? "constant" : "writable") << " bias "
+                             << biasKind << " flags " << flags << " image "
+                             << image << " batch " << batch << " threads "
+                             << threads);
+                dist_rt_set_num_threads(threads);
+                // Without room for a whole temporary product, the libraries
+                // write an image's rows one by one.
+                dist_rt::setGemmImageScratchLimit(image == 2 ? 0 : SIZE_MAX);
+                // C's rows: n values, or `rows` runs of rowLen 3 apart more.
+                int64_t rowStride = image ? rowLen + 3 : rowLen;
+                int64_t ldc = image ? rows * rowStride + 2 : n;
+                std::vector<float> w(size_t(m * k)), b(size_t(batch * k * n)),
+                    c(size_t(batch * m * ldc), sentinel),
+                    bias(size_t(std::max(m, n)));
+                fill(w, 31);
+                fill(b, 32);
+                fill(bias, 33);
+                const float lo = -0.5f, hi = 0.75f;
+                auto place = [&](int64_t t, int64_t i, int64_t j) {
+                  return size_t(t * m * ldc + i * ldc +
+                                (j / rowLen) * rowStride + j % rowLen);
+                };
+                std::vector<float> want(c);
+                for (int64_t t = 0; t < batch; ++t)
+                  for (int64_t i = 0; i < m; ++i)
+                    for (int64_t j = 0; j < n; ++j) {
+                      double sum = 0;
+                      for (int64_t p = 0; p < k; ++p)
+                        sum += double(w[size_t(i * k + p)]) *
+                               double(b[size_t((t * k + p) * n + j)]);
+                      float v = float(sum);
+                      if (biasKind)
+                        v += bias[size_t(biasKind == 1 ? i : j)];
+                      if (flags & DIST_RT_GEMM_RELU)
+                        v = v <= 0.0f ? 0.0f : v;
+                      if (flags & DIST_RT_GEMM_CLIP)
+                        v = std::min(std::max(v, lo), hi);
+                      want[place(t, i, j)] = v;
+                    }
+                if (constant)
+                  dist_rt::registerConstantMemory(w.data(),
+                                                  w.size() * sizeof(float));
+                int64_t before = dist_rt::packedGemmCalls();
+                dist_rt_gemm_set_act_f32(
+                    batch, m, n, k, asInt(w.data()), 0, k, 1, asInt(b.data()),
+                    n, 1, asInt(c.data()), m * ldc, ldc, 1, k * n,
+                    biasKind ? asInt(bias.data()) : 0, biasKind == 1 ? 1 : 0,
+                    biasKind == 2 ? 1 : 0, flags, lo, hi, image ? rowLen : 0,
+                    image ? rowStride : 0);
+                // A bias per column: the packed product, then the pass (row
+                // by row, products of 5 columns: too narrow to pack).
+                bool packed =
+                    packs && constant && !(biasKind == 2 && image == 2);
+                EXPECT_EQ(dist_rt::packedGemmCalls() - before,
+                          packed ? batch : 0);
+                if (constant)
+                  dist_rt::unregisterConstantMemory(w.data());
+                for (size_t e = 0; e < c.size(); ++e)
+                  ASSERT_NEAR(c[e], want[e], 1e-5 * std::sqrt(double(k)))
+                      << "element " << e;
+              }
   dist_rt::setGemmImageScratchLimit(SIZE_MAX);
   RecordProperty("packed", packs ? "yes" : "no");
   dist_rt_set_num_threads(saved);
