@@ -9,12 +9,13 @@
 //   writable the way codegen takes without the call, on filters in writable
 //            memory (training's; the products then run on OpenBLAS or
 //            oneDNN): for a k x k kernel the im2col columns of the whole
-//            (padded) image first, then dist_rt_gemm_set_f32 (out[b] = W x
-//            cols[b], one call for the batch), then one pass that adds the
-//            bias and applies the activation, as the compiler's fused
-//            elementwise loop does (the columns here come from a plain
-//            loop, codegen's from a vectorised one, so this way can read
-//            slower than it runs in a model);
+//            (padded) image first, then dist_rt_gemm_set_act_f32 (out[b] =
+//            W x cols[b] with the bias and activation, one call for the
+//            batch), as dist-fuse-product-epilogues makes codegen's
+//            product and its elementwise loop (--fused-epilogue 0:
+//            dist_rt_gemm_set_f32, then one pass as that loop; the columns
+//            here come from a plain loop, codegen's from a vectorised one,
+//            so this way can read slower than it runs in a model);
 //   product  the same on the filters registered as constant memory, as a
 //            parameter file's mapping is, so that the runtime may pack them
 //            once (sgemm_packed.cpp; --constant-weights 0 leaves them
@@ -38,7 +39,11 @@
 //   dist-conv-bench [--threads 1,2] [--batches 1,8] [--rounds 3]
 //                   [--min-time 0.1] [--models resnet50,mobilenet_v2,...]
 //                   [--constant-weights 1] [--padded-output 0]
-//                   [--call-kernel auto|product]
+//                   [--call-kernel auto|product] [--fused-epilogue 1]
+//                   [--layers C:F:HW[:K[:S]],...]
+//
+// --layers times layers of one's own (C channels to F filters on HW x HW
+// images, a K x K kernel at stride S, ReLU6 after) instead of the models'.
 //
 // Codegen's choice per host (runtime_abi::directConvApplies and
 // LowerToLinalg's) weighs this table with whole models (docs/status.md:
@@ -169,8 +174,10 @@ void epilogueChunk(void *ctx, int64_t begin, int64_t end) {
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: dist-conv-bench [--threads 1,2] [--batches 1,8] "
                        "[--rounds N] [--min-time S] [--models M,...] "
+                       "[--layers C:F:HW[:K[:S]],...] "
                        "[--constant-weights 0|1] [--padded-output 0|1] "
-                       "[--call-kernel auto|product]\n");
+                       "[--call-kernel auto|product] "
+                       "[--fused-epilogue 0|1]\n");
   std::exit(2);
 }
 
@@ -195,7 +202,8 @@ int main(int argc, char **argv) {
                                      "efficientnet_b0", "densenet121"};
   int rounds = 3;
   double minTime = 0.1;
-  bool constantWeights = true, paddedOutput = false;
+  bool constantWeights = true, paddedOutput = false, fusedEpilogue = true;
+  std::vector<Layer> ownLayers;
   dist_rt::ConvKernel callKernel = dist_rt::ConvKernel::Auto;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -216,6 +224,20 @@ int main(int argc, char **argv) {
         usage();
     } else if (a == "--models") {
       models = splitList(v);
+    } else if (a == "--layers") {
+      // Layers of one's own, "C:F:HW[:K[:S]]" each (ReLU6 after each),
+      // timed as the model "layers".
+      std::vector<Layer> own;
+      for (const std::string &t : splitList(v)) {
+        long long c = 0, f = 0, h = 0, k = 1, st = 1;
+        int got = std::sscanf(t.c_str(), "%lld:%lld:%lld:%lld:%lld", &c, &f, &h,
+                              &k, &st);
+        if (got < 3 || c < 1 || f < 1 || h < 1 || k < 1 || st < 1)
+          usage();
+        own.push_back({c, f, h, true, k, st});
+      }
+      ownLayers = own;
+      models = {"layers"};
     } else if (a == "--constant-weights") {
       if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
         usage();
@@ -227,6 +249,10 @@ int main(int argc, char **argv) {
         callKernel = dist_rt::ConvKernel::Product;
       else
         usage();
+    } else if (a == "--fused-epilogue") {
+      if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+        usage();
+      fusedEpilogue = *v == '1';
     } else if (a == "--padded-output") {
       if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
         usage();
@@ -236,6 +262,8 @@ int main(int argc, char **argv) {
     }
   }
   std::map<std::string, std::vector<Layer>> all = layersByModel();
+  if (!ownLayers.empty())
+    all["layers"] = ownLayers;
   for (const std::string &m : models)
     if (!all.count(m)) {
       std::fprintf(stderr,
@@ -293,6 +321,15 @@ int main(int argc, char **argv) {
             if (!direct) {
               dist_rt_parallel_for(n * taps, columnsChunk, &cc);
               bm = cols.data();
+            }
+            if (fusedEpilogue) {
+              dist_rt_gemm_set_act_f32(
+                  n, l.f, p, taps, asInt(weights.data()), 0, taps, 1, asInt(bm),
+                  p, 1, asInt(a.data()), l.f * p, p, 1, taps * p,
+                  asInt(bias.data()), 1, 0,
+                  DIST_RT_GEMM_RELU | (l.clip ? DIST_RT_GEMM_CLIP : 0), 0.0f,
+                  6.0f, 0, 0);
+              return;
             }
             dist_rt_gemm_set_f32(n, l.f, p, taps, asInt(weights.data()), 0,
                                  taps, 1, asInt(bm), p, 1, asInt(a.data()),
