@@ -55,10 +55,14 @@ Value wholeBuffer(Operation *op, Value out, Operation *&view) {
 
 /// The op that last wrote `out` before `op`, when only `op` observes what
 /// it wrote: the last use of `out` before op (in op's block, nested uses
-/// counted at their ancestor there), with no view of `out` made before op
-/// (a view could be read in between). `out` must be a fresh allocation, so
+/// counted at their ancestor there). `out` must be a fresh allocation, so
 /// that nothing else aliases it, or a reshape view of one (wholeBuffer),
-/// whose uses and the allocation's then count alike. Null otherwise.
+/// whose uses and the allocation's then count alike; so do the uses of
+/// other reshape views of the allocation made in the block (one view that
+/// CSE made of two identical ones: ResNet-50's 1x1 and 3x3 products into
+/// one reused buffer, each read through it by its epilogue). Any other
+/// view made before op could be read in between: null then, and
+/// otherwise.
 Operation *lastUseBefore(Operation *op, Value out) {
   Operation *view;
   Value whole = wholeBuffer(op, out, view);
@@ -66,10 +70,11 @@ Operation *lastUseBefore(Operation *op, Value out) {
     return {};
   Block *block = op->getBlock();
   Operation *last = nullptr;
-  SmallVector<Value, 2> values{whole};
+  SmallVector<Value, 4> values{whole};
   if (view)
     values.push_back(out);
-  for (Value v : values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    Value v = values[i];
     for (Operation *user : v.getUsers()) {
       if (user == view)
         continue;
@@ -78,6 +83,11 @@ Operation *lastUseBefore(Operation *op, Value out) {
         return {};
       if (at == op || !at->isBeforeInBlock(op))
         continue;
+      if (v == whole && user->getBlock() == block &&
+          isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user)) {
+        values.push_back(user->getResult(0));
+        continue;
+      }
       // The metadata that an earlier runtime call of this pass took the
       // buffer's pointer from (its base buffer unused) is no view: it
       // counts as a use where it is, like the call it feeds.

@@ -48,6 +48,8 @@ namespace {
 
 /// Operands of dist_rt_gemm_set_f32 (see dist_rt/kernels.h).
 enum GemmOperand {
+  kAPtr = 4,
+  kBPtr = 8,
   kCPtr = 11,
   kCSb = 12,
   kCSm = 13,
@@ -244,6 +246,76 @@ bool usedBetween(Value v, Operation *from, Operation *to) {
   return false;
 }
 
+/// The static value of a call operand: an i64 constant, or the index_cast
+/// of a constant dimension of a static memref.
+std::optional<int64_t> staticOperand(Value v) {
+  if (auto c = v.getDefiningOp<arith::ConstantOp>())
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      return i.getInt();
+  auto cast = v.getDefiningOp<arith::IndexCastOp>();
+  auto dim = cast ? cast.getIn().getDefiningOp<memref::DimOp>() : nullptr;
+  std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+  auto type = dim ? dyn_cast<MemRefType>(dim.getSource().getType()) : nullptr;
+  if (!index || !type || type.isDynamicDim(*index))
+    return std::nullopt;
+  return type.getDimSize(*index);
+}
+
+/// Whether `first`, the first op after an epilogue loop to use T (a plain
+/// allocation) again, starts the operands of a dist_rt_gemm_set_f32 call
+/// that writes all of T without reading it, every op of `later` before
+/// that call computing only its operands (bufferization reused T for the
+/// next product: ResNet-50's 1x1 product and the 3x3 one after it).
+bool gemmOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
+  func::CallOp target;
+  SmallVector<Operation *> work{first};
+  while (!work.empty()) {
+    Operation *at = work.pop_back_val();
+    for (Operation *user : at->getUsers()) {
+      if (auto c = dyn_cast<func::CallOp>(user)) {
+        if (target && target != c)
+          return false;
+        target = c;
+      } else if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user)) {
+        work.push_back(user);
+      } else {
+        return false;
+      }
+    }
+  }
+  if (!target || target.getCallee() != dist::runtime_abi::kGemmSetF32 ||
+      target.getNumOperands() != kGemmArgs ||
+      target->getBlock() != first->getBlock())
+    return false;
+  auto rootOf = [&](Value ptr) -> Value {
+    Value v = pointerSource(ptr);
+    if (auto c = v ? v.getDefiningOp<memref::CollapseShapeOp>() : nullptr)
+      v = c.getSrc();
+    return v;
+  };
+  if (rootOf(target.getOperand(kCPtr)) != t ||
+      rootOf(target.getOperand(kAPtr)) == t ||
+      rootOf(target.getOperand(kBPtr)) == t)
+    return false;
+  // C is batch x m x n elements at T's start: all of T.
+  int64_t elements = 1;
+  for (unsigned i = 0; i < 3; ++i) {
+    std::optional<int64_t> size = staticOperand(target.getOperand(i));
+    if (!size)
+      return false;
+    elements *= *size;
+  }
+  if (elements != cast<MemRefType>(t.getType()).getNumElements())
+    return false;
+  Block *block = first->getBlock();
+  for (Operation *op : later) {
+    Operation *at = block->findAncestorOpInBlock(*op);
+    if (at && at->isBeforeInBlock(target) && !onlyFeeds(at, target))
+      return false;
+  }
+  return true;
+}
+
 struct FuseProductEpiloguesPass
     : public dist::impl::FuseProductEpiloguesPassBase<
           FuseProductEpiloguesPass> {
@@ -313,23 +385,30 @@ struct FuseProductEpiloguesPass
       }
       if (feedsCall(user))
         continue;
-      Operation *reader = user;
+      // What reads T: the user, or the users of an expand_shape view of T
+      // (one view that CSE made of identical ones may serve the epilogues
+      // of several products into T, ResNet-50's 1x1 and 3x3 ones); a view
+      // marked as a call's output is itself the use that overwrites T.
+      SmallVector<Operation *> readers{user};
       memref::ExpandShapeOp e = dyn_cast<memref::ExpandShapeOp>(user);
-      if (e && e->hasOneUse() && !pView)
-        reader = *e->getUsers().begin();
+      if (e && !pView && e->getBlock() == block && !e->use_empty() &&
+          !e->hasAttr(dist::codegen::kCallOverwritesAttr))
+        readers.assign(e->getUsers().begin(), e->getUsers().end());
       else
         e = nullptr;
-      Operation *at = block->findAncestorOpInBlock(*reader);
-      if (!at || !call->isBeforeInBlock(at))
-        return failure();
-      auto g = dyn_cast<linalg::GenericOp>(reader);
-      if (g && (!loop || g->isBeforeInBlock(loop))) {
-        if (loop)
-          later.push_back(view ? view.getOperation() : loop.getOperation());
-        loop = g;
-        view = e;
-      } else {
-        later.push_back(user);
+      for (Operation *reader : readers) {
+        Operation *at = block->findAncestorOpInBlock(*reader);
+        if (!at || !call->isBeforeInBlock(at))
+          return failure();
+        auto g = dyn_cast<linalg::GenericOp>(reader);
+        if (g && g == at && (!loop || g->isBeforeInBlock(loop))) {
+          if (loop)
+            later.push_back(loop);
+          loop = g;
+          view = e;
+        } else {
+          later.push_back(reader);
+        }
       }
     }
     if (!loop || loop->getBlock() != block ||
@@ -345,7 +424,8 @@ struct FuseProductEpiloguesPass
       if (!next || at->isBeforeInBlock(next))
         next = at;
     }
-    if (next && !dist::codegen::overwritesWithoutReading(next, t))
+    if (next && !dist::codegen::overwritesWithoutReading(next, t) &&
+        !gemmOverwrites(next, t, later))
       return failure();
     Value product = view ? view.getResult() : t;
     auto productType = cast<MemRefType>(product.getType());
@@ -571,7 +651,7 @@ struct FuseProductEpiloguesPass
         b.getFunctionType(TypeRange(ValueRange(args)), {}));
     func::CallOp::create(b, loc, callee, args);
     loop.erase();
-    if (view)
+    if (view && view->use_empty())
       view.erase();
     if (dealloc && later.empty())
       dealloc.erase();

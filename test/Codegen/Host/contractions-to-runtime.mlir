@@ -200,6 +200,59 @@ func.func @view_read_between(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: me
 
 // -----
 
+// Another reshape view of the buffer, made earlier and read before the
+// fill (one view CSE made of identical ones, read by an earlier product's
+// epilogue, bufferization reusing the buffer): its uses count where they
+// are, so the fill still goes; read between the fill and the product, it
+// keeps the fill.
+// CHECK-LABEL: func.func @view_read_before_fill(
+// CHECK: memref.copy
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK-LABEL: func.func @view_read_after_fill(
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: call @dist_rt_gemm_f32(
+#ra = affine_map<(n, f, p, c) -> (f, c)>
+#rb = affine_map<(n, f, p, c) -> (n, c, p)>
+#rc = affine_map<(n, f, p, c) -> (n, f, p)>
+func.func @view_read_before_fill(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: memref<1x4x4x4xf32>, %o2: memref<1x4x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x4x16xf32>
+  %e = memref.expand_shape %acc [[0], [1], [2, 3]] output_shape [1, 4, 4, 4] : memref<1x4x16xf32> into memref<1x4x4x4xf32>
+  memref.copy %e, %o2 : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x4x16xf32>)
+  linalg.generic {indexing_maps = [#ra, #rb, #rc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<4x8xf32>, memref<1x8x16xf32>) outs(%acc : memref<1x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %e, %o : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  memref.dealloc %acc : memref<1x4x16xf32>
+  return
+}
+func.func @view_read_after_fill(%x: memref<1x8x16xf32>, %w: memref<4x8xf32>, %o: memref<1x4x4x4xf32>, %o2: memref<1x4x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x4x16xf32>
+  %e = memref.expand_shape %acc [[0], [1], [2, 3]] output_shape [1, 4, 4, 4] : memref<1x4x16xf32> into memref<1x4x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<1x4x16xf32>)
+  memref.copy %e, %o2 : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  linalg.generic {indexing_maps = [#ra, #rb, #rc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<4x8xf32>, memref<1x8x16xf32>) outs(%acc : memref<1x4x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %e, %o : memref<1x4x4x4xf32> to memref<1x4x4x4xf32>
+  memref.dealloc %acc : memref<1x4x16xf32>
+  return
+}
+
+// -----
+
 // For the CUDA target only products become calls: a convolution stays a
 // linalg op (im2col before this pass makes it a product; a direct one is a
 // kernel) and f64 products call the f64 form.

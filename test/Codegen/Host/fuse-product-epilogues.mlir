@@ -420,3 +420,116 @@ func.func @viewed_after(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memre
   memref.dealloc %t : memref<16x32xf32>
   return %o : memref<16x32xf32>
 }
+
+// -----
+
+// Two products into one buffer T (bufferization reusing it for the
+// second), each epilogue reading T through the one expand_shape view that
+// CSE made of two (ResNet-50's 1x1 and 3x3 products): after the first loop
+// the next use of T is the second product's call, which writes all of T
+// without reading it, so both loops fold and T goes. A third loop reading
+// the view between them keeps the first product as it was, and the second
+// (T used before its call, through the view: left alone).
+// CHECK-LABEL: func.func @two_products_one_view(
+// CHECK-NOT: memref.alloc() : memref<16x32xf32>
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @view_read_between_products(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK: return
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id3 = affine_map<(i, j, k) -> (i, j, k)>
+#row3 = affine_map<(i, j, k) -> (i)>
+func.func @two_products_one_view(%w: memref<16x8xf32>, %w2: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> (memref<16x2x16xf32>, memref<16x2x16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1, 2]] output_shape [16, 2, 16] : memref<16x32xf32> into memref<16x2x16xf32>
+  %o1 = memref.alloc() : memref<16x2x16xf32>
+  linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<16x2x16xf32>, memref<16xf32>) outs(%o1 : memref<16x2x16xf32>) {
+  ^bb0(%in: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %in, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w2, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o2 = memref.alloc() : memref<16x2x16xf32>
+  linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<16x2x16xf32>, memref<16xf32>) outs(%o2 : memref<16x2x16xf32>) {
+  ^bb0(%in: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %in, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o1, %o2 : memref<16x2x16xf32>, memref<16x2x16xf32>
+}
+
+func.func @view_read_between_products(%w: memref<16x8xf32>, %w2: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>, %o3: memref<16x2x16xf32>) -> (memref<16x2x16xf32>, memref<16x2x16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1, 2]] output_shape [16, 2, 16] : memref<16x32xf32> into memref<16x2x16xf32>
+  %o1 = memref.alloc() : memref<16x2x16xf32>
+  linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<16x2x16xf32>, memref<16xf32>) outs(%o1 : memref<16x2x16xf32>) {
+  ^bb0(%in: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %in, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v : memref<16x2x16xf32>) outs(%o3 : memref<16x2x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w2, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o2 = memref.alloc() : memref<16x2x16xf32>
+  linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<16x2x16xf32>, memref<16xf32>) outs(%o2 : memref<16x2x16xf32>) {
+  ^bb0(%in: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %in, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o1, %o2 : memref<16x2x16xf32>, memref<16x2x16xf32>
+}
