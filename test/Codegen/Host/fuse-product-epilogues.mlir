@@ -1,4 +1,5 @@
 // RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime --dist-fuse-product-epilogues | FileCheck %s
+// RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime --cse --dist-fuse-product-epilogues | FileCheck %s --check-prefix=CSE
 
 // A product into a fresh buffer, then a loop writing a fresh O as
 // Clip(T + bias) with the bias per row of the product: one call writes O
@@ -428,8 +429,10 @@ func.func @viewed_after(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memre
 // CSE made of two (ResNet-50's 1x1 and 3x3 products): after the first loop
 // the next use of T is the second product's call, which writes all of T
 // without reading it, so both loops fold and T goes. A third loop reading
-// the view between them keeps the first product as it was, and the second
-// (T used before its call, through the view: left alone).
+// the view between them keeps the first product as it was; the second
+// still folds (what used T before its call is dead once the call writes
+// it all) and T stays for the uses before. With the calls' pointers to T
+// shared (CSE), the same.
 // CHECK-LABEL: func.func @two_products_one_view(
 // CHECK-NOT: memref.alloc() : memref<16x32xf32>
 // CHECK: call @dist_rt_gemm_set_act_f32(
@@ -437,12 +440,18 @@ func.func @viewed_after(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memre
 // CHECK-NOT: linalg.generic
 // CHECK: return
 // CHECK-LABEL: func.func @view_read_between_products(
+// CHECK: %[[T:.*]] = memref.alloc() : memref<16x32xf32>
 // CHECK: call @dist_rt_gemm_set_f32(
 // CHECK: linalg.generic
 // CHECK: linalg.generic
-// CHECK: call @dist_rt_gemm_set_f32(
-// CHECK: linalg.generic
-// CHECK: return
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: memref.dealloc %[[T]]
+// CSE-LABEL: func.func @two_products_one_view(
+// CSE: call @dist_rt_gemm_set_act_f32(
+// CSE: call @dist_rt_gemm_set_act_f32(
+// CSE-NOT: linalg.generic
+// CSE: return
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>
