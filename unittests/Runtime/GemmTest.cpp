@@ -582,7 +582,8 @@ TEST(GemmConstantWeights, PackedByWidthOnAvx512) {
 // columns) run on A packed once on hosts with AVX2 and FMA or AVX-512:
 // edges of rows (tiles of 6 on AVX2, 8 on AVX-512) and columns (panels of
 // 16 and 8; of 48, 32 and 16 on AVX-512, whose full panels the first tiles
-// of a block pack as they read them), depths over one slice (256), rows
+// of a block pack as they read them, and last panels of 1, 2, 4, 8 and 15
+// columns or fewer, 16 rows at a time), depths over one slice (256), rows
 // over one block, shallow depths (row-major tile order), B's and C's rows
 // padded, A plain or transposed, set or added, one and two threads, all
 // against a double-precision loop. Writable filters stay on the libraries.
@@ -596,7 +597,8 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
   const Shape shapes[] = {{6, 16, 8},    {7, 49, 17},    {16, 196, 300},
                           {24, 57, 64},  {96, 100, 16},  {13, 40, 513},
                           {300, 30, 40}, {600, 24, 72},  {8, 48, 16},
-                          {9, 96, 70},   {24, 145, 300}, {17, 33, 8}};
+                          {9, 96, 70},   {24, 145, 300}, {17, 33, 8},
+                          {17, 50, 9},   {40, 54, 130}};
   for (const Shape &s : shapes)
     for (bool transposed : {false, true})
       for (bool overwrite : {false, true})
@@ -688,11 +690,13 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
   dist_rt::PackedGemmMinWorkScope allProducts(0);
   const float sentinel = 7.25f;
   // Products of one narrow panel; of full AVX-512 panels (48 columns, whose
-  // tiles cross the image's rows) and a narrow one.
+  // tiles cross the image's rows) and a last one of 9 or 8 columns (16 rows
+  // at a time, crossing rows too).
   struct Geometry {
     int64_t m, k, rowLen, rows;
   };
-  for (const Geometry &g : {Geometry{14, 19, 5, 4}, Geometry{17, 70, 7, 15}})
+  for (const Geometry &g : {Geometry{14, 19, 5, 4}, Geometry{17, 70, 7, 15},
+                            Geometry{20, 33, 7, 8}})
     for (bool constant : {true, false})
       for (int biasKind : {0, 1, 2}) // none, per row, per column
         for (int64_t flags : {int64_t(0), int64_t(DIST_RT_GEMM_RELU),
