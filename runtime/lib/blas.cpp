@@ -1238,6 +1238,9 @@ struct ActPass {
   int64_t biasSi, biasSj;
   bool relu, clip;
   float lo, hi;
+  /// An image's rows (rowLen > 0): the rowStride - rowLen elements after
+  /// each complete one set to +0.
+  bool zeroGaps = false;
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -1280,6 +1283,8 @@ void actRows(void *ctx, int64_t first, int64_t last) {
           p.src ? p.src + t * p.sSb + i * p.sSm + j0 * p.sSn : out;
       int64_t inStride = p.src ? p.sSn : p.dSn;
       int64_t end = std::min(p.n, j0 + run);
+      if (p.zeroGaps && p.rowLen > 0 && end - j0 == run)
+        std::fill(out + run, out + p.rowStride, 0.0f);
 #if defined(__x86_64__) || defined(__i386__)
       static const bool avx2 =
           dist_rt::hostSimdLevel() >= dist_rt::SimdLevel::Avx2;
@@ -1320,6 +1325,8 @@ extern "C" void dist_rt_gemm_set_act_f32(
     return;
   auto *bias = reinterpret_cast<const float *>(static_cast<intptr_t>(bias_ptr));
   bool relu = flags & DIST_RT_GEMM_RELU, clip = flags & DIST_RT_GEMM_CLIP;
+  bool zeroGaps = (flags & DIST_RT_GEMM_ZERO_GAPS) && c_row_len > 0 &&
+                  c_row_stride > c_row_len;
   auto *c = reinterpret_cast<float *>(static_cast<intptr_t>(c_ptr));
   auto *a = reinterpret_cast<const float *>(static_cast<intptr_t>(a_ptr));
   auto *b = reinterpret_cast<const float *>(static_cast<intptr_t>(b_ptr));
@@ -1327,7 +1334,7 @@ extern "C" void dist_rt_gemm_set_act_f32(
   // A constant A (the filters of a convolution's product) with a bias per
   // row: the epilogue as the packed kernel stores its tiles, C written once
   // (inside a padded image too).
-  dist_rt::PackedEpilogue epilogue{bias, relu, clip, lo, hi};
+  dist_rt::PackedEpilogue epilogue{bias, relu, clip, lo, hi, zeroGaps};
   if ((!bias || (bias_si == 1 && bias_sj == 0)) && k > 0 &&
       (batch == 1 || a_sb == 0) && b_sn == 1 && c_sn == 1 && b_sk >= n &&
       (image || m == 1 || c_sm >= n)) {
@@ -1346,6 +1353,7 @@ extern "C" void dist_rt_gemm_set_act_f32(
   // it, a product per row of the image.
   ActPass pass{m, n, nullptr, 0,       0,       0,    c,    c_sb, c_sm, c_sn,
                0, 0, bias,    bias_si, bias_sj, relu, clip, lo,   hi};
+  pass.zeroGaps = zeroGaps;
   std::unique_ptr<void, void (*)(void *)> scratch(nullptr,
                                                   _mlir_memref_to_llvm_free);
   if (image) {

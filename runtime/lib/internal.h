@@ -325,6 +325,9 @@ struct PackedEpilogue {
   const float *bias;
   bool relu, clip;
   float lo, hi;
+  /// C's columns an image's (PackedImageColumns): the rowStride - rowLen
+  /// elements after each of its rows set to +0 (DIST_RT_GEMM_ZERO_GAPS).
+  bool zeroGaps = false;
 };
 size_t packedSgemmABytes(int64_t m, int64_t k);
 void packSgemmA(const float *a, int64_t m, int64_t k, int64_t rowStride,

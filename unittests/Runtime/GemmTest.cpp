@@ -681,9 +681,10 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
 // dist-fuse-product-epilogues): constant filters with a bias per row (the
 // packed kernel applies the epilogue as it stores, on hosts that pack),
 // writable ones and a bias per column (the libraries, then one pass), no
-// bias, C's columns as a padded image's positions (the padding untouched),
-// a batch sharing the filters, one and two threads: all against a double
-// loop, with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares).
+// bias, C's columns as a padded image's positions (the padding untouched,
+// or with DIST_RT_GEMM_ZERO_GAPS the gap after each row zeroed), a batch
+// sharing the filters, one and two threads: all against a double loop,
+// with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares).
 TEST(GemmEpilogue, BiasAndActivationAsStored) {
   int32_t saved = dist_rt_get_num_threads();
   bool packs = dist_rt::packedSgemmAAvailable();
@@ -701,7 +702,10 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
       for (int biasKind : {0, 1, 2}) // none, per row, per column
         for (int64_t flags : {int64_t(0), int64_t(DIST_RT_GEMM_RELU),
                               int64_t(DIST_RT_GEMM_CLIP),
-                              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP)})
+                              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP),
+                              int64_t(DIST_RT_GEMM_ZERO_GAPS),
+                              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP |
+                                      DIST_RT_GEMM_ZERO_GAPS)})
           for (int image : {0, 1, 2}) // plain, image, image row by row
             for (int64_t batch : {int64_t(1), int64_t(2)})
               for (int32_t threads : {1, 2}) {
@@ -747,6 +751,11 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                       if (flags & DIST_RT_GEMM_CLIP)
                         v = std::min(std::max(v, lo), hi);
                       want[place(t, i, j)] = v;
+                      // The gap after each image row, with ZERO_GAPS.
+                      if (image && (flags & DIST_RT_GEMM_ZERO_GAPS) &&
+                          j % rowLen == rowLen - 1)
+                        for (int64_t q = 1; q <= rowStride - rowLen; ++q)
+                          want[place(t, i, j) + size_t(q)] = 0.0f;
                     }
                 if (constant)
                   dist_rt::registerConstantMemory(w.data(),

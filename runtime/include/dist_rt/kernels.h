@@ -228,6 +228,7 @@ DIST_RT_API dist_rt_status_t dist_rt_gpu_measure(int32_t device, int32_t quick,
 /// Flags of dist_rt_gemm_set_act_f32.
 #define DIST_RT_GEMM_RELU 1
 #define DIST_RT_GEMM_CLIP 2
+#define DIST_RT_GEMM_ZERO_GAPS 4
 
 /// dist_rt_gemm_set_f32 (C_t = A_t * B_t), then every element of C
 /// through an epilogue: v = C_t[i, j] + bias[i * bias_si + j * bias_sj]
@@ -239,9 +240,12 @@ DIST_RT_API dist_rt_status_t dist_rt_gpu_measure(int32_t device, int32_t quick,
 /// (a convolution's output written inside a padded buffer): C_t[i, j] at
 /// c_ptr + t * c_sb + i * c_sm + (j / c_row_len) * c_row_stride +
 /// (j % c_row_len) * c_sn. The C matrices of the batch must not overlap.
-/// Where the product runs on a packed constant A (a convolution's
-/// filters) and the bias is per row, the epilogue is applied as the tiles
-/// are stored.
+/// With DIST_RT_GEMM_ZERO_GAPS as well, the c_row_stride - c_row_len
+/// elements after each of C_t's image rows, its last row's too, are set
+/// to +0 (a padded buffer's right border and the next row's left one, so
+/// that they need no loop of their own). Where the product runs on a packed
+/// constant A (a convolution's filters) and the bias is per row, the epilogue
+/// is applied as the tiles are stored.
 DIST_RT_API void dist_rt_gemm_set_act_f32(
     int64_t batch, int64_t m, int64_t n, int64_t k, int64_t a_ptr, int64_t a_sb,
     int64_t a_sm, int64_t a_sk, int64_t b_ptr, int64_t b_sk, int64_t b_sn,
