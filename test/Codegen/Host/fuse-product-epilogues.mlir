@@ -141,6 +141,98 @@ func.func @padded_interior(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: mem
 
 // -----
 
+// With +0 fills of both border columns beside the interior's rows and a
+// border row below it, the call zeroes the gap after each row as it writes
+// it (flags 1 | 4: ReLU, zero gaps): the right column's fill goes, the
+// left one keeps the first row only, the rows' fills stay. Without a row
+// below (the gap after the last row would leave the plane) the fills stay.
+// CHECK-LABEL: func.func @padded_interior_gaps(
+// CHECK: %[[P:.*]] = memref.alloc() : memref<8x6x6xf32>
+// CHECK: %[[FLAGS:.*]] = arith.constant 5 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %[[FLAGS]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: linalg.fill {{.*}} outs(%{{.*}} : memref<8x1x6xf32
+// CHECK: linalg.fill {{.*}} outs(%{{.*}} : memref<8x1x6xf32
+// CHECK: %[[FIRST:.*]] = memref.subview %[[P]][0, 1, 0] [8, 1, 1] [1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[FIRST]]
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[P]]
+// CHECK-LABEL: func.func @no_row_below(
+// CHECK-NOT: arith.constant 5 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-COUNT-3: linalg.fill
+// CHECK-NOT: linalg.generic
+#pa = affine_map<(i, j, k) -> (i, k)>
+#pb = affine_map<(i, j, k) -> (k, j)>
+#pc = affine_map<(i, j, k) -> (i, j)>
+#pid3 = affine_map<(c, y, x) -> (c, y, x)>
+#pch = affine_map<(c, y, x) -> (c)>
+func.func @padded_interior_gaps(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: memref<8xf32>) -> memref<8x6x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#pa, #pb, #pc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<3x16xf32>) outs(%t : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1, 2]] output_shape [8, 4, 4] : memref<8x16xf32> into memref<8x4x4xf32>
+  %p = memref.alloc() : memref<8x6x6xf32>
+  %top = memref.subview %p[0, 0, 0] [8, 1, 6] [1, 1, 1] : memref<8x6x6xf32> to memref<8x1x6xf32, strided<[36, 6, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<8x1x6xf32, strided<[36, 6, 1]>>)
+  %bottom = memref.subview %p[0, 5, 0] [8, 1, 6] [1, 1, 1] : memref<8x6x6xf32> to memref<8x1x6xf32, strided<[36, 6, 1], offset: 30>>
+  linalg.fill ins(%zero : f32) outs(%bottom : memref<8x1x6xf32, strided<[36, 6, 1], offset: 30>>)
+  %left = memref.subview %p[0, 1, 0] [8, 4, 1] [1, 1, 1] : memref<8x6x6xf32> to memref<8x4x1xf32, strided<[36, 6, 1], offset: 6>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<8x4x1xf32, strided<[36, 6, 1], offset: 6>>)
+  %right = memref.subview %p[0, 1, 5] [8, 4, 1] [1, 1, 1] : memref<8x6x6xf32> to memref<8x4x1xf32, strided<[36, 6, 1], offset: 11>>
+  linalg.fill ins(%zero : f32) outs(%right : memref<8x4x1xf32, strided<[36, 6, 1], offset: 11>>)
+  %in = memref.subview %p[0, 1, 1] [8, 4, 4] [1, 1, 1] : memref<8x6x6xf32> to memref<8x4x4xf32, strided<[36, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#pid3, #pch, #pid3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<8x4x4xf32>, memref<8xf32>) outs(%in : memref<8x4x4xf32, strided<[36, 6, 1], offset: 7>>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<8x16xf32>
+  return %p : memref<8x6x6xf32>
+}
+
+func.func @no_row_below(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: memref<8xf32>) -> memref<8x5x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#pa, #pb, #pc], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<3x16xf32>) outs(%t : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1, 2]] output_shape [8, 4, 4] : memref<8x16xf32> into memref<8x4x4xf32>
+  %p = memref.alloc() : memref<8x5x6xf32>
+  %top = memref.subview %p[0, 0, 0] [8, 1, 6] [1, 1, 1] : memref<8x5x6xf32> to memref<8x1x6xf32, strided<[30, 6, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<8x1x6xf32, strided<[30, 6, 1]>>)
+  %left = memref.subview %p[0, 1, 0] [8, 4, 1] [1, 1, 1] : memref<8x5x6xf32> to memref<8x4x1xf32, strided<[30, 6, 1], offset: 6>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<8x4x1xf32, strided<[30, 6, 1], offset: 6>>)
+  %right = memref.subview %p[0, 1, 5] [8, 4, 1] [1, 1, 1] : memref<8x5x6xf32> to memref<8x4x1xf32, strided<[30, 6, 1], offset: 11>>
+  linalg.fill ins(%zero : f32) outs(%right : memref<8x4x1xf32, strided<[30, 6, 1], offset: 11>>)
+  %in = memref.subview %p[0, 1, 1] [8, 4, 4] [1, 1, 1] : memref<8x5x6xf32> to memref<8x4x4xf32, strided<[30, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#pid3, #pch, #pid3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<8x4x4xf32>, memref<8xf32>) outs(%in : memref<8x4x4xf32, strided<[30, 6, 1], offset: 7>>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<8x16xf32>
+  return %p : memref<8x5x6xf32>
+}
+
+// -----
+
 // Left alone: a fill between the call and the loop that overlaps O; T read
 // by another op too; a body with an op the runtime does not apply; a
 // write to other memory between the call and the loop; a bias (a view)
