@@ -92,21 +92,27 @@ int64_t strideDim(Value v, Value buffer) {
   return index >= 0 && index < rank ? index : -1;
 }
 
-/// Whether every use of `op`'s results ends, through index arithmetic,
-/// in `call`.
-bool onlyFeeds(Operation *op, Operation *call) {
-  SmallVector<Operation *> work{op};
+/// The ops that the uses of `op`'s results end in through index
+/// arithmetic (a pointer, stride or size given to calls).
+SmallVector<Operation *> addressEnds(Operation *op) {
+  SmallVector<Operation *> ends, work{op};
   while (!work.empty()) {
     Operation *at = work.pop_back_val();
     for (Operation *user : at->getUsers()) {
-      if (user == call)
-        continue;
-      if (!isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user))
-        return false;
-      work.push_back(user);
+      if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user))
+        work.push_back(user);
+      else
+        ends.push_back(user);
     }
   }
-  return true;
+  return ends;
+}
+
+/// Whether every use of `op`'s results ends, through index arithmetic,
+/// in `call`.
+bool onlyFeeds(Operation *op, Operation *call) {
+  return llvm::all_of(addressEnds(op),
+                      [&](Operation *end) { return end == call; });
 }
 
 /// The epilogue of an elementwise loop: out = act(product [+ bias]).
@@ -275,23 +281,13 @@ std::optional<int64_t> staticOperand(Value v) {
 /// next product: ResNet-50's 1x1 product and the 3x3 one after it).
 bool gemmOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
   func::CallOp target = dyn_cast<func::CallOp>(first);
-  SmallVector<Operation *> work;
   if (!target)
-    work.push_back(first);
-  while (!work.empty()) {
-    Operation *at = work.pop_back_val();
-    for (Operation *user : at->getUsers()) {
-      if (auto c = dyn_cast<func::CallOp>(user)) {
-        if (target && target != c)
-          return false;
-        target = c;
-      } else if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user)) {
-        work.push_back(user);
-      } else {
+    for (Operation *end : addressEnds(first)) {
+      auto c = dyn_cast<func::CallOp>(end);
+      if (!c || (target && target != c))
         return false;
-      }
+      target = c;
     }
-  }
   if (!target || target.getCallee() != dist::runtime_abi::kGemmSetF32 ||
       target.getNumOperands() != kGemmArgs ||
       target->getBlock() != first->getBlock())
@@ -391,19 +387,13 @@ struct FuseProductEpiloguesPass
     // feed other calls (CSE shares them): each op it ends in, through
     // index arithmetic, is a use of T where that op is.
     auto addressUses = [&](Operation *op) {
-      SmallVector<Operation *> work{op};
-      while (!work.empty()) {
-        Operation *at = work.pop_back_val();
-        for (Operation *user : at->getUsers()) {
-          if (user == call)
-            continue;
-          if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user))
-            work.push_back(user);
-          else if (isBefore(user))
-            usedBefore = true;
-          else
-            later.push_back(user);
-        }
+      for (Operation *end : addressEnds(op)) {
+        if (end == call)
+          continue;
+        if (isBefore(end))
+          usedBefore = true;
+        else
+          later.push_back(end);
       }
     };
     // Whether `op` and, for a view, everything that uses it come before
