@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -1008,7 +1009,9 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
 // Internal API
 //===----------------------------------------------------------------------===//
 
-dist_rt::SimdLevel dist_rt::hostSimdLevel() {
+namespace {
+dist_rt::SimdLevel detectedSimdLevel() {
+  using dist_rt::SimdLevel;
 #if defined(__x86_64__) || defined(__i386__)
   // libgcc's checks include the OS's support (XCR0) for the wider
   // registers.
@@ -1022,6 +1025,25 @@ dist_rt::SimdLevel dist_rt::hostSimdLevel() {
     return SimdLevel::Avx;
 #endif
   return SimdLevel::None;
+}
+} // namespace
+
+dist_rt::SimdLevel dist_rt::hostSimdLevel() {
+  // DIST_RT_SIMD=avx2, avx or none caps the level (the kernels of a
+  // smaller CPU tested on a larger one); other values are ignored.
+  static const SimdLevel level = [] {
+    SimdLevel detected = detectedSimdLevel();
+    const char *cap = std::getenv("DIST_RT_SIMD");
+    SimdLevel limit = SimdLevel::Avx512;
+    if (cap && std::strcmp(cap, "avx2") == 0)
+      limit = SimdLevel::Avx2;
+    else if (cap && std::strcmp(cap, "avx") == 0)
+      limit = SimdLevel::Avx;
+    else if (cap && std::strcmp(cap, "none") == 0)
+      limit = SimdLevel::None;
+    return std::min(detected, limit);
+  }();
+  return level;
 }
 
 // OpenBLAS 0.3.21 picks its kernels by CPU model and family, and models it

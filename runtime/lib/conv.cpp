@@ -1149,7 +1149,8 @@ void convGradAvx512(const Geometry &g, const float *in, const float *dy,
 }
 
 bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f");
+  static const bool have =
+      dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512;
   return have;
 }
 
@@ -1445,8 +1446,7 @@ __attribute__((target("avx2,fma"))) void dwChunkAvx2(void *ctx, int64_t begin,
 /// AVX2 or FMA (nothing written then).
 bool depthwiseAvx2(const Geometry &g, const float *in, const float *wt,
                    const float *bias, float *out) {
-  static const bool have =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool have = dist_rt::hostSimdLevel() >= dist_rt::SimdLevel::Avx2;
   if (!have || g.c != 1 || g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 ||
       g.dh <= 0 || g.dw <= 0)
     return false;
@@ -1577,8 +1577,7 @@ void productChunk(void *ctx, int64_t begin, int64_t end) {
   float *tmp =
       pl.directC ? nullptr : alignedScratch(outBuf, size_t(pl.fb * pl.panel));
 #if DIST_RT_CONV_AVX512
-  static const bool avx2 =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool avx2 = dist_rt::hostSimdLevel() >= dist_rt::SimdLevel::Avx2;
   auto epilogue = avx2 ? productEpilogueAvx2 : productEpilogue;
 #else
   auto epilogue = productEpilogue;

@@ -272,7 +272,9 @@ size_t constantCopyBytes();
 std::string blasCoreName();
 /// The x86 vector extensions a kernel can use here, in increasing order.
 enum class SimdLevel { None, Avx, Avx2, Avx512 };
-/// This CPU's level (cpuid, with the OS's support for the registers).
+/// This CPU's level (cpuid, with the OS's support for the registers),
+/// capped by DIST_RT_SIMD=avx2, avx or none (a smaller CPU's kernels
+/// tested on a larger one).
 SimdLevel hostSimdLevel();
 /// The OPENBLAS_CORETYPE the runtime loads OpenBLAS with, from the
 /// environment's OPENBLAS_CORETYPE (`given`) and DIST_RT_OPENBLAS_CORETYPE
