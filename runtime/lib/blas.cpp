@@ -1030,7 +1030,8 @@ dist_rt::SimdLevel detectedSimdLevel() {
 
 dist_rt::SimdLevel dist_rt::hostSimdLevel() {
   // DIST_RT_SIMD=avx2, avx or none caps the level (the kernels of a
-  // smaller CPU tested on a larger one); other values are ignored.
+  // smaller CPU tested on a larger one); another value is ignored, with a
+  // line on stderr.
   static const SimdLevel level = [] {
     SimdLevel detected = detectedSimdLevel();
     const char *cap = std::getenv("DIST_RT_SIMD");
@@ -1041,6 +1042,11 @@ dist_rt::SimdLevel dist_rt::hostSimdLevel() {
       limit = SimdLevel::Avx;
     else if (cap && std::strcmp(cap, "none") == 0)
       limit = SimdLevel::None;
+    else if (cap && *cap)
+      std::fprintf(stderr,
+                   "dist_rt: warning: DIST_RT_SIMD=%s ignored (avx2, avx "
+                   "or none)\n",
+                   cap);
     return std::min(detected, limit);
   }();
   return level;
