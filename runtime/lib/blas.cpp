@@ -1284,16 +1284,8 @@ __attribute__((target("avx2,fma"))) void actRunAvx2(const float *in, float *out,
     _mm256_storeu_ps(
         out + j, dist_rt::reluClip8(_mm256_add_ps(_mm256_loadu_ps(in + j), b),
                                     p.relu, p.clip, p.lo, p.hi));
-  for (; j < len; ++j) {
-    float v = in[j] + bias;
-    if (p.relu)
-      v = v <= 0.0f ? 0.0f : v;
-    if (p.clip) {
-      v = v < p.lo ? p.lo : v;
-      v = v > p.hi ? p.hi : v;
-    }
-    out[j] = v;
-  }
+  for (; j < len; ++j)
+    out[j] = dist_rt::reluClip1(in[j] + bias, p.relu, p.clip, p.lo, p.hi);
 }
 #endif
 
@@ -1325,13 +1317,8 @@ void actRows(void *ctx, int64_t first, int64_t last) {
         float v = in[(j - j0) * inStride];
         if (bias)
           v += bias[j * p.biasSj];
-        if (p.relu)
-          v = v <= 0.0f ? 0.0f : v;
-        if (p.clip) {
-          v = v < p.lo ? p.lo : v;
-          v = v > p.hi ? p.hi : v;
-        }
-        out[(j - j0) * p.dSn] = v;
+        out[(j - j0) * p.dSn] =
+            dist_rt::reluClip1(v, p.relu, p.clip, p.lo, p.hi);
       }
     }
   }

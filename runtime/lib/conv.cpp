@@ -150,13 +150,7 @@ struct Geometry {
 /// -0 included, become +0; NaN kept), then the clip (NaN kept), as the
 /// generated elementwise ops the compiler folded into the call compute them.
 inline float activate(const Geometry &g, float v) {
-  if (g.relu && !(v > 0.0f))
-    v = v != v ? v : 0.0f;
-  if (g.clip) {
-    v = v < g.lo ? g.lo : v;
-    v = v > g.hi ? g.hi : v;
-  }
-  return v;
+  return dist_rt::reluClip1(v, g.relu, g.clip, g.lo, g.hi);
 }
 
 /// out[n, g, f, oh, ow] (+)= bias[g, f] + sum over c, kh, kw of

@@ -670,15 +670,8 @@ tileA512Narrow(int64_t depth, const float *a0, const float *a1, const float *b,
       float v = sums[j][r];
       if (load)
         v = *dst + v;
-      if (e) {
-        v += e->bias[r];
-        if (e->relu)
-          v = v <= 0.0f ? 0.0f : v;
-        if (e->clip) {
-          v = v < e->lo ? e->lo : v;
-          v = v > e->hi ? e->hi : v;
-        }
-      }
+      if (e)
+        v = dist_rt::reluClip1(v + e->bias[r], e->relu, e->clip, e->lo, e->hi);
       *dst = v;
     }
   }

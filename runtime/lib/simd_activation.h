@@ -12,6 +12,21 @@
 #ifndef DIST_RT_SIMD_ACTIVATION_H
 #define DIST_RT_SIMD_ACTIVATION_H
 
+namespace dist_rt {
+
+/// The same on one value (the kernels' scalar edges and passes).
+inline float reluClip1(float v, bool relu, bool clip, float lo, float hi) {
+  if (relu)
+    v = v <= 0.0f ? 0.0f : v;
+  if (clip) {
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+  }
+  return v;
+}
+
+} // namespace dist_rt
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 

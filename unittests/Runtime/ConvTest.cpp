@@ -338,7 +338,7 @@ TEST_P(ConvTest, ConstantWeightsArePackedOnce) {
 #if defined(__x86_64__)
   bool packs = GetParam() != dist_rt::ConvKernel::Plain &&
                GetParam() != dist_rt::ConvKernel::Product &&
-               __builtin_cpu_supports("avx512f");
+               (dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512);
 #else
   bool packs = false;
 #endif
@@ -502,7 +502,7 @@ TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
   ConvCase grouped{1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1, 2};
   ConvCase depthwise{1, 6, 9, 9, 6, 3, 3, 1, 1, 1, 1, 6};
 #if defined(__x86_64__)
-  bool avx512 = __builtin_cpu_supports("avx512f");
+  bool avx512 = (dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512);
 #else
   bool avx512 = false;
 #endif
@@ -528,7 +528,7 @@ TEST_P(ConvTest, ProductsRunWhereNoKernelTakesTheCall) {
 // Elsewhere every dense call here runs as products, no depthwise one.
 TEST(ConvTuning, TimesTheTilesAgainstProductsOnce) {
 #if defined(__x86_64__)
-  bool avx512 = __builtin_cpu_supports("avx512f");
+  bool avx512 = (dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512);
 #else
   bool avx512 = false;
 #endif

@@ -920,16 +920,10 @@ TEST(GemmBlasTest, ReportsWhetherOpenBlasLoaded) {
 // OpenBLAS's kernel set (pickCoreType in blas.cpp)
 //===----------------------------------------------------------------------===//
 
+/// Whether the runtime picks AVX-512 kernels (the CPU's level, capped by
+/// DIST_RT_SIMD).
 bool cpuHasAvx512() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
+  return dist_rt::hostSimdLevel() == dist_rt::SimdLevel::Avx512;
 }
 
 /// Set around each death test below: its child runs the test again from
