@@ -78,6 +78,24 @@ dist_rt_status_t pipelineFinishSends();
 dist_rt_status_t pipelineBroadcast(void *buf, int64_t bytes, int64_t rootStage);
 
 //===----------------------------------------------------------------------===//
+// Thread pool (threads.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The items [*begin, *end) of chunk `chunk` when dist_rt_parallel_for cuts
+/// `n` items into `chunks` runs: runs of equal length, the first n % chunks
+/// one longer. Kernels that choose how to cut their work weigh these runs.
+inline void parallelChunkRange(int64_t n, int64_t chunks, int64_t chunk,
+                               int64_t *begin, int64_t *end) {
+  int64_t base = n / chunks, extra = n % chunks;
+  *begin = chunk * base + (chunk < extra ? chunk : extra);
+  *end = *begin + base + (chunk < extra ? 1 : 0);
+}
+
+/// The runs dist_rt_parallel_for cuts `n` items into: one per thread, at
+/// most n.
+int64_t parallelChunks(int64_t n);
+
+//===----------------------------------------------------------------------===//
 // Errors met by generated code during a run (threads.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -347,6 +365,9 @@ void packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                   int64_t ldb, float *c, int64_t ldc, bool overwrite,
                   const PackedEpilogue *epilogue = nullptr,
                   const PackedImageColumns *image = nullptr);
+/// Rows per block of packedSgemmA's tasks for an m x n product shared by
+/// `threads` threads (for tests).
+int64_t packedSgemmABlockRows(int64_t m, int64_t n, int64_t threads);
 /// A constant A's packed copy (cached with the parameter file's other
 /// derived constants), when A (m x k, element (i, p) at a[i * rowStride +
 /// p * colStride]) lies in constant memory and a product of m x n x k

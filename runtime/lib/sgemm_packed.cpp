@@ -1188,6 +1188,69 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
 
 } // namespace
 
+/// Rows of each block of packedSgemmA's (block, panel) tasks when the pool
+/// cuts them into `chunks` runs (dist_rt_parallel_for's, equal in count):
+/// rowsPerBlock's blocks, or a multiple of `chunks` blocks, whichever
+/// leaves the busiest thread the least work by the tiles' count of vector
+/// steps. Panels alone were uneven where a block has few: DenseNet-121's
+/// 1x1 products on 7 x 7 (a panel of 48 and one of 1) ran one thread's
+/// share on one thread and on 14 x 14 (4 + 1) three panels against one, so
+/// that two threads ran DenseNet-121 1.1x faster than one.
+namespace {
+int64_t spreadBlockRows(int64_t m, int64_t n, const BTiles &shape,
+                        int64_t chunks) {
+  const int64_t tileRows = shape.rows, width = shape.panel;
+  int64_t panels = (n + width - 1) / width;
+  // A tile's work: its steps of vectors of 16 (a narrow last panel's tiles
+  // run 16 rows as the vector, a step per column), and a few for its
+  // loads of A and stores.
+  auto taskWork = [&](int64_t rows, int64_t panel) {
+    int64_t cols = std::min(width, n - panel * width);
+    if (width != kPanel && cols < 16)
+      return double((rows + 15) / 16 * (cols + 2));
+    return double((rows + tileRows - 1) / tileRows *
+                  ((cols + 15) / 16 * tileRows + 2));
+  };
+  auto busiest = [&](int64_t blockRows) {
+    int64_t tasks = (m + blockRows - 1) / blockRows * panels;
+    int64_t runs = std::min(tasks, chunks);
+    double most = 0;
+    for (int64_t r = 0; r < runs; ++r) {
+      int64_t begin = 0, end = 0;
+      dist_rt::parallelChunkRange(tasks, runs, r, &begin, &end);
+      double work = 0;
+      for (int64_t t = begin; t < end; ++t) {
+        int64_t i0 = t / panels * blockRows;
+        work += taskWork(std::min(blockRows, m - i0), t % panels);
+      }
+      most = std::max(most, work);
+    }
+    return most;
+  };
+  int64_t best = rowsPerBlock(m, tileRows);
+  double bestWork = busiest(best);
+  int64_t first = (m + best - 1) / best;
+  for (int64_t blocks = (first + chunks - 1) / chunks * chunks;;
+       blocks += chunks) {
+    int64_t rows =
+        ((m + blocks - 1) / blocks + tileRows - 1) / tileRows * tileRows;
+    if (rows < tileRows || (m + rows - 1) / rows < blocks)
+      break;
+    // More blocks pack and read B again: only for a clear gain.
+    double work = busiest(rows);
+    if (work < 0.97 * bestWork)
+      best = rows, bestWork = work;
+  }
+  return best;
+}
+} // namespace
+
+int64_t dist_rt::packedSgemmABlockRows(int64_t m, int64_t n, int64_t threads) {
+  const BTiles &shape = bTiles();
+  return threads > 1 ? spreadBlockRows(m, n, shape, threads)
+                     : rowsPerBlock(m, shape.rows);
+}
+
 size_t dist_rt::packedSgemmABytes(int64_t m, int64_t k) {
   int64_t rows = bTiles().rows;
   return size_t((m + rows - 1) / rows) * size_t(k) * rows * sizeof(float);
@@ -1222,6 +1285,14 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
   int64_t panels = (n + shape.panel - 1) / shape.panel;
   int64_t blockRows = rowsPerBlock(m, shape.rows);
   int64_t blocks = (m + blockRows - 1) / blockRows;
+  bool spread =
+      spreads(std::max(blocks * panels, (m + shape.rows - 1) / shape.rows),
+              double(m) * double(n) * double(k));
+  if (spread) {
+    blockRows =
+        spreadBlockRows(m, n, shape, dist_rt::parallelChunks(int64_t(1) << 30));
+    blocks = (m + blockRows - 1) / blockRows;
+  }
   PackedACall call{m,
                    n,
                    k,
@@ -1240,7 +1311,7 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
                    blockRows,
                    panels,
                    shape};
-  if (spreads(blocks * panels, double(m) * double(n) * double(k)))
+  if (spread)
     dist_rt_parallel_for(blocks * panels, blockPanelRange, &call);
   else
     blockPanelRange(&call, 0, blocks * panels);

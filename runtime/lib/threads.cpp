@@ -97,10 +97,8 @@ struct Job {
 
   /// Runs chunk `chunk`. Returns true if it was the last one to finish.
   bool runChunk(int64_t chunk) {
-    int64_t base = n / numChunks;
-    int64_t extra = n % numChunks;
-    int64_t begin = chunk * base + std::min(chunk, extra);
-    int64_t end = begin + base + (chunk < extra ? 1 : 0);
+    int64_t begin = 0, end = 0;
+    dist_rt::parallelChunkRange(n, numChunks, chunk, &begin, &end);
     fn(ctx, begin, end);
     return doneChunks.fetch_add(1, std::memory_order_acq_rel) + 1 == numChunks;
   }
@@ -267,6 +265,13 @@ extern "C" void dist_rt_set_num_threads(int32_t n) {
 extern "C" int32_t dist_rt_get_num_threads(void) {
   int32_t count = configuredThreads.load(std::memory_order_relaxed);
   return count > 0 ? count : hardwareThreads();
+}
+
+int64_t dist_rt::parallelChunks(int64_t n) {
+  return insideParallelRegion
+             ? 1
+             : std::max<int64_t>(
+                   1, std::min<int64_t>(n, dist_rt_get_num_threads()));
 }
 
 extern "C" void dist_rt_parallel_for(int64_t n, dist_rt_parallel_fn_t fn,

@@ -598,11 +598,12 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
                           {24, 57, 64},  {96, 100, 16},  {13, 40, 513},
                           {300, 30, 40}, {600, 24, 72},  {8, 48, 16},
                           {9, 96, 70},   {24, 145, 300}, {17, 33, 8},
-                          {17, 50, 9},   {40, 54, 130}};
+                          {17, 50, 9},   {40, 54, 130},  {128, 49, 40},
+                          {40, 196, 24}, {136, 17, 12}};
   for (const Shape &s : shapes)
     for (bool transposed : {false, true})
       for (bool overwrite : {false, true})
-        for (int32_t threads : {1, 2}) {
+        for (int32_t threads : {1, 2, 3}) {
           SCOPED_TRACE(testing::Message() << s.m << "x" << s.n << "x" << s.k
                                           << (transposed ? " A^T" : "")
                                           << (overwrite ? " set" : " add")
@@ -675,6 +676,27 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
   dist_rt::unregisterConstantMemory(w.data());
   RecordProperty("packed", packs ? "yes" : "no");
   dist_rt_set_num_threads(saved);
+}
+
+// Threads share a product on constant filters by rows where its panels are
+// few (a 7 x 7 image is a panel of 48 columns and one of 1: by panels, one
+// thread would run nearly all of it), by panels where they are many.
+TEST(GemmConstantWeights, FewPanelsAreSharedByRows) {
+  if (!dist_rt::packedSgemmAAvailable())
+    GTEST_SKIP() << "no packed kernel on this host";
+  int64_t tile = dist_rt::packedSgemmABlockRows(8, 1000, 1);
+  // A block of rows per thread, of whole tiles.
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 49, 2), 64);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 196, 2), 64);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 49, 4), 32);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(1024, 49, 2), 256);
+  // Many panels: one block, the panels shared.
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(24, 3136, 2),
+            (24 + tile - 1) / tile * tile);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 3136, 2), 128);
+  // One thread: blocks of at most 256 rows.
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 49, 1), 128);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(600, 49, 1) % tile, 0);
 }
 
 // dist_rt_gemm_set_act_f32 (the product with its bias and ReLU / Clip,
