@@ -5,8 +5,8 @@
 // dist_rt_parallel_for on a pool of worker threads that are created on
 // first use and live until the library is unloaded. A loop is published as
 // a Job; workers and the caller claim its chunks with an atomic counter.
-// Idle workers spin briefly so that back-to-back loops do not pay for a
-// wake-up, then sleep on a condition variable.
+// Idle workers poll for a while (spinTime) so that loops a few ms apart
+// do not pay for a wake-up, then sleep on a condition variable.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,11 +16,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -39,8 +41,39 @@ int32_t hardwareThreads() {
 }
 
 /// How long an idle worker, or a caller waiting for its loop to finish,
-/// polls before it blocks.
-constexpr std::chrono::microseconds kSpinTime{50};
+/// polls with the CPU's pause alone before it yields between polls.
+constexpr std::chrono::microseconds kPauseTime{50};
+/// How long it polls in all before it blocks, by default.
+constexpr int64_t kDefaultSpinMicros = 2000;
+
+/// How long an idle worker (or a waiting caller) polls before it blocks:
+/// DIST_RT_SPIN_US microseconds, 2000 by default; 0 blocks at once. A
+/// worker that blocked took long to wake on this project's 2-core VM (a
+/// halted virtual CPU waits for the hypervisor): DenseNet-121 at 2 threads
+/// ran 60 ms with 50 us of polling, 52 with 1 ms, 44 with 10 ms, the next
+/// loop mostly coming within a few ms; polling past kPauseTime yields
+/// between polls, so that threads of other processes sharing the cores
+/// (ranks oversubscribed on them) run meanwhile.
+std::chrono::microseconds spinTime() {
+  static const std::chrono::microseconds time = [] {
+    const char *text = std::getenv("DIST_RT_SPIN_US");
+    if (!text || !*text)
+      return std::chrono::microseconds{kDefaultSpinMicros};
+    char *end = nullptr;
+    errno = 0;
+    long long value = std::strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < 0 || value > 10000000) {
+      std::fprintf(
+          stderr,
+          "dist_rt: warning: DIST_RT_SPIN_US=%s ignored (microseconds, "
+          "0 to 10000000)\n",
+          text);
+      return std::chrono::microseconds{kDefaultSpinMicros};
+    }
+    return std::chrono::microseconds{value};
+  }();
+  return time;
+}
 
 /// Tells the CPU that this is a spin loop.
 inline void cpuRelax() {
@@ -51,18 +84,24 @@ inline void cpuRelax() {
 #endif
 }
 
-/// Polls `done` for up to kSpinTime. Returns true if it became true.
+/// Polls `done` for up to spinTime(): with pause for kPauseTime, then
+/// yielding the CPU between polls. Returns true if it became true.
 template <typename Predicate>
 bool spinUntil(Predicate done) {
-  auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  auto start = std::chrono::steady_clock::now();
+  auto pauseEnd = start + std::min(kPauseTime, spinTime());
+  auto deadline = start + spinTime();
   while (true) {
     for (int i = 0; i < 64; ++i) {
       if (done())
         return true;
       cpuRelax();
     }
-    if (std::chrono::steady_clock::now() >= deadline)
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
       return done();
+    if (now >= pauseEnd)
+      std::this_thread::yield();
   }
 }
 
