@@ -192,6 +192,18 @@ const ConvCase kCases[] = {
     {1, 2, 12, 12, 2, 3, 3, 1, 2, 1, 1, 2},
     {1, 5, 6, 19, 5, 1, 1, 1, 1, 1, 1, 5},
     {2, 1, 12, 20, 3, 3, 3, 1, 1, 1, 1},
+    // Depthwise rows on AVX-512 by blocks of rows: 58 columns (a block of
+    // two vectors and one of a vector and 10 lanes), 35 (a block with an
+    // empty second vector), rows not a multiple of the block's, 5x5 on
+    // rows of 12.
+    {1, 3, 31, 60, 3, 3, 3, 1, 1, 1, 1, 3},
+    {2, 2, 13, 37, 2, 3, 3, 1, 1, 1, 1, 2},
+    {1, 2, 14, 16, 4, 5, 5, 1, 1, 1, 1, 2},
+    // ... and at strides of 2: 37 columns (a block of two vectors, then
+    // one of 5 lanes), 10 rows, odd and even input widths, 5x5.
+    {1, 2, 21, 75, 2, 3, 3, 2, 2, 1, 1, 2},
+    {2, 3, 12, 36, 3, 3, 3, 2, 2, 1, 1, 3},
+    {1, 2, 15, 70, 2, 5, 5, 2, 2, 1, 1, 2},
     // Grouped: 8 channels a group (blocks of 8 filters), 2 filters a
     // group from 1 channel (a channel multiplier), odd group sizes.
     {2, 16, 10, 10, 16, 3, 3, 1, 1, 1, 1, 2},
