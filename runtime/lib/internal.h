@@ -339,8 +339,8 @@ bool packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 /// stride), B's panels packed as the tasks reach them (nothing allocated),
 /// then the epilogue when there is one: per element of C, v = (old C unless
 /// overwriting) + sum + bias[row] (bias indexed from firstRow's row, null
-/// for none), then max(v, 0) when `relu`, then v clamped to [lo, hi] when
-/// `clip` (NaN kept by both).
+/// for none), then SiLU when `silu`, max(v, 0) when `relu`, v clamped to
+/// [lo, hi] when `clip` (NaN kept by all).
 struct PackedEpilogue {
   const float *bias;
   bool relu, clip;
@@ -348,6 +348,7 @@ struct PackedEpilogue {
   /// C's columns an image's (PackedImageColumns): the rowStride - rowLen
   /// elements after each of its rows set to +0 (DIST_RT_GEMM_ZERO_GAPS).
   bool zeroGaps = false;
+  bool silu = false;
 };
 size_t packedSgemmABytes(int64_t m, int64_t k);
 void packSgemmA(const float *a, int64_t m, int64_t k, int64_t rowStride,

@@ -128,6 +128,8 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
             acc += bias[size_t(f)];
             mag += std::fabs(bias[size_t(f)]);
           }
+          if (flags & DIST_RT_CONV_SILU)
+            acc = acc / (1.0 + std::exp(-acc));
           if ((flags & DIST_RT_CONV_RELU) && acc < 0.0)
             acc = 0.0;
           if (flags & DIST_RT_CONV_CLIP)
@@ -234,7 +236,9 @@ TEST_P(ConvTest, MatchesNaiveLoop) {
                               DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
                               DIST_RT_CONV_CLIP,
                               DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP,
-                              DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP};
+                              DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP,
+                              DIST_RT_CONV_SILU,
+                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_SILU};
   uint32_t seed = 1;
   for (int threads : {1, 2, 3}) {
     dist_rt_set_num_threads(threads);
@@ -491,6 +495,43 @@ TEST_P(ConvTest, ReluKeepsNaNAndClearsNegatives) {
         EXPECT_TRUE(v == 0.0f && !std::signbit(v))
             << "filter " << f << " position " << p << " value " << v;
     }
+}
+
+TEST_P(ConvTest, SiluKeepsNaNAndInfinities) {
+  // SiLU, v * (1 / (1 + exp(-v))): NaN stays, +inf stays, values past
+  // exp's range go to v and to -0, as ONNX's Sigmoid then Mul.
+  ConvCase cc{1, 1, 6, 6, 6, 3, 3, 1, 1, 1, 1};
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> in(36, 0.0f), wt(54, 0.0f),
+      bias{-200.0f, -3.0f, 0.5f, 100.0f, inf, 0.0f};
+  std::vector<float> out(96, 7.0f);
+  in[0] = std::numeric_limits<float>::quiet_NaN();
+  for (float &w : wt)
+    w = 0.0f;
+  // Filter 5 reads the NaN (weight 1 on the first tap).
+  wt[45] = 1.0f;
+  dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, 1, 1, 1, 1, 4,
+                     4, reinterpret_cast<intptr_t>(in.data()), 36, 36, 6,
+                     reinterpret_cast<intptr_t>(wt.data()),
+                     reinterpret_cast<intptr_t>(bias.data()),
+                     reinterpret_cast<intptr_t>(out.data()), 96, 16, 4, 0.0f,
+                     0.0f, DIST_RT_CONV_SILU);
+  for (int p = 0; p < 16; ++p) {
+    // In[0] times the other filters' zero weights is NaN at position 0.
+    bool nan = p == 0;
+    auto at = [&](int f) { return out[size_t(f * 16 + p)]; };
+    if (nan) {
+      for (int f = 0; f < 6; ++f)
+        EXPECT_TRUE(std::isnan(at(f))) << "filter " << f;
+      continue;
+    }
+    EXPECT_TRUE(at(0) == 0.0f && std::signbit(at(0))) << at(0);
+    EXPECT_NEAR(at(1), -3.0 / (1.0 + std::exp(3.0)), 1e-6);
+    EXPECT_NEAR(at(2), 0.5 / (1.0 + std::exp(-0.5)), 1e-6);
+    EXPECT_EQ(at(3), 100.0f);
+    EXPECT_EQ(at(4), inf);
+    EXPECT_EQ(at(5), 0.0f);
+  }
 }
 
 TEST_P(ConvTest, EmptyCallsWriteNothing) {

@@ -685,28 +685,35 @@ TEST(GemmConstantWeights, FewPanelsAreSharedByRows) {
   if (!dist_rt::packedSgemmAAvailable())
     GTEST_SKIP() << "no packed kernel on this host";
   int64_t tile = dist_rt::packedSgemmABlockRows(8, 1000, 1);
+  // Many panels: one block, the panels shared.
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(24, 3136, 2),
+            (24 + tile - 1) / tile * tile);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 3136, 2) % tile, 0);
+  EXPECT_LE(dist_rt::packedSgemmABlockRows(600, 49, 1), 256);
+  EXPECT_EQ(dist_rt::packedSgemmABlockRows(600, 49, 1) % tile, 0);
+  // The AVX-512 tiles: 8 rows by panels of 48 columns (AVX2's 6 by 16 make
+  // several panels of these products).
+  if (dist_rt::hostSimdLevel() != dist_rt::SimdLevel::Avx512)
+    return;
   // A block of rows per thread, of whole tiles.
   EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 49, 2), 64);
   EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 196, 2), 64);
   EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 49, 4), 32);
   EXPECT_EQ(dist_rt::packedSgemmABlockRows(1024, 49, 2), 256);
-  // Many panels: one block, the panels shared.
-  EXPECT_EQ(dist_rt::packedSgemmABlockRows(24, 3136, 2),
-            (24 + tile - 1) / tile * tile);
   EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 3136, 2), 128);
   // One thread: blocks of at most 256 rows.
   EXPECT_EQ(dist_rt::packedSgemmABlockRows(128, 49, 1), 128);
-  EXPECT_EQ(dist_rt::packedSgemmABlockRows(600, 49, 1) % tile, 0);
 }
 
-// dist_rt_gemm_set_act_f32 (the product with its bias and ReLU / Clip,
-// dist-fuse-product-epilogues): constant filters with a bias per row (the
+// dist_rt_gemm_set_act_f32 (the product with its bias and SiLU / ReLU /
+// Clip, dist-fuse-product-epilogues): constant filters with a bias per row (the
 // packed kernel applies the epilogue as it stores, on hosts that pack),
 // writable ones and a bias per column (the libraries, then one pass), no
 // bias, C's columns as a padded image's positions (the padding untouched,
 // or with DIST_RT_GEMM_ZERO_GAPS the gap after each row zeroed), a batch
 // sharing the filters, one and two threads: all against a double loop,
-// with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares).
+// with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares), and
+// SiLU against a double-precision exp.
 TEST(GemmEpilogue, BiasAndActivationAsStored) {
   int32_t saved = dist_rt_get_num_threads();
   bool packs = dist_rt::packedSgemmAAvailable();
@@ -727,6 +734,9 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                               int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP),
                               int64_t(DIST_RT_GEMM_ZERO_GAPS),
                               int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP |
+                                      DIST_RT_GEMM_ZERO_GAPS),
+                              int64_t(DIST_RT_GEMM_SILU),
+                              int64_t(DIST_RT_GEMM_SILU | DIST_RT_GEMM_CLIP |
                                       DIST_RT_GEMM_ZERO_GAPS)})
           for (int image : {0, 1, 2}) // plain, image, image row by row
             for (int64_t batch : {int64_t(1), int64_t(2)})
@@ -768,6 +778,8 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                       float v = float(sum);
                       if (biasKind)
                         v += bias[size_t(biasKind == 1 ? i : j)];
+                      if (flags & DIST_RT_GEMM_SILU)
+                        v = float(double(v) / (1.0 + std::exp(-double(v))));
                       if (flags & DIST_RT_GEMM_RELU)
                         v = v <= 0.0f ? 0.0f : v;
                       if (flags & DIST_RT_GEMM_CLIP)
