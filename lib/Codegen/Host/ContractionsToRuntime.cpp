@@ -154,7 +154,8 @@ std::optional<double> f32Constant(Value v) {
 
 /// The activation `g` computes when it is elementwise on `in` alone
 /// (identity maps, one output) and its body is, in this order and each at
-/// most once: a ReLU, maximumf(x, +0.0); ONNX Clip's lower bound,
+/// most once: a SiLU (siluOf: EfficientNet's Sigmoid and Mul); a ReLU,
+/// maximumf(x, +0.0); ONNX Clip's lower bound,
 /// select(x < lo, lo, x); its upper bound, select(x > hi, hi, x) (ordered
 /// compares, constant bounds: LowerElementwise's Clip). Null otherwise.
 std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in) {
@@ -169,10 +170,22 @@ std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in) {
   Value x = body.getArgument(0);
   // 0: nothing yet, 1: after the ReLU, 2: after lo, 3: after hi.
   int stage = 0;
+  // The ops of the SiLU, once read.
+  llvm::SmallPtrSet<Operation *, 8> silu;
   for (auto it = body.begin(); &*it != body.getTerminator(); ++it) {
     Operation *op = &*it;
-    if (isa<arith::ConstantOp>(op))
+    if (isa<arith::ConstantOp>(op) || silu.contains(op))
       continue;
+    if (isa<arith::NegFOp>(op) && stage == 0 && silu.empty()) {
+      SmallVector<Operation *> chain;
+      arith::MulFOp mul = dist::codegen::siluOf(x, &chain);
+      if (!mul)
+        return std::nullopt;
+      silu.insert(chain.begin(), chain.end());
+      act.flags |= dist::runtime_abi::kConvSilu;
+      x = mul.getResult();
+      continue;
+    }
     if (auto max = dyn_cast<arith::MaximumFOp>(op)) {
       Value other = max.getLhs() == x   ? max.getRhs()
                     : max.getRhs() == x ? max.getLhs()

@@ -117,7 +117,7 @@ bool onlyFeeds(Operation *op, Operation *call) {
 
 /// The epilogue of an elementwise loop: out = act(product [+ bias]).
 struct Epilogue {
-  bool relu = false, clip = false;
+  bool relu = false, clip = false, silu = false;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 };
@@ -131,7 +131,8 @@ std::optional<float> constantF32(Value v) {
 }
 
 /// Reads `g`'s body: the product's block argument `product`, then an add
-/// of `bias` (when not null), then in this order any of ReLU (maximumf
+/// of `bias` (when not null), then in this order any of SiLU (siluOf:
+/// EfficientNet's Sigmoid and Mul), ReLU (maximumf
 /// with +0.0), a lower bound (cmpf olt + select, or maximumf with another
 /// finite constant) and an upper bound (cmpf ogt + select, or minimumf with
 /// a finite non-zero constant): exactly the runtime's epilogue, NaN and
@@ -159,16 +160,28 @@ std::optional<Epilogue> readBody(linalg::GenericOp g, BlockArgument product,
         return false;
     return true;
   };
+  // The ops of a SiLU already read (they need not follow one another).
+  llvm::SmallPtrSet<Operation *, 8> silu;
   for (auto it = body.begin(); it != body.end(); ++it) {
     Operation &op = *it;
     if (auto yield = dyn_cast<linalg::YieldOp>(op)) {
       if (yield.getNumOperands() != 1 || yield.getOperand(0) != v || !added ||
-          (!bias && stage == 0) || !readOnlyBy(v, {yield}))
+          (!bias && stage == 0 && !e.silu) || !readOnlyBy(v, {yield}))
         return std::nullopt;
       return e;
     }
-    if (isa<arith::ConstantOp>(op))
+    if (isa<arith::ConstantOp>(op) || silu.contains(&op))
       continue;
+    if (added && !e.silu && stage == 0 && isa<arith::NegFOp>(op)) {
+      SmallVector<Operation *> chain;
+      arith::MulFOp mul = dist::codegen::siluOf(v, &chain);
+      if (!mul)
+        return std::nullopt;
+      silu.insert(chain.begin(), chain.end());
+      e.silu = true;
+      v = mul.getResult();
+      continue;
+    }
     if (!isa<arith::CmpFOp>(op) && !readOnlyBy(v, {&op}))
       return std::nullopt;
     if (auto add = dyn_cast<arith::AddFOp>(op)) {
@@ -736,7 +749,10 @@ struct FuseProductEpiloguesPass
     }
     args.append(
         {biasPtr, biasSi, biasSj,
-         constant((e->relu ? 1 : 0) | (e->clip ? 2 : 0) | (zeroGaps ? 4 : 0)),
+         constant((e->relu ? dist::runtime_abi::kGemmRelu : 0) |
+                  (e->clip ? dist::runtime_abi::kGemmClip : 0) |
+                  (zeroGaps ? dist::runtime_abi::kGemmZeroGaps : 0) |
+                  (e->silu ? dist::runtime_abi::kGemmSilu : 0)),
          arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(e->lo)),
          arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(e->hi)),
          constant(rowLen), constant(rowStride)});
@@ -785,8 +801,11 @@ struct FuseProductEpiloguesPass
     SmallVector<Operation *> ops(slice.begin(), slice.end());
     llvm::sort(
         ops, [](Operation *x, Operation *y) { return y->isBeforeInBlock(x); });
+    // (Not a terminator: func.return is free of effects too, and returns T
+    // where T became the function's result after the call.)
     for (Operation *op : ops)
-      if (op->use_empty() && isMemoryEffectFree(op))
+      if (op->use_empty() && isMemoryEffectFree(op) &&
+          !op->hasTrait<OpTrait::IsTerminator>())
         op->erase();
     if (later.empty() && !usedBefore) {
       if (!t.use_empty())

@@ -108,6 +108,45 @@ Value codegen::rootBuffer(Value v) {
   return v;
 }
 
+arith::MulFOp codegen::siluOf(Value v, SmallVectorImpl<Operation *> *chain) {
+  auto one = [](Value c) {
+    auto cst = c.getDefiningOp<arith::ConstantOp>();
+    auto f = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+    return f && f.getValueAsDouble() == 1.0;
+  };
+  auto onlyUser = [](Value x) -> Operation * {
+    return x.hasOneUse() ? *x.getUsers().begin() : nullptr;
+  };
+  arith::NegFOp neg;
+  arith::MulFOp mul;
+  for (Operation *user : v.getUsers()) {
+    if (auto n = dyn_cast<arith::NegFOp>(user); n && !neg)
+      neg = n;
+    else if (auto m = dyn_cast<arith::MulFOp>(user); m && !mul)
+      mul = m;
+    else
+      return {};
+  }
+  if (!neg || !mul)
+    return {};
+  auto exp = dyn_cast_or_null<math::ExpOp>(onlyUser(neg.getResult()));
+  auto add = exp ? dyn_cast_or_null<arith::AddFOp>(onlyUser(exp.getResult()))
+                 : arith::AddFOp();
+  if (!add ||
+      !one(add.getLhs() == exp.getResult() ? add.getRhs() : add.getLhs()))
+    return {};
+  auto div = dyn_cast_or_null<arith::DivFOp>(onlyUser(add.getResult()));
+  if (!div || div.getRhs() != add.getResult() || !one(div.getLhs()) ||
+      onlyUser(div.getResult()) != mul.getOperation())
+    return {};
+  Value other = mul.getLhs() == v ? mul.getRhs() : mul.getLhs();
+  if (other != div.getResult())
+    return {};
+  if (chain)
+    chain->append({neg, exp, add, div, mul});
+  return mul;
+}
+
 bool codegen::isMulAddBody(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||

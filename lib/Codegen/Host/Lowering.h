@@ -69,6 +69,12 @@ Value rootBuffer(Value v);
 /// with float ops, in either operand order: a contraction that
 /// dist-contractions-to-runtime turns into a GEMM call.
 bool isMulAddBody(linalg::GenericOp op);
+/// The last op of SiLU on `v` when the only users of `v` are the ops of
+/// LowerElementwise's Sigmoid on it and a Mul of it by that sigmoid:
+/// mulf(v, divf(1, addf(exp(negf v), 1))), operands of the adds and the
+/// mul in either order, each op used once. Null otherwise. `chain`, when
+/// given, receives its five ops (for passes that fold them into a call).
+arith::MulFOp siluOf(Value v, SmallVectorImpl<Operation *> *chain = nullptr);
 /// Whether `op` writes all of `v` without reading it: a fill, a copy into
 /// it, a parallel generic whose only output is `v` through an identity
 /// map, not also an input, and whose body ignores the output's old value,

@@ -1,7 +1,8 @@
 // RUN: dist-opt %s --split-input-file --dist-contractions-to-runtime | FileCheck %s
 
 // dist-contractions-to-runtime turns bufferized f32 linalg.conv_2d_nchw_fchw
-// into dist_rt_conv2d_f32 calls (flags: 1 accumulate, 2 ReLU, 4 clip). Its
+// into dist_rt_conv2d_f32 calls (flags: 1 accumulate, 2 ReLU, 4 clip, 8
+// SiLU). Its
 // 26 arguments: n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, 3 input
 // strides, weight, bias, out, 3 output strides, the clip's bounds (f32),
 // flags.
@@ -31,6 +32,43 @@ func.func @bias_and_relu(%x: memref<2x3x9x9xf32>, %w: memref<16x3x3x3xf32>, %b: 
       ins(%acc : memref<2x16x4x4xf32>) outs(%acc : memref<2x16x4x4xf32>) {
   ^bb0(%in: f32, %out: f32):
     %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<2x16x4x4xf32> to memref<2x16x4x4xf32>
+  memref.dealloc %acc : memref<2x16x4x4xf32>
+  return
+}
+
+// -----
+
+// SiLU in place after the convolution (v * (1 / (exp(-v) + 1)), as
+// LowerElementwise writes ONNX's Sigmoid and Mul): flags 8, the loop goes.
+// CHECK-LABEL: func.func @bias_and_silu(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c8_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: math.exp
+// CHECK: return
+#bias = affine_map<(n, f, h, w) -> (f)>
+#id = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @bias_and_silu(%x: memref<2x3x9x9xf32>, %w: memref<16x3x3x3xf32>, %b: memref<16xf32>, %o: memref<2x16x4x4xf32>) {
+  %one = arith.constant 1.000000e+00 : f32
+  %acc = memref.alloc() : memref<2x16x4x4xf32>
+  linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : memref<16xf32>) outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<2x3x9x9xf32>, memref<16x3x3x3xf32>) outs(%acc : memref<2x16x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<2x16x4x4xf32>) outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    %r = arith.mulf %s, %in : f32
     linalg.yield %r : f32
   }
   memref.copy %acc, %o : memref<2x16x4x4xf32> to memref<2x16x4x4xf32>

@@ -90,6 +90,147 @@ func.func @bias_cols_relu(%x: memref<16x8xf32>, %w: memref<8x32xf32>, %bias: mem
 
 // -----
 
+// SiLU after the bias (EfficientNet's Sigmoid and Mul, as LowerElementwise
+// writes them: v * (1 / (exp(-v) + 1))), then Clip: flags 8 | 2. T filled
+// again after the loop and returned: the call writes O, T stays (with its
+// fill) and so does the return. Left alone: the Mul by another value than
+// v (a gate, not SiLU) and a sigmoid of 2 / (..), which the runtime does
+// not compute.
+// CHECK-LABEL: func.func @bias_rows_silu(
+// CHECK: %[[FLAGS:.*]] = arith.constant 10 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %[[FLAGS]],
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: math.exp
+// CHECK-LABEL: func.func @returned_after_refill(
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.fill
+// CHECK: return %{{.*}}, %{{.*}} : memref<16x32xf32>, memref<16x32xf32>
+// CHECK-LABEL: func.func @gate_not_silu(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK: math.exp
+// CHECK-LABEL: func.func @two_over_not_silu(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @bias_rows_silu(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.negf %0 : f32
+    %2 = math.exp %1 : f32
+    %3 = arith.addf %2, %one : f32
+    %4 = arith.divf %one, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    %6 = arith.cmpf ogt, %5, %six : f32
+    %7 = arith.select %6, %six, %5 : f32
+    linalg.yield %7 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @returned_after_refill(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> (memref<16x32xf32>, memref<16x32xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  return %o, %t : memref<16x32xf32>, memref<16x32xf32>
+}
+
+func.func @gate_not_silu(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>, %g: memref<16x32xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias, %g : memref<16x32xf32>, memref<16xf32>, memref<16x32xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %gv: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.negf %0 : f32
+    %2 = math.exp %1 : f32
+    %3 = arith.addf %2, %one : f32
+    %4 = arith.divf %one, %3 : f32
+    %5 = arith.mulf %gv, %4 : f32
+    linalg.yield %5 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @two_over_not_silu(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %two = arith.constant 2.000000e+00 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.negf %0 : f32
+    %2 = math.exp %1 : f32
+    %3 = arith.addf %2, %one : f32
+    %4 = arith.divf %two, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    linalg.yield %5 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+// -----
+
 // The loop writes the interior of a padded buffer allocated after the
 // product, whose border is filled in between (a 1x1 convolution feeding a
 // padded 3x3 one): the buffer and its interior view move before the call,

@@ -22,6 +22,10 @@ W = {
     "b4": rng.uniform(-1, 1, (64,)),
     "m": rng.uniform(-0.2, 0.2, (32, 48)),
     "bm": rng.uniform(-1, 1, (48,)),
+    "w5": rng.uniform(-0.3, 0.3, (40, 32, 1, 1)),
+    "b5": rng.uniform(-1, 1, (40,)),
+    "w6": rng.uniform(-0.5, 0.5, (40, 1, 3, 3)),
+    "b6": rng.uniform(-1, 1, (40,)),
 }
 X_SHAPE = (1, 32, 48, 48)
 
@@ -51,7 +55,11 @@ def reference(x):
     # The MatMul: positions as rows, p's channels as columns.
     rows = p.reshape(32, -1).T
     mm = np.maximum(rows @ W["m"] + W["bm"], 0.0)
-    return {"p": p, "r": r, "mm": mm}
+    # SiLU (Sigmoid, then Mul by its input) after a 1x1 and a depthwise one.
+    silu = lambda v: v / (1.0 + np.exp(-v))
+    s1 = silu(conv(p, W["w5"], W["b5"]))
+    s = silu(conv(s1, W["w6"], W["b6"], groups=40, pad=1))
+    return {"p": p, "r": r, "mm": mm, "s": s}
 
 
 if sys.argv[1] == "model":
@@ -81,13 +89,21 @@ if sys.argv[1] == "model":
         h.make_node("MatMul", ["pt", "m"], ["mp"]),
         h.make_node("Add", ["mp", "bm"], ["ma"]),
         h.make_node("Relu", ["ma"], ["mm"]),
+        h.make_node("Conv", ["p", "w5", "b5"], ["c5"]),
+        h.make_node("Sigmoid", ["c5"], ["g5"]),
+        h.make_node("Mul", ["c5", "g5"], ["s1"]),
+        h.make_node("Conv", ["s1", "w6", "b6"], ["c6"], group=40,
+                    pads=[1, 1, 1, 1]),
+        h.make_node("Sigmoid", ["c6"], ["g6"]),
+        h.make_node("Mul", ["g6", "c6"], ["s"]),
     ]
     f = onnx.TensorProto.FLOAT
     g = h.make_graph(
         nodes, "pe", [h.make_tensor_value_info("x", f, list(X_SHAPE))],
         [h.make_tensor_value_info("p", f, [1, 32, 48, 48]),
          h.make_tensor_value_info("r", f, [1, 64, 48, 48]),
-         h.make_tensor_value_info("mm", f, [48 * 48, 48])], inits)
+         h.make_tensor_value_info("mm", f, [48 * 48, 48]),
+         h.make_tensor_value_info("s", f, [1, 40, 48, 48])], inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
               os.path.join(d, "pe.onnx"))
     np.save(os.path.join(d, "x.npy"),
