@@ -890,86 +890,21 @@ __attribute__((target("avx512f"))) void dwChunk(void *ctx, int64_t begin,
 }
 
 /// Planes [begin, end) (image, group, filter) of a depthwise K x K
-/// convolution with unit strides and dilations, by blocks of R output rows
-/// by C vectors of 16 columns: each input row's K shifted vectors are
-/// loaded once for the block and feed every output row that reads them
-/// (up to K), with the plane's K x K weights in registers and R x C
-/// independent multiply-add chains. dwChunk loads every tap of every
-/// output row and works out each vector's place and masks: MobileNetV2's
-/// 3x3 layers ran there at 22-33 GFLOP/s with the planes in L2.
-template <int K, int R, int C>
+/// convolution with strides S (1 or 2) and unit dilations, by blocks of R
+/// output rows by C vectors of 16 columns: output row r reads input rows
+/// S * r + ky, output column x input column S * x + kx. Each input row's
+/// vectors are loaded once for the block and feed every output row that
+/// reads them (up to K at S = 1, 2 at S = 2), with the plane's K x K
+/// weights in registers and R x C independent multiply-add chains; at S =
+/// 2 the pairs of vectors at column offsets 0, 2, 4 are split into their
+/// even and odd columns (taps kx and kx + 1). dwChunk loads every tap of
+/// every output row (a pair and a split per tap at S = 2) and works out
+/// each vector's place and masks: MobileNetV2's 3x3 layers ran there at
+/// 22-33 GFLOP/s (7-18 at S = 2) with the planes in L2.
+template <int S, int K, int R, int C>
 __attribute__((target("avx512f"))) void dwRowsChunk(void *ctx, int64_t begin,
                                                     int64_t end) {
-  const DwPlan &pl = *static_cast<const DwPlan *>(ctx);
-  const Geometry g = *pl.g;
-  const int64_t inH = g.inH;
-  int64_t planes = g.groups * g.f;
-  for (int64_t item = begin; item < end; ++item) {
-    int64_t b = item / planes, gf = item % planes, grp = gf / g.f;
-    const float *x = pl.in + b * g.inN + grp * g.inG;
-    float *o = pl.out + b * g.outN + grp * g.outG + gf % g.f * g.outF;
-    const float *wp = pl.wt + gf * K * K;
-    __m512 w[K * K];
-#pragma GCC unroll 25
-    for (int t = 0; t < K * K; ++t)
-      w[t] = _mm512_set1_ps(wp[t]);
-    __m512 bias = _mm512_set1_ps(pl.bias ? pl.bias[gf] : 0.0f);
-    for (int64_t x0 = 0; x0 < g.ow; x0 += 16 * C) {
-      __mmask16 mask[C];
-#pragma GCC unroll 4
-      for (int c = 0; c < C; ++c)
-        mask[c] = firstLanes(g.ow - x0 - 16 * c);
-      for (int64_t y0 = 0; y0 < g.oh; y0 += R) {
-        int64_t rows = std::min<int64_t>(R, g.oh - y0);
-        const float *src = x + y0 * inH + x0;
-        __m512 acc[R][C];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-          for (int c = 0; c < C; ++c)
-            acc[r][c] = _mm512_setzero_ps();
-        // Input row `ir` of the block feeds output rows r = ir - ky.
-#pragma GCC unroll 12
-        for (int ir = 0; ir < R + K - 1; ++ir) {
-          if (ir >= rows + K - 1)
-            break;
-#pragma GCC unroll 5
-          for (int kx = 0; kx < K; ++kx)
-#pragma GCC unroll 4
-            for (int c = 0; c < C; ++c) {
-              __m512 in =
-                  _mm512_maskz_loadu_ps(mask[c], src + ir * inH + 16 * c + kx);
-#pragma GCC unroll 5
-              for (int ky = 0; ky < K; ++ky) {
-                int r = ir - ky;
-                if (r >= 0 && r < R)
-                  acc[r][c] = _mm512_fmadd_ps(w[ky * K + kx], in, acc[r][c]);
-              }
-            }
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-          if (r < rows)
-#pragma GCC unroll 4
-            for (int c = 0; c < C; ++c)
-              if (mask[c])
-                dwStore(g, acc[r][c], o + (y0 + r) * g.outH + x0 + 16 * c,
-                        mask[c], bias);
-      }
-    }
-  }
-}
-
-/// dwRowsChunk at strides of 2: output row r reads input rows 2r + ky, and
-/// output column x input column 2x + kx. Each input row's pairs of vectors
-/// at column offsets 0, 2, 4 are loaded once for the block and split into
-/// their even and odd columns (taps kx and kx + 1), which feed the up to
-/// two output rows that read that input row (dwChunk loaded and split a
-/// pair per tap of every output row: 7 to 18 GFLOP/s on MobileNetV2's
-/// stride-2 layers with the planes in L2).
-template <int K, int R, int C>
-__attribute__((target("avx512f"))) void dwRows2Chunk(void *ctx, int64_t begin,
-                                                     int64_t end) {
+  static_assert(S == 1 || S == 2, "strides of 1 or 2");
   const DwPlan &pl = *static_cast<const DwPlan *>(ctx);
   const Geometry g = *pl.g;
   const int64_t inH = g.inH;
@@ -977,7 +912,9 @@ __attribute__((target("avx512f"))) void dwRows2Chunk(void *ctx, int64_t begin,
                                         10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
                                        11, 9, 7, 5, 3, 1);
-  constexpr int kPairs = (K + 1) / 2;
+  // Loads of one input row per vector: K shifted ones, or at S = 2 the
+  // pairs at column offsets 0, 2, ... (q = 0 .. kLoads - 1).
+  constexpr int kLoads = S == 1 ? K : (K + 1) / 2;
   int64_t planes = g.groups * g.f;
   for (int64_t item = begin; item < end; ++item) {
     int64_t b = item / planes, gf = item % planes, grp = gf / g.f;
@@ -990,24 +927,24 @@ __attribute__((target("avx512f"))) void dwRows2Chunk(void *ctx, int64_t begin,
       w[t] = _mm512_set1_ps(wp[t]);
     __m512 bias = _mm512_set1_ps(pl.bias ? pl.bias[gf] : 0.0f);
     for (int64_t x0 = 0; x0 < g.ow; x0 += 16 * C) {
-      // Per vector: its kept lanes, and the input columns each pair at
-      // offset 2q reads (its even lanes, and its odd ones where tap 2q + 1
+      // Per vector: its kept lanes and, at S = 2, the input columns each
+      // pair reads (its even lanes, and its odd ones where tap 2q + 1
       // exists).
-      __mmask16 keep[C], lo[C][kPairs], hi[C][kPairs];
+      __mmask16 keep[C], lo[C][kLoads], hi[C][kLoads];
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
         int64_t n = std::clamp<int64_t>(g.ow - x0 - 16 * c, 0, 16);
         keep[c] = firstLanes(n);
-#pragma GCC unroll 3
-        for (int q = 0; q < kPairs; ++q) {
+#pragma GCC unroll 5
+        for (int q = 0; q < kLoads; ++q) {
           int64_t cols = n ? 2 * (n - 1) + (2 * q + 1 < K ? 2 : 1) : 0;
-          lo[c][q] = firstLanes(cols);
-          hi[c][q] = firstLanes(cols - 16);
+          lo[c][q] = S == 1 ? keep[c] : firstLanes(cols);
+          hi[c][q] = S == 1 ? 0 : firstLanes(cols - 16);
         }
       }
       for (int64_t y0 = 0; y0 < g.oh; y0 += R) {
         int64_t rows = std::min<int64_t>(R, g.oh - y0);
-        const float *src = x + 2 * y0 * inH + 2 * x0;
+        const float *src = x + S * (y0 * inH + x0);
         __m512 acc[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -1015,29 +952,35 @@ __attribute__((target("avx512f"))) void dwRows2Chunk(void *ctx, int64_t begin,
           for (int c = 0; c < C; ++c)
             acc[r][c] = _mm512_setzero_ps();
 #pragma GCC unroll 16
-        for (int ir = 0; ir < 2 * (R - 1) + K; ++ir) {
-          if (ir >= 2 * (rows - 1) + K)
+        for (int ir = 0; ir < S * (R - 1) + K; ++ir) {
+          if (ir >= S * (rows - 1) + K)
             break;
-#pragma GCC unroll 3
-          for (int q = 0; q < kPairs; ++q)
+#pragma GCC unroll 5
+          for (int q = 0; q < kLoads; ++q)
 #pragma GCC unroll 4
             for (int c = 0; c < C; ++c) {
-              const float *at = src + ir * inH + 32 * c + 2 * q;
-              __m512 l = _mm512_maskz_loadu_ps(lo[c][q], at);
-              __m512 h = _mm512_maskz_loadu_ps(hi[c][q], at + 16);
-              __m512 tap[2] = {_mm512_permutex2var_ps(l, even, h),
-                               _mm512_permutex2var_ps(l, odd, h)};
+              // The input vectors of taps kx = q (S = 1) or 2q and 2q + 1.
+              const float *at = src + ir * inH + 16 * S * c + S * q;
+              __m512 tap[2];
+              if (S == 1) {
+                tap[0] = _mm512_maskz_loadu_ps(lo[c][q], at);
+              } else {
+                __m512 l = _mm512_maskz_loadu_ps(lo[c][q], at);
+                __m512 h = _mm512_maskz_loadu_ps(hi[c][q], at + 16);
+                tap[0] = _mm512_permutex2var_ps(l, even, h);
+                tap[1] = _mm512_permutex2var_ps(l, odd, h);
+              }
 #pragma GCC unroll 2
-              for (int s = 0; s < 2; ++s) {
-                int kx = 2 * q + s;
+              for (int t = 0; t < S; ++t) {
+                int kx = S * q + t;
                 if (kx >= K)
                   break;
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
-                  int ky = ir - 2 * r;
+                  int ky = ir - S * r;
                   if (ky >= 0 && ky < K)
                     acc[r][c] =
-                        _mm512_fmadd_ps(w[ky * K + kx], tap[s], acc[r][c]);
+                        _mm512_fmadd_ps(w[ky * K + kx], tap[t], acc[r][c]);
                 }
               }
             }
@@ -1055,25 +998,25 @@ __attribute__((target("avx512f"))) void dwRows2Chunk(void *ctx, int64_t begin,
   }
 }
 
-/// dwRowsChunk or dwRows2Chunk for `g`, or null where neither applies
-/// (other strides, dilations, kernels other than 3x3 and 5x5). Planes of
-/// rows of 8 or fewer too: MobileNetV2's 960 x 7 x 7 ran in 35 us by rows
-/// (7 of 16 lanes used) against 67 us as vectors across rows (dwChunk's
-/// wide mode, whose per-vector bookkeeping costs more than the lanes).
+/// dwRowsChunk for `g`, or null where it does not apply (other strides,
+/// dilations, kernels other than 3x3 and 5x5). Planes of rows of 8 or
+/// fewer too: MobileNetV2's 960 x 7 x 7 ran in 35 us by rows (7 of 16 lanes
+/// used) against 67 us as vectors across rows (dwChunk's wide mode, whose
+/// per-vector bookkeeping costs more than the lanes).
 ChunkFn dwRowsFn(const Geometry &g) {
   if (g.dh != 1 || g.dw != 1 || g.kh != g.kw || (g.kh != 3 && g.kh != 5))
     return nullptr;
   bool narrow = g.ow <= 16;
   if (g.sh == 2 && g.sw == 2) {
     if (g.kh == 3)
-      return narrow ? dwRows2Chunk<3, 4, 1> : dwRows2Chunk<3, 4, 2>;
-    return narrow ? dwRows2Chunk<5, 4, 1> : dwRows2Chunk<5, 2, 2>;
+      return narrow ? dwRowsChunk<2, 3, 4, 1> : dwRowsChunk<2, 3, 4, 2>;
+    return narrow ? dwRowsChunk<2, 5, 4, 1> : dwRowsChunk<2, 5, 2, 2>;
   }
   if (g.sh != 1 || g.sw != 1)
     return nullptr;
   if (g.kh == 3)
-    return narrow ? dwRowsChunk<3, 8, 1> : dwRowsChunk<3, 4, 2>;
-  return narrow ? dwRowsChunk<5, 4, 1> : dwRowsChunk<5, 2, 2>;
+    return narrow ? dwRowsChunk<1, 3, 8, 1> : dwRowsChunk<1, 3, 4, 2>;
+  return narrow ? dwRowsChunk<1, 5, 4, 1> : dwRowsChunk<1, 5, 2, 2>;
 }
 
 template <int SW>
