@@ -1233,11 +1233,13 @@ int64_t spreadBlockRows(int64_t m, int64_t n, const BTiles &shape,
   int64_t best = rowsPerBlock(m, tileRows);
   double bestWork = busiest(best);
   int64_t first = (m + best - 1) / best;
-  for (int64_t blocks = (first + chunks - 1) / chunks * chunks;;
-       blocks += chunks) {
+  // Up to 4 blocks a thread beyond rowsPerBlock's (more only even out
+  // what a few already do, and each candidate is weighed task by task).
+  int64_t least = (first + chunks - 1) / chunks * chunks;
+  for (int64_t blocks = least; blocks <= least + 3 * chunks; blocks += chunks) {
     int64_t rows =
         ((m + blocks - 1) / blocks + tileRows - 1) / tileRows * tileRows;
-    if (rows < tileRows || (m + rows - 1) / rows < blocks)
+    if ((m + rows - 1) / rows < blocks)
       break;
     // More blocks pack and read B again: only for a clear gain.
     double work = busiest(rows);
