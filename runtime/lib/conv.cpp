@@ -1743,12 +1743,8 @@ void productChunk(void *ctx, int64_t begin, int64_t end) {
       // output and the activation, as its tiles are stored.
       const float *bm = reinterpret_cast<const float *>(bPtr);
       dist_rt::PackedEpilogue e{pl.bias ? pl.bias + grp * g.f + f0 : nullptr,
-                                g.relu,
-                                g.clip,
-                                g.lo,
-                                g.hi,
-                                false,
-                                g.silu};
+                                g.relu, g.clip, g.lo, g.hi};
+      e.silu = g.silu;
       // Rows of the output apart (inside a padded buffer): C's columns as
       // the image's positions.
       dist_rt::PackedImageColumns image{p0, g.ow, g.outH};

@@ -91,9 +91,9 @@ inline void parallelChunkRange(int64_t n, int64_t chunks, int64_t chunk,
   *end = *begin + base + (chunk < extra ? 1 : 0);
 }
 
-/// The runs dist_rt_parallel_for cuts `n` items into: one per thread, at
-/// most n.
-int64_t parallelChunks(int64_t n);
+/// The threads a dist_rt_parallel_for called here would run on: 1 inside a
+/// parallel loop (nested loops run serially), else the thread count.
+int64_t parallelThreads();
 
 //===----------------------------------------------------------------------===//
 // Errors met by generated code during a run (threads.cpp)

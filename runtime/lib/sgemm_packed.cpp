@@ -1293,9 +1293,8 @@ void dist_rt::packedSgemmA(int64_t m, int64_t n, int64_t k, const float *packed,
   bool spread =
       spreads(std::max(blocks * panels, (m + shape.rows - 1) / shape.rows),
               double(m) * double(n) * double(k));
-  if (spread) {
-    blockRows =
-        spreadBlockRows(m, n, shape, dist_rt::parallelChunks(int64_t(1) << 30));
+  if (int64_t threads = dist_rt::parallelThreads(); spread && threads > 1) {
+    blockRows = spreadBlockRows(m, n, shape, threads);
     blocks = (m + blockRows - 1) / blockRows;
   }
   PackedACall call{m,

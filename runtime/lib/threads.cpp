@@ -50,10 +50,11 @@ constexpr int64_t kDefaultSpinMicros = 2000;
 /// DIST_RT_SPIN_US microseconds, 2000 by default; 0 blocks at once. A
 /// worker that blocked took long to wake on this project's 2-core VM (a
 /// halted virtual CPU waits for the hypervisor): DenseNet-121 at 2 threads
-/// ran 60 ms with 50 us of polling, 52 with 1 ms, 44 with 10 ms, the next
-/// loop mostly coming within a few ms; polling past kPauseTime yields
-/// between polls, so that threads of other processes sharing the cores
-/// (ranks oversubscribed on them) run meanwhile.
+/// ran 60 ms with 50 us of polling, 52 with 1 ms, 44 with 10 ms (alternated
+/// runs, slow minutes); in faster ones 42.5-46.4 ms with 50 us, 38.6-41.5
+/// with 2 ms, 38.3-39.5 with 10 ms, the next loop mostly coming within a few
+/// ms; polling past kPauseTime yields between polls, so that threads of other
+/// processes sharing the cores (ranks oversubscribed on them) run meanwhile.
 std::chrono::microseconds spinTime() {
   static const std::chrono::microseconds time = [] {
     const char *text = std::getenv("DIST_RT_SPIN_US");
@@ -306,11 +307,8 @@ extern "C" int32_t dist_rt_get_num_threads(void) {
   return count > 0 ? count : hardwareThreads();
 }
 
-int64_t dist_rt::parallelChunks(int64_t n) {
-  return insideParallelRegion
-             ? 1
-             : std::max<int64_t>(
-                   1, std::min<int64_t>(n, dist_rt_get_num_threads()));
+int64_t dist_rt::parallelThreads() {
+  return insideParallelRegion ? 1 : dist_rt_get_num_threads();
 }
 
 extern "C" void dist_rt_parallel_for(int64_t n, dist_rt_parallel_fn_t fn,
