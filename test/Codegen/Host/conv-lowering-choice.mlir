@@ -77,24 +77,50 @@ func.func @conv_1d_3d(%x: tensor<1x16x100xf32>, %w: tensor<32x16x3xf32>,
 
 // A transposed convolution (one group, f32) is one product, every tap's
 // contribution cols[n, (f, k...), i...] = W^T in (the weight [C, F, 2, 2]
-// read as [C, F*4], transposed), then a col2im generic that sums each
-// output's taps into the bias broadcast: a loop over (n, f, oh, ow, kh,
-// kw) reading cols, no loop over the input channels.
+// read as [C, F*4], transposed), then col2im one tap at a time: tap (kh, kw)
+// adds its columns into the strided slice of the bias broadcast it reaches
+// (rows kh*d - pad + 2q), no loop over the input channels or over every
+// (output, tap) pair. With pads the slices are clipped to the output: tap
+// (0, 0) of a 3x3 kernel, stride 2, pads 1 and output_padding 1 on a 5x5
+// input reaches outputs 1, 3, 5, 7 from inputs 1 to 4.
 
 // DIRECT-LABEL: func.func @conv_transpose(
 // DIRECT: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : tensor<16x8x2x2xf32> into tensor<16x32xf32>
 // DIRECT: linalg.generic
 // DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
 // DIRECT-SAME: ins(%{{.*}}, %{{.*}} : tensor<16x32xf32>, tensor<1x16x25xf32>) outs(%{{.*}} : tensor<1x32x25xf32>)
-// DIRECT: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2, 3], [4, 5]]
+// DIRECT: %[[COLS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2, 3], [4, 5]]
 // DIRECT-SAME: into tensor<1x8x2x2x5x5xf32>
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 0, 0, 0, 0] [1, 8, 1, 1, 5, 5] [1, 1, 1, 1, 1, 1] : tensor<1x8x2x2x5x5xf32> to tensor<1x8x5x5xf32>
+// DIRECT: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 8, 5, 5] [1, 1, 2, 2] : tensor<1x8x10x10xf32> to tensor<1x8x5x5xf32>
 // DIRECT: linalg.generic
-// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
-// DIRECT-SAME: outs(%{{.*}} : tensor<1x8x10x10xf32>)
-// DIRECT: tensor.extract %{{.*}} : tensor<1x8x2x2x5x5xf32>
-// DIRECT: return
+// DIRECT-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// DIRECT: arith.addf
+// DIRECT: tensor.insert_slice %{{.*}}[0, 0, 0, 0] [1, 8, 5, 5] [1, 1, 2, 2]
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 0, 1, 0, 0]
+// DIRECT: tensor.insert_slice %{{.*}}[0, 0, 0, 1] [1, 8, 5, 5] [1, 1, 2, 2]
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 1, 0, 0, 0]
+// DIRECT: tensor.insert_slice %{{.*}}[0, 0, 1, 0] [1, 8, 5, 5] [1, 1, 2, 2]
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 1, 1, 0, 0]
+// DIRECT: %[[LAST:.*]] = tensor.insert_slice %{{.*}}[0, 0, 1, 1] [1, 8, 5, 5] [1, 1, 2, 2]
+// DIRECT-NOT: tensor.extract
+// DIRECT: return %[[LAST]]
 func.func @conv_transpose(%x: tensor<1x16x5x5xf32>, %w: tensor<16x8x2x2xf32>, %b: tensor<8xf32>) -> tensor<1x8x10x10xf32> {
   %0 = dist.conv_transpose %x, %w bias %b {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x16x5x5xf32>, tensor<16x8x2x2xf32>, tensor<8xf32>) -> tensor<1x8x10x10xf32>
+  return %0 : tensor<1x8x10x10xf32>
+}
+
+// DIRECT-LABEL: func.func @conv_transpose_padded(
+// DIRECT: %[[COLS:.*]] = tensor.expand_shape {{.*}} into tensor<1x8x3x3x5x5xf32>
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 0, 0, 1, 1] [1, 8, 1, 1, 4, 4] [1, 1, 1, 1, 1, 1] : tensor<1x8x3x3x5x5xf32> to tensor<1x8x4x4xf32>
+// DIRECT: tensor.extract_slice %{{.*}}[0, 0, 1, 1] [1, 8, 4, 4] [1, 1, 2, 2] : tensor<1x8x10x10xf32> to tensor<1x8x4x4xf32>
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 0, 1, 1, 0] [1, 8, 1, 1, 4, 5] [1, 1, 1, 1, 1, 1] : tensor<1x8x3x3x5x5xf32> to tensor<1x8x4x5xf32>
+// DIRECT: tensor.extract_slice %{{.*}}[0, 0, 1, 0] [1, 8, 4, 5] [1, 1, 2, 2] : tensor<1x8x10x10xf32> to tensor<1x8x4x5xf32>
+// DIRECT: tensor.extract_slice %[[COLS]][0, 0, 2, 2, 0, 0] [1, 8, 1, 1, 5, 5] [1, 1, 1, 1, 1, 1] : tensor<1x8x3x3x5x5xf32> to tensor<1x8x5x5xf32>
+// DIRECT: tensor.extract_slice %{{.*}}[0, 0, 1, 1] [1, 8, 5, 5] [1, 1, 2, 2] : tensor<1x8x10x10xf32> to tensor<1x8x5x5xf32>
+// DIRECT: return
+func.func @conv_transpose_padded(%x: tensor<1x16x5x5xf32>, %w: tensor<16x8x3x3xf32>) -> tensor<1x8x10x10xf32> {
+  %0 = dist.conv_transpose %x, %w {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>} : (tensor<1x16x5x5xf32>, tensor<16x8x3x3xf32>) -> tensor<1x8x10x10xf32>
   return %0 : tensor<1x8x10x10xf32>
 }
 
