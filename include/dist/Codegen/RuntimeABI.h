@@ -71,12 +71,16 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// padded image is at most 256 KiB (the kernels have no cache blocking over
 /// channels; measured against im2col + BLAS on the CPU benchmark's CNN, 3
 /// to 32 channels on 8x8 to 32x32 images), or when im2col's columns for one
-/// image would exceed 12 MiB, where writing and re-reading them from memory
-/// costs more than the library's faster product gains (one thread, Intel
-/// Xeon family 6 model 207: a U-Net's 3x3 layers on 128x128 images with 64
-/// channels, 38 MB of columns, ran the model 1.5x faster direct;
-/// DenseNet-121's 128 channels on 56x56, 14 MB, 10% faster; ResNet-50's 64
-/// channels on 56x56, 7 MB, 8% slower, so those stay im2col). Code
+/// image would exceed 2 MiB (a core's L2 on the Xeon below), where writing
+/// and re-reading them from memory costs more than the packed product on
+/// them gains (one thread, Intel Xeon family 6 model 207: a U-Net's 3x3
+/// layers on 128x128 images with 64 channels, 38 MB of columns, ran the
+/// model 1.5x faster direct; DenseNet-121's 128 channels on 56x56, 14 MB,
+/// 10% faster; with the runtime's kernels of 2026-12, ResNet-50's 64
+/// channels on 56x56, 7 MB, and its 7x7 stem took the model from 1.04x to
+/// 1.15x faster, six alternated runs, and DenseNet-121's 128 channels on
+/// 28x28, 3.6 MB, 1.04x to 1.08x; a threshold of 1 MiB changed nothing
+/// measurable). Code
 /// generation (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp)
 /// both follow it.
 inline bool directConvApplies(int64_t channels, int64_t paddedH,
@@ -88,7 +92,7 @@ inline bool directConvApplies(int64_t channels, int64_t paddedH,
     return true;
   int64_t oh = paddedH >= kh ? (paddedH - kh) / sh + 1 : 0;
   int64_t ow = paddedW >= kw ? (paddedW - kw) / sw + 1 : 0;
-  return channels * kh * kw * oh * ow * 4 > 12 * 1024 * 1024;
+  return channels * kh * kw * oh * ow * 4 > 2 * 1024 * 1024;
 }
 
 /// Its weight gradient: conv2d_wgrad(n, c, h, w, f, kh, kw, sh, sw, dh, dw,

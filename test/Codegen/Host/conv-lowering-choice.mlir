@@ -161,8 +161,9 @@ func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor
 // -----
 
 // conv=auto follows the host (%host_simd in lit.cfg.py): with AVX-512 a
-// one-group and both depthwise convolutions run direct, and a grouped one
-// of 4 channels a group whose padded image fits 256 KiB; with AVX2 and FMA
+// one-group and both depthwise convolutions run direct, a grouped one of 4
+// channels a group whose padded image fits 256 KiB and one of 8 channels a
+// group whose columns would pass 2 MiB; with AVX2 and FMA
 // the depthwise one larger than 3x3 (the runtime's AVX2 rows; 3x3 ones run
 // faster as generated loops there) and both grouped ones, however large
 // (the runtime runs them as products on packed filters), the one-group one
@@ -173,6 +174,7 @@ func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<8x1x1x3x3xf32>
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<8x1x1x5x5xf32>
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<2x8x4x3x3xf32>
+// AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x2x8x122x122xf32>, tensor<2x8x8x3x3xf32>)
 // AUTO-AVX512-NOT: linalg.conv_2d_n
 // AUTO-AVX512: return
 // AUTO-AVX2-LABEL: func.func @auto_choice(
@@ -231,16 +233,18 @@ func.func @product_then_bias(%x: tensor<2x3x10x10xf32>, %w: tensor<8x3x1x1xf32>,
 // -----
 
 // Images past 256 KiB padded: direct when im2col's columns for one image
-// would pass 12 MiB (64 channels on 128x128: 36 MiB), im2col when not (64
-// channels on 56x56: 7 MiB).
+// would pass 2 MiB (64 channels on 128x128: 36 MiB; on 56x56: 7 MiB), im2col
+// when not (64 channels on 56x56 with stride 2: 1.8 MiB).
 
 // DIRECT-LABEL: func.func @large_images(
 // DIRECT: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x64x130x130xf32>, tensor<64x64x3x3xf32>)
+// DIRECT: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x64x58x58xf32>, tensor<64x64x3x3xf32>)
 // DIRECT-NOT: linalg.conv_2d_nchw_fchw
 // DIRECT: return
 func.func @large_images(%x: tensor<1x64x128x128xf32>, %y: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>)
-    -> (tensor<1x64x128x128xf32>, tensor<1x64x56x56xf32>) {
+    -> (tensor<1x64x128x128xf32>, tensor<1x64x56x56xf32>, tensor<1x64x28x28xf32>) {
   %0 = dist.conv %x, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x128x128xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x128x128xf32>
   %1 = dist.conv %y, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x56x56xf32>
-  return %0, %1 : tensor<1x64x128x128xf32>, tensor<1x64x56x56xf32>
+  %2 = dist.conv %y, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x28x28xf32>
+  return %0, %1, %2 : tensor<1x64x128x128xf32>, tensor<1x64x56x56xf32>, tensor<1x64x28x28xf32>
 }
