@@ -1343,6 +1343,9 @@ extern "C" void dist_rt_gemm_set_act_f32(
   auto *bias = reinterpret_cast<const float *>(static_cast<intptr_t>(bias_ptr));
   bool relu = flags & DIST_RT_GEMM_RELU, clip = flags & DIST_RT_GEMM_CLIP;
   bool silu = flags & DIST_RT_GEMM_SILU;
+  // A residual: the product accumulates onto C's old values (packed tiles
+  // and libraries alike load C first), the epilogue follows in place.
+  bool accumulate = flags & DIST_RT_GEMM_ACCUMULATE;
   bool zeroGaps = (flags & DIST_RT_GEMM_ZERO_GAPS) && c_row_len > 0 &&
                   c_row_stride > c_row_len;
   auto *c = reinterpret_cast<float *>(static_cast<intptr_t>(c_ptr));
@@ -1361,7 +1364,7 @@ extern "C" void dist_rt_gemm_set_act_f32(
       dist_rt::PackedImageColumns columns{0, c_row_len, c_row_stride};
       for (int64_t t = 0; t < batch; ++t)
         dist_rt::packedSgemmA(m, n, k, packed, m, 0, b + t * b_sb, b_sk,
-                              c + t * c_sb, c_sm, /*overwrite=*/true, &epilogue,
+                              c + t * c_sb, c_sm, !accumulate, &epilogue,
                               image ? &columns : nullptr);
       return;
     }
@@ -1378,7 +1381,8 @@ extern "C" void dist_rt_gemm_set_act_f32(
   if (image) {
     pass.rowLen = c_row_len, pass.rowStride = c_row_stride;
     size_t bytes = size_t(batch) * size_t(m) * size_t(n) * sizeof(float);
-    if (bytes <= imageScratchLimit.load(std::memory_order_relaxed))
+    if (!accumulate &&
+        bytes <= imageScratchLimit.load(std::memory_order_relaxed))
       scratch.reset(_mlir_memref_to_llvm_alloc(bytes));
     if (scratch) {
       auto *tmp = static_cast<float *>(scratch.get());
@@ -1394,11 +1398,11 @@ extern "C" void dist_rt_gemm_set_act_f32(
               1, m, std::min(c_row_len, n - j0), k, a_ptr + t * a_sb * 4, 0,
               a_sm, a_sk, b_ptr + (t * b_sb + j0 * b_sn) * 4, b_sk, b_sn,
               c_ptr + (t * c_sb + j0 / c_row_len * c_row_stride) * 4, 0, c_sm,
-              c_sn, 0, /*overwrite=*/true);
+              c_sn, 0, !accumulate);
     }
   } else {
     gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk,
-                       b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/true);
+                       b_sn, c_ptr, c_sb, c_sm, c_sn, b_sb, !accumulate);
   }
   int64_t rows = batch * m;
   // Rows spread over the threads where there is enough to share (a pass

@@ -710,7 +710,8 @@ TEST(GemmConstantWeights, FewPanelsAreSharedByRows) {
 // packed kernel applies the epilogue as it stores, on hosts that pack),
 // writable ones and a bias per column (the libraries, then one pass), no
 // bias, C's columns as a padded image's positions (the padding untouched,
-// or with DIST_RT_GEMM_ZERO_GAPS the gap after each row zeroed), a batch
+// or with DIST_RT_GEMM_ZERO_GAPS the gap after each row zeroed), C's old
+// values added first (DIST_RT_GEMM_ACCUMULATE, a residual), a batch
 // sharing the filters, one and two threads: all against a double loop,
 // with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares), and
 // SiLU against a double-precision exp.
@@ -729,15 +730,20 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                             Geometry{20, 33, 7, 8}})
     for (bool constant : {true, false})
       for (int biasKind : {0, 1, 2}) // none, per row, per column
-        for (int64_t flags : {int64_t(0), int64_t(DIST_RT_GEMM_RELU),
-                              int64_t(DIST_RT_GEMM_CLIP),
-                              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP),
-                              int64_t(DIST_RT_GEMM_ZERO_GAPS),
-                              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP |
-                                      DIST_RT_GEMM_ZERO_GAPS),
-                              int64_t(DIST_RT_GEMM_SILU),
-                              int64_t(DIST_RT_GEMM_SILU | DIST_RT_GEMM_CLIP |
-                                      DIST_RT_GEMM_ZERO_GAPS)})
+        for (int64_t flags :
+             {int64_t(0), int64_t(DIST_RT_GEMM_RELU),
+              int64_t(DIST_RT_GEMM_CLIP),
+              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP),
+              int64_t(DIST_RT_GEMM_ZERO_GAPS),
+              int64_t(DIST_RT_GEMM_RELU | DIST_RT_GEMM_CLIP |
+                      DIST_RT_GEMM_ZERO_GAPS),
+              int64_t(DIST_RT_GEMM_SILU),
+              int64_t(DIST_RT_GEMM_SILU | DIST_RT_GEMM_CLIP |
+                      DIST_RT_GEMM_ZERO_GAPS),
+              int64_t(DIST_RT_GEMM_ACCUMULATE),
+              int64_t(DIST_RT_GEMM_ACCUMULATE | DIST_RT_GEMM_RELU),
+              int64_t(DIST_RT_GEMM_ACCUMULATE | DIST_RT_GEMM_SILU |
+                      DIST_RT_GEMM_CLIP | DIST_RT_GEMM_ZERO_GAPS)})
           for (int image : {0, 1, 2}) // plain, image, image row by row
             for (int64_t batch : {int64_t(1), int64_t(2)})
               for (int32_t threads : {1, 2}) {
@@ -762,6 +768,10 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                 fill(w, 31);
                 fill(b, 32);
                 fill(bias, 33);
+                // With ACCUMULATE, C holds a residual to add.
+                bool accumulate = flags & DIST_RT_GEMM_ACCUMULATE;
+                if (accumulate)
+                  fill(c, 34);
                 const float lo = -0.5f, hi = 0.75f;
                 auto place = [&](int64_t t, int64_t i, int64_t j) {
                   return size_t(t * m * ldc + i * ldc +
@@ -775,6 +785,8 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                       for (int64_t p = 0; p < k; ++p)
                         sum += double(w[size_t(i * k + p)]) *
                                double(b[size_t((t * k + p) * n + j)]);
+                      if (accumulate)
+                        sum += double(c[place(t, i, j)]);
                       float v = float(sum);
                       if (biasKind)
                         v += bias[size_t(biasKind == 1 ? i : j)];
@@ -802,9 +814,12 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                     biasKind == 2 ? 1 : 0, flags, lo, hi, image ? rowLen : 0,
                     image ? rowStride : 0);
                 // A bias per column: the packed product, then the pass (row
-                // by row, products of 5 columns: too narrow to pack).
+                // by row, products of 5 columns: too narrow to pack; always
+                // so for an image with ACCUMULATE, whose product adds onto
+                // C where it lies).
                 bool packed =
-                    packs && constant && !(biasKind == 2 && image == 2);
+                    packs && constant &&
+                    !(biasKind == 2 && (image == 2 || (image && accumulate)));
                 EXPECT_EQ(dist_rt::packedGemmCalls() - before,
                           packed ? batch : 0);
                 if (constant)

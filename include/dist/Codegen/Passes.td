@@ -332,7 +332,12 @@ def FuseProductEpiloguesPass
     when the first of them overwrites it without reading. Between the call
     and the loop only ops that write no memory, O's allocation and view
     (moved before the call) and fills of O's allocation apart from O (the
-    border slabs of dist-fill-borders) may stand.
+    border slabs of dist-fill-borders) may stand. A loop that also adds O's
+    own old value (O = act(T + bias + O), the Add of a residual connection
+    that bufferization wrote over its dead operand) folds too, the call
+    accumulating onto O (DIST_RT_GEMM_ACCUMULATE), when O is a whole
+    allocation that the product does not read and that no op between the
+    call and the loop uses, through views either.
     The runtime applies a per-row bias and the activation as its packed
     kernel stores the tiles (a convolution's filters as A on AVX2 hosts),
     elsewhere in one pass over O after the product.

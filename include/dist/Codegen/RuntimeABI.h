@@ -44,9 +44,10 @@ inline constexpr llvm::StringLiteral kCudaLibraryPrefix = "dist_rt_cuda_";
 inline constexpr llvm::StringLiteral kGemmSetActF32 =
     "dist_rt_gemm_set_act_f32";
 /// Its flags (dist_rt/kernels.h): ReLU; clip to [lo, hi]; zero the gaps
-/// after an image's rows; SiLU (before the ReLU and the clip).
+/// after an image's rows; SiLU (before the ReLU and the clip); add C's old
+/// value (a residual, before the activations).
 inline constexpr int64_t kGemmRelu = 1, kGemmClip = 2, kGemmZeroGaps = 4,
-                         kGemmSilu = 8;
+                         kGemmSilu = 8, kGemmAccumulate = 16;
 
 /// Direct 2-D f32 convolution of a padded NCHW input (dist_rt/kernels.h):
 /// conv2d(n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sc,

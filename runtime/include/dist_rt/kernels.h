@@ -230,12 +230,15 @@ DIST_RT_API dist_rt_status_t dist_rt_gpu_measure(int32_t device, int32_t quick,
 #define DIST_RT_GEMM_CLIP 2
 #define DIST_RT_GEMM_ZERO_GAPS 4
 #define DIST_RT_GEMM_SILU 8
+#define DIST_RT_GEMM_ACCUMULATE 16
 
 /// dist_rt_gemm_set_f32 (C_t = A_t * B_t), then every element of C
 /// through an epilogue: v = C_t[i, j] + bias[i * bias_si + j * bias_sj]
-/// (no bias when bias_ptr is 0), then v = v * (1 / (1 + exp(-v))) (SiLU:
-/// ONNX's Sigmoid and the Mul by its input; NaN kept) when `flags` has
-/// DIST_RT_GEMM_SILU, then v = (v <= 0 ? 0 : v) when it
+/// (no bias when bias_ptr is 0), with C's old value at [i, j] added too when
+/// `flags` has DIST_RT_GEMM_ACCUMULATE (a residual connection's Add, the
+/// sum's order unspecified: the product may accumulate onto it), then v = v *
+/// (1 / (1 + exp(-v))) (SiLU: ONNX's Sigmoid and the Mul by its input; NaN
+/// kept) when `flags` has DIST_RT_GEMM_SILU, then v = (v <= 0 ? 0 : v) when it
 /// has DIST_RT_GEMM_RELU, then v clamped to [lo, hi] with ordered compares
 /// (v < lo ? lo : v, then v > hi ? hi : v; NaN stays) when it has
 /// DIST_RT_GEMM_CLIP. With c_row_len > 0, C's columns are the positions

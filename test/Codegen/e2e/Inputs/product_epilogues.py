@@ -26,6 +26,12 @@ W = {
     "b5": rng.uniform(-1, 1, (40,)),
     "w6": rng.uniform(-0.5, 0.5, (40, 1, 3, 3)),
     "b6": rng.uniform(-1, 1, (40,)),
+    "w7": rng.uniform(-0.3, 0.3, (32, 32, 1, 1)),
+    "b7": rng.uniform(-1, 1, (32,)),
+    "w8": rng.uniform(-0.3, 0.3, (32, 32, 1, 1)),
+    "b8": rng.uniform(-1, 1, (32,)),
+    "w9": rng.uniform(-0.3, 0.3, (16, 32, 1, 1)),
+    "b9": rng.uniform(-1, 1, (16,)),
 }
 X_SHAPE = (1, 32, 48, 48)
 
@@ -59,7 +65,12 @@ def reference(x):
     silu = lambda v: v / (1.0 + np.exp(-v))
     s1 = silu(conv(p, W["w5"], W["b5"]))
     s = silu(conv(s1, W["w6"], W["b6"], groups=40, pad=1))
-    return {"p": p, "r": r, "mm": mm, "s": s}
+    # A residual: ReLU(conv(p) + t), t read by another product before and
+    # dead after the Add.
+    t = np.maximum(conv(p, W["w7"], W["b7"]), 0.0)
+    u = conv(t, W["w9"], W["b9"])
+    res = np.maximum(conv(p, W["w8"], W["b8"]) + t, 0.0)
+    return {"p": p, "r": r, "mm": mm, "s": s, "u": u, "res": res}
 
 
 if sys.argv[1] == "model":
@@ -96,6 +107,12 @@ if sys.argv[1] == "model":
                     pads=[1, 1, 1, 1]),
         h.make_node("Sigmoid", ["c6"], ["g6"]),
         h.make_node("Mul", ["g6", "c6"], ["s"]),
+        h.make_node("Conv", ["p", "w7", "b7"], ["c7"]),
+        h.make_node("Relu", ["c7"], ["t"]),
+        h.make_node("Conv", ["t", "w9", "b9"], ["u"]),
+        h.make_node("Conv", ["p", "w8", "b8"], ["c8"]),
+        h.make_node("Add", ["c8", "t"], ["a8"]),
+        h.make_node("Relu", ["a8"], ["res"]),
     ]
     f = onnx.TensorProto.FLOAT
     g = h.make_graph(
@@ -103,7 +120,9 @@ if sys.argv[1] == "model":
         [h.make_tensor_value_info("p", f, [1, 32, 48, 48]),
          h.make_tensor_value_info("r", f, [1, 64, 48, 48]),
          h.make_tensor_value_info("mm", f, [48 * 48, 48]),
-         h.make_tensor_value_info("s", f, [1, 40, 48, 48])], inits)
+         h.make_tensor_value_info("s", f, [1, 40, 48, 48]),
+         h.make_tensor_value_info("u", f, [1, 16, 48, 48]),
+         h.make_tensor_value_info("res", f, [1, 32, 48, 48])], inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
               os.path.join(d, "pe.onnx"))
     np.save(os.path.join(d, "x.npy"),
@@ -127,6 +146,6 @@ for run in sys.argv[3:]:
                                                      atol=1e-4):
             err = np.abs(got - ref).max() if got.shape == ref.shape else None
             bad.append("%s (shape %s, max error %s)" % (name, got.shape, err))
-        elif name in ("r", "mm") and np.signbit(got[got == 0]).any():
+        elif name in ("r", "mm", "res") and np.signbit(got[got == 0]).any():
             bad.append("%s has -0 after ReLU" % name)
     print("OK " + run if not bad else "FAIL %s: %s" % (run, ", ".join(bad)))
