@@ -62,6 +62,19 @@ enum GemmOperand {
   kGemmArgs = 16
 };
 
+/// Operands of dist_rt_conv2d_f32 (see dist_rt/kernels.h).
+enum ConvOperand {
+  kConvIn = 13,
+  kConvWeight = 17,
+  kConvBias = 18,
+  kConvOut = 19,
+  kConvOutSn = 20,
+  kConvOutSf = 21,
+  kConvOutSh = 22,
+  kConvFlags = 25,
+  kConvArgs = 26
+};
+
 /// The memref whose aligned pointer (plus its offset) `v` is, as
 /// dist-contractions-to-runtime builds a pointer argument; null otherwise.
 Value pointerSource(Value v) {
@@ -312,11 +325,14 @@ std::optional<int64_t> staticOperand(Value v) {
 }
 
 /// Whether `first`, the first op after an epilogue loop to use T (a plain
-/// allocation) again, is or starts the operands of a dist_rt_gemm_set_f32
-/// call that writes all of T without reading it, every op of `later`
-/// before that call computing only its operands (bufferization reused T for the
-/// next product: ResNet-50's 1x1 product and the 3x3 one after it).
-bool gemmOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
+/// allocation) again, is or starts the operands of a runtime call that
+/// writes all of T without reading it, every op of `later` before that
+/// call computing only its operands (bufferization reused T for the next
+/// product or convolution: ResNet-50's 1x1 product and the 3x3 one after
+/// it). The calls: dist_rt_gemm_set_f32 whose C is all of T, and
+/// dist_rt_conv2d_f32 without accumulating whose output is all of T,
+/// rows, filters and images contiguous.
+bool callOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
   func::CallOp target = dyn_cast<func::CallOp>(first);
   if (!target)
     for (Operation *end : addressEnds(first)) {
@@ -325,9 +341,7 @@ bool gemmOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
         return false;
       target = c;
     }
-  if (!target || target.getCallee() != dist::runtime_abi::kGemmSetF32 ||
-      target.getNumOperands() != kGemmArgs ||
-      target->getBlock() != first->getBlock())
+  if (!target || target->getBlock() != first->getBlock())
     return false;
   auto rootOf = [&](Value ptr) -> Value {
     Value v = pointerSource(ptr);
@@ -335,20 +349,49 @@ bool gemmOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
       v = c.getSrc();
     return v;
   };
-  if (rootOf(target.getOperand(kCPtr)) != t ||
-      rootOf(target.getOperand(kAPtr)) == t ||
-      rootOf(target.getOperand(kBPtr)) == t)
-    return false;
-  // C is batch x m x n elements at T's start: all of T.
-  int64_t elements = 1;
-  for (unsigned i = 0; i < 3; ++i) {
-    std::optional<int64_t> size = staticOperand(target.getOperand(i));
-    if (!size)
+  auto sizeOf = [&](ArrayRef<unsigned> operands) -> std::optional<int64_t> {
+    int64_t elements = 1;
+    for (unsigned i : operands) {
+      std::optional<int64_t> size = staticOperand(target.getOperand(i));
+      if (!size)
+        return std::nullopt;
+      elements *= *size;
+    }
+    return elements;
+  };
+  int64_t all = cast<MemRefType>(t.getType()).getNumElements();
+  if (target.getCallee() == dist::runtime_abi::kGemmSetF32 &&
+      target.getNumOperands() == kGemmArgs) {
+    if (rootOf(target.getOperand(kCPtr)) != t ||
+        rootOf(target.getOperand(kAPtr)) == t ||
+        rootOf(target.getOperand(kBPtr)) == t)
       return false;
-    elements *= *size;
-  }
-  if (elements != cast<MemRefType>(t.getType()).getNumElements())
+    // C is batch x m x n elements at T's start: all of T.
+    if (sizeOf({0, 1, 2}) != all)
+      return false;
+  } else if (target.getCallee() == dist::runtime_abi::kConv2dF32 &&
+             target.getNumOperands() == kConvArgs) {
+    // The output at T's start (T itself, [n, f, oh, ow]), its strides
+    // T's: all of T, written.
+    std::optional<int64_t> flags = staticOperand(target.getOperand(kConvFlags));
+    auto type = cast<MemRefType>(t.getType());
+    if (pointerSource(target.getOperand(kConvOut)) != t ||
+        type.getRank() != 4 || !flags ||
+        (*flags & dist::runtime_abi::kConvAccumulate) ||
+        rootOf(target.getOperand(kConvIn)) == t ||
+        rootOf(target.getOperand(kConvWeight)) == t ||
+        rootOf(target.getOperand(kConvBias)) == t ||
+        staticOperand(target.getOperand(0)) != type.getDimSize(0) ||
+        staticOperand(target.getOperand(4)) != type.getDimSize(1) ||
+        staticOperand(target.getOperand(11)) != type.getDimSize(2) ||
+        staticOperand(target.getOperand(12)) != type.getDimSize(3) ||
+        strideDim(target.getOperand(kConvOutSn), t) != 0 ||
+        strideDim(target.getOperand(kConvOutSf), t) != 1 ||
+        strideDim(target.getOperand(kConvOutSh), t) != 2)
+      return false;
+  } else {
     return false;
+  }
   Block *block = first->getBlock();
   for (Operation *op : later) {
     Operation *at = block->findAncestorOpInBlock(*op);
@@ -513,7 +556,7 @@ struct FuseProductEpiloguesPass
         next = at;
     }
     if (next && !dist::codegen::overwritesWithoutReading(next, t) &&
-        !gemmOverwrites(next, t, later))
+        !callOverwrites(next, t, later))
       return failure();
     Value product = view ? view.getResult() : t;
     auto productType = cast<MemRefType>(product.getType());

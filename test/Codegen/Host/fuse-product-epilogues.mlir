@@ -548,6 +548,18 @@ func.func @bias_view_after_call(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %b2:
 // CHECK-LABEL: func.func @viewed_after(
 // CHECK: call @dist_rt_gemm_set_f32(
 // CHECK: linalg.generic
+// The next op to use the buffer is a direct convolution's call that
+// writes all of it (its output [n, f, oh, ow] the buffer's shape, at its
+// start, with its strides) without accumulating: that overwrites too; one
+// that accumulates reads it.
+// CHECK-LABEL: func.func @reused_by_conv(
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_f32(
+// CHECK-LABEL: func.func @accumulated_by_conv(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK: call @dist_rt_conv2d_f32(
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>
@@ -653,6 +665,102 @@ func.func @viewed_after(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memre
   memref.copy %src, %g : memref<16x2x16xf32> to memref<16x2x16xf32>
   memref.dealloc %t : memref<16x32xf32>
   return %o : memref<16x32xf32>
+}
+
+func.func private @dist_rt_conv2d_f32(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64)
+
+#id4 = affine_map<(n, c, y, x) -> (n, c, y, x)>
+#ch4 = affine_map<(n, c, y, x) -> (c)>
+func.func @reused_by_conv(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: memref<8xf32>, %wc: memref<8x8x1x1xf32>) -> memref<1x8x4x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<1x8x4x4xf32>
+  %tc = memref.collapse_shape %t [[0, 1], [2, 3]] : memref<1x8x4x4xf32> into memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%tc : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<3x16xf32>) outs(%tc : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.generic {indexing_maps = [#id4, #ch4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %bias : memref<1x8x4x4xf32>, memref<8xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  %c4 = arith.constant 4 : index
+  %i0 = arith.constant 0 : i64
+  %i1 = arith.constant 1 : i64
+  %i4 = arith.constant 4 : i64
+  %i8 = arith.constant 8 : i64
+  %i16 = arith.constant 16 : i64
+  %i128 = arith.constant 128 : i64
+  %flags = arith.constant 0 : i64
+  %lo = arith.constant 0.000000e+00 : f32
+  %op = memref.extract_aligned_pointer_as_index %o : memref<1x8x4x4xf32> -> index
+  %opi = arith.index_cast %op : index to i64
+  %wp = memref.extract_aligned_pointer_as_index %wc : memref<8x8x1x1xf32> -> index
+  %wpi = arith.index_cast %wp : index to i64
+  %base, %off, %sizes:4, %strides:4 = memref.extract_strided_metadata %t : memref<1x8x4x4xf32> -> memref<f32>, index, index, index, index, index, index, index, index, index
+  %tp = memref.extract_aligned_pointer_as_index %t : memref<1x8x4x4xf32> -> index
+  %off4 = arith.muli %off, %c4 : index
+  %tpa = arith.addi %tp, %off4 : index
+  %tpi = arith.index_cast %tpa : index to i64
+  %sn = arith.index_cast %strides#0 : index to i64
+  %sf = arith.index_cast %strides#1 : index to i64
+  %sh = arith.index_cast %strides#2 : index to i64
+  call @dist_rt_conv2d_f32(%i1, %i8, %i4, %i4, %i8, %i1, %i1, %i1, %i1, %i1, %i1, %i4, %i4, %opi, %i128, %i16, %i4, %wpi, %i0, %tpi, %sn, %sf, %sh, %lo, %lo, %flags) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64) -> ()
+  memref.dealloc %o : memref<1x8x4x4xf32>
+  return %t : memref<1x8x4x4xf32>
+}
+
+func.func @accumulated_by_conv(%w: memref<8x3xf32>, %x: memref<3x16xf32>, %bias: memref<8xf32>, %wc: memref<8x8x1x1xf32>) -> memref<1x8x4x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc() : memref<1x8x4x4xf32>
+  %tc = memref.collapse_shape %t [[0, 1], [2, 3]] : memref<1x8x4x4xf32> into memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%tc : memref<8x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<3x16xf32>) outs(%tc : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc() : memref<1x8x4x4xf32>
+  linalg.generic {indexing_maps = [#id4, #ch4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %bias : memref<1x8x4x4xf32>, memref<8xf32>) outs(%o : memref<1x8x4x4xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  %c4 = arith.constant 4 : index
+  %i0 = arith.constant 0 : i64
+  %i1 = arith.constant 1 : i64
+  %i4 = arith.constant 4 : i64
+  %i8 = arith.constant 8 : i64
+  %i16 = arith.constant 16 : i64
+  %i128 = arith.constant 128 : i64
+  %flags = arith.constant 1 : i64
+  %lo = arith.constant 0.000000e+00 : f32
+  %op = memref.extract_aligned_pointer_as_index %o : memref<1x8x4x4xf32> -> index
+  %opi = arith.index_cast %op : index to i64
+  %wp = memref.extract_aligned_pointer_as_index %wc : memref<8x8x1x1xf32> -> index
+  %wpi = arith.index_cast %wp : index to i64
+  %base, %off, %sizes:4, %strides:4 = memref.extract_strided_metadata %t : memref<1x8x4x4xf32> -> memref<f32>, index, index, index, index, index, index, index, index, index
+  %tp = memref.extract_aligned_pointer_as_index %t : memref<1x8x4x4xf32> -> index
+  %off4 = arith.muli %off, %c4 : index
+  %tpa = arith.addi %tp, %off4 : index
+  %tpi = arith.index_cast %tpa : index to i64
+  %sn = arith.index_cast %strides#0 : index to i64
+  %sf = arith.index_cast %strides#1 : index to i64
+  %sh = arith.index_cast %strides#2 : index to i64
+  call @dist_rt_conv2d_f32(%i1, %i8, %i4, %i4, %i8, %i1, %i1, %i1, %i1, %i1, %i1, %i4, %i4, %opi, %i128, %i16, %i4, %wpi, %i0, %tpi, %sn, %sf, %sh, %lo, %lo, %flags) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64) -> ()
+  memref.dealloc %o : memref<1x8x4x4xf32>
+  return %t : memref<1x8x4x4xf32>
 }
 
 // -----
