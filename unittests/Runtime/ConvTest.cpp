@@ -506,8 +506,6 @@ TEST_P(ConvTest, SiluKeepsNaNAndInfinities) {
       bias{-200.0f, -3.0f, 0.5f, 100.0f, inf, 0.0f};
   std::vector<float> out(96, 7.0f);
   in[0] = std::numeric_limits<float>::quiet_NaN();
-  for (float &w : wt)
-    w = 0.0f;
   // Filter 5 reads the NaN (weight 1 on the first tap).
   wt[45] = 1.0f;
   dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, 1, 1, 1, 1, 4,

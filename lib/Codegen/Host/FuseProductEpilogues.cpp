@@ -100,6 +100,13 @@ Value pointerSource(Value v) {
   return {};
 }
 
+/// The buffer under the views whose pointer `v` is (pointerSource); null
+/// if `v` is not such a pointer.
+Value rootOf(Value v) {
+  Value source = pointerSource(v);
+  return source ? dist::codegen::rootBuffer(source) : Value();
+}
+
 /// The dimension of `buffer` whose stride `v` is (an index_cast of a
 /// stride result of its extract_strided_metadata), or -1.
 int64_t strideDim(Value v, Value buffer) {
@@ -355,12 +362,6 @@ bool callOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
     }
   if (!target || target->getBlock() != first->getBlock())
     return false;
-  auto rootOf = [&](Value ptr) -> Value {
-    Value v = pointerSource(ptr);
-    if (auto c = v ? v.getDefiningOp<memref::CollapseShapeOp>() : nullptr)
-      v = c.getSrc();
-    return v;
-  };
   auto sizeOf = [&](ArrayRef<unsigned> operands) -> std::optional<int64_t> {
     int64_t elements = 1;
     for (unsigned i : operands) {
@@ -624,12 +625,6 @@ struct FuseProductEpiloguesPass
     if (!productOperand)
       return failure();
     if (residualOperand) {
-      auto rootOf = [](Value ptr) -> Value {
-        Value v = pointerSource(ptr);
-        while (v && isa_and_nonnull<ViewLikeOpInterface>(v.getDefiningOp()))
-          v = cast<ViewLikeOpInterface>(v.getDefiningOp()).getViewSource();
-        return v;
-      };
       if (oView || rootOf(call.getOperand(kAPtr)) == out ||
           rootOf(call.getOperand(kBPtr)) == out ||
           usedBetweenThroughViews(out, call, loop))
