@@ -27,16 +27,22 @@ constexpr int64_t kMinVectorTrips = 4;
 /// and vectorises the loop around it with gathers and scatters.
 /// "loop_annotation" becomes the llvm.br's property of that name
 /// (scf-to-cf copies LLVM-dialect attributes to the loop's back edge).
-inline void requestVectorization(scf::ForOp loop) {
+/// A non-zero `interleave` asks for that many vectors per trip (a
+/// reduction's accumulators then form as many independent chains).
+inline void requestVectorization(scf::ForOp loop, unsigned interleave = 0) {
   MLIRContext *ctx = loop.getContext();
   auto vectorize = LLVM::LoopVectorizeAttr::get(
       ctx, /*disable=*/BoolAttr::get(ctx, false), {}, {}, {}, {}, {}, {});
   auto unroll = LLVM::LoopUnrollAttr::get(
       ctx, /*disable=*/BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
+  LLVM::LoopInterleaveAttr interleaveAttr;
+  if (interleave)
+    interleaveAttr = LLVM::LoopInterleaveAttr::get(
+        ctx, IntegerAttr::get(IntegerType::get(ctx, 32), interleave));
   loop->setAttr("loop_annotation",
-                LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, {}, unroll,
-                                              {}, {}, {}, {}, {}, {}, {}, {},
-                                              {}, {}, {}));
+                LLVM::LoopAnnotationAttr::get(
+                    ctx, {}, vectorize, interleaveAttr, unroll, {}, {}, {}, {},
+                    {}, {}, {}, {}, {}, {}, {}));
 }
 
 /// "_" and the name of the ONNX node of `loc` (DistDialect::getNodeName),

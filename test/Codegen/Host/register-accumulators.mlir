@@ -5,10 +5,12 @@
 // Batch-norm statistics over N, H, W of a contiguous NCHW buffer: C is
 // hoisted, H and W merge into one loop of 1024, and that loop carries the
 // sum in a register (iter_args), reassociable and marked for LLVM's
-// vectoriser; the sum is loaded once before and stored once after it.
+// vectoriser with four vectors a trip (four independent sums); the sum is
+// loaded once before and stored once after it.
 // CHECK-DAG: #[[$VEC:.*]] = #llvm.loop_vectorize<disable = false>
+// CHECK-DAG: #[[$IL:.*]] = #llvm.loop_interleave<count = 4 : i32>
 // CHECK-DAG: #[[$UNROLL:.*]] = #llvm.loop_unroll<disable = true>
-// CHECK-DAG: #[[$ANN:.*]] = #llvm.loop_annotation<vectorize = #[[$VEC]], unroll = #[[$UNROLL]]>
+// CHECK-DAG: #[[$ANN:.*]] = #llvm.loop_annotation<vectorize = #[[$VEC]], interleave = #[[$IL]], unroll = #[[$UNROLL]]>
 // CHECK-LABEL: func.func @channel_sums(
 // CHECK-SAME: %[[X:.*]]: memref<8x16x32x32xf32>, %[[S:.*]]: memref<16xf32>)
 // CHECK: %[[COL:.*]] = memref.collapse_shape %[[X]] {{\[}}[0], [1], [2, 3]] : memref<8x16x32x32xf32> into memref<8x16x1024xf32>
@@ -87,13 +89,15 @@ func.func @select_max(%x: memref<64x256xf32>, %m: memref<64xf32>) {
 // -----
 
 // Rows 32 elements apart cannot merge with their 16 columns without a
-// copy: no collapse, and the 16-trip loop still carries its sum.
+// copy: no collapse, and the 16-trip loop still carries its sum; it is too
+// short to ask for four vectors a trip.
+// CHECK: #[[$SHORT:.*]] = #llvm.loop_annotation<vectorize = #{{[a-z_0-9]+}}, unroll = #{{[a-z_0-9]+}}>
 // CHECK-LABEL: func.func @strided_sums(
 // CHECK-NOT: memref.collapse_shape
 // CHECK: scf.for {{.*}} to %c8
 // CHECK: scf.for {{.*}} to %c16 {{.*}} iter_args
 // CHECK: arith.addf {{.*}} fastmath<reassoc>
-// CHECK: } {loop_annotation =
+// CHECK: } {loop_annotation = #[[$SHORT]]}
 
 #id3 = affine_map<(b, i, j) -> (b, i, j)>
 #b = affine_map<(b, i, j) -> (b)>
