@@ -63,7 +63,7 @@ SUPPORTED_OPS = frozenset("""
 # part of the required selection above.
 EXTRA_OPS = frozenset("""
     Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh IsNaN IsInf DepthToSpace
-    SpaceToDepth Einsum Resize Upsample
+    SpaceToDepth Einsum Resize Upsample ScatterND
 """.split())
 
 DEFAULT_DOMAINS = frozenset(["", "ai.onnx"])

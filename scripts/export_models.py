@@ -46,8 +46,8 @@ Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool
 BatchNormalization LayerNormalization InstanceNormalization Dropout Softmax
 LogSoftmax ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceSumSquare
 ReduceL2 ReduceLogSumExp ArgMax ArgMin Reshape Flatten Transpose Squeeze
-Unsqueeze Concat Split Slice Gather GatherElements ScatterElements Expand Tile
-Pad Shape Size ConstantOfShape Constant Range TopK Trilu CumSum OneHot
+Unsqueeze Concat Split Slice Gather GatherElements ScatterElements ScatterND
+Expand Tile Pad Shape Size ConstantOfShape Constant Range TopK Trilu CumSum OneHot
 SoftmaxCrossEntropyLoss NegativeLogLikelihoodLoss
 """.split())
 

@@ -335,7 +335,8 @@ KernelClass kernelClassOf(Operation *op) {
           TopKOp, SoftmaxCrossEntropyLossOp, NegativeLogLikelihoodLossOp>(op))
     return KernelClass::Reduction;
   if (isa<TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp,
-          ScatterElementsOp, ExpandOp, TileOp, PadOp, OneHotOp>(op)) {
+          ScatterElementsOp, ScatterNDOp, ExpandOp, TileOp, PadOp, OneHotOp>(
+          op)) {
     int64_t elemBytes = 4;
     if (auto shaped = dyn_cast<ShapedType>(op->getResult(0).getType()))
       if (shaped.getElementType().isIntOrFloat())

@@ -217,6 +217,8 @@ llvm::StringMap<OpsetEntry> buildTable() {
       {"ScatterElements", direct(11, "scatter_elements",
                                  {{"axis", "axis", K::Int},
                                   {"reduction", "reduction", K::String}})},
+      {"ScatterND",
+       direct(11, "scatter_nd", {{"reduction", "reduction", K::String}})},
       {"Expand", direct(8, "expand")},
       {"Tile", direct(1, "tile")},
       {"Pad", own(1).inputsFrom(11, {"pads", "value"})},

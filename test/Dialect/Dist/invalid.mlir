@@ -1358,6 +1358,33 @@ func.func @scatter_elements_reduction(%x: tensor<3x3xf32>, %i: tensor<3x2xi64>, 
 
 // -----
 
+func.func @scatter_nd_updates_shape(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) {
+  // expected-error @+2 {{updates shape [2, 3] differs from indices.shape[:-1] + data.shape[k:] = [2, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dist.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_tuple_length(%x: tensor<3x4xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) {
+  // expected-error @+2 {{index tuples of length 3 into data of rank 2 (1 to 2 allowed)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dist.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_reduction(%x: tensor<3x4xf32>, %i: tensor<2x2xi64>, %u: tensor<2xf32>) {
+  // expected-error @+2 {{unknown reduction 'sub'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dist.scatter_nd %x, %i, %u {reduction = "sub"} : (tensor<3x4xf32>, tensor<2x2xi64>, tensor<2xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
 func.func @expand_not_broadcastable(%x: tensor<3x2xf32>) {
   %s = dist.constant dense<[3, 4]> : tensor<2xi64>
   // expected-error @+2 {{operand shapes [3, 2] and [3, 4] are not broadcastable}}

@@ -498,6 +498,18 @@ func.func @gather_scatter(%table: tensor<1000x64xf32>, %ids: tensor<?x8xi64>, %d
   return
 }
 
+// ScatterND: tuples of one index pick rows (updates [2, 3]); tuples of
+// two pick elements (updates [2]).
+// CHECK-LABEL: func.func @scatter_nd
+func.func @scatter_nd(%d: tensor<3x3xf32>, %rows: tensor<2x1xi64>, %u: tensor<2x3xf32>,
+                      %pairs: tensor<2x2xi64>, %v: tensor<2xf32>) {
+  // CHECK: dist.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+  %0 = dist.scatter_nd %d, %rows, %u : (tensor<3x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+  // CHECK: dist.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "mul"} : (tensor<3x3xf32>, tensor<2x2xi64>, tensor<2xf32>) -> tensor<3x3xf32>
+  %1 = dist.scatter_nd %d, %pairs, %v {reduction = "mul"} : (tensor<3x3xf32>, tensor<2x2xi64>, tensor<2xf32>) -> tensor<3x3xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @expand_tile_pad
 // CHECK-SAME: (%[[X:.+]]: tensor<3x1xf32>, %[[Y:.+]]: tensor<2x3xf32>, %[[V:.+]]: tensor<f32>, %[[RT:.+]]: tensor<4xi64>, %[[RT2:.+]]: tensor<2xi64>)
 func.func @expand_tile_pad(%x: tensor<3x1xf32>, %y: tensor<2x3xf32>, %v: tensor<f32>, %rt: tensor<4xi64>, %rt2: tensor<2xi64>) {

@@ -1925,6 +1925,45 @@ ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (failed(verifyAttrs(adaptor, loc)))
+    return failure();
+  if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
+    return fail(loc, "updates and data must have the same element type");
+  Shape data = shapeOf(adaptor.getData()), idx = shapeOf(adaptor.getIndices()),
+        upd = shapeOf(adaptor.getUpdates());
+  if (idx && idx->empty())
+    return fail(loc, "indices must have rank 1 or more");
+  // The tuples' length k, when known: at most data's rank, and updates'
+  // shape indices.shape[:-1] + data.shape[k:].
+  if (idx && data && !ShapedType::isDynamic(idx->back())) {
+    int64_t k = idx->back(), r = static_cast<int64_t>(data->size());
+    if (k < 1 || k > r)
+      return fail(loc, "index tuples of length " + std::to_string(k) +
+                           " into data of rank " + std::to_string(r) +
+                           " (1 to " + std::to_string(r) + " allowed)");
+    Dims want(idx->begin(), idx->end() - 1);
+    want.append(data->begin() + k, data->end());
+    if (upd && (upd->size() != want.size() ||
+                !llvm::all_of(llvm::zip(*upd, want), [](auto p) {
+                  return compatibleDims(std::get<0>(p), std::get<1>(p));
+                })))
+      return fail(loc, "updates shape " + dimsToString(*upd) +
+                           " differs from indices.shape[:-1] + "
+                           "data.shape[k:] = " +
+                           dimsToString(want));
+  }
+  StringRef red = adaptor.getReduction();
+  if (red != "none" && red != "add" && red != "mul" && red != "max" &&
+      red != "min")
+    return fail(loc, "unknown reduction '" + red + "'");
+  types.push_back(adaptor.getData().getType());
+  return success();
+}
+
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

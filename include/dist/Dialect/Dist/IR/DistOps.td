@@ -1018,6 +1018,26 @@ def Dist_ScatterElementsOp : Dist_GraphOp<"scatter_elements", [Pure]> {
   let results = (outs Dist_Tensor:$output);
 }
 
+def Dist_ScatterNDOp : Dist_GraphOp<"scatter_nd", [Pure]> {
+  let summary = "scatter slices at index tuples";
+  let description = [{
+    ONNX `ScatterND`: a copy of `data` with `updates` written (or combined
+    with `reduction` = add, mul, max, min) at the index tuples of
+    `indices`. With `indices` of shape [..., k], each tuple picks a slice
+    of `data` over its last rank - k dimensions; `updates` has the shape
+    indices.shape[:-1] + data.shape[k:]. Tuples are applied in order.
+
+    ```mlir
+    %y = dist.scatter_nd %d, %i, %u
+        : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Dist_Tensor:$data, Dist_IndexTensor:$indices,
+                       Dist_Tensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs Dist_Tensor:$output);
+}
+
 def Dist_ExpandOp : Dist_GraphOp<"expand", [Pure]> {
   let summary = "broadcast to a shape";
   let description = [{
