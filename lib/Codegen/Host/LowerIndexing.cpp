@@ -1,7 +1,7 @@
 //===- LowerIndexing.cpp - indexing and data-movement dist ops to linalg --===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Gather, GatherElements, ScatterElements, Expand, Tile, Pad,
+// Gather, GatherElements, ScatterElements, ScatterND, Expand, Tile, Pad,
 // ConstantOfShape, Range, TopK, Trilu, CumSum, OneHot and the
 // NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss losses become
 // linalg.generic ops (reading with tensor.extract where the access is data
@@ -281,7 +281,7 @@ Value truncateTo(OpBuilder &b, Location loc, Value v, Type t) {
 }
 
 //===----------------------------------------------------------------------===//
-// Gather, GatherElements, ScatterElements
+// Gather, GatherElements, ScatterElements, ScatterND
 //===----------------------------------------------------------------------===//
 
 struct GatherLowering : OpConversionPattern<dist::GatherOp> {
@@ -373,6 +373,29 @@ struct GatherElementsLowering : OpConversionPattern<dist::GatherElementsOp> {
   }
 };
 
+/// A scatter's `reduction` (add, mul, max, min) of the value there and the
+/// update, in the element type `orig` of the op.
+Value combineScattered(OpBuilder &b, Location l, StringRef red, Type orig,
+                       Value old, Value u) {
+  bool isF = isFloatElem(orig), isU = isUnsignedElem(orig);
+  if (red == "add")
+    return addScalars(b, l, old, u);
+  if (red == "mul")
+    return mulScalars(b, l, old, u);
+  if (red == "max") {
+    if (isF)
+      return arith::MaximumFOp::create(b, l, old, u);
+    if (isU)
+      return arith::MaxUIOp::create(b, l, old, u);
+    return arith::MaxSIOp::create(b, l, old, u);
+  }
+  if (isF)
+    return arith::MinimumFOp::create(b, l, old, u);
+  if (isU)
+    return arith::MinUIOp::create(b, l, old, u);
+  return arith::MinSIOp::create(b, l, old, u);
+}
+
 struct ScatterElementsLowering
     : OpConversionPattern<dist::ScatterElementsOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -400,7 +423,6 @@ struct ScatterElementsLowering
         red != "min")
       return notSupported(op, "scatter_elements reduction '" + red + "'");
     Type orig = elemTypeOf(op.getData());
-    bool isF = isFloatElem(orig), isU = isUnsignedElem(orig);
 
     Value axisSize = dimValue(rewriter, loc, data, axis);
     IndexCheck check(op);
@@ -418,32 +440,82 @@ struct ScatterElementsLowering
           Value u = tensor::ExtractOp::create(b, l, updates, ivs);
           SmallVector<Value> target(ivs.begin(), ivs.end());
           target[axis] = indexInto(b, l, idx, axisSize, &check);
-          if (red != "none") {
-            Value old = tensor::ExtractOp::create(b, l, acc, target);
-            if (red == "add") {
-              u = addScalars(b, l, old, u);
-            } else if (red == "mul") {
-              u = mulScalars(b, l, old, u);
-            } else if (red == "max") {
-              if (isF)
-                u = arith::MaximumFOp::create(b, l, old, u);
-              else if (isU)
-                u = arith::MaxUIOp::create(b, l, old, u);
-              else
-                u = arith::MaxSIOp::create(b, l, old, u);
-            } else {
-              if (isF)
-                u = arith::MinimumFOp::create(b, l, old, u);
-              else if (isU)
-                u = arith::MinUIOp::create(b, l, old, u);
-              else
-                u = arith::MinSIOp::create(b, l, old, u);
-            }
-          }
+          if (red != "none")
+            u = combineScattered(b, l, red, orig,
+                                 tensor::ExtractOp::create(b, l, acc, target),
+                                 u);
           Value next = tensor::InsertOp::create(b, l, u, acc, target);
           return {next};
         });
     rewriter.replaceOp(op, castTensor(rewriter, loc, nest.results[0], resultType));
+    return success();
+  }
+};
+
+/// ScatterND: a loop nest over `updates` (the tuples' dimensions, then the
+/// slice's) carrying the tensor, as ScatterElements; each element reads
+/// its tuple's k indices (checked against data's first k extents) and
+/// writes data[tuple..., slice position...]. Tuples apply in order.
+struct ScatterNDLowering : OpConversionPattern<dist::ScatterNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ScatterNDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices(),
+          updates = adaptor.getUpdates();
+    auto resultType = convertedType(getTypeConverter(), op.getResult());
+    auto dataType = rankedType(data);
+    auto idxType = rankedType(indices);
+    auto updType = rankedType(updates);
+    if (!resultType || !dataType || !idxType || !updType)
+      return notSupported(op, "scatter_nd of unranked tensors");
+    int64_t r = dataType.getRank(), q = idxType.getRank();
+    int64_t k = q > 0 ? idxType.getDimSize(q - 1) : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(k))
+      return notSupported(op, "scatter_nd with index tuples of unknown length");
+    if (k < 1 || k > r || updType.getRank() != q - 1 + r - k)
+      return notSupported(op, "scatter_nd with mismatched ranks");
+    StringRef red = op.getReduction();
+    if (red != "none" && red != "add" && red != "mul" && red != "max" &&
+        red != "min")
+      return notSupported(op, "scatter_nd reduction '" + red + "'");
+    Type orig = elemTypeOf(op.getData());
+
+    IndexCheck check(op);
+    int64_t n = updType.getRank();
+    SmallVector<Value> lbs(n, cIdx(rewriter, loc, 0));
+    SmallVector<Value> steps(n, cIdx(rewriter, loc, 1));
+    SmallVector<Value> ubs;
+    for (int64_t d = 0; d < n; ++d)
+      ubs.push_back(dimValue(rewriter, loc, updates, d));
+    SmallVector<Value> extents;
+    for (int64_t d = 0; d < k; ++d)
+      extents.push_back(dimValue(rewriter, loc, data, d));
+    scf::LoopNest nest = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps, ValueRange{data},
+        [&](OpBuilder &b, Location l, ValueRange ivs,
+            ValueRange iter) -> scf::ValueVector {
+          Value acc = iter[0];
+          SmallVector<Value> at(ivs.begin(), ivs.begin() + (q - 1));
+          at.push_back(Value());
+          SmallVector<Value> target;
+          for (int64_t d = 0; d < k; ++d) {
+            at.back() = cIdx(b, l, d);
+            Value idx = tensor::ExtractOp::create(b, l, indices, at);
+            target.push_back(indexInto(b, l, idx, extents[d], &check));
+          }
+          target.append(ivs.begin() + (q - 1), ivs.end());
+          Value u = tensor::ExtractOp::create(b, l, updates, ivs);
+          if (red != "none")
+            u = combineScattered(b, l, red, orig,
+                                 tensor::ExtractOp::create(b, l, acc, target),
+                                 u);
+          Value next = tensor::InsertOp::create(b, l, u, acc, target);
+          return {next};
+        });
+    rewriter.replaceOp(op,
+                       castTensor(rewriter, loc, nest.results[0], resultType));
     return success();
   }
 };
@@ -1646,8 +1718,8 @@ void mlir::dist::codegen::populateIndexingLowering(TypeConverter &tc,
                                                    RewritePatternSet &p) {
   MLIRContext *ctx = p.getContext();
   p.add<GatherLowering, GatherElementsLowering, ScatterElementsLowering,
-        ExpandLowering, TileLowering, PadLowering, ConstantOfShapeLowering,
-        RangeLowering, TopKLowering, TriluLowering, CumSumLowering,
-        OneHotLowering, NllLossLowering, SoftmaxCrossEntropyLossLowering>(
-      tc, ctx);
+        ScatterNDLowering, ExpandLowering, TileLowering, PadLowering,
+        ConstantOfShapeLowering, RangeLowering, TopKLowering, TriluLowering,
+        CumSumLowering, OneHotLowering, NllLossLowering,
+        SoftmaxCrossEntropyLossLowering>(tc, ctx);
 }

@@ -38,6 +38,25 @@ func.func @scatter_add(%d: tensor<3x3xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2x
   return %0 : tensor<3x3xf32>
 }
 
+// ScatterND: a loop nest over the updates (the tuples, then the slice's
+// positions) carrying the tensor; each element reads its tuple's indices
+// and writes at them, combined with what is there for a reduction.
+// CHECK-LABEL: func.func @scatter_nd_rows
+// CHECK: scf.for %[[T:.*]] = {{.*}} iter_args(
+// CHECK: scf.for %[[J:.*]] = {{.*}} iter_args(%[[ACC:.*]] = 
+// CHECK: %[[IDX:.*]] = tensor.extract %{{.*}}[%[[T]], %{{.*}}] : tensor<2x1xi64>
+// CHECK: call @dist_rt_index_error
+// CHECK: %[[U:.*]] = tensor.extract %{{.*}}[%[[T]], %[[J]]]
+// CHECK: %[[OLD:.*]] = tensor.extract %[[ACC]][%{{.*}}, %[[J]]]
+// CHECK: %[[MAX:.*]] = arith.maximumf %[[OLD]], %[[U]]
+// CHECK: tensor.insert %[[MAX]] into %[[ACC]][%{{.*}}, %[[J]]]
+// CHECK: scf.yield
+// CHECK-NOT: dist.
+func.func @scatter_nd_rows(%d: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  %0 = dist.scatter_nd %d, %i, %u {reduction = "max"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
 // CHECK-LABEL: func.func @expand
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel"]
