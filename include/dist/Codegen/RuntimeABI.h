@@ -81,13 +81,18 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// channels on 56x56, 7 MB, and its 7x7 stem took the model from 1.04x to
 /// 1.15x faster, six alternated runs, and DenseNet-121's 128 channels on
 /// 28x28, 3.6 MB, 1.04x to 1.08x; a threshold of 1 MiB changed nothing
-/// measurable). Code
-/// generation (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp)
-/// both follow it.
+/// measurable). Grouped convolutions always: code generation has no
+/// columns for them, only generic loops (RegNetX-400MF's first grouped
+/// layer, 2 groups of 16 channels on 112x112 with stride 2, ran 6 ms of
+/// the model's 15 in such loops on the Xeon below). Code generation
+/// (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp) both
+/// follow it.
 inline bool directConvApplies(int64_t channels, int64_t paddedH,
                               int64_t paddedW, int64_t kh, int64_t kw,
                               int64_t sh, int64_t sw, int64_t groups = 1) {
-  if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1)
+  if (groups > 1)
+    return true;
+  if (kh == 1 && kw == 1 && sh == 1 && sw == 1)
     return false;
   if (channels * paddedH * paddedW * 4 <= 256 * 1024)
     return true;
