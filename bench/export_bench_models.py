@@ -24,6 +24,9 @@
 #                          heads, FFN 3072, exact GELU, additive attention
 #                          mask, vocabulary 30522), ids[1|8,128] int64 and
 #                          mask[1|8,128] f32
+#   swin_t, swin_t_b8      torchvision's Swin-T (28M parameters, 4.5 GFLOP
+#                          per image: shifted-window attention, its masks
+#                          built with ScatterND), image[1|8,3,224,224]
 #
 # and the convolutional networks of bench/zoo.sh (issue 33), each at batch 1
 # and, with the suffix _b8, at batch 8:
@@ -70,7 +73,8 @@ import torch  # noqa: E402
 OPSET = 17
 MLP8_WIDTH = 1024
 MODELS = ("mlp", "gpt", "resnet", "dlrm")
-TRANSFORMERS = ("vit_b16", "vit_b16_b8", "bert_base", "bert_base_b8")
+TRANSFORMERS = ("vit_b16", "vit_b16_b8", "bert_base", "bert_base_b8",
+                "swin_t", "swin_t_b8")
 TORCHVISION_CNNS = ("resnet50", "mobilenet_v2", "efficientnet_b0",
                     "densenet121", "convnext_tiny", "shufflenet_v2",
                     "regnet_y_400mf")
@@ -259,6 +263,13 @@ def make_bench_model(name):
         with torch.no_grad():
             model.heads.head.weight.normal_(0, 0.02)
             model.heads.head.bias.uniform_(-0.1, 0.1)
+        return (model, [(batch, 3, 224, 224)], ["image"], ["logits"], batch,
+                None)
+    if name in ("swin_t", "swin_t_b8"):
+        import torchvision
+        batch = 8 if name.endswith("_b8") else 1
+        model = torchvision.models.swin_t()
+        em.randomize_norms(model)
         return (model, [(batch, 3, 224, 224)], ["image"], ["logits"], batch,
                 None)
     if name in ("bert_base", "bert_base_b8"):
