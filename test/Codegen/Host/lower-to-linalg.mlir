@@ -35,3 +35,42 @@ func.func @strings(%x: tensor<3xf32>) -> tensor<3x!dist.string> {
   %s = dist.cast %x {to = !dist.string} : (tensor<3xf32>) -> tensor<3x!dist.string>
   return %s : tensor<3x!dist.string>
 }
+
+// -----
+
+// Einsum with three batch subscripts leading the output and both operands
+// (MaxViT's window attention): they fold into one, so that the product has
+// a single batch loop (dist-contractions-to-runtime's GEMM takes at most
+// two), and the result expands back.
+// CHECK-LABEL: func.func @einsum_batch_run(
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3], [4]] : tensor<1x4x2x7x8xf32> into tensor<8x7x8xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3], [4]] : tensor<1x4x2x5x8xf32> into tensor<8x5x8xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<8x7x5xf32>)
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1, 2], [3], [4]] output_shape [1, 4, 2, 7, 5] : tensor<8x7x5xf32> into tensor<1x4x2x7x5xf32>
+func.func @einsum_batch_run(%q: tensor<1x4x2x7x8xf32>, %k: tensor<1x4x2x5x8xf32>) -> tensor<1x4x2x7x5xf32> {
+  %0 = dist.einsum %q, %k {equation = "bghid,bghjd->bghij"} : (tensor<1x4x2x7x8xf32>, tensor<1x4x2x5x8xf32>) -> tensor<1x4x2x7x5xf32>
+  return %0 : tensor<1x4x2x7x5xf32>
+}
+
+// -----
+
+// Two batch subscripts stay two loops (the GEMM runs the outer one), and
+// batch subscripts in another order in one operand do not fold.
+// CHECK-LABEL: func.func @einsum_two_batches(
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK-LABEL: func.func @einsum_batch_order(
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]
+func.func @einsum_two_batches(%q: tensor<4x2x7x8xf32>, %k: tensor<4x2x5x8xf32>) -> tensor<4x2x7x5xf32> {
+  %0 = dist.einsum %q, %k {equation = "ghid,ghjd->ghij"} : (tensor<4x2x7x8xf32>, tensor<4x2x5x8xf32>) -> tensor<4x2x7x5xf32>
+  return %0 : tensor<4x2x7x5xf32>
+}
+func.func @einsum_batch_order(%q: tensor<1x4x2x7x8xf32>, %k: tensor<1x2x4x5x8xf32>) -> tensor<1x4x2x7x5xf32> {
+  %0 = dist.einsum %q, %k {equation = "bghid,bhgjd->bghij"} : (tensor<1x4x2x7x8xf32>, tensor<1x2x4x5x8xf32>) -> tensor<1x4x2x7x5xf32>
+  return %0 : tensor<1x4x2x7x5xf32>
+}
