@@ -637,6 +637,54 @@ Value ungroup(OpBuilder &b, Location loc, Value grouped,
 }
 
 struct ConvLowering : OpConversionPattern<dist::ConvOp> {
+  /// Taps that read only padding, for every output position, add nothing:
+  /// a dilated kernel larger than its image (DeepLabV3's atrous pyramid,
+  /// dilations 12 to 36 around a 14x14 map, where two of its three 3x3
+  /// branches are 1x1 in effect). Drops the kernel's leading and trailing
+  /// such taps in each spatial dimension: the weight sliced, `geo`'s kernel
+  /// and padding made to match (a negative begin crops the input; the
+  /// output positions stay). Returns the weight to use.
+  static Value dropPaddingTaps(OpBuilder &b, Location loc, Value weight,
+                               ConvGeometry &geo) {
+    auto wType = cast<RankedTensorType>(weight.getType());
+    int64_t s = static_cast<int64_t>(geo.kernel.size());
+    SmallVector<int64_t> first(s), count(s);
+    bool trimmed = false;
+    for (int64_t i = 0; i < s; ++i) {
+      int64_t K = geo.kernel[i], d = geo.dilations[i], st = geo.strides[i];
+      int64_t I = geo.in[i], O = geo.out[i], pb = geo.padBegin[i];
+      // Tap k reads input (o * st + k * d - pb) for o in [0, O): some of
+      // it inside [0, I) when the last position reaches 0 and the first
+      // stays below I.
+      int64_t lo = 0, hi = K - 1;
+      while (lo < K && (O - 1) * st + lo * d - pb < 0)
+        ++lo;
+      while (hi >= 0 && hi * d - pb > I - 1)
+        --hi;
+      if (lo > hi || O < 1)
+        return weight; // Nothing reaches the image: leave it alone.
+      first[i] = lo;
+      count[i] = hi - lo + 1;
+      trimmed |= count[i] != K;
+    }
+    if (!trimmed)
+      return weight;
+    SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0)), sizes, ones;
+    sizes.push_back(b.getIndexAttr(wType.getDimSize(0)));
+    sizes.push_back(b.getIndexAttr(wType.getDimSize(1)));
+    for (int64_t i = 0; i < s; ++i) {
+      offsets.push_back(b.getIndexAttr(first[i]));
+      sizes.push_back(b.getIndexAttr(count[i]));
+      int64_t d = geo.dilations[i];
+      geo.kernel[i] = count[i];
+      geo.padBegin[i] -= first[i] * d;
+      geo.padEnd[i] = (geo.out[i] - 1) * geo.strides[i] + (count[i] - 1) * d +
+                      1 - geo.in[i] - geo.padBegin[i];
+    }
+    ones.assign(s + 2, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, weight, offsets, sizes, ones);
+  }
+
   ConvLowering(TypeConverter &tc, MLIRContext *ctx, bool directConv,
                bool directDepthwise)
       : OpConversionPattern(tc, ctx), directConv(directConv),
@@ -666,6 +714,7 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
         C % G || F % G)
       return notSupported(op, "a convolution with these channel counts");
     int64_t Cg = C / G, Fg = F / G;
+    weight = dropPaddingTaps(rewriter, loc, weight, *geo);
     Value zero = scalarConst(rewriter, loc, elem, 0);
     Value padded = padSpatial(rewriter, loc, input, geo->padBegin,
                               geo->padEnd, zero);
