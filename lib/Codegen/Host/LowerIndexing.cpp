@@ -396,6 +396,50 @@ Value combineScattered(OpBuilder &b, Location l, StringRef red, Type orig,
   return arith::MinSIOp::create(b, l, old, u);
 }
 
+/// The checks both scatters share: ranked operands and result, and a
+/// known `reduction`; a failure names the op (`what`).
+LogicalResult checkScatter(Operation *op, Type resultType, Value data,
+                           Value indices, Value updates, StringRef red,
+                           StringRef what) {
+  if (!resultType || !rankedType(data) || !rankedType(indices) ||
+      !rankedType(updates))
+    return notSupported(op, what + " of unranked tensors");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" &&
+      red != "min")
+    return notSupported(op, what + " reduction '" + red + "'");
+  return success();
+}
+
+/// A scatter as a sequential loop nest over the dimensions of `updates`
+/// carrying the tensor (a copy of `data`): each update goes where
+/// `target` (given the loop's indices) says, combined with what is there
+/// by `red` unless it is "none". Later updates to one place win.
+Value scatterLoops(
+    OpBuilder &rewriter, Location loc, Value data, Value updates, StringRef red,
+    Type orig,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
+        target) {
+  int64_t n = rankedType(updates).getRank();
+  SmallVector<Value> lbs(n, cIdx(rewriter, loc, 0));
+  SmallVector<Value> steps(n, cIdx(rewriter, loc, 1));
+  SmallVector<Value> ubs;
+  for (int64_t d = 0; d < n; ++d)
+    ubs.push_back(dimValue(rewriter, loc, updates, d));
+  scf::LoopNest nest = scf::buildLoopNest(
+      rewriter, loc, lbs, ubs, steps, ValueRange{data},
+      [&](OpBuilder &b, Location l, ValueRange ivs,
+          ValueRange iter) -> scf::ValueVector {
+        Value acc = iter[0];
+        SmallVector<Value> at = target(b, l, ivs);
+        Value u = tensor::ExtractOp::create(b, l, updates, ivs);
+        if (red != "none")
+          u = combineScattered(b, l, red, orig,
+                               tensor::ExtractOp::create(b, l, acc, at), u);
+        return {tensor::InsertOp::create(b, l, u, acc, at)};
+      });
+  return nest.results[0];
+}
+
 struct ScatterElementsLowering
     : OpConversionPattern<dist::ScatterElementsOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -406,48 +450,30 @@ struct ScatterElementsLowering
     Value data = adaptor.getData(), indices = adaptor.getIndices(),
           updates = adaptor.getUpdates();
     auto resultType = convertedType(getTypeConverter(), op.getResult());
-    auto dataType = rankedType(data);
-    auto idxType = rankedType(indices);
-    auto updType = rankedType(updates);
-    if (!resultType || !dataType || !idxType || !updType)
-      return notSupported(op, "scatter_elements of unranked tensors");
-    int64_t r = dataType.getRank();
-    if (idxType.getRank() != r || updType.getRank() != r)
+    StringRef red = op.getReduction();
+    if (failed(checkScatter(op, resultType, data, indices, updates, red,
+                            "scatter_elements")))
+      return failure();
+    int64_t r = rankedType(data).getRank();
+    if (rankedType(indices).getRank() != r ||
+        rankedType(updates).getRank() != r)
       return notSupported(op, "scatter_elements with mismatched ranks");
     auto axisOpt = normalizeAxis((int64_t)op.getAxis(), r);
     if (!axisOpt)
       return notSupported(op, "scatter_elements with an out-of-range axis");
     int64_t axis = *axisOpt;
-    StringRef red = op.getReduction();
-    if (red != "none" && red != "add" && red != "mul" && red != "max" &&
-        red != "min")
-      return notSupported(op, "scatter_elements reduction '" + red + "'");
-    Type orig = elemTypeOf(op.getData());
 
     Value axisSize = dimValue(rewriter, loc, data, axis);
     IndexCheck check(op);
-    SmallVector<Value> lbs(r, cIdx(rewriter, loc, 0));
-    SmallVector<Value> steps(r, cIdx(rewriter, loc, 1));
-    SmallVector<Value> ubs;
-    for (int64_t d = 0; d < r; ++d)
-      ubs.push_back(dimValue(rewriter, loc, indices, d));
-    scf::LoopNest nest = scf::buildLoopNest(
-        rewriter, loc, lbs, ubs, steps, ValueRange{data},
-        [&](OpBuilder &b, Location l, ValueRange ivs,
-            ValueRange iter) -> scf::ValueVector {
-          Value acc = iter[0];
+    Value res = scatterLoops(
+        rewriter, loc, data, updates, red, elemTypeOf(op.getData()),
+        [&](OpBuilder &b, Location l, ValueRange ivs) {
           Value idx = tensor::ExtractOp::create(b, l, indices, ivs);
-          Value u = tensor::ExtractOp::create(b, l, updates, ivs);
           SmallVector<Value> target(ivs.begin(), ivs.end());
           target[axis] = indexInto(b, l, idx, axisSize, &check);
-          if (red != "none")
-            u = combineScattered(b, l, red, orig,
-                                 tensor::ExtractOp::create(b, l, acc, target),
-                                 u);
-          Value next = tensor::InsertOp::create(b, l, u, acc, target);
-          return {next};
+          return target;
         });
-    rewriter.replaceOp(op, castTensor(rewriter, loc, nest.results[0], resultType));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, res, resultType));
     return success();
   }
 };
@@ -465,38 +491,25 @@ struct ScatterNDLowering : OpConversionPattern<dist::ScatterNDOp> {
     Value data = adaptor.getData(), indices = adaptor.getIndices(),
           updates = adaptor.getUpdates();
     auto resultType = convertedType(getTypeConverter(), op.getResult());
-    auto dataType = rankedType(data);
+    StringRef red = op.getReduction();
+    if (failed(checkScatter(op, resultType, data, indices, updates, red,
+                            "scatter_nd")))
+      return failure();
     auto idxType = rankedType(indices);
-    auto updType = rankedType(updates);
-    if (!resultType || !dataType || !idxType || !updType)
-      return notSupported(op, "scatter_nd of unranked tensors");
-    int64_t r = dataType.getRank(), q = idxType.getRank();
+    int64_t r = rankedType(data).getRank(), q = idxType.getRank();
     int64_t k = q > 0 ? idxType.getDimSize(q - 1) : ShapedType::kDynamic;
     if (ShapedType::isDynamic(k))
       return notSupported(op, "scatter_nd with index tuples of unknown length");
-    if (k < 1 || k > r || updType.getRank() != q - 1 + r - k)
+    if (k < 1 || k > r || rankedType(updates).getRank() != q - 1 + r - k)
       return notSupported(op, "scatter_nd with mismatched ranks");
-    StringRef red = op.getReduction();
-    if (red != "none" && red != "add" && red != "mul" && red != "max" &&
-        red != "min")
-      return notSupported(op, "scatter_nd reduction '" + red + "'");
-    Type orig = elemTypeOf(op.getData());
 
     IndexCheck check(op);
-    int64_t n = updType.getRank();
-    SmallVector<Value> lbs(n, cIdx(rewriter, loc, 0));
-    SmallVector<Value> steps(n, cIdx(rewriter, loc, 1));
-    SmallVector<Value> ubs;
-    for (int64_t d = 0; d < n; ++d)
-      ubs.push_back(dimValue(rewriter, loc, updates, d));
     SmallVector<Value> extents;
     for (int64_t d = 0; d < k; ++d)
       extents.push_back(dimValue(rewriter, loc, data, d));
-    scf::LoopNest nest = scf::buildLoopNest(
-        rewriter, loc, lbs, ubs, steps, ValueRange{data},
-        [&](OpBuilder &b, Location l, ValueRange ivs,
-            ValueRange iter) -> scf::ValueVector {
-          Value acc = iter[0];
+    Value res = scatterLoops(
+        rewriter, loc, data, updates, red, elemTypeOf(op.getData()),
+        [&](OpBuilder &b, Location l, ValueRange ivs) {
           SmallVector<Value> at(ivs.begin(), ivs.begin() + (q - 1));
           at.push_back(Value());
           SmallVector<Value> target;
@@ -506,16 +519,9 @@ struct ScatterNDLowering : OpConversionPattern<dist::ScatterNDOp> {
             target.push_back(indexInto(b, l, idx, extents[d], &check));
           }
           target.append(ivs.begin() + (q - 1), ivs.end());
-          Value u = tensor::ExtractOp::create(b, l, updates, ivs);
-          if (red != "none")
-            u = combineScattered(b, l, red, orig,
-                                 tensor::ExtractOp::create(b, l, acc, target),
-                                 u);
-          Value next = tensor::InsertOp::create(b, l, u, acc, target);
-          return {next};
+          return target;
         });
-    rewriter.replaceOp(op,
-                       castTensor(rewriter, loc, nest.results[0], resultType));
+    rewriter.replaceOp(op, castTensor(rewriter, loc, res, resultType));
     return success();
   }
 };
