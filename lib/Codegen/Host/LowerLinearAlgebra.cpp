@@ -646,7 +646,6 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
   /// output positions stay). Returns the weight to use.
   static Value dropPaddingTaps(OpBuilder &b, Location loc, Value weight,
                                ConvGeometry &geo) {
-    auto wType = cast<RankedTensorType>(weight.getType());
     int64_t s = static_cast<int64_t>(geo.kernel.size());
     SmallVector<int64_t> first(s), count(s);
     bool trimmed = false;
@@ -670,8 +669,8 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     if (!trimmed)
       return weight;
     SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0)), sizes, ones;
-    sizes.push_back(b.getIndexAttr(wType.getDimSize(0)));
-    sizes.push_back(b.getIndexAttr(wType.getDimSize(1)));
+    sizes.push_back(tensor::getMixedSize(b, loc, weight, 0));
+    sizes.push_back(tensor::getMixedSize(b, loc, weight, 1));
     for (int64_t i = 0; i < s; ++i) {
       offsets.push_back(b.getIndexAttr(first[i]));
       sizes.push_back(b.getIndexAttr(count[i]));
