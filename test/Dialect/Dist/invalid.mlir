@@ -1835,3 +1835,12 @@ func.func @send_dynamic(%x: tensor<?xf32>) {
   dist.send %x to 1 tag 0 : tensor<?xf32>
   return
 }
+
+// -----
+
+func.func @scatter_nd_scalar_indices(%x: tensor<3x4xf32>, %i: tensor<i64>, %u: tensor<3x4xf32>) {
+  // expected-error @+2 {{indices must have rank 1 or more}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dist.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<i64>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  return
+}
