@@ -1269,7 +1269,7 @@ struct ActPass {
   /// An image's rows (rowLen > 0): the rowStride - rowLen elements after
   /// each complete one set to +0.
   bool zeroGaps = false;
-  bool silu = false;
+  dist_rt::Gate gate = dist_rt::Gate::None;
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -1284,10 +1284,10 @@ __attribute__((target("avx2,fma"))) void actRunAvx2(const float *in, float *out,
   for (; j + 8 <= len; j += 8)
     _mm256_storeu_ps(
         out + j, dist_rt::reluClip8(_mm256_add_ps(_mm256_loadu_ps(in + j), b),
-                                    p.relu, p.clip, p.lo, p.hi, p.silu));
+                                    p.relu, p.clip, p.lo, p.hi, p.gate));
   for (; j < len; ++j)
     out[j] =
-        dist_rt::reluClip1(in[j] + bias, p.relu, p.clip, p.lo, p.hi, p.silu);
+        dist_rt::reluClip1(in[j] + bias, p.relu, p.clip, p.lo, p.hi, p.gate);
 }
 #endif
 
@@ -1320,7 +1320,7 @@ void actRows(void *ctx, int64_t first, int64_t last) {
         if (bias)
           v += bias[j * p.biasSj];
         out[(j - j0) * p.dSn] =
-            dist_rt::reluClip1(v, p.relu, p.clip, p.lo, p.hi, p.silu);
+            dist_rt::reluClip1(v, p.relu, p.clip, p.lo, p.hi, p.gate);
       }
     }
   }
@@ -1342,7 +1342,8 @@ extern "C" void dist_rt_gemm_set_act_f32(
     return;
   auto *bias = reinterpret_cast<const float *>(static_cast<intptr_t>(bias_ptr));
   bool relu = flags & DIST_RT_GEMM_RELU, clip = flags & DIST_RT_GEMM_CLIP;
-  bool silu = flags & DIST_RT_GEMM_SILU;
+  dist_rt::Gate gate = dist_rt::gateOf(flags & DIST_RT_GEMM_SILU,
+                                       flags & DIST_RT_GEMM_HARDSWISH);
   // A residual: the product accumulates onto C's old values (packed tiles
   // and libraries alike load C first), the epilogue follows in place.
   bool accumulate = flags & DIST_RT_GEMM_ACCUMULATE;
@@ -1355,7 +1356,7 @@ extern "C" void dist_rt_gemm_set_act_f32(
   // A constant A (the filters of a convolution's product) with a bias per
   // row: the epilogue as the packed kernel stores its tiles, C written once
   // (inside a padded image too).
-  dist_rt::PackedEpilogue epilogue{bias, relu, clip, lo, hi, zeroGaps, silu};
+  dist_rt::PackedEpilogue epilogue{bias, relu, clip, lo, hi, zeroGaps, gate};
   if ((!bias || (bias_si == 1 && bias_sj == 0)) && k > 0 &&
       (batch == 1 || a_sb == 0) && b_sn == 1 && c_sn == 1 && b_sk >= n &&
       (image || m == 1 || c_sm >= n)) {
@@ -1375,7 +1376,7 @@ extern "C" void dist_rt_gemm_set_act_f32(
   ActPass pass{m, n, nullptr, 0,       0,       0,    c,    c_sb, c_sm, c_sn,
                0, 0, bias,    bias_si, bias_sj, relu, clip, lo,   hi};
   pass.zeroGaps = zeroGaps;
-  pass.silu = silu;
+  pass.gate = gate;
   std::unique_ptr<void, void (*)(void *)> scratch(nullptr,
                                                   _mlir_memref_to_llvm_free);
   if (image) {

@@ -144,15 +144,16 @@ struct Geometry {
   /// DIST_RT_CONV_CLIP: v < lo becomes lo, then v > hi becomes hi.
   bool clip = false;
   float lo = 0.0f, hi = 0.0f;
-  /// DIST_RT_CONV_SILU: v * (1 / (1 + exp(-v))) before the ReLU and Clip.
-  bool silu = false;
+  /// DIST_RT_CONV_SILU: v * (1 / (1 + exp(-v))), DIST_RT_CONV_HARDSWISH:
+  /// v * max(0, min(1, v / 6 + 1 / 2)), before the ReLU and Clip.
+  dist_rt::Gate gate = dist_rt::Gate::None;
 };
 
 /// The activation the call asks for, on one output value: ReLU (lanes <= 0,
 /// -0 included, become +0; NaN kept), then the clip (NaN kept), as the
 /// generated elementwise ops the compiler folded into the call compute them.
 inline float activate(const Geometry &g, float v) {
-  return dist_rt::reluClip1(v, g.relu, g.clip, g.lo, g.hi, g.silu);
+  return dist_rt::reluClip1(v, g.relu, g.clip, g.lo, g.hi, g.gate);
 }
 
 /// out[n, g, f, oh, ow] (+)= bias[g, f] + sum over c, kh, kw of
@@ -261,7 +262,7 @@ struct Plan {
 /// activate() on 16 lanes.
 __attribute__((target("avx512f"), always_inline)) inline __m512
 activate(const Geometry &g, __m512 r) {
-  return dist_rt::reluClip16(r, g.relu, g.clip, g.lo, g.hi, g.silu);
+  return dist_rt::reluClip16(r, g.relu, g.clip, g.lo, g.hi, g.gate);
 }
 
 /// Lanes of the 16 positions from `p0` whose column is inside the output.
@@ -1342,7 +1343,7 @@ struct DwAvx2Plan {
 /// activate() on 8 lanes (same ordered compares: NaN kept, -0 to +0).
 __attribute__((target("avx2,fma"), always_inline)) inline __m256
 activate8(const Geometry &g, __m256 r) {
-  return dist_rt::reluClip8(r, g.relu, g.clip, g.lo, g.hi, g.silu);
+  return dist_rt::reluClip8(r, g.relu, g.clip, g.lo, g.hi, g.gate);
 }
 
 /// Stores the `n` first lanes (1 to 8) of `r` at `at`, the old output
@@ -1744,7 +1745,7 @@ void productChunk(void *ctx, int64_t begin, int64_t end) {
       const float *bm = reinterpret_cast<const float *>(bPtr);
       dist_rt::PackedEpilogue e{pl.bias ? pl.bias + grp * g.f + f0 : nullptr,
                                 g.relu, g.clip, g.lo, g.hi};
-      e.silu = g.silu;
+      e.gate = g.gate;
       // Rows of the output apart (inside a padded buffer): C's columns as
       // the image's positions.
       dist_rt::PackedImageColumns image{p0, g.ow, g.outH};
@@ -1914,7 +1915,7 @@ TuneKey tuneKey(const Geometry &g) {
                   g.outF,
                   g.outH,
                   int64_t(g.accumulate) | int64_t(g.relu) << 1 |
-                      int64_t(g.clip) << 2 | int64_t(g.silu) << 3,
+                      int64_t(g.clip) << 2 | int64_t(g.gate) << 3,
                   dist_rt_get_num_threads()}};
 }
 
@@ -1965,7 +1966,8 @@ void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
   g.accumulate = (flags & DIST_RT_CONV_ACCUMULATE) != 0;
   g.relu = (flags & DIST_RT_CONV_RELU) != 0;
   g.clip = (flags & DIST_RT_CONV_CLIP) != 0;
-  g.silu = (flags & DIST_RT_CONV_SILU) != 0;
+  g.gate = dist_rt::gateOf(flags & DIST_RT_CONV_SILU,
+                           flags & DIST_RT_CONV_HARDSWISH);
   g.lo = lo, g.hi = hi;
   const auto *in =
       reinterpret_cast<const float *>(static_cast<intptr_t>(in_ptr));

@@ -14,6 +14,7 @@
 #ifndef DIST_RT_LIB_INTERNAL_H
 #define DIST_RT_LIB_INTERNAL_H
 
+#include "simd_activation.h"
 #include "status.h"
 
 #include "dist_rt/comm.h"
@@ -339,8 +340,9 @@ bool packedSgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 /// stride), B's panels packed as the tasks reach them (nothing allocated),
 /// then the epilogue when there is one: per element of C, v = (old C unless
 /// overwriting) + sum + bias[row] (bias indexed from firstRow's row, null
-/// for none), then SiLU when `silu`, max(v, 0) when `relu`, v clamped to
-/// [lo, hi] when `clip` (NaN kept by all).
+/// for none), then v * gate(v) when `gate` names one (SiLU, HardSwish),
+/// max(v, 0) when `relu`, v clamped to [lo, hi] when `clip` (NaN kept by
+/// all).
 struct PackedEpilogue {
   const float *bias;
   bool relu, clip;
@@ -348,7 +350,7 @@ struct PackedEpilogue {
   /// C's columns an image's (PackedImageColumns): the rowStride - rowLen
   /// elements after each of its rows set to +0 (DIST_RT_GEMM_ZERO_GAPS).
   bool zeroGaps = false;
-  bool silu = false;
+  Gate gate = Gate::None;
 };
 size_t packedSgemmABytes(int64_t m, int64_t k);
 void packSgemmA(const float *a, int64_t m, int64_t k, int64_t rowStride,

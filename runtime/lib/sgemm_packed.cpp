@@ -126,22 +126,22 @@ bool spreads(int64_t tasks, double work) {
 #if DIST_RT_X86
 
 /// What a tile applies as it stores the last slice of depth (packedSgemmA's
-/// epilogue): v = (old C when loading) + sum + bias[r], then SiLU when
-/// `silu`, max(v, 0) when `relu`, v clamped to [lo, hi] when `clip` (NaN
-/// kept by all, as conv.cpp's activate).
+/// epilogue): v = (old C when loading) + sum + bias[r], then v * gate(v)
+/// when `gate` names one, max(v, 0) when `relu`, v clamped to [lo, hi]
+/// when `clip` (NaN kept by all, as conv.cpp's activate).
 struct TileEpilogue {
   /// The tile's rows' biases (zeros past the last row).
   const float *bias;
   bool relu, clip;
   float lo, hi;
-  bool silu = false;
+  dist_rt::Gate gate = dist_rt::Gate::None;
 };
 
 /// The epilogue on one vector of row `r`.
 __attribute__((target("avx2,fma"), always_inline)) inline __m256
 finish(__m256 v, int64_t r, const TileEpilogue &e) {
   v = _mm256_add_ps(v, _mm256_broadcast_ss(e.bias + r));
-  return dist_rt::reluClip8(v, e.relu, e.clip, e.lo, e.hi, e.silu);
+  return dist_rt::reluClip8(v, e.relu, e.clip, e.lo, e.hi, e.gate);
 }
 
 /// The first `n` (0 to 8) lanes of `v` stored at `dst`, by 4, 2 and 1 lanes
@@ -529,7 +529,7 @@ put512(float *dst, __m512 x, int64_t n, bool load, const TileEpilogue *e,
     x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, dst));
   if (e)
     x = dist_rt::reluClip16(_mm512_add_ps(x, _mm512_set1_ps(e->bias[r])),
-                            e->relu, e->clip, e->lo, e->hi, e->silu);
+                            e->relu, e->clip, e->lo, e->hi, e->gate);
   _mm512_mask_storeu_ps(dst, mask, x);
 }
 
@@ -622,7 +622,7 @@ tileA512(int64_t depth, const float *a, const float *b, float *c, int64_t ldc,
         if (e && r < rows)
           acc[r][v] = dist_rt::reluClip16(
               _mm512_add_ps(acc[r][v], _mm512_set1_ps(e->bias[r])), e->relu,
-              e->clip, e->lo, e->hi, e->silu);
+              e->clip, e->lo, e->hi, e->gate);
     const __m512i iota =
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int64_t q = 0, x = split->x0, at = 0; q < cols;) {
@@ -737,7 +737,7 @@ tileA512Narrow(int64_t depth, const float *a0, const float *a1, const float *b,
         v = *dst + v;
       if (e)
         v = dist_rt::reluClip1(v + e->bias[r], e->relu, e->clip, e->lo, e->hi,
-                               e->silu);
+                               e->gate);
       *dst = v;
     }
   }
@@ -1168,7 +1168,7 @@ void blockPanelRange(void *ctx, int64_t first, int64_t last) {
             for (int64_t r = 0; r < rows && ep->bias; ++r)
               bias[r] = ep->bias[i + r];
             e = TileEpilogue{bias,   ep->relu, ep->clip,
-                             ep->lo, ep->hi,   ep->silu};
+                             ep->lo, ep->hi,   ep->gate};
             te = &e;
           }
           // The next tile's slice of A (after this one's), fetched as this

@@ -1,4 +1,5 @@
-//===- simd_activation.h - ReLU, Clip, SiLU on 8/16 lanes -------*- C++ -*-===//
+//===- simd_activation.h - ReLU, Clip, SiLU, HardSwish on 8/16 lanes -*- C++
+//-*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // The activations the runtime's AVX2 and AVX-512 kernels apply as they
@@ -10,7 +11,11 @@
 // ONNX's Sigmoid and the Mul by its input (EfficientNet's activation),
 // with exp as a polynomial (Cephes' expf: within 1 ulp of exp on [-87, 88]
 // at steps of 7.3e-4 on both widths; NaN kept, exp of
-// large arguments +inf, of very negative ones 0, as the generated code's).
+// large arguments +inf, of very negative ones 0, as the generated code's);
+// or HardSwish: v * max(0, min(1, v * (1/6) + 1/2)), as the generated code
+// computes ONNX's HardSwish (and a HardSigmoid of alpha 1/6, beta 1/2 times
+// its input: MobileNetV3's activation; -inf gives NaN there and here;
+// the multiply and add may be fused here, within an ulp of the loop's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,15 +26,38 @@
 
 namespace dist_rt {
 
+/// The gate an activation starts with, v * gate(v), if any: SiLU's
+/// sigmoid or HardSwish's max(0, min(1, v / 6 + 1 / 2)).
+enum class Gate : unsigned char { None, Silu, HardSwish };
+
+/// The gate of a call's flags (SiLU's when both are set: codegen never
+/// sets both).
+inline Gate gateOf(bool silu, bool hardSwish) {
+  return silu ? Gate::Silu : hardSwish ? Gate::HardSwish : Gate::None;
+}
+
+/// HardSwish's 1/6 (the f32 nearest, as the generated code's constant).
+constexpr float kSixth = 1.0f / 6.0f;
+
 /// SiLU on one value.
 inline float silu1(float v) { return v * (1.0f / (1.0f + std::exp(-v))); }
 
-/// The same on one value (the kernels' scalar edges and passes), SiLU
-/// first when `silu`.
+/// HardSwish on one value.
+inline float hardSwish1(float v) {
+  float g = v * kSixth + 0.5f;
+  g = g > 1.0f ? 1.0f : g;
+  g = g < 0.0f ? 0.0f : g;
+  return v * g;
+}
+
+/// The same on one value (the kernels' scalar edges and passes), the gate
+/// first.
 inline float reluClip1(float v, bool relu, bool clip, float lo, float hi,
-                       bool silu = false) {
-  if (silu)
+                       Gate gate = Gate::None) {
+  if (gate == Gate::Silu)
     v = silu1(v);
+  else if (gate == Gate::HardSwish)
+    v = hardSwish1(v);
   if (relu)
     v = v <= 0.0f ? 0.0f : v;
   if (clip) {
@@ -119,12 +147,35 @@ silu16(__m512 v) {
   return _mm512_mul_ps(v, _mm512_div_ps(one, _mm512_add_ps(one, e)));
 }
 
+/// HardSwish on 8 lanes (min and max return the bound for NaN, whose
+/// product with v stays NaN).
+__attribute__((target("avx2,fma"), always_inline)) inline __m256
+hardSwish8(__m256 v) {
+  __m256 g = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(kSixth)),
+                           _mm256_set1_ps(0.5f));
+  g = _mm256_max_ps(_mm256_min_ps(g, _mm256_set1_ps(1.0f)),
+                    _mm256_setzero_ps());
+  return _mm256_mul_ps(v, g);
+}
+
+/// HardSwish on 16 lanes.
+__attribute__((target("avx512f"), always_inline)) inline __m512
+hardSwish16(__m512 v) {
+  __m512 g = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(kSixth)),
+                           _mm512_set1_ps(0.5f));
+  g = _mm512_max_ps(_mm512_min_ps(g, _mm512_set1_ps(1.0f)),
+                    _mm512_setzero_ps());
+  return _mm512_mul_ps(v, g);
+}
+
 /// reluClip1 on 8 lanes.
 __attribute__((target("avx2,fma"), always_inline)) inline __m256
 reluClip8(__m256 r, bool relu, bool clip, float lo, float hi,
-          bool silu = false) {
-  if (silu)
+          Gate gate = Gate::None) {
+  if (gate == Gate::Silu)
     r = silu8(r);
+  else if (gate == Gate::HardSwish)
+    r = hardSwish8(r);
   if (relu) {
     __m256 zero = _mm256_setzero_ps();
     r = _mm256_blendv_ps(r, zero, _mm256_cmp_ps(r, zero, _CMP_LE_OQ));
@@ -140,9 +191,11 @@ reluClip8(__m256 r, bool relu, bool clip, float lo, float hi,
 /// reluClip1 on 16 lanes.
 __attribute__((target("avx512f"), always_inline)) inline __m512
 reluClip16(__m512 r, bool relu, bool clip, float lo, float hi,
-           bool silu = false) {
-  if (silu)
+           Gate gate = Gate::None) {
+  if (gate == Gate::Silu)
     r = silu16(r);
+  else if (gate == Gate::HardSwish)
+    r = hardSwish16(r);
   if (relu) {
     __m512 zero = _mm512_setzero_ps();
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_LE_OQ), zero);

@@ -130,6 +130,8 @@ int64_t check(const ConvCase &cc, int64_t flags, bool withBias, uint32_t seed,
           }
           if (flags & DIST_RT_CONV_SILU)
             acc = acc / (1.0 + std::exp(-acc));
+          if (flags & DIST_RT_CONV_HARDSWISH)
+            acc = acc * std::min(std::max(acc / 6.0 + 0.5, 0.0), 1.0);
           if ((flags & DIST_RT_CONV_RELU) && acc < 0.0)
             acc = 0.0;
           if (flags & DIST_RT_CONV_CLIP)
@@ -238,7 +240,10 @@ TEST_P(ConvTest, MatchesNaiveLoop) {
                               DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP,
                               DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP,
                               DIST_RT_CONV_SILU,
-                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_SILU};
+                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_SILU,
+                              DIST_RT_CONV_HARDSWISH,
+                              DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_HARDSWISH |
+                                  DIST_RT_CONV_CLIP};
   uint32_t seed = 1;
   for (int threads : {1, 2, 3}) {
     dist_rt_set_num_threads(threads);
@@ -529,6 +534,39 @@ TEST_P(ConvTest, SiluKeepsNaNAndInfinities) {
     EXPECT_EQ(at(3), 100.0f);
     EXPECT_EQ(at(4), inf);
     EXPECT_EQ(at(5), 0.0f);
+  }
+}
+
+TEST_P(ConvTest, HardSwishKeepsNaNAndInfinities) {
+  // HardSwish, v * max(0, min(1, v / 6 + 1 / 2)), as ONNX's HardSwish
+  // lowered: NaN stays, +inf stays, -inf becomes NaN (-inf * 0), values
+  // at or below -3 become -0, values at or above 3 stay.
+  ConvCase cc{1, 1, 6, 6, 6, 3, 3, 1, 1, 1, 1};
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> in(36, 0.0f), wt(54, 0.0f),
+      bias{-200.0f, -1.5f, 2.0f, 3.0f, inf, -inf};
+  std::vector<float> out(96, 7.0f);
+  in[0] = std::numeric_limits<float>::quiet_NaN();
+  dist_rt_conv2d_f32(cc.n, cc.c, cc.h, cc.w, cc.f, cc.kh, cc.kw, 1, 1, 1, 1, 4,
+                     4, reinterpret_cast<intptr_t>(in.data()), 36, 36, 6,
+                     reinterpret_cast<intptr_t>(wt.data()),
+                     reinterpret_cast<intptr_t>(bias.data()),
+                     reinterpret_cast<intptr_t>(out.data()), 96, 16, 4, 0.0f,
+                     0.0f, DIST_RT_CONV_HARDSWISH);
+  for (int p = 0; p < 16; ++p) {
+    auto at = [&](int f) { return out[size_t(f * 16 + p)]; };
+    if (p == 0) {
+      // In[0] times the zero weights is NaN at position 0.
+      for (int f = 0; f < 6; ++f)
+        EXPECT_TRUE(std::isnan(at(f))) << "filter " << f;
+      continue;
+    }
+    EXPECT_TRUE(at(0) == 0.0f && std::signbit(at(0))) << at(0);
+    EXPECT_NEAR(at(1), -1.5 * 0.25, 1e-6);
+    EXPECT_NEAR(at(2), 2.0 * (2.0 / 6.0 + 0.5), 1e-6);
+    EXPECT_EQ(at(3), 3.0f);
+    EXPECT_EQ(at(4), inf);
+    EXPECT_TRUE(std::isnan(at(5))) << at(5);
   }
 }
 

@@ -713,8 +713,8 @@ TEST(GemmConstantWeights, FewPanelsAreSharedByRows) {
 // or with DIST_RT_GEMM_ZERO_GAPS the gap after each row zeroed), C's old
 // values added first (DIST_RT_GEMM_ACCUMULATE, a residual), a batch
 // sharing the filters, one and two threads: all against a double loop,
-// with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares), and
-// SiLU against a double-precision exp.
+// with the runtime's ReLU (v <= 0 -> +0) and Clip (ordered compares), SiLU
+// against a double-precision exp, and HardSwish.
 TEST(GemmEpilogue, BiasAndActivationAsStored) {
   int32_t saved = dist_rt_get_num_threads();
   bool packs = dist_rt::packedSgemmAAvailable();
@@ -743,7 +743,10 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
               int64_t(DIST_RT_GEMM_ACCUMULATE),
               int64_t(DIST_RT_GEMM_ACCUMULATE | DIST_RT_GEMM_RELU),
               int64_t(DIST_RT_GEMM_ACCUMULATE | DIST_RT_GEMM_SILU |
-                      DIST_RT_GEMM_CLIP | DIST_RT_GEMM_ZERO_GAPS)})
+                      DIST_RT_GEMM_CLIP | DIST_RT_GEMM_ZERO_GAPS),
+              int64_t(DIST_RT_GEMM_HARDSWISH),
+              int64_t(DIST_RT_GEMM_ACCUMULATE | DIST_RT_GEMM_HARDSWISH |
+                      DIST_RT_GEMM_RELU | DIST_RT_GEMM_ZERO_GAPS)})
           for (int image : {0, 1, 2}) // plain, image, image row by row
             for (int64_t batch : {int64_t(1), int64_t(2)})
               for (int32_t threads : {1, 2}) {
@@ -792,6 +795,10 @@ TEST(GemmEpilogue, BiasAndActivationAsStored) {
                         v += bias[size_t(biasKind == 1 ? i : j)];
                       if (flags & DIST_RT_GEMM_SILU)
                         v = float(double(v) / (1.0 + std::exp(-double(v))));
+                      if (flags & DIST_RT_GEMM_HARDSWISH)
+                        v = float(double(v) *
+                                  std::min(std::max(double(v) / 6.0 + 0.5, 0.0),
+                                           1.0));
                       if (flags & DIST_RT_GEMM_RELU)
                         v = v <= 0.0f ? 0.0f : v;
                       if (flags & DIST_RT_GEMM_CLIP)

@@ -231,6 +231,7 @@ DIST_RT_API dist_rt_status_t dist_rt_gpu_measure(int32_t device, int32_t quick,
 #define DIST_RT_GEMM_ZERO_GAPS 4
 #define DIST_RT_GEMM_SILU 8
 #define DIST_RT_GEMM_ACCUMULATE 16
+#define DIST_RT_GEMM_HARDSWISH 32
 
 /// dist_rt_gemm_set_f32 (C_t = A_t * B_t), then every element of C
 /// through an epilogue: v = C_t[i, j] + bias[i * bias_si + j * bias_sj]
@@ -238,7 +239,9 @@ DIST_RT_API dist_rt_status_t dist_rt_gpu_measure(int32_t device, int32_t quick,
 /// `flags` has DIST_RT_GEMM_ACCUMULATE (a residual connection's Add, the
 /// sum's order unspecified: the product may accumulate onto it), then v = v *
 /// (1 / (1 + exp(-v))) (SiLU: ONNX's Sigmoid and the Mul by its input; NaN
-/// kept) when `flags` has DIST_RT_GEMM_SILU, then v = (v <= 0 ? 0 : v) when it
+/// kept) when `flags` has DIST_RT_GEMM_SILU, or v = v * max(0, min(1, v * (1/6)
+/// + 1/2)) (ONNX's HardSwish) when it has DIST_RT_GEMM_HARDSWISH (not both),
+/// then v = (v <= 0 ? 0 : v) when it
 /// has DIST_RT_GEMM_RELU, then v clamped to [lo, hi] with ordered compares
 /// (v < lo ? lo : v, then v > hi ? hi : v; NaN stays) when it has
 /// DIST_RT_GEMM_CLIP. With c_row_len > 0, C's columns are the positions
@@ -268,6 +271,7 @@ DIST_RT_API void dist_rt_gemm_set_act_f32(
 #define DIST_RT_CONV_RELU 2
 #define DIST_RT_CONV_CLIP 4
 #define DIST_RT_CONV_SILU 8
+#define DIST_RT_CONV_HARDSWISH 16
 
 /// A 2-D f32 convolution of an input that is already padded: for every
 /// image b in [0, n), filter o in [0, f) and output position (y, x) in
@@ -276,7 +280,9 @@ DIST_RT_API void dist_rt_gemm_set_act_f32(
 ///                     in[b, ci, y*sh + i*dh, x*sw + j*dw]
 /// plus bias[o] when `bias_ptr` is not 0, plus the old out[b, o, y, x] when
 /// `flags` has DIST_RT_CONV_ACCUMULATE, then v * (1 / (1 + exp(-v))) when
-/// it has DIST_RT_CONV_SILU, then max(., 0) (NaN kept) when it
+/// it has DIST_RT_CONV_SILU, or v * max(0, min(1, v * (1/6) + 1/2)) (ONNX's
+/// HardSwish) when it has DIST_RT_CONV_HARDSWISH (not both), then max(., 0)
+/// (NaN kept) when it
 /// has DIST_RT_CONV_RELU, then, when it has DIST_RT_CONV_CLIP, values below
 /// `lo` become `lo` and then values above `hi` become `hi` (NaN kept: ONNX's
 /// Clip; `lo` and `hi` are not read otherwise). Element strides (columns
