@@ -40,24 +40,27 @@ inline constexpr llvm::StringLiteral kCudaGemmSetF32Bf16 =
     "dist_rt_cuda_gemm_set_f32_bf16";
 /// The prefix of the runtime's device library calls (the above).
 inline constexpr llvm::StringLiteral kCudaLibraryPrefix = "dist_rt_cuda_";
-/// dist_rt_gemm_set_f32 with a bias and SiLU / ReLU / Clip applied to C.
+/// dist_rt_gemm_set_f32 with a bias and SiLU or HardSwish / ReLU / Clip
+/// applied to C.
 inline constexpr llvm::StringLiteral kGemmSetActF32 =
     "dist_rt_gemm_set_act_f32";
 /// Its flags (dist_rt/kernels.h): ReLU; clip to [lo, hi]; zero the gaps
 /// after an image's rows; SiLU (before the ReLU and the clip); add C's old
-/// value (a residual, before the activations).
+/// value (a residual, before the activations); HardSwish (where SiLU
+/// stands).
 inline constexpr int64_t kGemmRelu = 1, kGemmClip = 2, kGemmZeroGaps = 4,
-                         kGemmSilu = 8, kGemmAccumulate = 16;
+                         kGemmSilu = 8, kGemmAccumulate = 16,
+                         kGemmHardSwish = 32;
 
 /// Direct 2-D f32 convolution of a padded NCHW input (dist_rt/kernels.h):
 /// conv2d(n, c, h, w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sc,
 /// in_sh, weight, bias, out, out_sn, out_sf, out_sh, lo, hi, flags), lo and
 /// hi f32, the others i64; the flags below.
 inline constexpr llvm::StringLiteral kConv2dF32 = "dist_rt_conv2d_f32";
-/// Its flags: accumulate into out; then SiLU; then ReLU; then clip to
-/// [lo, hi] (ONNX's Clip, NaN kept).
+/// Its flags: accumulate into out; then SiLU or HardSwish; then ReLU; then
+/// clip to [lo, hi] (ONNX's Clip, NaN kept).
 inline constexpr int64_t kConvAccumulate = 1, kConvRelu = 2, kConvClip = 4,
-                         kConvSilu = 8;
+                         kConvSilu = 8, kConvHardSwish = 16;
 /// The same over groups (dist_rt/kernels.h): conv2d_group(groups, n, c, h,
 /// w, f, kh, kw, sh, sw, dh, dw, oh, ow, in, in_sn, in_sg, in_sc, in_sh,
 /// weight, bias, out, out_sn, out_sg, out_sf, out_sh, lo, hi, flags), c

@@ -154,7 +154,8 @@ std::optional<double> f32Constant(Value v) {
 
 /// The activation `g` computes when it is elementwise on `in` alone
 /// (identity maps, one output) and its body is, in this order and each at
-/// most once: a SiLU (siluOf: EfficientNet's Sigmoid and Mul); a ReLU,
+/// most once: a SiLU (siluOf: EfficientNet's Sigmoid and Mul) or a
+/// HardSwish (hardSwishOf: MobileNetV3's); a ReLU,
 /// maximumf(x, +0.0); ONNX Clip's lower bound,
 /// select(x < lo, lo, x); its upper bound, select(x > hi, hi, x) (ordered
 /// compares, constant bounds: LowerElementwise's Clip). Null otherwise.
@@ -170,19 +171,22 @@ std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in) {
   Value x = body.getArgument(0);
   // 0: nothing yet, 1: after the ReLU, 2: after lo, 3: after hi.
   int stage = 0;
-  // The ops of the SiLU, once read.
-  llvm::SmallPtrSet<Operation *, 8> silu;
+  // The ops of the SiLU or HardSwish, once read.
+  llvm::SmallPtrSet<Operation *, 8> gate;
   for (auto it = body.begin(); &*it != body.getTerminator(); ++it) {
     Operation *op = &*it;
-    if (isa<arith::ConstantOp>(op) || silu.contains(op))
+    if (isa<arith::ConstantOp>(op) || gate.contains(op))
       continue;
-    if (isa<arith::NegFOp>(op) && stage == 0 && silu.empty()) {
+    if (isa<arith::NegFOp, arith::MulFOp>(op) && stage == 0 && gate.empty()) {
       SmallVector<Operation *> chain;
-      arith::MulFOp mul = dist::codegen::siluOf(x, &chain);
+      bool silu = isa<arith::NegFOp>(op);
+      arith::MulFOp mul = silu ? dist::codegen::siluOf(x, &chain)
+                               : dist::codegen::hardSwishOf(x, &chain);
       if (!mul)
         return std::nullopt;
-      silu.insert(chain.begin(), chain.end());
-      act.flags |= dist::runtime_abi::kConvSilu;
+      gate.insert(chain.begin(), chain.end());
+      act.flags |= silu ? dist::runtime_abi::kConvSilu
+                        : dist::runtime_abi::kConvHardSwish;
       x = mul.getResult();
       continue;
     }

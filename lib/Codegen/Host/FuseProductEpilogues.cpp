@@ -147,7 +147,7 @@ bool onlyFeeds(Operation *op, Operation *call) {
 
 /// The epilogue of an elementwise loop: out = act(product [+ bias]).
 struct Epilogue {
-  bool relu = false, clip = false, silu = false;
+  bool relu = false, clip = false, silu = false, hardSwish = false;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 };
@@ -163,7 +163,7 @@ std::optional<float> constantF32(Value v) {
 /// Reads `g`'s body: the product's block argument `product`, then adds
 /// of `bias` and of `residual` (each when not null, in either order), then
 /// in this order any of SiLU (siluOf:
-/// EfficientNet's Sigmoid and Mul), ReLU (maximumf
+/// EfficientNet's Sigmoid and Mul) or HardSwish (hardSwishOf), ReLU (maximumf
 /// with +0.0), a lower bound (cmpf olt + select, or maximumf with another
 /// finite constant) and an upper bound (cmpf ogt + select, or minimumf with
 /// a finite non-zero constant): exactly the runtime's epilogue, NaN and
@@ -192,26 +192,30 @@ std::optional<Epilogue> readBody(linalg::GenericOp g, BlockArgument product,
         return false;
     return true;
   };
-  // The ops of a SiLU already read (they need not follow one another).
-  llvm::SmallPtrSet<Operation *, 8> silu;
+  // The ops of a SiLU or HardSwish already read (they need not follow one
+  // another).
+  llvm::SmallPtrSet<Operation *, 8> gate;
   for (auto it = body.begin(); it != body.end(); ++it) {
     Operation &op = *it;
     if (auto yield = dyn_cast<linalg::YieldOp>(op)) {
       if (yield.getNumOperands() != 1 || yield.getOperand(0) != v || !added() ||
-          (!bias && !residual && stage == 0 && !e.silu) ||
+          (!bias && !residual && stage == 0 && !e.silu && !e.hardSwish) ||
           !readOnlyBy(v, {yield}))
         return std::nullopt;
       return e;
     }
-    if (isa<arith::ConstantOp>(op) || silu.contains(&op))
+    if (isa<arith::ConstantOp>(op) || gate.contains(&op))
       continue;
-    if (added() && !e.silu && stage == 0 && isa<arith::NegFOp>(op)) {
+    if (added() && gate.empty() && stage == 0 &&
+        isa<arith::NegFOp, arith::MulFOp>(op)) {
       SmallVector<Operation *> chain;
-      arith::MulFOp mul = dist::codegen::siluOf(v, &chain);
+      bool silu = isa<arith::NegFOp>(op);
+      arith::MulFOp mul = silu ? dist::codegen::siluOf(v, &chain)
+                               : dist::codegen::hardSwishOf(v, &chain);
       if (!mul)
         return std::nullopt;
-      silu.insert(chain.begin(), chain.end());
-      e.silu = true;
+      gate.insert(chain.begin(), chain.end());
+      (silu ? e.silu : e.hardSwish) = true;
       v = mul.getResult();
       continue;
     }
@@ -295,6 +299,19 @@ memref::AllocOp plainAlloc(Value v) {
       !type.getElementType().isF32())
     return nullptr;
   return alloc;
+}
+
+/// Whether `view` (a view of a buffer) is read by nothing but memref.dim
+/// ops of static dimensions, directly or through further views.
+bool onlyStaticSizes(Operation *view) {
+  return llvm::all_of(view->getUsers(), [](Operation *user) {
+    if (auto dim = dyn_cast<memref::DimOp>(user)) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      auto type = dyn_cast<MemRefType>(dim.getSource().getType());
+      return index && type && !type.isDynamicDim(*index);
+    }
+    return isa<ViewLikeOpInterface>(user) && onlyStaticSizes(user);
+  });
 }
 
 /// Whether an op strictly between `from` and `to` in their block uses
@@ -500,6 +517,11 @@ struct FuseProductEpiloguesPass
                  memref::ExtractAlignedPointerAsIndexOp, memref::DimOp>(op);
     };
     for (Operation *user : t.getUsers()) {
+      // A view that nothing but static sizes read (left by
+      // dist-contractions-to-runtime when a convolution's call took a
+      // fresh output in place of T) does not use T.
+      if (isa<ViewLikeOpInterface>(user) && onlyStaticSizes(user))
+        continue;
       // Collapsed views of T (P among them): what they give the call, and
       // (a view shared with other ops' calls) earlier or later uses.
       if (auto c = dyn_cast<memref::CollapseShapeOp>(user)) {
@@ -851,6 +873,7 @@ struct FuseProductEpiloguesPass
                   (e->clip ? dist::runtime_abi::kGemmClip : 0) |
                   (zeroGaps ? dist::runtime_abi::kGemmZeroGaps : 0) |
                   (e->silu ? dist::runtime_abi::kGemmSilu : 0) |
+                  (e->hardSwish ? dist::runtime_abi::kGemmHardSwish : 0) |
                   (residualOperand ? dist::runtime_abi::kGemmAccumulate : 0)),
          arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(e->lo)),
          arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(e->hi)),

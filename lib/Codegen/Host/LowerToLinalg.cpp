@@ -147,6 +147,67 @@ arith::MulFOp codegen::siluOf(Value v, SmallVectorImpl<Operation *> *chain) {
   return mul;
 }
 
+arith::MulFOp codegen::hardSwishOf(Value v,
+                                   SmallVectorImpl<Operation *> *chain) {
+  auto isF32 = [](Value c, float want) {
+    auto cst = c ? c.getDefiningOp<arith::ConstantOp>() : arith::ConstantOp();
+    auto f = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+    if (!f || !f.getType().isF32())
+      return false;
+    float got = static_cast<float>(f.getValueAsDouble());
+    return got == want && std::signbit(got) == std::signbit(want);
+  };
+  auto onlyUser = [](Value x) -> Operation * {
+    return x.hasOneUse() ? *x.getUsers().begin() : nullptr;
+  };
+  // The operand of the binary `op` other than `x` (null when `x` is not
+  // one of them).
+  auto other = [](Operation *op, Value x) -> Value {
+    if (op->getOperand(0) == x)
+      return op->getOperand(1);
+    return op->getOperand(1) == x ? op->getOperand(0) : Value();
+  };
+  arith::MulFOp scale, gate;
+  for (Operation *user : v.getUsers()) {
+    auto m = dyn_cast<arith::MulFOp>(user);
+    if (!m)
+      return {};
+    if (!scale && isF32(other(m, v), 1.0f / 6.0f))
+      scale = m;
+    else if (!gate)
+      gate = m;
+    else
+      return {};
+  }
+  if (!scale || !gate || scale == gate)
+    return {};
+  auto add = dyn_cast_or_null<arith::AddFOp>(onlyUser(scale.getResult()));
+  if (!add || !isF32(other(add, scale.getResult()), 0.5f))
+    return {};
+  // The clamp to [0, 1]: minimumf with 1 and maximumf with +0, either first.
+  Operation *first = onlyUser(add.getResult());
+  Operation *second = first && first->getNumResults() == 1
+                          ? onlyUser(first->getResult(0))
+                          : nullptr;
+  if (!second || onlyUser(second->getResult(0)) != gate.getOperation() ||
+      other(gate, v) != second->getResult(0))
+    return {};
+  auto bound = [&](Operation *op, Value in) {
+    if (isa<arith::MinimumFOp>(op))
+      return isF32(other(op, in), 1.0f) ? 1 : 0;
+    if (isa<arith::MaximumFOp>(op))
+      return isF32(other(op, in), 0.0f) ? 2 : 0;
+    return 0;
+  };
+  int b1 = bound(first, add.getResult()),
+      b2 = bound(second, first->getResult(0));
+  if (!b1 || !b2 || b1 == b2)
+    return {};
+  if (chain)
+    chain->append({scale, add, first, second, gate});
+  return gate;
+}
+
 bool codegen::isMulAddBody(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||

@@ -75,6 +75,14 @@ bool isMulAddBody(linalg::GenericOp op);
 /// mul in either order, each op used once. Null otherwise. `chain`, when
 /// given, receives its five ops (for passes that fold them into a call).
 arith::MulFOp siluOf(Value v, SmallVectorImpl<Operation *> *chain = nullptr);
+/// The last op of HardSwish on `v` when the only users of `v` are the ops
+/// of LowerElementwise's HardSwish (or of a HardSigmoid of alpha 1/6 and
+/// beta 1/2 and a Mul by its input): mulf(v, maximumf(0, minimumf(1,
+/// addf(mulf(v, 1/6), 1/2)))), the constants f32, operands in either order,
+/// the minimum and maximum in either order, each op used once. Null
+/// otherwise. `chain`, when given, receives its five ops.
+arith::MulFOp hardSwishOf(Value v,
+                          SmallVectorImpl<Operation *> *chain = nullptr);
 /// Whether `op` writes all of `v` without reading it: a fill, a copy into
 /// it, a parallel generic whose only output is `v` through an identity
 /// map, not also an input, and whose body ignores the output's old value,

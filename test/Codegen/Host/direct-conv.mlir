@@ -41,6 +41,47 @@ func.func @bias_and_relu(%x: memref<2x3x9x9xf32>, %w: memref<16x3x3x3xf32>, %b: 
 
 // -----
 
+// HardSwish in place after the convolution (v * max(0, min(1, v * (1/6) +
+// 1/2)), as LowerElementwise writes ONNX's HardSwish), then ReLU: flags
+// 16 | 2, the loop goes.
+// CHECK-LABEL: func.func @bias_and_hard_swish(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_f32({{.*}}, %c18_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#bias = affine_map<(n, f, h, w) -> (f)>
+#id = affine_map<(n, f, h, w) -> (n, f, h, w)>
+func.func @bias_and_hard_swish(%x: memref<2x3x9x9xf32>, %w: memref<16x3x3x3xf32>, %b: memref<16xf32>, %o: memref<2x16x4x4xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %sixth = arith.constant 0.166666672 : f32
+  %acc = memref.alloc() : memref<2x16x4x4xf32>
+  linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : memref<16xf32>) outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<2x3x9x9xf32>, memref<16x3x3x3xf32>) outs(%acc : memref<2x16x4x4xf32>)
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : memref<2x16x4x4xf32>) outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %sixth : f32
+    %a = arith.addf %s, %half : f32
+    %lo = arith.minimumf %one, %a : f32
+    %g = arith.maximumf %zero, %lo : f32
+    %h = arith.mulf %in, %g : f32
+    %r = arith.maximumf %h, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %acc, %o : memref<2x16x4x4xf32> to memref<2x16x4x4xf32>
+  memref.dealloc %acc : memref<2x16x4x4xf32>
+  return
+}
+
+// -----
+
 // SiLU in place after the convolution (v * (1 / (exp(-v) + 1)), as
 // LowerElementwise writes ONNX's Sigmoid and Mul): flags 8, the loop goes.
 // CHECK-LABEL: func.func @bias_and_silu(

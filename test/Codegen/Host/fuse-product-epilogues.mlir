@@ -1019,3 +1019,155 @@ func.func @residual_is_operand(%w: memref<16x8xf32>, %bias: memref<16xf32>, %r: 
   memref.dealloc %t : memref<16x32xf32>
   return %o : memref<16x32xf32>
 }
+
+// -----
+
+// HardSwish after the bias (MobileNetV3's, as LowerElementwise writes
+// it: v * max(0, min(1, v * (1/6) + 1/2))), then ReLU: flags 32 | 1, one
+// call writes O. The same with the clamp's bounds the other way round
+// (maximumf first), then Clip's upper bound: also folded (flags 32 | 2).
+// Left alone: a scale of 1/5 (a
+// HardSigmoid the runtime does not compute) and an offset of 1/2 with the
+// clamp's upper bound 2.
+// CHECK-LABEL: func.func @bias_rows_hard_swish(
+// CHECK: %[[FLAGS:.*]] = arith.constant 33 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %[[FLAGS]],
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @hard_swish_max_first(
+// CHECK: %[[FLAGS2:.*]] = arith.constant 34 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32({{.*}}, %[[FLAGS2]],
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @fifth_not_hard_swish(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @upper_two_not_hard_swish(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @bias_rows_hard_swish(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %sixth = arith.constant 0.166666672 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.mulf %0, %sixth : f32
+    %2 = arith.addf %1, %half : f32
+    %3 = arith.minimumf %one, %2 : f32
+    %4 = arith.maximumf %zero, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    %6 = arith.maximumf %5, %zero : f32
+    linalg.yield %6 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @hard_swish_max_first(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %sixth = arith.constant 0.166666672 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %bb, %v : f32
+    %1 = arith.mulf %sixth, %0 : f32
+    %2 = arith.addf %half, %1 : f32
+    %3 = arith.maximumf %2, %zero : f32
+    %4 = arith.minimumf %3, %one : f32
+    %5 = arith.mulf %4, %0 : f32
+    %6 = arith.cmpf ogt, %5, %six : f32
+    %7 = arith.select %6, %six, %5 : f32
+    linalg.yield %7 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @fifth_not_hard_swish(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %fifth = arith.constant 2.000000e-01 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.mulf %0, %fifth : f32
+    %2 = arith.addf %1, %half : f32
+    %3 = arith.minimumf %one, %2 : f32
+    %4 = arith.maximumf %zero, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    linalg.yield %5 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
+
+func.func @upper_two_not_hard_swish(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %two = arith.constant 2.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %sixth = arith.constant 0.166666672 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.mulf %0, %sixth : f32
+    %2 = arith.addf %1, %half : f32
+    %3 = arith.minimumf %two, %2 : f32
+    %4 = arith.maximumf %zero, %3 : f32
+    %5 = arith.mulf %0, %4 : f32
+    linalg.yield %5 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}

@@ -32,6 +32,10 @@ W = {
     "b8": rng.uniform(-1, 1, (32,)),
     "w9": rng.uniform(-0.3, 0.3, (16, 32, 1, 1)),
     "b9": rng.uniform(-1, 1, (16,)),
+    "w10": rng.uniform(-1, 1, (40, 32, 1, 1)),
+    "b10": rng.uniform(-1, 1, (40,)),
+    "w11": rng.uniform(-1, 1, (40, 1, 3, 3)),
+    "b11": rng.uniform(-1, 1, (40,)),
 }
 X_SHAPE = (1, 32, 48, 48)
 
@@ -70,7 +74,13 @@ def reference(x):
     t = np.maximum(conv(p, W["w7"], W["b7"]), 0.0)
     u = conv(t, W["w9"], W["b9"])
     res = np.maximum(conv(p, W["w8"], W["b8"]) + t, 0.0)
-    return {"p": p, "r": r, "mm": mm, "s": s, "u": u, "res": res}
+    # HardSwish after a 1x1 convolution (ONNX's HardSwish) and after a
+    # depthwise one (HardSigmoid of alpha 1/6, beta 1/2, then Mul by its
+    # input: older exports).
+    hard_swish = lambda v: v * np.clip(v / 6.0 + 0.5, 0.0, 1.0)
+    hs1 = hard_swish(conv(p, W["w10"], W["b10"]))
+    hs = hard_swish(conv(hs1, W["w11"], W["b11"], groups=40, pad=1))
+    return {"p": p, "r": r, "mm": mm, "s": s, "u": u, "res": res, "hs": hs}
 
 
 if sys.argv[1] == "model":
@@ -113,6 +123,13 @@ if sys.argv[1] == "model":
         h.make_node("Conv", ["p", "w8", "b8"], ["c8"]),
         h.make_node("Add", ["c8", "t"], ["a8"]),
         h.make_node("Relu", ["a8"], ["res"]),
+        h.make_node("Conv", ["p", "w10", "b10"], ["c10"]),
+        h.make_node("HardSwish", ["c10"], ["hs1"]),
+        h.make_node("Conv", ["hs1", "w11", "b11"], ["c11"], group=40,
+                    pads=[1, 1, 1, 1]),
+        h.make_node("HardSigmoid", ["c11"], ["g11"], alpha=1.0 / 6.0,
+                    beta=0.5),
+        h.make_node("Mul", ["c11", "g11"], ["hs"]),
     ]
     f = onnx.TensorProto.FLOAT
     g = h.make_graph(
@@ -122,7 +139,8 @@ if sys.argv[1] == "model":
          h.make_tensor_value_info("mm", f, [48 * 48, 48]),
          h.make_tensor_value_info("s", f, [1, 40, 48, 48]),
          h.make_tensor_value_info("u", f, [1, 16, 48, 48]),
-         h.make_tensor_value_info("res", f, [1, 32, 48, 48])], inits)
+         h.make_tensor_value_info("res", f, [1, 32, 48, 48]),
+         h.make_tensor_value_info("hs", f, [1, 40, 48, 48])], inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
               os.path.join(d, "pe.onnx"))
     np.save(os.path.join(d, "x.npy"),
