@@ -24,7 +24,9 @@
 // residual CNN's training step: 5-8% faster with H and W merged). Likewise
 // the trailing dimensions of an elementwise loop nest whose innermost loop
 // is shorter than a vector (an optimizer update of a [F, C, 3, 3]
-// convolution weight), which LLVM could not vectorise otherwise.
+// convolution weight), which LLVM could not vectorise otherwise, operands
+// broadcast from [1, C, 1, 1] (squeeze-excitation's scale) read through a
+// view without their unit dims for that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,8 +123,12 @@ ReassociationIndices collapsibleTrailing(linalg::GenericOp op,
 }
 
 /// Vector lanes of the narrowest element (f32) on AVX-512: an innermost loop
-/// shorter than this leaves LLVM nothing to vectorise along it.
-constexpr int64_t kShortInnerLoop = 16;
+/// shorter than this leaves LLVM nothing to vectorise along it. On the host
+/// (not `innermost`) loops shorter than four vectors merge too: one of 16
+/// to 63 leaves a remainder of up to 15 scalar trips per row to one or a
+/// few vector trips (a CNN's 28 x 28 and 56 x 56 images); merged with the
+/// rows around it the loop is long.
+constexpr int64_t kShortInnerLoop = 16, kShortHostInnerLoop = 64;
 
 /// For an elementwise `op` (every loop parallel) whose innermost loop is
 /// shorter than a vector, the trailing loops to merge into one; empty when
@@ -130,13 +136,79 @@ constexpr int64_t kShortInnerLoop = 16;
 /// a [32, 32, 3, 3] convolution weight ran as 1024 scalar trips of 9
 /// unrolled elements (sqrt and two divisions each, 25 us, 1.7% of the
 /// step); merged, it is one vectorised loop of 9216.
-ReassociationIndices collapsibleShortElementwise(linalg::GenericOp op) {
+ReassociationIndices collapsibleShortElementwise(linalg::GenericOp op,
+                                                 int64_t shortLoop) {
   if (op.getNumReductionLoops() != 0 || op.getNumLoops() < 2)
     return {};
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ShapedType::isDynamic(ranges.back()) || ranges.back() >= kShortInnerLoop)
+  if (ShapedType::isDynamic(ranges.back()) || ranges.back() >= shortLoop)
     return {};
   return collapsibleTrailing(op, utils::IteratorType::parallel);
+}
+
+/// `op` with each operand that reads only element 0 of some dims of
+/// extent 1 (a per-channel scale [1, C, 1, 1] broadcast over [N, C, H, W]:
+/// squeeze-excitation's Mul) read through a memref.collapse_shape without
+/// those dims, so that every map is a projected permutation, which
+/// collapseOpIterationDims needs; `op` itself when no operand does so or
+/// one cannot be collapsed. Measured on MobileNetV3-Large: its
+/// squeeze-excitation loops on 14 x 14 and 7 x 7 ran two lanes a trip.
+linalg::GenericOp withoutUnitBroadcasts(linalg::GenericOp op,
+                                        RewriterBase &rewriter) {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<std::pair<unsigned, SmallVector<ReassociationIndices>>> views;
+  for (OpOperand *operand : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    auto type = dyn_cast<MemRefType>(operand->get().getType());
+    if (!type || map.isProjectedPermutation())
+      continue;
+    // Each dim read at 0 joins the group of a kept one (the one before, or
+    // the next when none is before); none kept: a rank-0 view.
+    SmallVector<ReassociationIndices> groups;
+    SmallVector<AffineExpr> kept;
+    bool groupKeeps = false;
+    for (auto [i, e] : llvm::enumerate(map.getResults())) {
+      auto constant = dyn_cast<AffineConstantExpr>(e);
+      if (constant && (constant.getValue() != 0 || type.getDimSize(i) != 1))
+        return op;
+      if (!constant && !isa<AffineDimExpr>(e))
+        return op;
+      if (groups.empty() || (!constant && groupKeeps)) {
+        groups.push_back({});
+        groupKeeps = false;
+      }
+      groups.back().push_back(static_cast<int64_t>(i));
+      if (!constant) {
+        groupKeeps = true;
+        kept.push_back(e);
+      }
+    }
+    if (kept.empty())
+      groups.clear();
+    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, groups))
+      return op;
+    unsigned index = operand->getOperandNumber();
+    maps[index] = AffineMap::get(map.getNumDims(), 0, kept, op.getContext());
+    views.push_back({index, std::move(groups)});
+  }
+  if (views.empty())
+    return op;
+  SmallVector<Value> operands(op->getOperands());
+  for (auto &[index, groups] : views)
+    operands[index] = memref::CollapseShapeOp::create(rewriter, op.getLoc(),
+                                                      operands[index], groups);
+  int64_t numInputs = op.getNumDpsInputs();
+  auto rewritten =
+      linalg::GenericOp::create(rewriter, op.getLoc(), TypeRange(),
+                                ArrayRef(operands).take_front(numInputs),
+                                ArrayRef(operands).drop_front(numInputs), maps,
+                                op.getIteratorTypesArray());
+  rewritten->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rewriter.inlineRegionBefore(op.getRegion(), rewritten.getRegion(),
+                              rewritten.getRegion().begin());
+  rewriter.eraseOp(op);
+  return rewritten;
 }
 
 struct HoistParallelDimsPass
@@ -158,6 +230,7 @@ struct HoistParallelDimsPass
         return signalPassFailure();
       }
     }
+    const int64_t shortLoop = innermost ? kShortInnerLoop : kShortHostInnerLoop;
     SmallVector<std::pair<linalg::GenericOp, ReassociationIndices>> merges;
     getOperation().walk([&](linalg::GenericOp op) {
       if (!op.hasPureBufferSemantics())
@@ -165,10 +238,35 @@ struct HoistParallelDimsPass
       ReassociationIndices group =
           collapsibleTrailing(op, utils::IteratorType::reduction);
       if (group.empty())
-        group = collapsibleShortElementwise(op);
+        group = collapsibleShortElementwise(op, shortLoop);
       if (!group.empty())
         merges.push_back({op, std::move(group)});
     });
+    // Elementwise loops too short to vectorise that broadcast [1, C, 1, 1]
+    // operands: those read without their unit dims first.
+    SmallVector<linalg::GenericOp> broadcasts;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (innermost || !op.hasPureBufferSemantics() ||
+          op.getNumReductionLoops() != 0 || op.getNumLoops() < 2 ||
+          op.getNumDpsInits() != 1)
+        return;
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (!ShapedType::isDynamic(ranges.back()) && ranges.back() < shortLoop &&
+          !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+            return map.isProjectedPermutation();
+          }))
+        broadcasts.push_back(op);
+    });
+    for (linalg::GenericOp op : broadcasts) {
+      rewriter.setInsertionPoint(op);
+      linalg::GenericOp rewritten = withoutUnitBroadcasts(op, rewriter);
+      if (rewritten == op)
+        continue;
+      if (ReassociationIndices group =
+              collapsibleShortElementwise(rewritten, shortLoop);
+          !group.empty())
+        merges.push_back({rewritten, std::move(group)});
+    }
     // Merging is an optimisation: an op it fails on keeps its loops.
     for (auto &[op, group] : merges) {
       rewriter.setInsertionPoint(op);
