@@ -17,6 +17,8 @@
 #
 #   bench/zoo.sh [ITERATIONS [WORK_DIR]]
 #
+# MobileNetV3-Large (HardSwish) is exported too when MODELS names
+# mobilenet_v3_large (or mobilenet_v3_large_b8).
 # ITERATIONS (timed runs per model, thread count and side) defaults to 6 in
 # 2 rounds, so the whole run stays near 15 minutes on 2 cores; WORK_DIR to
 # /tmp/dist-zoo. MODELS, THREADS, ROUNDS and WARMUP (default 3, as many
