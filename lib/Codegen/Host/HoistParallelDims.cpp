@@ -155,7 +155,6 @@ ReassociationIndices collapsibleShortElementwise(linalg::GenericOp op,
 /// squeeze-excitation loops on 14 x 14 and 7 x 7 ran two lanes a trip.
 linalg::GenericOp withoutUnitBroadcasts(linalg::GenericOp op,
                                         RewriterBase &rewriter) {
-  SmallVector<Value> inputs;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<std::pair<unsigned, SmallVector<ReassociationIndices>>> views;
   for (OpOperand *operand : op.getDpsInputOperands()) {

@@ -189,7 +189,8 @@ arith::MulFOp codegen::hardSwishOf(Value v,
   Operation *second = first && first->getNumResults() == 1
                           ? onlyUser(first->getResult(0))
                           : nullptr;
-  if (!second || onlyUser(second->getResult(0)) != gate.getOperation() ||
+  if (!second || second->getNumResults() != 1 ||
+      onlyUser(second->getResult(0)) != gate.getOperation() ||
       other(gate, v) != second->getResult(0))
     return {};
   auto bound = [&](Operation *op, Value in) {

@@ -1171,3 +1171,44 @@ func.func @upper_two_not_hard_swish(%w: memref<16x8xf32>, %x: memref<8x32xf32>, 
   memref.dealloc %t : memref<16x32xf32>
   return %o : memref<16x32xf32>
 }
+
+// -----
+
+// HardSwish's clamp yielded without the Mul by its input (and a Mul of v
+// by itself left unused): no HardSwish, the loop stays.
+// CHECK-LABEL: func.func @clamp_yielded_not_hard_swish(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @clamp_yielded_not_hard_swish(%w: memref<16x8xf32>, %x: memref<8x32xf32>, %bias: memref<16xf32>) -> memref<16x32xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %sixth = arith.constant 0.166666672 : f32
+  %o = memref.alloc() : memref<16x32xf32>
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x32xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<16x8xf32>, memref<8x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : memref<16x32xf32>, memref<16xf32>) outs(%o : memref<16x32xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.mulf %0, %sixth : f32
+    %2 = arith.addf %1, %half : f32
+    %3 = arith.minimumf %one, %2 : f32
+    %4 = arith.mulf %0, %0 : f32
+    linalg.yield %3 : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  return %o : memref<16x32xf32>
+}
