@@ -38,6 +38,19 @@ namespace {
 /// less than anything a loop would save).
 constexpr int64_t kMinSplatFillElements = 4096;
 
+/// Whether `op` copies or broadcasts its one input into a tensor.empty:
+/// all parallel, its body yielding the input's element.
+bool isFreshBroadcast(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
+      !op.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    return false;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  return body.getOperations().size() == 1 && yield.getNumOperands() == 1 &&
+         yield.getOperand(0) == body.getArgument(0);
+}
+
 /// Whether bufferization copies `use`'s value into a buffer that is then
 /// written: an scf.for's initial iteration value, a destination-style op's
 /// init that its body reads (an init it does not read gets a fresh buffer
@@ -281,6 +294,61 @@ struct FuseElementwisePass
         use->set(b.clone(*fill, map)->getResult(0));
       }
     });
+
+    // Likewise a broadcast into a fresh tensor (a convolution's bias spread
+    // over its output, the init its window sums accumulate into) that CSE
+    // merged between layers of one shape and one bias: exported untrained
+    // weights make every bias zero and the importer keeps one such
+    // constant, so every convolution of a width shared one broadcast and
+    // all but one copied it (ResNet-18: 14 copies of [1, 64, 56, 56] and
+    // alike), which also kept their activation in a loop of its own. Where
+    // several ops write into it, each gets a broadcast of its own (the
+    // first keeps the original unless something else reads it).
+    SmallVector<linalg::GenericOp> broadcasts;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isFreshBroadcast(op))
+        broadcasts.push_back(op);
+    });
+    for (linalg::GenericOp op : broadcasts) {
+      // The uses that write into it, each with the reshapes it is reached
+      // through (a grouped convolution's init is a 5-D view, which CSE
+      // may share too); whether anything else reads it.
+      SmallVector<std::pair<OpOperand *, SmallVector<Operation *>>> written;
+      bool read = false;
+      std::function<void(Value, SmallVector<Operation *> &)> visit =
+          [&](Value v, SmallVector<Operation *> &path) {
+            for (OpOperand &use : v.getUses()) {
+              Operation *owner = use.getOwner();
+              if (isWrittenInPlace(use)) {
+                written.push_back({&use, path});
+              } else if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+                             owner)) {
+                path.push_back(owner);
+                visit(owner->getResult(0), path);
+                path.pop_back();
+              } else {
+                read = true;
+              }
+            }
+          };
+      SmallVector<Operation *> path;
+      visit(op->getResult(0), path);
+      // One writer: bufferization writes in place unless a reader follows.
+      if (written.size() < 2)
+        continue;
+      for (auto &[use, reshapes] : ArrayRef(written).drop_front(read ? 0 : 1)) {
+        OpBuilder b(use->getOwner());
+        IRMapping map;
+        Value init = op.getDpsInits()[0];
+        map.map(init, b.clone(*init.getDefiningOp())->getResult(0));
+        Operation *last = b.clone(*op, map);
+        for (Operation *reshape : reshapes) {
+          map.map(reshape->getOperand(0), last->getResult(0));
+          last = b.clone(*reshape, map);
+        }
+        use->set(last->getResult(0));
+      }
+    }
 
     // A constant pad becomes a fill of the padded tensor and an insert of
     // the operand into it; empty-tensor elimination then lets the operand's

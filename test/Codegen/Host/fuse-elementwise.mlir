@@ -155,3 +155,81 @@ func.func @read_twice_transposed(%x: tensor<16x16xf32>, %y: tensor<16x16xf32>) -
   } -> tensor<16x16xf32>
   return %p, %d : tensor<16x16xf32>, tensor<16x16xf32>
 }
+
+// -----
+
+// A bias broadcast that CSE shared between two convolutions (the init both
+// accumulate into): the second gets a broadcast of its own, so no copy is
+// left once bufferized. The same through a shared expand_shape (a grouped
+// convolution's 5-D init): the second writer gets the broadcast and the
+// reshape again. A broadcast that one op writes and another reads stays
+// shared.
+// CHECK-LABEL: func.func @shared_bias_init(
+// CHECK-COUNT-2: linalg.generic {{.*}} ins(%arg2 : tensor<8xf32>)
+// CHECK-NOT: linalg.generic
+// BUF-LABEL: func.func @shared_bias_init(
+// BUF-NOT: memref.copy
+// BUF: return
+// CHECK-LABEL: func.func @shared_through_reshape(
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>)
+// CHECK: tensor.expand_shape
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>)
+// CHECK: tensor.expand_shape
+// BUF-LABEL: func.func @shared_through_reshape(
+// BUF-NOT: memref.copy
+// BUF: return
+// CHECK-LABEL: func.func @written_and_read(
+// CHECK-COUNT-1: linalg.generic {{.*}} ins(%arg1 : tensor<8xf32>)
+// CHECK-NOT: ins(%arg1 : tensor<8xf32>)
+#bias = affine_map<(n, c, h, w) -> (c)>
+#id = affine_map<(n, c, h, w) -> (n, c, h, w)>
+func.func @shared_bias_init(%x: tensor<1x3x6x6xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>, %w2: tensor<8x3x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) {
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %init = linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : tensor<8xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x8x4x4xf32>
+  %c1 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x3x6x6xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %c2 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w2 : tensor<1x3x6x6xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %c1, %c2 : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
+}
+
+#bias5 = affine_map<(n, g, c, h, w) -> (g, c)>
+#sum5 = affine_map<(n, g, c, h, w) -> (n, g, c, h, w)>
+func.func @shared_through_reshape(%b: tensor<8xf32>, %x: tensor<1x8x1x4x4xf32>, %y: tensor<1x8x1x4x4xf32>) -> (tensor<1x8x1x4x4xf32>, tensor<1x8x1x4x4xf32>) {
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %init = linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : tensor<8xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x8x4x4xf32>
+  %v = tensor.expand_shape %init [[0], [1, 2], [3], [4]] output_shape [1, 8, 1, 4, 4] : tensor<1x8x4x4xf32> into tensor<1x8x1x4x4xf32>
+  %a1 = linalg.generic {indexing_maps = [#sum5, #sum5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<1x8x1x4x4xf32>) outs(%v : tensor<1x8x1x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x1x4x4xf32>
+  %a2 = linalg.generic {indexing_maps = [#sum5, #sum5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%y : tensor<1x8x1x4x4xf32>) outs(%v : tensor<1x8x1x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x1x4x4xf32>
+  return %a1, %a2 : tensor<1x8x1x4x4xf32>, tensor<1x8x1x4x4xf32>
+}
+
+func.func @written_and_read(%x: tensor<1x3x6x6xf32>, %b: tensor<8xf32>, %w: tensor<8x3x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) {
+  %e = tensor.empty() : tensor<1x8x4x4xf32>
+  %init = linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b : tensor<8xf32>) outs(%e : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x8x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x3x6x6xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %c, %init : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
+}
