@@ -84,12 +84,22 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// channels on 56x56, 7 MB, and its 7x7 stem took the model from 1.04x to
 /// 1.15x faster, six alternated runs, and DenseNet-121's 128 channels on
 /// 28x28, 3.6 MB, 1.04x to 1.08x; a threshold of 1 MiB changed nothing
-/// measurable). Grouped convolutions always: code generation has no
-/// columns for them, only generic loops (RegNetX-400MF's first grouped
-/// layer, 2 groups of 16 channels on 112x112 with stride 2, ran 6 ms of
-/// the model's 15 in such loops on the Xeon below). Code generation
+/// measurable). Shallow products too (a stem: one group's channels times
+/// the kernel's taps at most 160, whatever the image): the columns' few
+/// rows leave the packed tiles little to sum between their stores
+/// (dist-conv-bench --layers on the Xeon below, one thread, batch 1 and 8:
+/// 3 channels to 16 and 32 filters 3x3 at stride 2 on 224 x 224, the
+/// MobileNets' and EfficientNets' stems, 1.6x-2.5x faster direct; 1, 3, 4,
+/// 8 and 16 channels, 3x3 and 5x5, stride 1 and 2, 112 to 320 pixels a
+/// side, 1.1x-2.3x; two threads 1.3x-4.3x). Grouped convolutions always: code
+/// generation has no columns for them, only generic loops (RegNetX-400MF's
+/// first grouped layer, 2 groups of 16 channels on 112x112 with stride 2, ran 6
+/// ms of the model's 15 in such loops on the Xeon below). Code generation
 /// (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp) both
 /// follow it.
+/// The depth (channels x taps) up to which directConvApplies takes the
+/// direct kernels whatever the image's size.
+inline constexpr int64_t kMaxShallowConvDepth = 160;
 inline bool directConvApplies(int64_t channels, int64_t paddedH,
                               int64_t paddedW, int64_t kh, int64_t kw,
                               int64_t sh, int64_t sw, int64_t groups = 1) {
@@ -97,7 +107,8 @@ inline bool directConvApplies(int64_t channels, int64_t paddedH,
     return true;
   if (kh == 1 && kw == 1 && sh == 1 && sw == 1)
     return false;
-  if (channels * paddedH * paddedW * 4 <= 256 * 1024)
+  if (channels * paddedH * paddedW * 4 <= 256 * 1024 ||
+      channels * kh * kw <= kMaxShallowConvDepth)
     return true;
   int64_t oh = paddedH >= kh ? (paddedH - kh) / sh + 1 : 0;
   int64_t ow = paddedW >= kw ? (paddedW - kw) / sw + 1 : 0;

@@ -170,6 +170,10 @@ func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor
 // filters), the one-group one as im2col and a product; without either,
 // none.
 
+// A stem (3 channels, 3x3 at stride 2 on 224 x 224: 27 taps deep) runs
+// direct on AVX-512 although its padded image passes 256 KiB and its
+// columns stay under 2 MiB; 64 channels on 34 x 34 padded (576 deep, 590
+// KiB of columns) stay im2col.
 // AUTO-AVX512-LABEL: func.func @auto_choice(
 // AUTO-AVX512: linalg.conv_2d_nchw_fchw {{.*}} outs(%{{.*}} : tensor<2x16x8x8xf32>)
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<8x1x1x3x3xf32>
@@ -177,6 +181,7 @@ func.func @grouped(%x: tensor<2x8x8x8xf32>, %w: tensor<16x2x3x3xf32>, %b: tensor
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} tensor<2x8x4x3x3xf32>
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x2x8x122x122xf32>, tensor<2x8x8x3x3xf32>)
 // AUTO-AVX512: linalg.conv_2d_ngchw_gfchw {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x2x16x113x113xf32>, tensor<2x16x16x3x3xf32>)
+// AUTO-AVX512: linalg.conv_2d_nchw_fchw {{.*}} outs(%{{.*}} : tensor<1x16x112x112xf32>)
 // AUTO-AVX512-NOT: linalg.conv_2d_n
 // AUTO-AVX512: return
 // AUTO-AVX2-LABEL: func.func @auto_choice(
@@ -194,17 +199,23 @@ func.func @auto_choice(%x: tensor<2x8x8x8xf32>, %w: tensor<16x8x3x3xf32>,
                        %wd: tensor<8x1x3x3xf32>, %w5: tensor<8x1x5x5xf32>,
                        %wg: tensor<16x4x3x3xf32>, %xl: tensor<1x16x120x120xf32>,
                        %wl: tensor<16x8x3x3xf32>, %xm: tensor<1x32x112x112xf32>,
-                       %wm: tensor<32x16x3x3xf32>)
+                       %wm: tensor<32x16x3x3xf32>, %xs: tensor<1x3x224x224xf32>,
+                       %ws: tensor<16x3x3x3xf32>, %xk: tensor<1x64x32x32xf32>,
+                       %wk: tensor<64x64x3x3xf32>)
     -> (tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>,
-        tensor<2x16x8x8xf32>, tensor<1x16x120x120xf32>, tensor<1x32x56x56xf32>) {
+        tensor<2x16x8x8xf32>, tensor<1x16x120x120xf32>, tensor<1x32x56x56xf32>,
+        tensor<1x16x112x112xf32>, tensor<1x64x16x16xf32>) {
   %0 = dist.conv %x, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<2x16x8x8xf32>
   %1 = dist.conv %x, %wd {group = 8 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x8x8xf32>
   %2 = dist.conv %x, %w5 {group = 8 : i64, kernel_shape = array<i64: 5, 5>, pads = array<i64: 2, 2, 2, 2>} : (tensor<2x8x8x8xf32>, tensor<8x1x5x5xf32>) -> tensor<2x8x8x8xf32>
   %3 = dist.conv %x, %wg {group = 2 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x8xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x8x8xf32>
   %4 = dist.conv %xl, %wl {group = 2 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x120x120xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x120x120xf32>
   %5 = dist.conv %xm, %wm {group = 2 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x32x112x112xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x56x56xf32>
-  return %0, %1, %2, %3, %4, %5 : tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>,
-                                  tensor<2x16x8x8xf32>, tensor<1x16x120x120xf32>, tensor<1x32x56x56xf32>
+  %6 = dist.conv %xs, %ws {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x224x224xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x112x112xf32>
+  %7 = dist.conv %xk, %wk {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x64x32x32xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x16x16xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<2x16x8x8xf32>, tensor<2x8x8x8xf32>, tensor<2x8x8x8xf32>,
+                                  tensor<2x16x8x8xf32>, tensor<1x16x120x120xf32>, tensor<1x32x56x56xf32>,
+                                  tensor<1x16x112x112xf32>, tensor<1x64x16x16xf32>
 }
 
 // -----
