@@ -1,5 +1,4 @@
-//===- simd_activation.h - ReLU, Clip, SiLU, HardSwish on 8/16 lanes -*- C++
-//-*-===//
+//===- simd_activation.h - ReLU, Clip, SiLU, HardSwish on SIMD --*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // The activations the runtime's AVX2 and AVX-512 kernels apply as they
