@@ -67,6 +67,9 @@ inline constexpr int64_t kConvAccumulate = 1, kConvRelu = 2, kConvClip = 4,
 /// and f counting one group's channels and filters.
 inline constexpr llvm::StringLiteral kConv2dGroupF32 =
     "dist_rt_conv2d_group_f32";
+/// The depth (channels x taps) up to which directConvApplies takes the
+/// direct kernels whatever the image's size.
+inline constexpr int64_t kMaxShallowConvDepth = 160;
 /// Whether a 2-D f32 convolution or its weight gradient (one group only)
 /// goes to the direct kernels above on a host with AVX-512, given its
 /// groups, one group's input channels, the padded image size, kernel and
@@ -85,8 +88,8 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// 1.15x faster, six alternated runs, and DenseNet-121's 128 channels on
 /// 28x28, 3.6 MB, 1.04x to 1.08x; a threshold of 1 MiB changed nothing
 /// measurable). Shallow products too (a stem: one group's channels times
-/// the kernel's taps at most 160, whatever the image): the columns' few
-/// rows leave the packed tiles little to sum between their stores
+/// the kernel's taps at most kMaxShallowConvDepth, whatever the image): the
+/// columns' few rows leave the packed tiles little to sum between their stores
 /// (dist-conv-bench --layers on the Xeon below, one thread, batch 1 and 8:
 /// 3 channels to 16 and 32 filters 3x3 at stride 2 on 224 x 224, the
 /// MobileNets' and EfficientNets' stems, 1.6x-2.5x faster direct; 1, 3, 4,
@@ -97,9 +100,6 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// ms of the model's 15 in such loops on the Xeon below). Code generation
 /// (LowerLinearAlgebra.cpp) and the cost model (LayerCosts.cpp) both
 /// follow it.
-/// The depth (channels x taps) up to which directConvApplies takes the
-/// direct kernels whatever the image's size.
-inline constexpr int64_t kMaxShallowConvDepth = 160;
 inline bool directConvApplies(int64_t channels, int64_t paddedH,
                               int64_t paddedW, int64_t kh, int64_t kw,
                               int64_t sh, int64_t sw, int64_t groups = 1) {

@@ -300,7 +300,7 @@ struct FuseElementwisePass
     // merged between layers of one shape and one bias: exported untrained
     // weights make every bias zero and the importer keeps one such
     // constant, so every convolution of a width shared one broadcast and
-    // all but one copied it (ResNet-18: 14 copies of [1, 64, 56, 56] and
+    // all but one copied it (ResNet-18: 11 copies of [1, 64, 56, 56] and
     // alike), which also kept their activation in a loop of its own. Where
     // several ops write into it, each gets a broadcast of its own (the
     // first keeps the original unless something else reads it).
