@@ -30,6 +30,17 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
   LowerToLinalgPassOptions lowerOpts;
   lowerOpts.convKernel = conv;
   pm.addPass(createLowerToLinalgPass(lowerOpts));
+  // Sizes known only when the program runs (a dynamic batch) become the
+  // dimension of the input they come from, so that CSE makes one size of
+  // them: the lowerings read each op's from its own operand (tensor.dim of
+  // every intermediate, arith.minsi of a broadcast's two), and
+  // bufferization reuses a dead buffer (a residual Add written over its
+  // operand) and dist-fuse-product-epilogues folds a loop only between
+  // buffers of sizes it can tell equal. Left as they are where rewriting
+  // stops short (the iteration limit is no error).
+  memref::ResolveRankedShapeTypeResultDimsPassOptions dimOpts;
+  dimOpts.errorOnPatternIterationLimit = false;
+  pm.addPass(memref::createResolveRankedShapeTypeResultDimsPass(dimOpts));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // After CSE: the fills that this pass makes of padded tensors must stay
