@@ -10,7 +10,9 @@
 // (one thread, Intel Xeon family 6 model 207). This pass rewrites such a
 // fill into fills of the slabs around the interior, one low and one high
 // slab per padded dimension (for NCHW images: the top and bottom rows,
-// then the left and right columns of the rows between).
+// then the left and right columns of the rows between). A dimension whose
+// size is known only when the program runs (a dynamic batch) must lie
+// whole in the interior.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #define DEBUG_TYPE "dist-fill-borders"
@@ -39,7 +42,7 @@ Operation *inBlock(Block *block, Operation *user) {
 }
 
 /// The interior subview whose overwrite makes `fill`'s interior dead, and
-/// that overwriting op, when the fill's buffer is a fresh static allocation
+/// that overwriting op, when the fill's buffer is a fresh allocation
 /// used by nothing else between the fill and that op (and viewed by nothing
 /// made before the fill).
 struct Interior {
@@ -50,7 +53,7 @@ struct Interior {
 std::optional<Interior> findInterior(linalg::FillOp fill) {
   Value buf = fill.getOutputs().front();
   auto alloc = buf.getDefiningOp<memref::AllocOp>();
-  if (!alloc || !alloc.getType().hasStaticShape())
+  if (!alloc)
     return std::nullopt;
   Block *block = fill->getBlock();
   // The next use of the buffer after the fill must be a static unit-stride
@@ -69,14 +72,17 @@ std::optional<Interior> findInterior(linalg::FillOp fill) {
       next = at;
   }
   // Static offsets and sizes in the buffer's rank (a rank-reducing view's
-  // type drops unit dims).
+  // type drops unit dims), or all of a dimension of dynamic size.
   auto view = dyn_cast_or_null<memref::SubViewOp>(next);
-  auto isStatic = [](ArrayRef<int64_t> v) {
-    return llvm::none_of(v, ShapedType::isDynamic);
-  };
-  if (!view || !view.hasUnitStride() || !isStatic(view.getStaticOffsets()) ||
-      !isStatic(view.getStaticSizes()))
+  if (!view || !view.hasUnitStride() ||
+      llvm::any_of(view.getStaticOffsets(), ShapedType::isDynamic))
     return std::nullopt;
+  SmallVector<OpFoldResult> whole = alloc.getMixedSizes();
+  for (auto [d, size] : llvm::enumerate(view.getMixedSizes()))
+    if (!getConstantIntValue(size) &&
+        (view.getStaticOffsets()[d] != 0 ||
+         !isEqualConstantIntOrValue(size, whole[d])))
+      return std::nullopt;
   Operation *writer = nullptr;
   for (Operation *user : view->getUsers()) {
     Operation *at = inBlock(block, user);
@@ -124,8 +130,9 @@ struct FillBordersPass
     Location loc = fill.getLoc();
     Value buf = fill.getOutputs().front();
     Value value = fill.getInputs().front();
-    ArrayRef<int64_t> shape = cast<MemRefType>(buf.getType()).getShape();
-    ArrayRef<int64_t> sizes = view.getStaticSizes();
+    SmallVector<OpFoldResult> shape =
+        buf.getDefiningOp<memref::AllocOp>().getMixedSizes();
+    SmallVector<OpFoldResult> sizes = view.getMixedSizes();
     ArrayRef<int64_t> offsets = view.getStaticOffsets();
     int64_t rank = static_cast<int64_t>(shape.size());
     auto slab = [&](int64_t d, int64_t begin, int64_t extent) {
@@ -133,17 +140,22 @@ struct FillBordersPass
         return;
       SmallVector<OpFoldResult> off, size, stride(rank, b.getIndexAttr(1));
       for (int64_t i = 0; i < rank; ++i) {
-        int64_t o = i < d ? offsets[i] : i == d ? begin : 0;
-        int64_t s = i < d ? sizes[i] : i == d ? extent : shape[i];
-        off.push_back(b.getIndexAttr(o));
-        size.push_back(b.getIndexAttr(s));
+        off.push_back(b.getIndexAttr(i < d ? offsets[i] : i == d ? begin : 0));
+        size.push_back(i < d    ? sizes[i]
+                       : i == d ? OpFoldResult(b.getIndexAttr(extent))
+                                : shape[i]);
       }
       Value part = memref::SubViewOp::create(b, loc, buf, off, size, stride);
       linalg::FillOp::create(b, loc, value, part);
     };
+    // (A dimension of dynamic size lies whole in the interior: no slab.)
     for (int64_t d = 0; d < rank; ++d) {
+      std::optional<int64_t> size = getConstantIntValue(sizes[d]);
+      std::optional<int64_t> all = getConstantIntValue(shape[d]);
+      if (!size || !all)
+        continue;
       slab(d, 0, offsets[d]);
-      slab(d, offsets[d] + sizes[d], shape[d] - offsets[d] - sizes[d]);
+      slab(d, offsets[d] + *size, *all - offsets[d] - *size);
     }
     fill.erase();
   }

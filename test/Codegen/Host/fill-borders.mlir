@@ -131,3 +131,75 @@ func.func @rank_reducing_view(%x: memref<2x2x2xf32>, %o: memref<1x2x4x4xf32>) {
   memref.copy %buf, %o : memref<1x2x4x4xf32> to memref<1x2x4x4xf32>
   return
 }
+
+// -----
+
+// A dynamic batch: the padded buffer holds %n images, the interior all %n
+// of them. The slabs span the %n images too (the batch dimension lies
+// whole in the interior: no slab along it). Left alone: an interior of %m
+// images (another size) and one from image 1 on, which leave images of the
+// buffer unwritten.
+// CHECK-LABEL: func.func @dynamic_batch(
+// CHECK-SAME: %[[N:[^:]*]]: index
+// CHECK: %[[BUF:.*]] = memref.alloc(%[[N]]) : memref<?x2x6x7xf32>
+// CHECK-NOT: linalg.fill {{.*}} outs(%[[BUF]] :
+// CHECK: %[[TOP:.*]] = memref.subview %[[BUF]][0, 0, 0, 0] [%[[N]], 2, 1, 7] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[TOP]] :
+// CHECK: %[[BOTTOM:.*]] = memref.subview %[[BUF]][0, 0, 5, 0] [%[[N]], 2, 1, 7] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[BOTTOM]] :
+// CHECK: %[[LEFT:.*]] = memref.subview %[[BUF]][0, 0, 1, 0] [%[[N]], 2, 4, 1] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[LEFT]] :
+// CHECK: %[[RIGHT:.*]] = memref.subview %[[BUF]][0, 0, 1, 6] [%[[N]], 2, 4, 1] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[RIGHT]] :
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @dynamic_batch_other_size(
+// CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?x2x6x7xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[BUF]] :
+// CHECK-NOT: linalg.fill
+// CHECK-LABEL: func.func @dynamic_batch_offset(
+// CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?x2x6x7xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[BUF]] :
+// CHECK-NOT: linalg.fill
+#id = affine_map<(n, c, h, w) -> (n, c, h, w)>
+func.func @dynamic_batch(%x: memref<?x2x4x5xf32>, %n: index) -> memref<?x2x6x7xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %buf = memref.alloc(%n) : memref<?x2x6x7xf32>
+  linalg.fill ins(%zero : f32) outs(%buf : memref<?x2x6x7xf32>)
+  %in = memref.subview %buf[0, 0, 1, 1] [%n, 2, 4, 5] [1, 1, 1, 1] : memref<?x2x6x7xf32> to memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 8>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<?x2x4x5xf32>) outs(%in : memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 8>>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %buf : memref<?x2x6x7xf32>
+}
+
+func.func @dynamic_batch_other_size(%x: memref<?x2x4x5xf32>, %n: index, %m: index) -> memref<?x2x6x7xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %buf = memref.alloc(%n) : memref<?x2x6x7xf32>
+  linalg.fill ins(%zero : f32) outs(%buf : memref<?x2x6x7xf32>)
+  %in = memref.subview %buf[0, 0, 1, 1] [%m, 2, 4, 5] [1, 1, 1, 1] : memref<?x2x6x7xf32> to memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 8>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<?x2x4x5xf32>) outs(%in : memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 8>>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %buf : memref<?x2x6x7xf32>
+}
+
+func.func @dynamic_batch_offset(%x: memref<?x2x4x5xf32>, %n: index) -> memref<?x2x6x7xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %buf = memref.alloc(%n) : memref<?x2x6x7xf32>
+  linalg.fill ins(%zero : f32) outs(%buf : memref<?x2x6x7xf32>)
+  %in = memref.subview %buf[1, 0, 1, 1] [%n, 2, 4, 5] [1, 1, 1, 1] : memref<?x2x6x7xf32> to memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 92>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<?x2x4x5xf32>) outs(%in : memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 92>>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %buf : memref<?x2x6x7xf32>
+}
