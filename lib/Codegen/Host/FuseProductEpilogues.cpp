@@ -33,6 +33,14 @@
 // call (dist_rt_conv2d_f32 writing all of it, ResNet-50's 3x3 layers on
 // 56 x 56 and 28 x 28): 30 of its 38 products' loops fold.
 //
+// A batch left open by the export (sizes known only when the program
+// runs) folds alike: sizes are compared as the values the allocations and
+// views were given (Extent; the pipeline resolves every batch to the
+// input's dimension first), and the call reads its batch from T's
+// allocation. MobileNetV2, EfficientNet-B0 and ResNet-50 exported with a
+// dynamic batch axis fold as many loops as their static exports (none
+// before), outputs bit-identical to them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dist/Codegen/Passes.h"
@@ -43,6 +51,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -291,27 +300,125 @@ std::optional<Epilogue> readBody(linalg::GenericOp g, BlockArgument product,
   return std::nullopt;
 }
 
-/// A static, identity-layout f32 allocation made by memref.alloc.
+/// An identity-layout f32 allocation made by memref.alloc (its sizes
+/// static or not: a model exported with a dynamic batch).
 memref::AllocOp plainAlloc(Value v) {
   auto alloc = v.getDefiningOp<memref::AllocOp>();
   auto type = alloc ? alloc.getType() : MemRefType();
-  if (!alloc || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+  if (!alloc || !type.getLayout().isIdentity() ||
       !type.getElementType().isF32())
     return nullptr;
   return alloc;
 }
 
+/// A number of elements: a constant factor times a product of sizes
+/// known only when the program runs (a dynamic batch), each the SSA value
+/// an allocation or view was given, so that sizes spelled through
+/// different views and memref.dim ops compare.
+struct Extent {
+  int64_t factor = 1;
+  SmallVector<Value> values; // Sorted.
+
+  Extent &operator*=(const Extent &other) {
+    factor *= other.factor;
+    values.append(other.values.begin(), other.values.end());
+    llvm::sort(values, [](Value x, Value y) {
+      return x.getAsOpaquePointer() < y.getAsOpaquePointer();
+    });
+    return *this;
+  }
+  bool operator==(const Extent &other) const {
+    return factor == other.factor && values == other.values;
+  }
+  bool operator!=(const Extent &other) const { return !(*this == other); }
+};
+
+std::optional<Extent> extentOf(Value memref, int64_t d);
+
+/// The extent an index value is: a constant, a dimension of a memref
+/// traced to the size it was given, or the value itself.
+Extent extentOfIndex(Value v) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return Extent{*c, {}};
+  if (auto dim = v.getDefiningOp<memref::DimOp>())
+    if (std::optional<int64_t> index = dim.getConstantIndex())
+      if (std::optional<Extent> e = extentOf(dim.getSource(), *index))
+        return *e;
+  return Extent{1, {v}};
+}
+
+/// `memref`'s size along `d` as an extent: static, or the size operand of
+/// the allocation or view that made it (collapsed dimensions multiplied).
+std::optional<Extent> extentOf(Value memref, int64_t d) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  if (!type || d < 0 || d >= type.getRank())
+    return std::nullopt;
+  if (!type.isDynamicDim(d))
+    return Extent{type.getDimSize(d), {}};
+  Operation *def = memref.getDefiningOp();
+  auto given = [](OpFoldResult size) {
+    return extentOfIndex(cast<Value>(size));
+  };
+  if (auto alloc = dyn_cast_or_null<memref::AllocOp>(def))
+    return given(alloc.getMixedSizes()[d]);
+  if (auto view = dyn_cast_or_null<memref::ExpandShapeOp>(def))
+    return given(view.getMixedOutputShape()[d]);
+  if (auto view = dyn_cast_or_null<memref::SubViewOp>(def);
+      view && view.getSourceType().getRank() == type.getRank())
+    return given(view.getMixedSizes()[d]);
+  if (auto view = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
+    Extent e;
+    for (int64_t s : view.getReassociationIndices()[d]) {
+      std::optional<Extent> part = extentOf(view.getSrc(), s);
+      if (!part)
+        return std::nullopt;
+      e *= *part;
+    }
+    return e;
+  }
+  return std::nullopt;
+}
+
 /// Whether `view` (a view of a buffer) is read by nothing but memref.dim
-/// ops of static dimensions, directly or through further views.
-bool onlyStaticSizes(Operation *view) {
+/// ops whose sizes are known without it (static, or the sizes an
+/// allocation or view was given: extentOf), directly or through further
+/// views.
+bool onlySizes(Operation *view) {
   return llvm::all_of(view->getUsers(), [](Operation *user) {
     if (auto dim = dyn_cast<memref::DimOp>(user)) {
       std::optional<int64_t> index = dim.getConstantIndex();
-      auto type = dyn_cast<MemRefType>(dim.getSource().getType());
-      return index && type && !type.isDynamicDim(*index);
+      return index && extentOf(dim.getSource(), *index);
     }
-    return isa<ViewLikeOpInterface>(user) && onlyStaticSizes(user);
+    return isa<ViewLikeOpInterface>(user) && onlySizes(user);
   });
+}
+
+/// `e` as an index computed at `b`'s point.
+Value materialize(OpBuilder &b, Location loc, const Extent &e) {
+  Value v;
+  for (Value x : e.values)
+    v = v ? arith::MulIOp::create(b, loc, v, x).getResult() : x;
+  if (!v || e.factor != 1) {
+    Value c = arith::ConstantIndexOp::create(b, loc, e.factor);
+    v = v ? arith::MulIOp::create(b, loc, v, c).getResult() : c;
+  }
+  return v;
+}
+
+/// Replaces the memref.dim ops that read `view` (onlySizes), directly or
+/// through further views, by the sizes they read.
+void replaceSizes(Operation *view) {
+  for (Operation *user : llvm::make_early_inc_range(view->getUsers())) {
+    auto dim = dyn_cast<memref::DimOp>(user);
+    if (!dim) {
+      replaceSizes(user);
+      continue;
+    }
+    OpBuilder b(dim);
+    dim.replaceAllUsesWith(materialize(
+        b, dim.getLoc(), *extentOf(dim.getSource(), *dim.getConstantIndex())));
+    dim.erase();
+  }
 }
 
 /// Whether an op strictly between `from` and `to` in their block uses
@@ -360,6 +467,17 @@ std::optional<int64_t> staticOperand(Value v) {
   return type.getDimSize(*index);
 }
 
+/// A size operand of a call as an extent: an i64 constant or the
+/// index_cast of an index.
+std::optional<Extent> operandExtent(Value v) {
+  if (std::optional<int64_t> c = staticOperand(v))
+    return Extent{*c, {}};
+  auto cast = v.getDefiningOp<arith::IndexCastOp>();
+  if (!cast)
+    return std::nullopt;
+  return extentOfIndex(cast.getIn());
+}
+
 /// Whether `first`, the first op after an epilogue loop to use T (a plain
 /// allocation) again, is or starts the operands of a runtime call that
 /// writes all of T without reading it, every op of `later` before that
@@ -379,17 +497,24 @@ bool callOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
     }
   if (!target || target->getBlock() != first->getBlock())
     return false;
-  auto sizeOf = [&](ArrayRef<unsigned> operands) -> std::optional<int64_t> {
-    int64_t elements = 1;
+  auto sizeOf = [&](ArrayRef<unsigned> operands) -> std::optional<Extent> {
+    Extent elements;
     for (unsigned i : operands) {
-      std::optional<int64_t> size = staticOperand(target.getOperand(i));
+      std::optional<Extent> size = operandExtent(target.getOperand(i));
       if (!size)
         return std::nullopt;
       elements *= *size;
     }
     return elements;
   };
-  int64_t all = cast<MemRefType>(t.getType()).getNumElements();
+  auto type = cast<MemRefType>(t.getType());
+  Extent all;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    std::optional<Extent> size = extentOf(t, d);
+    if (!size)
+      return false;
+    all *= *size;
+  }
   if (target.getCallee() == dist::runtime_abi::kGemmSetF32 &&
       target.getNumOperands() == kGemmArgs) {
     if (rootOf(target.getOperand(kCPtr)) != t ||
@@ -404,17 +529,17 @@ bool callOverwrites(Operation *first, Value t, ArrayRef<Operation *> later) {
     // The output at T's start (T itself, [n, f, oh, ow]), its strides
     // T's: all of T, written.
     std::optional<int64_t> flags = staticOperand(target.getOperand(kConvFlags));
-    auto type = cast<MemRefType>(t.getType());
+    auto sizeIs = [&](unsigned operand, int64_t d) {
+      std::optional<Extent> size = operandExtent(target.getOperand(operand));
+      return size && size == extentOf(t, d);
+    };
     if (pointerSource(target.getOperand(kConvOut)) != t ||
         type.getRank() != 4 || !flags ||
         (*flags & dist::runtime_abi::kConvAccumulate) ||
         rootOf(target.getOperand(kConvIn)) == t ||
         rootOf(target.getOperand(kConvWeight)) == t ||
-        rootOf(target.getOperand(kConvBias)) == t ||
-        staticOperand(target.getOperand(0)) != type.getDimSize(0) ||
-        staticOperand(target.getOperand(4)) != type.getDimSize(1) ||
-        staticOperand(target.getOperand(11)) != type.getDimSize(2) ||
-        staticOperand(target.getOperand(12)) != type.getDimSize(3) ||
+        rootOf(target.getOperand(kConvBias)) == t || !sizeIs(0, 0) ||
+        !sizeIs(4, 1) || !sizeIs(11, 2) || !sizeIs(12, 3) ||
         strideDim(target.getOperand(kConvOutSn), t) != 0 ||
         strideDim(target.getOperand(kConvOutSf), t) != 1 ||
         strideDim(target.getOperand(kConvOutSh), t) != 2)
@@ -516,12 +641,17 @@ struct FuseProductEpiloguesPass
       return isa<memref::ExtractStridedMetadataOp,
                  memref::ExtractAlignedPointerAsIndexOp, memref::DimOp>(op);
     };
+    // Views of T read only for their sizes.
+    SmallVector<Operation *> sizeViews;
     for (Operation *user : t.getUsers()) {
-      // A view that nothing but static sizes read (left by
+      // A view that nothing but sizes known without it read (left by
       // dist-contractions-to-runtime when a convolution's call took a
-      // fresh output in place of T) does not use T.
-      if (isa<ViewLikeOpInterface>(user) && onlyStaticSizes(user))
+      // fresh output in place of T, its batch a dynamic one) does not use
+      // T: those sizes replace the reads.
+      if (isa<ViewLikeOpInterface>(user) && onlySizes(user)) {
+        sizeViews.push_back(user);
         continue;
+      }
       // Collapsed views of T (P among them): what they give the call, and
       // (a view shared with other ops' calls) earlier or later uses.
       if (auto c = dyn_cast<memref::CollapseShapeOp>(user)) {
@@ -609,13 +739,15 @@ struct FuseProductEpiloguesPass
         !loop.getMatchingIndexingMap(loop.getDpsInitOperand(0)).isIdentity() ||
         !body.getArgument(loop.getNumDpsInputs()).use_empty())
       return failure();
-    // O: a fresh allocation, or a static unit-step subview of one (the
-    // interior of the padded input of a following convolution).
+    // O: a fresh allocation, or a unit-step subview of one at static
+    // offsets (the interior of the padded input of a following
+    // convolution; its sizes static but for a dynamic batch's).
     memref::SubViewOp oView = out.getDefiningOp<memref::SubViewOp>();
     memref::AllocOp oAlloc = plainAlloc(oView ? oView.getSource() : out);
     if (!oAlloc || oAlloc->getBlock() != block ||
         (oView && (oView->getBlock() != block || !oView.getOffsets().empty() ||
-                   !oView.getSizes().empty() || !oView.getStrides().empty() ||
+                   oView.getSourceType().getRank() != outType.getRank() ||
+                   !oView.getStrides().empty() ||
                    llvm::any_of(oView.getStaticStrides(),
                                 [](int64_t s) { return s != 1; }))))
       return failure();
@@ -723,6 +855,8 @@ struct FuseProductEpiloguesPass
     } else if (colDims.size() == 2 && oStrides[colDims[1]] == 1) {
       cSn = 1;
       rowLen = outType.getDimSize(colDims[1]);
+      if (ShapedType::isDynamic(rowLen))
+        return failure();
       rowStride = oStrides[colDims[0]];
       if (rowStride == rowLen)
         rowLen = rowStride = 0; // Contiguous after all.
@@ -746,12 +880,13 @@ struct FuseProductEpiloguesPass
     // Between them may stand only ops that write no memory, O's own
     // allocation and view (moved before the call), and fills of the rest
     // of O's allocation (a padded buffer's border, dist-fill-borders),
-    // disjoint from O.
+    // disjoint from O (apart along a dimension of static size).
     SmallVector<int64_t> oLo(outType.getRank(), 0), oHi(outType.getShape());
     if (oView)
       for (int64_t d = 0; d < outType.getRank(); ++d) {
         oLo[d] = oView.getStaticOffsets()[d];
-        oHi[d] = oLo[d] + outType.getDimSize(d);
+        if (!outType.isDynamicDim(d))
+          oHi[d] = oLo[d] + outType.getDimSize(d);
       }
     SmallVector<linalg::FillOp> borderFills;
     for (Operation *op = call->getNextNode(); op != loop;
@@ -761,12 +896,15 @@ struct FuseProductEpiloguesPass
       if (auto fill = dyn_cast<linalg::FillOp>(op)) {
         auto slab = fill.getOutputs()[0].getDefiningOp<memref::SubViewOp>();
         if (slab && slab.getSource() == oAlloc.getResult() && oView &&
-            slab.getOffsets().empty() && slab.getSizes().empty()) {
+            slab.getOffsets().empty() &&
+            slab.getSourceType().getRank() == outType.getRank()) {
           bool apart = false;
           for (int64_t d = 0; d < outType.getRank(); ++d) {
             int64_t lo = slab.getStaticOffsets()[d];
-            int64_t hi = lo + slab.getStaticSizes()[d];
-            apart |= hi <= oLo[d] || oHi[d] <= lo;
+            int64_t size = slab.getStaticSizes()[d];
+            if (ShapedType::isDynamic(size) || ShapedType::isDynamic(oHi[d]))
+              continue;
+            apart |= lo + size <= oLo[d] || oHi[d] <= lo;
           }
           if (apart) {
             borderFills.push_back(fill);
@@ -780,6 +918,16 @@ struct FuseProductEpiloguesPass
     }
     if (usedBetween(out, call, loop))
       return failure();
+    // O's allocation and view move before the call: their dynamic sizes
+    // must be known there.
+    SmallVector<Value> oSizes(oAlloc.getDynamicSizes());
+    if (oView)
+      llvm::append_range(oSizes, oView.getSizes());
+    for (Value size : oSizes) {
+      Operation *def = size.getDefiningOp();
+      if (def && def->getBlock() == block && !def->isBeforeInBlock(call))
+        return failure();
+    }
     // O's rows inside a padded buffer whose border columns beside them are
     // fills of +0 (dist-fill-borders): the call zeroes the gap after each
     // row as it writes it (DIST_RT_GEMM_ZERO_GAPS: the right border and the
@@ -800,12 +948,15 @@ struct FuseProductEpiloguesPass
         auto zero = constantF32(fill.getInputs()[0]);
         if (!zero || *zero != 0.0f || std::signbit(*zero))
           return false;
+        // (Border fills are O's allocation's: O is a view of it.)
         for (int64_t d = 0; d < rank; ++d) {
           int64_t off = slab.getStaticOffsets()[d];
           int64_t size = slab.getStaticSizes()[d];
           if (slab.getStaticStrides()[d] != 1 ||
               (d == dCol ? off != from || size != width
-                         : off != oLo[d] || size != outType.getDimSize(d)))
+                         : off != oLo[d] || !isEqualConstantIntOrValue(
+                                                slab.getMixedSizes()[d],
+                                                oView.getMixedSizes()[d])))
             return false;
         }
         return true;
@@ -817,11 +968,15 @@ struct FuseProductEpiloguesPass
           rightFill = fill;
       }
       zeroGaps = dCol == rank - 1 && dRow == rank - 2 &&
+                 !ShapedType::isDynamic(whole[dRow]) &&
+                 !ShapedType::isDynamic(oHi[dRow]) &&
                  rowStride == whole[dCol] && whole[dRow] > oHi[dRow] &&
                  (left == 0 || leftFill) && (right == 0 || rightFill);
     }
 
     // Rewrite.
+    for (Operation *v : sizeViews)
+      replaceSizes(v);
     if (call->isBeforeInBlock(oAlloc))
       oAlloc->moveBefore(call);
     if (oView && call->isBeforeInBlock(oView))
@@ -843,15 +998,35 @@ struct FuseProductEpiloguesPass
           b, loc, md.getOffset(), arith::ConstantIndexOp::create(b, loc, 4));
       return std::make_pair(i64(arith::AddIOp::create(b, loc, base, off)), md);
     };
+    // P's size along `d` from what T's allocation was given: T goes.
+    auto sizeOfP = [&](int64_t d) -> Value {
+      SmallVector<OpFoldResult> given = tAlloc.getMixedSizes();
+      int64_t factor = 1;
+      Value size;
+      for (int64_t s : pView ? pView.getReassociationIndices()[d]
+                             : ReassociationIndices{d}) {
+        if (std::optional<int64_t> c = getConstantIntValue(given[s]))
+          factor *= *c;
+        else
+          size =
+              size ? arith::MulIOp::create(b, loc, size, cast<Value>(given[s]))
+                   : cast<Value>(given[s]);
+      }
+      if (!size)
+        return constant(factor);
+      if (factor != 1)
+        size = arith::MulIOp::create(
+            b, loc, size, arith::ConstantIndexOp::create(b, loc, factor));
+      return i64(size);
+    };
     SmallVector<Value> args;
-    for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
-      // T's sizes (it is static) as constants: T goes.
+    for (Value operand : call.getOperands()) {
       auto cast = operand.getDefiningOp<arith::IndexCastOp>();
       auto dim = cast ? cast.getIn().getDefiningOp<memref::DimOp>() : nullptr;
       std::optional<int64_t> index =
           dim ? dim.getConstantIndex() : std::nullopt;
       if (dim && dim.getSource() == p && index)
-        operand = constant(tType.getDimSize(*index));
+        operand = sizeOfP(*index);
       args.push_back(operand);
     }
     args[kCPtr] = pointer(out).first;
@@ -894,12 +1069,12 @@ struct FuseProductEpiloguesPass
       if (leftFill) {
         // The left border of O's first row only.
         auto slab = leftFill.getOutputs()[0].getDefiningOp<memref::SubViewOp>();
-        SmallVector<int64_t> sizes(slab.getStaticSizes());
-        sizes[colDims[0]] = 1;
         OpBuilder fb(leftFill);
+        SmallVector<OpFoldResult> sizes = slab.getMixedSizes();
+        sizes[colDims[0]] = fb.getIndexAttr(1);
         auto first = memref::SubViewOp::create(
-            fb, leftFill.getLoc(), slab.getSource(), slab.getStaticOffsets(),
-            sizes, slab.getStaticStrides());
+            fb, leftFill.getLoc(), slab.getSource(), slab.getMixedOffsets(),
+            sizes, slab.getMixedStrides());
         linalg::FillOp::create(fb, leftFill.getLoc(), leftFill.getInputs()[0],
                                first.getResult());
         dropFill(leftFill);

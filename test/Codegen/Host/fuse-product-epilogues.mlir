@@ -1212,3 +1212,245 @@ func.func @clamp_yielded_not_hard_swish(%w: memref<16x8xf32>, %x: memref<8x32xf3
   memref.dealloc %t : memref<16x32xf32>
   return %o : memref<16x32xf32>
 }
+
+// -----
+
+// A dynamic batch (a model exported with one): T, O and the padded buffer
+// are allocations of %n images. The loop folds as at a static batch (flags
+// 1 | 4, the right column's fill gone, the left one's first row kept over
+// all %n images), the call's batch read from what T's allocation was given
+// (T goes). A following op that writes all of T again counts as
+// overwriting it: a product whose batch is the memref.dim of T (T's
+// allocation given another value), a direct convolution's call whose batch
+// is the memref.dim of T. A call whose batch is another size (%m) does
+// not: the loop stays. A view of T whose only reader is the memref.dim of
+// its batch (dist-contractions-to-runtime leaves one when a convolution's
+// call takes a fresh output in place of T) does not read T: the size it
+// was given replaces the read, and T goes.
+// CHECK-LABEL: func.func @dynamic_batch_padded(
+// CHECK-SAME: %[[N:[^:]*]]: index)
+// CHECK-NOT: memref.alloc(%[[N]]) {{.*}} : memref<?x8x16xf32>
+// CHECK: %[[P:.*]] = memref.alloc(%[[N]]) : memref<?x8x6x6xf32>
+// CHECK: %[[BATCH:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK: %[[FLAGS:.*]] = arith.constant 5 : i64
+// CHECK: call @dist_rt_gemm_set_act_f32(%[[BATCH]], {{.*}}, %[[FLAGS]],
+// CHECK: %[[FIRST:.*]] = memref.subview %[[P]][0, 0, 1, 0] [%[[N]], 8, 1, 1] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[FIRST]]
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[P]]
+// CHECK-LABEL: func.func @dynamic_batch_view_sizes(
+// CHECK-SAME: %[[N:[^:]*]]: index)
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.expand_shape
+// CHECK-NOT: memref.dim
+// CHECK: return %{{.*}}, %[[N]] : memref<?x8x16xf32>, index
+// CHECK-LABEL: func.func @dynamic_batch_reused(
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK-LABEL: func.func @dynamic_batch_reused_by_conv(
+// CHECK: call @dist_rt_gemm_set_act_f32(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_f32(
+// CHECK-LABEL: func.func @dynamic_batch_conv_of_other_size(
+// CHECK: call @dist_rt_gemm_set_f32(
+// CHECK: linalg.generic
+// CHECK: call @dist_rt_conv2d_f32(
+#da = affine_map<(b, i, j, k) -> (i, k)>
+#db = affine_map<(b, i, j, k) -> (b, k, j)>
+#dc = affine_map<(b, i, j, k) -> (b, i, j)>
+#did3 = affine_map<(b, c, p) -> (b, c, p)>
+#dch3 = affine_map<(b, c, p) -> (c)>
+#did4 = affine_map<(b, c, y, x) -> (b, c, y, x)>
+#dch4 = affine_map<(b, c, y, x) -> (c)>
+func.func @dynamic_batch_padded(%w: memref<8x3xf32>, %x: memref<?x3x16xf32>, %bias: memref<8xf32>, %n: index) -> memref<?x8x6x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc(%n) : memref<?x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8x16xf32>)
+  linalg.generic {indexing_maps = [#da, #db, #dc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<?x3x16xf32>) outs(%t : memref<?x8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %v = memref.expand_shape %t [[0], [1], [2, 3]] output_shape [%n, 8, 4, 4] : memref<?x8x16xf32> into memref<?x8x4x4xf32>
+  %p = memref.alloc(%n) : memref<?x8x6x6xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [%n, 8, 1, 6] [1, 1, 1, 1] : memref<?x8x6x6xf32> to memref<?x8x1x6xf32, strided<[288, 36, 6, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<?x8x1x6xf32, strided<[288, 36, 6, 1]>>)
+  %bottom = memref.subview %p[0, 0, 5, 0] [%n, 8, 1, 6] [1, 1, 1, 1] : memref<?x8x6x6xf32> to memref<?x8x1x6xf32, strided<[288, 36, 6, 1], offset: 30>>
+  linalg.fill ins(%zero : f32) outs(%bottom : memref<?x8x1x6xf32, strided<[288, 36, 6, 1], offset: 30>>)
+  %left = memref.subview %p[0, 0, 1, 0] [%n, 8, 4, 1] [1, 1, 1, 1] : memref<?x8x6x6xf32> to memref<?x8x4x1xf32, strided<[288, 36, 6, 1], offset: 6>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<?x8x4x1xf32, strided<[288, 36, 6, 1], offset: 6>>)
+  %right = memref.subview %p[0, 0, 1, 5] [%n, 8, 4, 1] [1, 1, 1, 1] : memref<?x8x6x6xf32> to memref<?x8x4x1xf32, strided<[288, 36, 6, 1], offset: 11>>
+  linalg.fill ins(%zero : f32) outs(%right : memref<?x8x4x1xf32, strided<[288, 36, 6, 1], offset: 11>>)
+  %in = memref.subview %p[0, 0, 1, 1] [%n, 8, 4, 4] [1, 1, 1, 1] : memref<?x8x6x6xf32> to memref<?x8x4x4xf32, strided<[288, 36, 6, 1], offset: 7>>
+  linalg.generic {indexing_maps = [#did4, #dch4, #did4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<?x8x4x4xf32>, memref<8xf32>) outs(%in : memref<?x8x4x4xf32, strided<[288, 36, 6, 1], offset: 7>>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %t : memref<?x8x16xf32>
+  return %p : memref<?x8x6x6xf32>
+}
+
+func.func @dynamic_batch_view_sizes(%w: memref<8x3xf32>, %x: memref<?x3x16xf32>, %bias: memref<8xf32>, %n: index) -> (memref<?x8x16xf32>, index) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c0 = arith.constant 0 : index
+  %t = memref.alloc(%n) : memref<?x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8x16xf32>)
+  linalg.generic {indexing_maps = [#da, #db, #dc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<?x3x16xf32>) outs(%t : memref<?x8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc(%n) : memref<?x8x16xf32>
+  linalg.generic {indexing_maps = [#did3, #dch3, #did3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%t, %bias : memref<?x8x16xf32>, memref<8xf32>) outs(%o : memref<?x8x16xf32>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  %tv = memref.expand_shape %t [[0], [1, 2], [3]] output_shape [%n, 8, 1, 16] : memref<?x8x16xf32> into memref<?x8x1x16xf32>
+  %nv = memref.dim %tv, %c0 : memref<?x8x1x16xf32>
+  memref.dealloc %t : memref<?x8x16xf32>
+  return %o, %nv : memref<?x8x16xf32>, index
+}
+
+func.func @dynamic_batch_reused(%w: memref<8x3xf32>, %x: memref<?x3x16xf32>, %bias: memref<8xf32>, %w2: memref<8x3xf32>, %x2: memref<?x3x16xf32>) -> (memref<?x8x16xf32>, memref<?x8x16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x3x16xf32>
+  %t = memref.alloc(%n) : memref<?x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8x16xf32>)
+  linalg.generic {indexing_maps = [#da, #db, #dc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<?x3x16xf32>) outs(%t : memref<?x8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc(%n) : memref<?x8x16xf32>
+  linalg.generic {indexing_maps = [#did3, #dch3, #did3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%t, %bias : memref<?x8x16xf32>, memref<8xf32>) outs(%o : memref<?x8x16xf32>) {
+  ^bb0(%e: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %e, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8x16xf32>)
+  linalg.generic {indexing_maps = [#da, #db, #dc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w2, %x2 : memref<8x3xf32>, memref<?x3x16xf32>) outs(%t : memref<?x8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  return %o, %t : memref<?x8x16xf32>, memref<?x8x16xf32>
+}
+
+func.func private @dist_rt_conv2d_f32(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64)
+
+func.func @dynamic_batch_reused_by_conv(%w: memref<8x3xf32>, %x: memref<?x3x16xf32>, %bias: memref<8xf32>, %wc: memref<8x8x1x1xf32>, %n: index, %m: index) -> memref<?x8x4x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc(%n) : memref<?x8x4x4xf32>
+  %tc = memref.collapse_shape %t [[0], [1], [2, 3]] : memref<?x8x4x4xf32> into memref<?x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%tc : memref<?x8x16xf32>)
+  linalg.generic {indexing_maps = [#da, #db, #dc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<?x3x16xf32>) outs(%tc : memref<?x8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %mul = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %mul : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc(%n) : memref<?x8x4x4xf32>
+  linalg.generic {indexing_maps = [#did4, #dch4, #did4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %bias : memref<?x8x4x4xf32>, memref<8xf32>) outs(%o : memref<?x8x4x4xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %i0 = arith.constant 0 : i64
+  %i1 = arith.constant 1 : i64
+  %i4 = arith.constant 4 : i64
+  %i8 = arith.constant 8 : i64
+  %i16 = arith.constant 16 : i64
+  %i128 = arith.constant 128 : i64
+  %flags = arith.constant 0 : i64
+  %lo = arith.constant 0.000000e+00 : f32
+  %nb = memref.dim %t, %c0 : memref<?x8x4x4xf32>
+  %batch = arith.index_cast %nb : index to i64
+  %op = memref.extract_aligned_pointer_as_index %o : memref<?x8x4x4xf32> -> index
+  %opi = arith.index_cast %op : index to i64
+  %wp = memref.extract_aligned_pointer_as_index %wc : memref<8x8x1x1xf32> -> index
+  %wpi = arith.index_cast %wp : index to i64
+  %base, %off, %sizes:4, %strides:4 = memref.extract_strided_metadata %t : memref<?x8x4x4xf32> -> memref<f32>, index, index, index, index, index, index, index, index, index
+  %tp = memref.extract_aligned_pointer_as_index %t : memref<?x8x4x4xf32> -> index
+  %off4 = arith.muli %off, %c4 : index
+  %tpa = arith.addi %tp, %off4 : index
+  %tpi = arith.index_cast %tpa : index to i64
+  %sn = arith.index_cast %strides#0 : index to i64
+  %sf = arith.index_cast %strides#1 : index to i64
+  %sh = arith.index_cast %strides#2 : index to i64
+  call @dist_rt_conv2d_f32(%batch, %i8, %i4, %i4, %i8, %i1, %i1, %i1, %i1, %i1, %i1, %i4, %i4, %opi, %i128, %i16, %i4, %wpi, %i0, %tpi, %sn, %sf, %sh, %lo, %lo, %flags) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64) -> ()
+  memref.dealloc %o : memref<?x8x4x4xf32>
+  return %t : memref<?x8x4x4xf32>
+}
+
+func.func @dynamic_batch_conv_of_other_size(%w: memref<8x3xf32>, %x: memref<?x3x16xf32>, %bias: memref<8xf32>, %wc: memref<8x8x1x1xf32>, %n: index, %m: index) -> memref<?x8x4x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %t = memref.alloc(%n) : memref<?x8x4x4xf32>
+  %tc = memref.collapse_shape %t [[0], [1], [2, 3]] : memref<?x8x4x4xf32> into memref<?x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%tc : memref<?x8x16xf32>)
+  linalg.generic {indexing_maps = [#da, #db, #dc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%w, %x : memref<8x3xf32>, memref<?x3x16xf32>) outs(%tc : memref<?x8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %mul = arith.mulf %p, %q : f32
+    %s = arith.addf %r, %mul : f32
+    linalg.yield %s : f32
+  }
+  %o = memref.alloc(%n) : memref<?x8x4x4xf32>
+  linalg.generic {indexing_maps = [#did4, #dch4, #did4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t, %bias : memref<?x8x4x4xf32>, memref<8xf32>) outs(%o : memref<?x8x4x4xf32>) {
+  ^bb0(%v: f32, %bb: f32, %out: f32):
+    %0 = arith.addf %v, %bb : f32
+    %1 = arith.maximumf %0, %zero : f32
+    linalg.yield %1 : f32
+  }
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %i0 = arith.constant 0 : i64
+  %i1 = arith.constant 1 : i64
+  %i4 = arith.constant 4 : i64
+  %i8 = arith.constant 8 : i64
+  %i16 = arith.constant 16 : i64
+  %i128 = arith.constant 128 : i64
+  %flags = arith.constant 0 : i64
+  %lo = arith.constant 0.000000e+00 : f32
+  %batch = arith.index_cast %m : index to i64
+  %op = memref.extract_aligned_pointer_as_index %o : memref<?x8x4x4xf32> -> index
+  %opi = arith.index_cast %op : index to i64
+  %wp = memref.extract_aligned_pointer_as_index %wc : memref<8x8x1x1xf32> -> index
+  %wpi = arith.index_cast %wp : index to i64
+  %base, %off, %sizes:4, %strides:4 = memref.extract_strided_metadata %t : memref<?x8x4x4xf32> -> memref<f32>, index, index, index, index, index, index, index, index, index
+  %tp = memref.extract_aligned_pointer_as_index %t : memref<?x8x4x4xf32> -> index
+  %off4 = arith.muli %off, %c4 : index
+  %tpa = arith.addi %tp, %off4 : index
+  %tpi = arith.index_cast %tpa : index to i64
+  %sn = arith.index_cast %strides#0 : index to i64
+  %sf = arith.index_cast %strides#1 : index to i64
+  %sh = arith.index_cast %strides#2 : index to i64
+  call @dist_rt_conv2d_f32(%batch, %i8, %i4, %i4, %i8, %i1, %i1, %i1, %i1, %i1, %i1, %i4, %i4, %opi, %i128, %i16, %i4, %wpi, %i0, %tpi, %sn, %sf, %sh, %lo, %lo, %flags) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64) -> ()
+  memref.dealloc %o : memref<?x8x4x4xf32>
+  return %t : memref<?x8x4x4xf32>
+}

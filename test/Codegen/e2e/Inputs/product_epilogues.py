@@ -1,6 +1,8 @@
 """The model, runs and check of product-epilogues.test.
 
-  product_epilogues.py model DIR            writes DIR/pe.onnx and its input
+  product_epilogues.py model DIR [dynamic]  writes DIR/pe.onnx and its input
+                                            (dynamic: a batch dimension the
+                                            model leaves open, 2 images)
   product_epilogues.py run DIR EXE OUT T    runs EXE on it at T threads
   product_epilogues.py check DIR RUN...     prints OK RUN or FAIL RUN: why
 """
@@ -89,6 +91,9 @@ if sys.argv[1] == "model":
     from onnx import numpy_helper
 
     d = sys.argv[2]
+    dynamic = sys.argv[3:] == ["dynamic"]
+    x_shape = (2,) + X_SHAPE[1:] if dynamic else X_SHAPE
+    n = "n" if dynamic else 1
     inits = [numpy_helper.from_array(v.astype(np.float32), k)
              for k, v in W.items()]
     inits.append(numpy_helper.from_array(np.array([32, -1], np.int64),
@@ -133,18 +138,20 @@ if sys.argv[1] == "model":
     ]
     f = onnx.TensorProto.FLOAT
     g = h.make_graph(
-        nodes, "pe", [h.make_tensor_value_info("x", f, list(X_SHAPE))],
-        [h.make_tensor_value_info("p", f, [1, 32, 48, 48]),
-         h.make_tensor_value_info("r", f, [1, 64, 48, 48]),
-         h.make_tensor_value_info("mm", f, [48 * 48, 48]),
-         h.make_tensor_value_info("s", f, [1, 40, 48, 48]),
-         h.make_tensor_value_info("u", f, [1, 16, 48, 48]),
-         h.make_tensor_value_info("res", f, [1, 32, 48, 48]),
-         h.make_tensor_value_info("hs", f, [1, 40, 48, 48])], inits)
+        nodes, "pe",
+        [h.make_tensor_value_info("x", f, [n] + list(X_SHAPE[1:]))],
+        [h.make_tensor_value_info("p", f, [n, 32, 48, 48]),
+         h.make_tensor_value_info("r", f, [n, 64, 48, 48]),
+         h.make_tensor_value_info("mm", f,
+                                  ["m" if dynamic else 48 * 48, 48]),
+         h.make_tensor_value_info("s", f, [n, 40, 48, 48]),
+         h.make_tensor_value_info("u", f, [n, 16, 48, 48]),
+         h.make_tensor_value_info("res", f, [n, 32, 48, 48]),
+         h.make_tensor_value_info("hs", f, [n, 40, 48, 48])], inits)
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
               os.path.join(d, "pe.onnx"))
     np.save(os.path.join(d, "x.npy"),
-            rng.uniform(-2, 2, X_SHAPE).astype(np.float32))
+            rng.uniform(-2, 2, x_shape).astype(np.float32))
     sys.exit(0)
 
 if sys.argv[1] == "run":
