@@ -46,6 +46,10 @@
 #   video3d                a 3-D convolutional network written here (3x3x3
 #                          convolutions, 3-D max pooling), clip[B,3,8,64,64]
 #
+# With --dynamic-batch every input's and output's first dimension is left
+# open (dynamic_axes, the name "batch"), as deployment exports often write
+# them; the inputs are still made at the model's batch.
+#
 # For each model it writes DIR/models/<model>.onnx, its inputs as
 # DIR/inputs/<model>/<input>.npy (with scripts/make_model_inputs.py; ids are
 # in range for every embedding table) and PyTorch's outputs on them as
@@ -53,6 +57,7 @@
 #   <model> <path> batch=<B> inputs=<name:shape,...> ops=<Op,...>
 #
 #   /usr/bin/python3 bench/export_bench_models.py --out DIR [--model M ...]
+#       [--dynamic-batch]
 
 import argparse
 import os
@@ -308,7 +313,8 @@ def example_args(shapes, input_names):
     return tuple(args)
 
 
-def export_static(model, args, input_names, output_names, path):
+def export_static(model, args, input_names, output_names, path,
+                  dynamic_batch=False):
     model.eval()
     # With gradients off, nn.MultiheadAttention (ViT's) takes its fused
     # fast path, which has no ONNX export; with them on it exports as the
@@ -316,9 +322,11 @@ def export_static(model, args, input_names, output_names, path):
     grad = any(isinstance(m, torch.nn.MultiheadAttention)
                for m in model.modules())
     with torch.set_grad_enabled(grad):
+        axes = ({n: {0: "batch"} for n in input_names + output_names}
+                if dynamic_batch else None)
         torch.onnx.export(model, args, path, opset_version=OPSET,
                           input_names=input_names, output_names=output_names,
-                          do_constant_folding=True,
+                          dynamic_axes=axes, do_constant_folding=True,
                           training=torch.onnx.TrainingMode.EVAL)
 
 
@@ -329,6 +337,9 @@ def main():
     p.add_argument("--out", required=True, help="work directory")
     p.add_argument("--model", nargs="+", choices=MODELS + TRANSFORMERS + CNNS,
                    default=list(MODELS))
+    p.add_argument("--dynamic-batch", action="store_true",
+                   help="leave the first dimension of every input and "
+                   "output open")
     a = p.parse_args()
 
     for name in a.model:
@@ -340,7 +351,7 @@ def main():
             os.makedirs(d, exist_ok=True)
         path = os.path.join(model_dir, name + ".onnx")
         export_static(model, example_args(shapes, ins), ins, outs,
-                      path)
+                      path, a.dynamic_batch)
         desc = em.check(path)  # onnx.checker and the importer's op list
 
         cmd = [sys.executable, os.path.join(REPO_ROOT, "scripts",

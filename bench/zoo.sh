@@ -21,8 +21,9 @@
 # mobilenet_v3_large (or mobilenet_v3_large_b8).
 # ITERATIONS (timed runs per model, thread count and side) defaults to 6 in
 # 2 rounds, so the whole run stays near 15 minutes on 2 cores; WORK_DIR to
-# /tmp/dist-zoo. MODELS, THREADS, ROUNDS and WARMUP (default 3, as many
-# warm-up runs as the executables make) are cpu_inference.sh's.
+# /tmp/dist-zoo. MODELS, THREADS, ROUNDS, WARMUP (default 3, as many
+# warm-up runs as the executables make) and DYNAMIC_BATCH (1: every model
+# exported with its batch dimension open) are cpu_inference.sh's.
 # Exits as cpu_inference.sh does: 0 when every model compiled, ran and
 # matched onnxruntime, 1 if not, 2 on a usage or setup error.
 set -uo pipefail
