@@ -1371,6 +1371,60 @@ static LogicalResult checkVector(std::optional<Location> loc, Value v,
   return success();
 }
 
+/// The symbols `s` is equal to, found by following the dimension back
+/// through reshapes (an entry of the shape traced to a symbol, or a 0 that
+/// copies the input's) and transposes, `s` first. A channel shuffle or a
+/// split into attention heads reshapes, transposes and reshapes back, the
+/// batch of each shape read from the tensor before the first reshape
+/// (Gather of Shape, as PyTorch exports a dynamic batch): its symbol and
+/// that of the data of the last reshape are the same dimension.
+static SmallVector<DimValue> symbolChain(DimValue s) {
+  SmallVector<DimValue> chain;
+  for (int depth = 0; s.isSymbol() && depth < 16; ++depth) {
+    chain.push_back(s);
+    Operation *def = s.src.getDefiningOp();
+    DimValue next;
+    auto transpose = dyn_cast_or_null<TransposeOp>(def);
+    auto type = transpose ? dyn_cast<RankedTensorType>(transpose.getType())
+                          : RankedTensorType();
+    if (type) {
+      int64_t rank = type.getRank();
+      std::optional<ArrayRef<int64_t>> perm = transpose.getPerm();
+      if (s.idx < rank &&
+          (!perm || static_cast<int64_t>(perm->size()) == rank)) {
+        next.src = transpose.getInput();
+        next.idx = perm ? (*perm)[s.idx] : rank - 1 - s.idx;
+      }
+    } else if (auto r = dyn_cast_or_null<ReshapeOp>(def)) {
+      std::optional<SmallVector<DimValue>> traced =
+          traceShapeValue(r.getShape());
+      if (traced && s.idx < static_cast<int64_t>(traced->size())) {
+        const DimValue &d = (*traced)[s.idx];
+        if (d.isSymbol()) {
+          next = d;
+        } else if (d.isKnown() && d.value == 0 && r.getAllowzero() == 0) {
+          next.src = r.getInput();
+          next.idx = s.idx;
+        }
+      }
+    }
+    s = next;
+  }
+  return chain;
+}
+
+/// Whether symbols `a` and `b` are the same dimension (symbolChain).
+static bool sameDimension(const DimValue &a, const DimValue &b) {
+  if (a.sameSymbol(b))
+    return true;
+  SmallVector<DimValue> chainB = symbolChain(b);
+  for (const DimValue &x : symbolChain(a))
+    for (const DimValue &y : chainB)
+      if (x.sameSymbol(y))
+        return true;
+  return false;
+}
+
 LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
@@ -1453,7 +1507,7 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
     // Cancel symbolic factors present on both sides.
     for (auto it = outFactors.begin(); it != outFactors.end();) {
       auto match = llvm::find_if(
-          inSyms, [&](const DimValue &s) { return s.sameSymbol(*it); });
+          inSyms, [&](const DimValue &s) { return sameDimension(s, *it); });
       if (match != inSyms.end()) {
         inSyms.erase(match);
         it = outFactors.erase(it);
