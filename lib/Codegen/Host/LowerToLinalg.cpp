@@ -697,6 +697,58 @@ Value codegen::buildElementwise(OpBuilder &b, Location loc,
   return buildElementwise(b, loc, resultType, sizes, operands, body);
 }
 
+/// The reassociation that collapses `big` into `small` when each has one
+/// dimension of unknown size (a dynamic batch) and the static dimensions
+/// before it, and those after it, have equal products on both sides: the
+/// unknown dimensions are then equal (a reshape keeps the element count)
+/// and form a group of their own, the static parts collapse as static
+/// shapes do. ShuffleNet's channel shuffle exported with a dynamic batch
+/// ([n, 116, 28, 28] to [n, 2, 58, 28, 28] and back) stays a view so, where
+/// tensor.reshape copied it and hid the product's buffer from the fusions.
+static std::optional<SmallVector<ReassociationIndices>>
+collapseAroundDynamic(ArrayRef<int64_t> big, ArrayRef<int64_t> small) {
+  auto onlyDynamic = [](ArrayRef<int64_t> shape) -> std::optional<int64_t> {
+    if (llvm::count_if(shape, ShapedType::isDynamic) != 1)
+      return std::nullopt;
+    return llvm::find_if(shape, ShapedType::isDynamic) - shape.begin();
+  };
+  std::optional<int64_t> i = onlyDynamic(big), j = onlyDynamic(small);
+  if (!i || !j)
+    return std::nullopt;
+  SmallVector<ReassociationIndices> groups;
+  // The groups that collapse `from` (starting at dim `offset` of big) into
+  // `to`.
+  auto part = [&](ArrayRef<int64_t> from, ArrayRef<int64_t> to,
+                  int64_t offset) {
+    if (from.empty() && to.empty())
+      return true;
+    auto product = [](ArrayRef<int64_t> dims) {
+      int64_t n = 1;
+      for (int64_t d : dims)
+        n *= d;
+      return n;
+    };
+    if (to.empty() || product(from) != product(to))
+      return false;
+    std::optional<SmallVector<ReassociationIndices>> re =
+        getReassociationIndicesForCollapse(from, to);
+    if (!re)
+      return false;
+    for (ReassociationIndices &g : *re) {
+      for (int64_t &d : g)
+        d += offset;
+      groups.push_back(g);
+    }
+    return true;
+  };
+  if (!part(big.take_front(*i), small.take_front(*j), 0))
+    return std::nullopt;
+  groups.push_back({*i});
+  if (!part(big.drop_front(*i + 1), small.drop_front(*j + 1), *i + 1))
+    return std::nullopt;
+  return groups;
+}
+
 Value codegen::reshapeTo(OpBuilder &b, Location loc, Value v,
                          RankedTensorType resultType,
                          ArrayRef<OpFoldResult> sizes) {
@@ -715,6 +767,18 @@ Value codegen::reshapeTo(OpBuilder &b, Location loc, Value v,
       if (auto re = getReassociationIndicesForCollapse(resultType.getShape(),
                                                        srcType.getShape()))
         return tensor::ExpandShapeOp::create(b, loc, resultType, v, *re);
+    }
+  }
+  if (!srcStatic) {
+    if (srcType.getRank() > resultType.getRank()) {
+      if (auto re =
+              collapseAroundDynamic(srcType.getShape(), resultType.getShape()))
+        return tensor::CollapseShapeOp::create(b, loc, resultType, v, *re);
+    } else if (srcType.getRank() < resultType.getRank()) {
+      if (auto re =
+              collapseAroundDynamic(resultType.getShape(), srcType.getShape()))
+        return tensor::ExpandShapeOp::create(b, loc, resultType, v, *re,
+                                             SmallVector<OpFoldResult>(sizes));
     }
   }
   // Dynamic result dims with no static reassociation: a tensor.reshape with
