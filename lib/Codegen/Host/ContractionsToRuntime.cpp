@@ -591,6 +591,20 @@ struct ContractionsToRuntimePass
       // call writes all of it without reading (overwritesWithoutReading).
       whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
       dst = whole;
+    } else if (ci.overwrite) {
+      // The call writes all of `out` without reading it. Where `out` splits
+      // a whole allocation that bufferization reused (a 1x1 product's,
+      // dead once its epilogue loop read it: ShuffleNetV2's branches with
+      // a dynamic batch), the call writes a view of it made here and
+      // marked so, as above.
+      auto split = out.getDefiningOp<memref::ExpandShapeOp>();
+      if (split && split.getSrc().getDefiningOp<memref::AllocOp>()) {
+        auto whole = memref::ExpandShapeOp::create(
+            b, call.loc, split.getResultType(), split.getSrc(),
+            split.getReassociationIndices(), split.getMixedOutputShape());
+        whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+        dst = whole;
+      }
     }
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());

@@ -655,3 +655,37 @@ func.func @grouped_read_between(%x: memref<1x8x1x9x9xf32>, %w: memref<8x1x1x3x3x
   memref.dealloc %acc : memref<1x8x4x4xf32>
   return %v : f32
 }
+
+// -----
+
+// A grouped convolution that writes all of its output, a view splitting
+// the channels of a whole allocation (bufferization reusing a dead
+// buffer, a dynamic batch here), writes it through a view made at the
+// call and marked dist.call_overwrites, for dist-fuse-product-epilogues.
+// Not when the call accumulates onto the buffer (no fill to take over).
+// CHECK-LABEL: func.func @grouped_overwrites_view(
+// CHECK-SAME: %[[N:[a-z0-9]+]]: index)
+// CHECK: %[[ACC:.*]] = memref.alloc(%[[N]]) : memref<?x8x4x4xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: %[[W:.*]] = memref.expand_shape %[[ACC]] {{\[}}[0], [1, 2], [3], [4]] output_shape [%[[N]], 8, 1, 4, 4] {dist.call_overwrites}
+// CHECK: memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK-LABEL: func.func @grouped_accumulates_view(
+// CHECK-NOT: dist.call_overwrites
+// CHECK: call @dist_rt_conv2d_group_f32({{.*}}, %c1_i64{{[_0-9]*}}) :
+func.func @grouped_overwrites_view(%x: memref<?x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %n: index) -> memref<?x8x4x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc(%n) : memref<?x8x4x4xf32>
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [%n, 8, 1, 4, 4] : memref<?x8x4x4xf32> into memref<?x8x1x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%g : memref<?x8x1x4x4xf32>)
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<?x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<?x8x1x4x4xf32>)
+  return %acc : memref<?x8x4x4xf32>
+}
+func.func @grouped_accumulates_view(%x: memref<?x8x1x9x9xf32>, %w: memref<8x1x1x3x3xf32>, %n: index) -> memref<?x8x4x4xf32> {
+  %acc = memref.alloc(%n) : memref<?x8x4x4xf32>
+  %g = memref.expand_shape %acc [[0], [1, 2], [3], [4]] output_shape [%n, 8, 1, 4, 4] : memref<?x8x4x4xf32> into memref<?x8x1x4x4xf32>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %w : memref<?x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<?x8x1x4x4xf32>)
+  return %acc : memref<?x8x4x4xf32>
+}
