@@ -78,11 +78,13 @@ std::optional<Interior> findInterior(linalg::FillOp fill) {
       llvm::any_of(view.getStaticOffsets(), ShapedType::isDynamic))
     return std::nullopt;
   SmallVector<OpFoldResult> whole = alloc.getMixedSizes();
-  for (auto [d, size] : llvm::enumerate(view.getMixedSizes()))
-    if (!getConstantIntValue(size) &&
-        (view.getStaticOffsets()[d] != 0 ||
-         !isEqualConstantIntOrValue(size, whole[d])))
+  for (auto [d, size] : llvm::enumerate(view.getMixedSizes())) {
+    bool dynamic = !getConstantIntValue(whole[d]);
+    if (dynamic ? view.getStaticOffsets()[d] != 0 ||
+                      !isEqualConstantIntOrValue(size, whole[d])
+                : !getConstantIntValue(size))
       return std::nullopt;
+  }
   Operation *writer = nullptr;
   for (Operation *user : view->getUsers()) {
     Operation *at = inBlock(block, user);

@@ -137,8 +137,8 @@ func.func @rank_reducing_view(%x: memref<2x2x2xf32>, %o: memref<1x2x4x4xf32>) {
 // A dynamic batch: the padded buffer holds %n images, the interior all %n
 // of them. The slabs span the %n images too (the batch dimension lies
 // whole in the interior: no slab along it). Left alone: an interior of %m
-// images (another size) and one from image 1 on, which leave images of the
-// buffer unwritten.
+// images (another size), one from image 1 on, and one of 1 image (a static
+// size), which leave images of the buffer unwritten.
 // CHECK-LABEL: func.func @dynamic_batch(
 // CHECK-SAME: %[[N:[^:]*]]: index
 // CHECK: %[[BUF:.*]] = memref.alloc(%[[N]]) : memref<?x2x6x7xf32>
@@ -158,6 +158,10 @@ func.func @rank_reducing_view(%x: memref<2x2x2xf32>, %o: memref<1x2x4x4xf32>) {
 // CHECK-NEXT: linalg.fill {{.*}} outs(%[[BUF]] :
 // CHECK-NOT: linalg.fill
 // CHECK-LABEL: func.func @dynamic_batch_offset(
+// CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?x2x6x7xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[BUF]] :
+// CHECK-NOT: linalg.fill
+// CHECK-LABEL: func.func @dynamic_batch_one_image(
 // CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}) : memref<?x2x6x7xf32>
 // CHECK-NEXT: linalg.fill {{.*}} outs(%[[BUF]] :
 // CHECK-NOT: linalg.fill
@@ -197,6 +201,20 @@ func.func @dynamic_batch_offset(%x: memref<?x2x4x5xf32>, %n: index) -> memref<?x
   %in = memref.subview %buf[1, 0, 1, 1] [%n, 2, 4, 5] [1, 1, 1, 1] : memref<?x2x6x7xf32> to memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 92>>
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
       ins(%x : memref<?x2x4x5xf32>) outs(%in : memref<?x2x4x5xf32, strided<[84, 42, 7, 1], offset: 92>>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %buf : memref<?x2x6x7xf32>
+}
+
+func.func @dynamic_batch_one_image(%x: memref<1x2x4x5xf32>, %n: index) -> memref<?x2x6x7xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %buf = memref.alloc(%n) : memref<?x2x6x7xf32>
+  linalg.fill ins(%zero : f32) outs(%buf : memref<?x2x6x7xf32>)
+  %in = memref.subview %buf[0, 0, 1, 1] [1, 2, 4, 5] [1, 1, 1, 1] : memref<?x2x6x7xf32> to memref<1x2x4x5xf32, strided<[84, 42, 7, 1], offset: 8>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<1x2x4x5xf32>) outs(%in : memref<1x2x4x5xf32, strided<[84, 42, 7, 1], offset: 8>>) {
   ^bb0(%a: f32, %b: f32):
     %r = arith.maximumf %a, %zero : f32
     linalg.yield %r : f32
