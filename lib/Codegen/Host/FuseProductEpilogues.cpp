@@ -1001,23 +1001,14 @@ struct FuseProductEpiloguesPass
     // P's size along `d` from what T's allocation was given: T goes.
     auto sizeOfP = [&](int64_t d) -> Value {
       SmallVector<OpFoldResult> given = tAlloc.getMixedSizes();
-      int64_t factor = 1;
-      Value size;
+      Extent e;
       for (int64_t s : pView ? pView.getReassociationIndices()[d]
                              : ReassociationIndices{d}) {
-        if (std::optional<int64_t> c = getConstantIntValue(given[s]))
-          factor *= *c;
-        else
-          size =
-              size ? arith::MulIOp::create(b, loc, size, cast<Value>(given[s]))
-                   : cast<Value>(given[s]);
+        std::optional<int64_t> c = getConstantIntValue(given[s]);
+        e *= c ? Extent{*c, {}} : Extent{1, {cast<Value>(given[s])}};
       }
-      if (!size)
-        return constant(factor);
-      if (factor != 1)
-        size = arith::MulIOp::create(
-            b, loc, size, arith::ConstantIndexOp::create(b, loc, factor));
-      return i64(size);
+      return e.values.empty() ? constant(e.factor)
+                              : i64(materialize(b, loc, e));
     };
     SmallVector<Value> args;
     for (Value operand : call.getOperands()) {

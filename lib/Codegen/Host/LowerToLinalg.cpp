@@ -728,7 +728,8 @@ collapseAroundDynamic(ArrayRef<int64_t> big, ArrayRef<int64_t> small) {
         n *= d;
       return n;
     };
-    if (to.empty() || product(from) != product(to))
+    // (A zero-sized static part would leave the unknown sizes free.)
+    if (to.empty() || product(from) != product(to) || product(from) == 0)
       return false;
     std::optional<SmallVector<ReassociationIndices>> re =
         getReassociationIndicesForCollapse(from, to);

@@ -82,8 +82,8 @@ func.func @einsum_batch_order(%q: tensor<1x4x2x7x8xf32>, %k: tensor<1x2x4x5x8xf3
 // is the one dimension of unknown size on each side and the static
 // dimensions before and after it have equal products, so it stays a group
 // of its own and the rest expands or collapses as static shapes do. Two
-// unknown dimensions, or static parts that would need both, take
-// tensor.reshape.
+// unknown dimensions, static parts that would need both, or static parts
+// of no elements (which leave the unknown sizes free) take tensor.reshape.
 // CHECK-LABEL: func.func @shuffle_dynamic_batch(
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] output_shape [%{{.*}}, 2, 58, 28, 28] : tensor<?x116x28x28xf32> into tensor<?x2x58x28x28xf32>
 // CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3], [4]] : tensor<?x58x2x28x28xf32> into tensor<?x116x28x28xf32>
@@ -91,14 +91,17 @@ func.func @einsum_batch_order(%q: tensor<1x4x2x7x8xf32>, %k: tensor<1x2x4x5x8xf3
 // CHECK-LABEL: func.func @reshape_not_a_view(
 // CHECK: tensor.reshape
 // CHECK: tensor.reshape
+// CHECK: tensor.reshape
+// CHECK-NOT: tensor.expand_shape
 func.func @shuffle_dynamic_batch(%x: tensor<?x116x28x28xf32>, %s: tensor<5xi64>, %t: tensor<4xi64>) -> tensor<?x116x28x28xf32> {
   %0 = dist.reshape %x, %s : (tensor<?x116x28x28xf32>, tensor<5xi64>) -> tensor<?x2x58x28x28xf32>
   %1 = dist.transpose %0 {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<?x2x58x28x28xf32>) -> tensor<?x58x2x28x28xf32>
   %2 = dist.reshape %1, %t : (tensor<?x58x2x28x28xf32>, tensor<4xi64>) -> tensor<?x116x28x28xf32>
   return %2 : tensor<?x116x28x28xf32>
 }
-func.func @reshape_not_a_view(%x: tensor<?x6x4xf32>, %y: tensor<?x?x4xf32>, %s: tensor<4xi64>, %t: tensor<2xi64>) -> (tensor<?x4x2x3xf32>, tensor<?x4xf32>) {
+func.func @reshape_not_a_view(%x: tensor<?x6x4xf32>, %y: tensor<?x?x4xf32>, %s: tensor<4xi64>, %t: tensor<2xi64>, %z: tensor<?x0x4xf32>) -> (tensor<?x4x2x3xf32>, tensor<?x4xf32>, tensor<?x0x2x2xf32>) {
   %0 = dist.reshape %x, %s : (tensor<?x6x4xf32>, tensor<4xi64>) -> tensor<?x4x2x3xf32>
   %1 = dist.reshape %y, %t : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
-  return %0, %1 : tensor<?x4x2x3xf32>, tensor<?x4xf32>
+  %2 = dist.reshape %z, %s : (tensor<?x0x4xf32>, tensor<4xi64>) -> tensor<?x0x2x2xf32>
+  return %0, %1, %2 : tensor<?x4x2x3xf32>, tensor<?x4xf32>, tensor<?x0x2x2xf32>
 }
