@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "profile.h"
 #include "simd_activation.h"
 
 #include "dist_rt/kernels.h"
@@ -1220,11 +1221,27 @@ size_t dist_rt::constantCopyBytes() {
 // C API
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// Names a product's shape in the profile (DIST_RT_PROFILE).
+void describeGemm(dist_rt::ProfileScope &prof, int64_t batch, int64_t m,
+                  int64_t n, int64_t k) {
+  prof.describe(2.0 * static_cast<double>(batch) * static_cast<double>(m) *
+                    static_cast<double>(n) * static_cast<double>(k),
+                "%lld x [%lld x %lld] * [%lld x %lld]", (long long)batch,
+                (long long)m, (long long)k, (long long)k, (long long)n);
+}
+
+} // namespace
+
 extern "C" void dist_rt_gemm_f32(int64_t batch, int64_t m, int64_t n, int64_t k,
                                  int64_t a_ptr, int64_t a_sb, int64_t a_sm,
                                  int64_t a_sk, int64_t b_ptr, int64_t b_sk,
                                  int64_t b_sn, int64_t c_ptr, int64_t c_sb,
                                  int64_t c_sm, int64_t c_sn, int64_t b_sb) {
+  dist_rt::ProfileScope prof("gemm");
+  if (prof.active())
+    describeGemm(prof, batch, m, n, k);
   gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk, b_sn,
                      c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/false);
 }
@@ -1244,6 +1261,9 @@ extern "C" void dist_rt_gemm_set_f32(int64_t batch, int64_t m, int64_t n,
                                      int64_t b_sk, int64_t b_sn, int64_t c_ptr,
                                      int64_t c_sb, int64_t c_sm, int64_t c_sn,
                                      int64_t b_sb) {
+  dist_rt::ProfileScope prof("gemm (overwrite)");
+  if (prof.active())
+    describeGemm(prof, batch, m, n, k);
   gemmBatched<float>(batch, m, n, k, a_ptr, a_sb, a_sm, a_sk, b_ptr, b_sk, b_sn,
                      c_ptr, c_sb, c_sm, c_sn, b_sb, /*overwrite=*/true);
 }
@@ -1340,6 +1360,9 @@ extern "C" void dist_rt_gemm_set_act_f32(
     float hi, int64_t c_row_len, int64_t c_row_stride) {
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
+  dist_rt::ProfileScope prof("gemm with epilogue");
+  if (prof.active())
+    describeGemm(prof, batch, m, n, k);
   auto *bias = reinterpret_cast<const float *>(static_cast<intptr_t>(bias_ptr));
   bool relu = flags & DIST_RT_GEMM_RELU, clip = flags & DIST_RT_GEMM_CLIP;
   dist_rt::Gate gate = dist_rt::gateOf(flags & DIST_RT_GEMM_SILU,

@@ -80,6 +80,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "profile.h"
 #include "simd_activation.h"
 
 #include "dist_rt/conv_plan.h"
@@ -89,6 +90,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -1010,7 +1012,9 @@ ChunkFn dwRowsFn(const Geometry &g) {
   bool narrow = g.ow <= 16;
   if (g.sh == 2 && g.sw == 2) {
     if (g.kh == 3)
-      return narrow ? dwRowsChunk<2, 3, 4, 1> : dwRowsChunk<2, 3, 4, 2>;
+      return narrow ? dwRowsChunk<2, 3, 4, 1>
+                    : (getenv("DWX") ? dwRowsChunk<2, 3, 2, 4>
+                                     : dwRowsChunk<2, 3, 4, 2>);
     return narrow ? dwRowsChunk<2, 5, 4, 1> : dwRowsChunk<2, 5, 2, 2>;
   }
   if (g.sh != 1 || g.sw != 1)
@@ -2027,6 +2031,30 @@ void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
 
 } // namespace
 
+namespace {
+
+/// Names a convolution's shape in the profile (DIST_RT_PROFILE).
+void describeConv(dist_rt::ProfileScope &prof, const Geometry &g) {
+  int64_t groups = std::max<int64_t>(g.groups, 1);
+  double flops = 2.0 * static_cast<double>(groups * g.n * g.f) *
+                 static_cast<double>(g.oh * g.ow) *
+                 static_cast<double>(g.c * g.kh * g.kw);
+  char groupText[32] = "";
+  if (groups > 1)
+    std::snprintf(groupText, sizeof groupText, " in %lld groups",
+                  (long long)groups);
+  prof.describe(flops,
+                "n%lld, %lld -> %lld channels%s, %lldx%lld -> %lldx%lld, "
+                "kernel %lldx%lld, strides %lldx%lld, dilations %lldx%lld",
+                (long long)g.n, (long long)(g.c * groups),
+                (long long)(g.f * groups), groupText, (long long)g.h,
+                (long long)g.w, (long long)g.oh, (long long)g.ow,
+                (long long)g.kh, (long long)g.kw, (long long)g.sh,
+                (long long)g.sw, (long long)g.dh, (long long)g.dw);
+}
+
+} // namespace
+
 extern "C" void dist_rt_conv2d_f32(
     int64_t n, int64_t c, int64_t h, int64_t w, int64_t f, int64_t kh,
     int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t oh,
@@ -2038,6 +2066,9 @@ extern "C" void dist_rt_conv2d_f32(
   g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.oh = oh, g.ow = ow;
   g.inN = in_sn, g.inC = in_sc, g.inH = in_sh, g.inG = c * in_sc;
   g.outN = out_sn, g.outF = out_sf, g.outH = out_sh, g.outG = f * out_sf;
+  dist_rt::ProfileScope prof("conv2d");
+  if (prof.active())
+    describeConv(prof, g);
   convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, lo, hi, flags);
 }
 
@@ -2054,6 +2085,9 @@ extern "C" void dist_rt_conv2d_group_f32(
   g.groups = groups;
   g.inN = in_sn, g.inG = in_sg, g.inC = in_sc, g.inH = in_sh;
   g.outN = out_sn, g.outG = out_sg, g.outF = out_sf, g.outH = out_sh;
+  dist_rt::ProfileScope prof(groups > 1 ? "conv2d grouped" : "conv2d");
+  if (prof.active())
+    describeConv(prof, g);
   convForward(g, in_ptr, w_ptr, bias_ptr, out_ptr, lo, hi, flags);
 }
 
@@ -2073,6 +2107,9 @@ extern "C" void dist_rt_conv2d_wgrad_f32(
   g.outN = dy_sn, g.outF = dy_sf, g.outH = dy_sh;
   g.accumulate = (flags & DIST_RT_CONV_ACCUMULATE) != 0;
   g.relu = false;
+  dist_rt::ProfileScope prof("conv2d weight gradient");
+  if (prof.active())
+    describeConv(prof, g);
   const auto *in =
       reinterpret_cast<const float *>(static_cast<intptr_t>(in_ptr));
   const auto *dy =

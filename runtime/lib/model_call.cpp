@@ -14,6 +14,7 @@
 
 #include "cuda_internal.h"
 #include "model_internal.h"
+#include "profile.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -574,6 +575,7 @@ dist_rt_status_t runModel(dist_rt_model &model, const dist_rt_tensor_t *inputs,
   dist_rt::RunErrors errors;
   {
     dist_rt::RunErrorScope scope(errors);
+    dist_rt::ProfileScope prof("model run", /*run=*/true);
     model.desc->entry(call.args.data());
   }
   if (onDevice) {

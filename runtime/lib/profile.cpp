@@ -1,0 +1,195 @@
+//===- profile.cpp - Where a model's run spends its time ------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The table behind DIST_RT_PROFILE (profile.h): one entry per kind and
+// shape of runtime call, plus the model runs' total, kept under a mutex
+// (calls are timed on the thread that makes them; kernels' own threads
+// are inside their caller's time).
+//
+//===----------------------------------------------------------------------===//
+
+#include "profile.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace {
+
+struct Entry {
+  int64_t calls = 0;
+  double seconds = 0;
+  double flops = 0;
+};
+
+struct Table {
+  std::mutex mutex;
+  std::map<std::string, Entry> calls;
+  int64_t runs = 0;
+  double runSeconds = 0;
+};
+
+Table &table() {
+  static Table *t = new Table; // read by the exit handler: never destroyed
+  return *t;
+}
+
+/// -1 until DIST_RT_PROFILE is read, then 0 or 1.
+std::atomic<int> profilingOn{-1};
+/// Timed calls open on this thread (only the outermost one is recorded).
+thread_local int callDepth = 0;
+
+void printAtExit() {
+  std::string report = dist_rt::profileReport();
+  if (report.empty())
+    return;
+  const char *target = std::getenv("DIST_RT_PROFILE");
+  FILE *out = stderr;
+  if (target && std::strcmp(target, "1") != 0) {
+    out = std::fopen(target, "w");
+    if (!out) {
+      std::fprintf(stderr,
+                   "warning: dist_rt: DIST_RT_PROFILE=%s: cannot write the "
+                   "profile there (%s); it follows on stderr\n",
+                   target, std::strerror(errno));
+      out = stderr;
+    }
+  }
+  std::fputs(report.c_str(), out);
+  if (out != stderr)
+    std::fclose(out);
+}
+
+int readSetting() {
+  const char *e = std::getenv("DIST_RT_PROFILE");
+  int on = e && *e && std::strcmp(e, "0") != 0 ? 1 : 0;
+  int expected = -1;
+  if (profilingOn.compare_exchange_strong(expected, on) && on)
+    std::atexit(printAtExit);
+  return profilingOn.load();
+}
+
+} // namespace
+
+bool dist_rt::profiling() {
+  int on = profilingOn.load(std::memory_order_relaxed);
+  if (on < 0)
+    on = readSetting();
+  return on == 1;
+}
+
+void dist_rt::setProfiling(bool on) {
+  profilingOn.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
+void dist_rt::profileReset() {
+  Table &t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.calls.clear();
+  t.runs = 0;
+  t.runSeconds = 0;
+}
+
+std::string dist_rt::profileReport() {
+  Table &t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (t.calls.empty() && t.runs == 0)
+    return "";
+  std::vector<std::pair<std::string, Entry>> rows(t.calls.begin(),
+                                                  t.calls.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+    return a.second.seconds > b.second.seconds;
+  });
+  double inCalls = 0;
+  for (const auto &row : rows)
+    inCalls += row.second.seconds;
+  // Shares of the runs' time when there were runs, else of the calls'.
+  double whole = t.runs > 0 ? t.runSeconds : inCalls;
+  std::string text;
+  char line[512];
+  if (t.runs > 0)
+    std::snprintf(line, sizeof line,
+                  "dist_rt profile: %lld model runs, %.3f ms (%.3f ms per "
+                  "run), %.1f%% of it in runtime calls\n",
+                  static_cast<long long>(t.runs), t.runSeconds * 1e3,
+                  t.runSeconds * 1e3 / t.runs,
+                  whole > 0 ? 100.0 * inCalls / whole : 0.0);
+  else
+    std::snprintf(line, sizeof line,
+                  "dist_rt profile: runtime calls outside model runs, %.3f "
+                  "ms\n",
+                  inCalls * 1e3);
+  text += line;
+  text += "  share   total ms     calls   us/call  GFLOP/s  call\n";
+  auto share = [&](double s) { return whole > 0 ? 100.0 * s / whole : 0.0; };
+  for (const auto &[name, e] : rows) {
+    char rate[32] = "-";
+    if (e.flops > 0 && e.seconds > 0)
+      std::snprintf(rate, sizeof rate, "%.1f", e.flops / e.seconds * 1e-9);
+    std::snprintf(
+        line, sizeof line, "%6.1f%% %10.3f %9lld %9.2f %8s  %s\n",
+        share(e.seconds), e.seconds * 1e3, static_cast<long long>(e.calls),
+        e.seconds * 1e6 / static_cast<double>(e.calls), rate, name.c_str());
+    text += line;
+  }
+  if (t.runs > 0) {
+    double outside = std::max(0.0, t.runSeconds - inCalls);
+    std::snprintf(line, sizeof line,
+                  "%6.1f%% %10.3f %9lld %9.2f %8s  outside runtime calls "
+                  "(generated loops, copies)\n",
+                  share(outside), outside * 1e3, static_cast<long long>(t.runs),
+                  outside * 1e6 / t.runs, "-");
+    text += line;
+  }
+  return text;
+}
+
+dist_rt::ProfileScope::ProfileScope(const char *kind, bool run)
+    : kind_(kind), run_(run) {
+  if (!profiling())
+    return;
+  // A call inside a timed call is part of that one's time.
+  if (!run_) {
+    counted_ = true;
+    if (callDepth++ > 0)
+      return;
+  }
+  active_ = true;
+  start_ = std::chrono::steady_clock::now();
+}
+
+void dist_rt::ProfileScope::describe(double flops, const char *format, ...) {
+  flops_ = flops;
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(shape_, sizeof shape_, format, args);
+  va_end(args);
+}
+
+dist_rt::ProfileScope::~ProfileScope() {
+  if (counted_)
+    --callDepth;
+  if (!active_)
+    return;
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  Table &t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (run_) {
+    ++t.runs;
+    t.runSeconds += seconds;
+    return;
+  }
+  Entry &e = t.calls[std::string(kind_) + (shape_[0] ? " " : "") + shape_];
+  ++e.calls;
+  e.seconds += seconds;
+  e.flops += flops_;
+}
