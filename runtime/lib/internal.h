@@ -313,6 +313,9 @@ int64_t gatheredGemmCalls();
 /// it ran so far (for tests).
 bool dnnlAvailable();
 int64_t dnnlGemmCalls();
+/// How many products of one row or column the library's gemv ran so far
+/// (for tests).
+int64_t gemvGemmCalls();
 
 /// f32 products on constant weights packed once (sgemm_packed.cpp): whether
 /// this host runs them (AVX2 and FMA, or AVX-512), the bytes of the packed

@@ -220,6 +220,55 @@ std::vector<GemmCase> gemmCases() {
        {12, 3, 1}},
       {"vector times matrix", 1, 1, n, k, {0, 99, 1}, {0, n, 1}, {0, 77, 1}},
       {"matrix times vector", 1, m, 1, k, {0, k, 1}, {0, 1, 13}, {0, 1, 55}},
+      // One row or column: the library's gemv (gemvOne), each layout.
+      {"vector times transposed matrix",
+       1,
+       1,
+       n,
+       k,
+       {0, 99, 1},
+       {0, 1, k + 2},
+       {0, 77, 1}},
+      {"strided vector times matrix",
+       1,
+       1,
+       n,
+       k,
+       {0, 99, 3},
+       {0, n, 1},
+       {0, 77, 1}},
+      {"transposed matrix times vector",
+       1,
+       m,
+       1,
+       k,
+       {0, 1, m + 1},
+       {0, 2, 1},
+       {0, 3, 1}},
+      {"matrix times vector, both unit strides",
+       1,
+       m,
+       1,
+       k,
+       {0, k, 1},
+       {0, 1, 1},
+       {0, 1, 1}},
+      {"row vectors of a batch not folded",
+       3,
+       1,
+       n,
+       k,
+       {k + 1, 99, 1},
+       {k * n, n, 1},
+       {n + 2, 77, 1}},
+      {"a classifier's head (cut by columns)",
+       1,
+       1,
+       1000,
+       640,
+       {0, 640, 1},
+       {0, 1, 640},
+       {0, 1000, 1}},
       {"outer product", 1, m, n, 1, {0, 1, 31}, {0, n, 1}, {0, n, 1}},
       {"1x1x1", 1, 1, 1, 1, {0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       {"k = 0 leaves C alone", 2, m, n, 0, {0, 1, 1}, {0, 1, 1}, {m * n, n, 1}},
@@ -960,6 +1009,34 @@ TEST(GemmLibrary, AliasingRowsOfBSkipOneDnnWithoutAvx512) {
   EXPECT_EQ(oneDnnRuns(200, 1536, 64), dnnl && avx512 ? 1 : 0);
   EXPECT_EQ(oneDnnRuns(512, 1024, 64), dnnl ? 1 : 0);
   RecordProperty("onednn", dnnl ? "loaded" : "missing");
+  dist_rt_set_num_threads(saved);
+}
+
+TEST(GemmLibrary, OneRowOrColumnRunsAsGemv) {
+  // gemvOne in blas.cpp: a product of one row or one column goes to the
+  // library's gemv (several times faster than its gemm there), in every
+  // layout CBLAS takes, with the same sums.
+  if (!dist_rt::blasAvailable())
+    GTEST_SKIP() << "OpenBLAS did not load: the built-in loops run these";
+  int32_t saved = dist_rt_get_num_threads();
+  int64_t before = dist_rt::gemvGemmCalls();
+  int64_t m = 9, n = 300, k = 70;
+  GemmCase cases[] = {
+      {"row, B row-major", 1, 1, n, k, {0, k, 1}, {0, n, 1}, {0, n, 1}},
+      {"row, B transposed", 1, 1, n, k, {0, k, 1}, {0, 1, k}, {0, n, 1}},
+      {"column, A row-major", 1, m, 1, k, {0, k, 1}, {0, 1, 1}, {0, 1, 1}},
+      {"column, A transposed", 1, m, 1, k, {0, 1, m}, {0, 1, 1}, {0, 1, 1}},
+  };
+  dist_rt_set_num_threads(1);
+  for (const GemmCase &c : cases) {
+    checkCase<float>(c, /*overwrite=*/true);
+    checkCase<double>(c);
+  }
+  EXPECT_EQ(dist_rt::gemvGemmCalls() - before, 8);
+  // Two rows are a product.
+  before = dist_rt::gemvGemmCalls();
+  checkCase<float>({"two rows", 1, 2, n, k, {0, k, 1}, {0, n, 1}, {0, n, 1}});
+  EXPECT_EQ(dist_rt::gemvGemmCalls(), before);
   dist_rt_set_num_threads(saved);
 }
 
