@@ -948,6 +948,19 @@ __attribute__((target("avx512f"))) void dwRowsChunk(void *ctx, int64_t begin,
       for (int64_t y0 = 0; y0 < g.oh; y0 += R) {
         int64_t rows = std::min<int64_t>(R, g.oh - y0);
         const float *src = x + S * (y0 * inH + x0);
+        // The input rows the next block reads first, fetched while this
+        // one computes: the planes come from L3 or memory (the layer before
+        // wrote them, larger than L2), and the hardware prefetchers do not
+        // follow reads of a few lines per row a row apart. MobileNetV2's
+        // 96 x 113 x 113 layer at stride 2 ran in 476-489 us in the model
+        // without, 286-294 with (one block ahead; two or three: 291-310;
+        // AMD EPYC, family 26, one thread).
+        for (int64_t r = S * (R - 1) + K, last = g.h - S * y0;
+             r < S * (R - 1) + K + S * R && r < last; ++r) {
+          const char *row = reinterpret_cast<const char *>(src + r * inH);
+          for (int64_t byte = 0; byte < (16 * S * C + K) * 4; byte += 64)
+            _mm_prefetch(row + byte, _MM_HINT_T0);
+        }
         __m512 acc[R][C];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
