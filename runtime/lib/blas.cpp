@@ -761,11 +761,16 @@ bool packedSuits(int64_t m, int64_t n, int64_t k) {
 }
 
 /// Whether a product of m x n x k on a constant A runs on the packed A
-/// (sgemm_packed.cpp) rather than a library.
+/// (sgemm_packed.cpp) rather than a library. Down to 2 rows (one row is the
+/// library's gemv): a segmentation head's 1x1 convolution to 2 classes,
+/// [2, 32] x [32, 128 * 128], took 308-321 us in oneDNN's sgemm (which,
+/// like OpenBLAS's, packs all of B for those rows) against 78-82 us on the
+/// packed filters' partial tile (AMD EPYC, family 26, one thread; with
+/// the AVX2 kernels, DIST_RT_SIMD=avx2, 216-310 against 176).
 bool packedASuits(int64_t m, int64_t n, int64_t k) {
   static const bool enabled = dist_rt::packedSgemmAAvailable() &&
                               !std::getenv("DIST_RT_NO_PACKED_GEMM");
-  return enabled && m >= 6 && n >= 16 && k >= 8 &&
+  return enabled && m >= 2 && n >= 16 && k >= 8 &&
          double(m) * double(n) * double(k) >=
              double(packedMinWork.load(std::memory_order_relaxed));
 }

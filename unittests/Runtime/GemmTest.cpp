@@ -648,7 +648,8 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
                           {300, 30, 40}, {600, 24, 72},  {8, 48, 16},
                           {9, 96, 70},   {24, 145, 300}, {17, 33, 8},
                           {17, 50, 9},   {40, 54, 130},  {128, 49, 40},
-                          {40, 196, 24}, {136, 17, 12}};
+                          {40, 196, 24}, {136, 17, 12},  {2, 100, 32},
+                          {3, 50, 9},    {5, 40, 64},    {4, 17, 130}};
   for (const Shape &s : shapes)
     for (bool transposed : {false, true})
       for (bool overwrite : {false, true})
@@ -711,15 +712,15 @@ TEST(GemmConstantWeights, PackedFiltersGiveTheSums) {
               << "image " << t << " row " << i << " column " << j;
         }
   }
-  // Writable filters are never packed; nor are products of fewer than 6
-  // rows.
+  // Writable filters are never packed; nor are products of one row (the
+  // library's gemv).
   std::vector<float> w(64 * 64), b(64 * 64), c(64 * 64);
   int64_t before = dist_rt::packedGemmCalls();
   dist_rt_gemm_set_f32(1, 64, 64, 64, asInt(w.data()), 0, 64, 1,
                        asInt(b.data()), 64, 1, asInt(c.data()), 0, 64, 1, 0);
   EXPECT_EQ(dist_rt::packedGemmCalls(), before);
   dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
-  dist_rt_gemm_set_f32(1, 5, 64, 64, asInt(w.data()), 0, 64, 1, asInt(b.data()),
+  dist_rt_gemm_set_f32(1, 1, 64, 64, asInt(w.data()), 0, 64, 1, asInt(b.data()),
                        64, 1, asInt(c.data()), 0, 64, 1, 0);
   EXPECT_EQ(dist_rt::packedGemmCalls(), before);
   dist_rt::unregisterConstantMemory(w.data());
