@@ -321,6 +321,23 @@ convTile(const Plan &pl, int64_t b, int64_t grp, int64_t blk, int64_t p0) {
   }
   const float *x = pl.x + b * pl.imageStride + grp * pl.groupStride + p0;
   const float *w = pl.wp + (grp * pl.filterBlocks + blk) * pl.k * FB;
+  // The first block of filters sweeps a panel's input from L3 or memory
+  // (the later blocks find it in L2): the lines of every input row the
+  // next chunk of positions reads, fetched while this tile computes. Its
+  // taps hop across channel planes, more streams than the hardware
+  // prefetchers follow: DenseNet-121's 128 -> 32 layers on 56 x 56 ran in
+  // 1552-1606 us without, 1130-1163 with (ResNet-50's 64 -> 64: 1191-1219
+  // against 1042-1077; the same for every block: 1205-1227; AMD EPYC,
+  // family 26, one thread). A kernel row's first tap stands for the row
+  // (the others lie within a line of it, or in another phase of a strided
+  // layer, not fetched).
+  if (blk == 0) {
+    const char *next = reinterpret_cast<const char *>(x + 16 * V);
+    for (int64_t t = 0; t < pl.k; t += pl.g.kw)
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v)
+        _mm_prefetch(next + pl.taps[t] * 4 + 64 * v, _MM_HINT_T0);
+  }
   for (int64_t t = 0; t < pl.k; ++t) {
     const float *xt = x + pl.taps[t];
     __m512 in[V];
