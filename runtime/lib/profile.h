@@ -4,10 +4,11 @@
 // With DIST_RT_PROFILE set (1: to stderr, any other value but 0: a file of
 // that name), every model run and every runtime call it makes (products,
 // convolutions) is timed, and the process prints at exit a table of the
-// calls by kind and shape: calls, total and mean time, GFLOP/s, share of
-// the runs' time, and the time the runs spent outside them (the generated
-// loops). Off by default: a relaxed atomic load per call. Internal to the
-// runtime library; tests switch it on with setProfiling.
+// calls by kind and shape: calls, total time, the first call's (loading
+// libraries, packing weights) and the later calls' mean time and GFLOP/s,
+// share of the runs' time, and the time the runs spent outside them (the
+// generated loops). Off by default: a relaxed atomic load per call. Internal to
+// the runtime library; tests switch it on with setProfiling.
 //
 //===----------------------------------------------------------------------===//
 

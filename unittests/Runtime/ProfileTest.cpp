@@ -60,15 +60,19 @@ TEST_F(ProfileTest, CountsCallsByShape) {
       << report;
   std::string set = lineOf(report, "gemm (overwrite) 1 x [2 x 3] * [3 x 4]");
   ASSERT_FALSE(set.empty()) << report;
-  // share, total ms, calls.
+  // share, total ms, calls, the first call's us, the later calls' mean.
   char share[16];
-  double totalMs = 0;
+  double totalMs = 0, firstUs = -1, meanUs = -1;
   long long calls = 0;
-  ASSERT_EQ(std::sscanf(set.c_str(), "%15s %lf %lld", share, &totalMs, &calls),
-            3)
+  ASSERT_EQ(std::sscanf(set.c_str(), "%15s %lf %lld %lf %lf", share, &totalMs,
+                        &calls, &firstUs, &meanUs),
+            5)
       << set;
   EXPECT_EQ(calls, 3);
-  EXPECT_GE(totalMs, 0.0);
+  EXPECT_GE(firstUs, 0.0);
+  EXPECT_GE(meanUs, 0.0);
+  // The total is the first call and two of the mean (printed rounded).
+  EXPECT_NEAR(totalMs * 1e3, firstUs + 2 * meanUs, 1.0) << set;
   EXPECT_FALSE(lineOf(report, "gemm 1 x [2 x 3] * [3 x 4]").empty()) << report;
   EXPECT_EQ(report.find("outside runtime calls"), std::string::npos);
 }
