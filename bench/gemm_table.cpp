@@ -15,7 +15,8 @@
 // a method's figure is its best round (the machine's noise only slows).
 //
 //   dist-gemm-bench [--threads 1,2] [--rounds 3] [--min-time 0.15]
-//                   [--models vit,bert,convnext,small] [--weight-copies 12]
+//                   [--models vit,bert,convnext,heads,small] [--weight-copies
+//                   12]
 //                   [--constant-weights 1]
 //
 // A weight (the shared B) is read from one of WEIGHT_COPIES copies in
@@ -105,6 +106,17 @@ std::vector<Shape> shapesOf(const std::string &model) {
                                           : "stage 4 down",
                    1, t, d, 4 * d, true});
     }
+  } else if (model == "heads") {
+    // Classifier heads (ImageNet's 1000 classes) at batch 1 to 64: few rows
+    // on a weight read once per call.
+    for (int64_t k : {1280, 2048})
+      for (int64_t m : {1, 8, 32, 64})
+        s.push_back({k == 1280 ? "head 1280" : "head 2048",
+                     m == 1    ? "batch 1"
+                     : m == 8  ? "batch 8"
+                     : m == 32 ? "batch 32"
+                               : "batch 64",
+                     1, m, 1000, k, true});
   } else if (model == "small") {
     // The benchmark models' own products (bench/export_bench_models.py),
     // whose weights stay in cache: the MLP at batch 64, the GPT-style LM's
@@ -136,9 +148,10 @@ struct Libraries {
 };
 
 void usage() {
-  std::fprintf(stderr, "usage: dist-gemm-bench [--threads 1,2] [--rounds N] "
-                       "[--min-time S] [--models vit,bert,convnext,small] "
-                       "[--weight-copies N] [--constant-weights 0|1]\n");
+  std::fprintf(stderr,
+               "usage: dist-gemm-bench [--threads 1,2] [--rounds N] "
+               "[--min-time S] [--models vit,bert,convnext,heads,small] "
+               "[--weight-copies N] [--constant-weights 0|1]\n");
   std::exit(2);
 }
 
@@ -193,7 +206,7 @@ int main(int argc, char **argv) {
     if (s.empty()) {
       std::fprintf(stderr,
                    "error: --models: unknown model '%s' (vit, bert, "
-                   "convnext, small)\n",
+                   "convnext, heads, small)\n",
                    m.c_str());
       return 2;
     }
