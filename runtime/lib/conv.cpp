@@ -1046,9 +1046,7 @@ ChunkFn dwRowsFn(const Geometry &g) {
   bool narrow = g.ow <= 16;
   if (g.sh == 2 && g.sw == 2) {
     if (g.kh == 3)
-      return narrow ? dwRowsChunk<2, 3, 4, 1>
-                    : (getenv("DWX") ? dwRowsChunk<2, 3, 2, 4>
-                                     : dwRowsChunk<2, 3, 4, 2>);
+      return narrow ? dwRowsChunk<2, 3, 4, 1> : dwRowsChunk<2, 3, 4, 2>;
     return narrow ? dwRowsChunk<2, 5, 4, 1> : dwRowsChunk<2, 5, 2, 2>;
   }
   if (g.sh != 1 || g.sw != 1)
