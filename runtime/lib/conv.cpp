@@ -2061,10 +2061,6 @@ void convForward(Geometry g, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
   dist_rt_parallel_for(g.n * g.groups * g.f, plainChunk, &ctx);
 }
 
-} // namespace
-
-namespace {
-
 /// Names a convolution's shape in the profile (DIST_RT_PROFILE).
 void describeConv(dist_rt::ProfileScope &prof, const Geometry &g) {
   int64_t groups = std::max<int64_t>(g.groups, 1);

@@ -175,6 +175,7 @@ dist_rt::ProfileScope::ProfileScope(const char *kind, bool run)
       return;
   }
   active_ = true;
+  shape_[0] = '\0';
   start_ = std::chrono::steady_clock::now();
 }
 

@@ -55,7 +55,8 @@ private:
   /// Whether this scope holds a level of the thread's call depth.
   bool counted_ = false;
   double flops_ = 0;
-  char shape_[160] = {0};
+  /// Set only when active (describe): not cleared on every call.
+  char shape_[160];
   std::chrono::steady_clock::time_point start_;
 };
 
