@@ -30,10 +30,14 @@
 //            --padded-output 1 it writes its output inside a buffer with a
 //            border of 1, as a layer before a padded 3x3 one does in a
 //            model (rows of the output apart).
+//   nhwc     dist_rt_conv2d_nhwc_f32 (oneDNN, conv_nhwc.cpp) on the same
+//            images channels-last and unpadded (it pads), the filters
+//            constant or not as for `call`: what a channels-last layout
+//            of the images would run.
 // Prints, per thread count and batch, each layer's GFLOP/s each way and
-// call / product and call / writable, then their geometric means per
-// model. Each layer is timed in ROUNDS rounds alternating the ways, and a
-// way's figure is its best round (the machine's noise only slows). Checks
+// call / product, call / writable and nhwc / call, then their geometric
+// means per model. Each layer is timed in ROUNDS rounds alternating the ways,
+// and a way's figure is its best round (the machine's noise only slows). Checks
 // that they agree.
 //
 //   dist-conv-bench [--threads 1,2] [--batches 1,8] [--rounds 3]
@@ -286,11 +290,11 @@ int main(int argc, char **argv) {
   for (int threads : threadCounts)
     for (int n : batches) {
       std::printf("\nthreads=%d batch=%d\n", threads, n);
-      std::printf("%-16s %5s %5s %4s %5s  %8s %8s %8s  %s  %s\n", "model", "c",
-                  "f", "hw", "kxk/s", "writable", "product", "call",
-                  "call/product", "call/writable");
+      std::printf("%-16s %5s %5s %4s %5s  %8s %8s %8s  %s  %s  %8s  %s\n",
+                  "model", "c", "f", "hw", "kxk/s", "writable", "product",
+                  "call", "call/product", "call/writable", "nhwc", "nhwc/call");
       for (const std::string &model : models) {
-        double logSum = 0, logSumWritable = 0;
+        double logSum = 0, logSumWritable = 0, logSumNhwc = 0;
         int count = 0;
         for (const Layer &l : all[model]) {
           int64_t hp = l.h + l.k / 2 * 2, oh = (hp - l.k) / l.s + 1;
@@ -304,8 +308,22 @@ int main(int argc, char **argv) {
           std::vector<float> b(size_t(n * l.f * pw * pw));
           float *bOut = b.data() + border * (pw + 1);
           std::vector<float> cols(direct ? 0 : size_t(n * taps * p));
-          for (size_t i = 0; i < x.size(); ++i)
-            x[i] = float(int64_t(i * 7919 % 23) - 11) / 16;
+          // The padded input, its border 0 (the channels-last call pads).
+          int64_t pad = l.k / 2;
+          for (size_t i = 0; i < x.size(); ++i) {
+            int64_t r = int64_t(i) / hp % hp, q = int64_t(i) % hp;
+            bool inside = r >= pad && r < hp - pad && q >= pad && q < hp - pad;
+            x[i] = inside ? float(int64_t(i * 7919 % 23) - 11) / 16 : 0.0f;
+          }
+          // The same images channels-last, unpadded, and their output.
+          std::vector<float> xl(size_t(n * l.c * l.h * l.h)),
+              ol(size_t(n * l.f * p));
+          for (int64_t b = 0; b < n; ++b)
+            for (int64_t ci = 0; ci < l.c; ++ci)
+              for (int64_t r = 0; r < l.h; ++r)
+                for (int64_t q = 0; q < l.h; ++q)
+                  xl[size_t(((b * l.h + r) * l.h + q) * l.c + ci)] =
+                      x[size_t(((b * l.c + ci) * hp + r + pad) * hp + q + pad)];
           for (size_t i = 0; i < w.size(); ++i)
             w[i] = float(int64_t(i * 104729 % 19) - 9) / 64;
           for (size_t i = 0; i < bias.size(); ++i)
@@ -346,15 +364,39 @@ int main(int argc, char **argv) {
                 0.0f, 6.0f,
                 DIST_RT_CONV_RELU | (l.clip ? DIST_RT_CONV_CLIP : 0));
           };
+          auto nhwc = [&] {
+            dist_rt_conv2d_nhwc_f32(
+                1, n, l.c, l.h, l.h, l.f, l.k, l.k, l.s, l.s, 1, 1, pad, pad,
+                pad, pad, oh, oh, asInt(xl.data()), asInt(w.data()),
+                asInt(bias.data()), asInt(ol.data()), 0.0f, 6.0f,
+                DIST_RT_CONV_RELU | (l.clip ? DIST_RT_CONV_CLIP : 0));
+          };
           dist_rt_set_num_threads(threads);
           product();
           call();
+          nhwc();
           double worst = 0;
           for (size_t i = 0; i < a.size(); ++i)
             worst = std::max(
                 worst,
                 double(std::fabs(
                     a[i] - bOut[i / p * pw * pw + i % p / oh * pw + i % oh])));
+          double worstNhwc = 0;
+          for (size_t i = 0; i < a.size(); ++i) {
+            int64_t b = int64_t(i) / (l.f * p), fo = int64_t(i) / p % l.f;
+            int64_t at = int64_t(i) % p;
+            worstNhwc = std::max(
+                worstNhwc,
+                double(std::fabs(a[i] - ol[size_t((b * p + at) * l.f + fo)])));
+          }
+          if (worstNhwc > 1e-3) {
+            std::fprintf(stderr,
+                         "error: %s %lldx%lld on %lld: the channels-last call "
+                         "and product differ by %g\n",
+                         model.c_str(), (long long)l.c, (long long)l.f,
+                         (long long)l.h, worstNhwc);
+            ++failures;
+          }
           if (worst > 1e-3) {
             std::fprintf(stderr,
                          "error: %s %lldx%lld on %lld: the call and product "
@@ -364,33 +406,37 @@ int main(int argc, char **argv) {
             ++failures;
           }
           double flops = 2.0 * double(n) * double(l.f) * double(taps) * p;
-          double best[3] = {0, 0, 0};
+          double best[4] = {0, 0, 0, 0};
           for (int r = 0; r < rounds; ++r) {
             best[0] =
                 std::max(best[0], flops / secondsPerCall(product, minTime));
             best[1] = std::max(best[1], flops / secondsPerCall(call, minTime));
             best[2] =
                 std::max(best[2], flops / secondsPerCall(writable, minTime));
+            best[3] = std::max(best[3], flops / secondsPerCall(nhwc, minTime));
           }
           if (constantWeights)
             dist_rt::unregisterConstantMemory(w.data());
           double ratio = best[1] / best[0], overWritable = best[1] / best[2];
           logSum += std::log(ratio);
           logSumWritable += std::log(overWritable);
+          logSumNhwc += std::log(best[3] / best[1]);
           ++count;
           std::printf(
               "%-16s %5lld %5lld %4lld %3lld/%lld  %8.1f %8.1f %8.1f  %12.2f  "
-              "%13.2f\n",
+              "%13.2f  %8.1f  %9.2f\n",
               model.c_str(), (long long)l.c, (long long)l.f, (long long)l.h,
               (long long)l.k, (long long)l.s, best[2] / 1e9, best[0] / 1e9,
-              best[1] / 1e9, ratio, overWritable);
+              best[1] / 1e9, ratio, overWritable, best[3] / 1e9,
+              best[3] / best[1]);
           std::fflush(stdout);
         }
         if (count)
-          std::printf("%-16s geomean call/product %.2f, call/writable %.2f "
-                      "over %d layers\n",
+          std::printf("%-16s geomean call/product %.2f, call/writable %.2f, "
+                      "nhwc/call %.2f over %d layers\n",
                       model.c_str(), std::exp(logSum / count),
-                      std::exp(logSumWritable / count), count);
+                      std::exp(logSumWritable / count),
+                      std::exp(logSumNhwc / count), count);
       }
     }
   return failures ? 1 : 0;

@@ -17,8 +17,9 @@ PKGS=(
   # ONNX and protobuf.
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # Compiled models: gcc links the artifacts; the runtime loads OpenBLAS
-  # (pthread variant) and oneDNN at run time for matrix products.
-  gcc libc6-dev libopenblas0-pthread libdnnl2
+  # (pthread variant) and oneDNN at run time for matrix products and
+  # channels-last convolutions (oneDNN's header to build it).
+  gcc libc6-dev libopenblas0-pthread libdnnl2 libdnnl-dev
   # Collectives between ranks (MPI backend) and the launcher.
   libopenmpi-dev openmpi-bin
   # dist-launch --etcd: the hosts of an elastic job kept in etcd (etcdctl

@@ -267,6 +267,12 @@ bool blasAvailable();
 /// OpenBLAS is loaded. For tests; not meant to be toggled while gemms run.
 void setForceBuiltinGemm(bool builtin);
 
+/// When `plain` is true, dist_rt_conv2d_nhwc_f32 runs its plain loop even
+/// where oneDNN loaded (conv_nhwc.cpp). For tests.
+void setForcePlainNhwcConv(bool plain);
+/// Channels-last convolutions that oneDNN ran (conv_nhwc.cpp).
+int64_t dnnlConvolutionCalls();
+
 /// Declares [base, base + size) read-only until the matching
 /// unregisterConstantMemory (a parameter file's mapping): products whose
 /// weight lies there and is read transposed use a cached untransposed copy.

@@ -323,6 +323,28 @@ DIST_RT_API void dist_rt_conv2d_group_f32(
     int64_t out_ptr, int64_t out_sn, int64_t out_sg, int64_t out_sf,
     int64_t out_sh, float lo, float hi, int64_t flags);
 
+/// A 2-D f32 convolution of dense channels-last images over `groups`
+/// groups of c channels and f filters each, padded by oneDNN's rule (taps
+/// outside the image read 0): for every image b, group g, filter o of the
+/// group and output position (y, x) in [0, oh) x [0, ow),
+///   out[b, y, x, g*f + o] = sum over ci in [0, c), i, j of
+///       w[g*f + o, ci, i, j] * in[b, y*sh + i*dh - pt, x*sw + j*dw - pl,
+///                                 g*c + ci]
+/// plus bias[g*f + o] when `bias_ptr` is not 0, then the epilogue of
+/// dist_rt_conv2d_f32's `flags` (the old output added, SiLU or HardSwish,
+/// ReLU, Clip to [lo, hi]). `in` is a contiguous [n, h, w, groups*c] array,
+/// `out` a contiguous [n, oh, ow, groups*f] one that overlaps no other, `w`
+/// a contiguous [groups*f, c, kh, kw] one (ONNX's filter layout); pb and pr
+/// are the bottom and right padding, oh and ow must follow from the rest.
+/// Runs on oneDNN (conv_nhwc.cpp), its filters reordered once when they
+/// lie in memory registered as constant; a plain loop without it.
+DIST_RT_API void dist_rt_conv2d_nhwc_f32(
+    int64_t groups, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+    int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t oh, int64_t ow,
+    int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr, int64_t out_ptr, float lo,
+    float hi, int64_t flags);
+
 /// The weight gradient of dist_rt_conv2d_f32 (same geometry): for every
 /// filter o, channel ci and kernel position (i, j),
 ///   dw[o, ci, i, j] = sum over b, y, x of dy[b, o, y, x] *

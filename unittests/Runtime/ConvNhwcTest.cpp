@@ -1,0 +1,245 @@
+//===- ConvNhwcTest.cpp - Tests for dist_rt_conv2d_nhwc_f32 -----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// GoogleTest tests for the channels-last convolution: every case is checked
+// against a naive double-precision loop over the same channels-last
+// arrays, on oneDNN (where it loads: the calls that oneDNN ran are counted)
+// and on the plain loop, over 1x1 to 7x7 kernels, strides, dilations,
+// asymmetric padding, groups (depthwise and several channels a group),
+// batches, every epilogue flag, writable and constant filters, and 1 and 2
+// threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist_rt/kernels.h"
+
+#include "internal.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct NhwcCase {
+  int64_t groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  int64_t oh() const { return (h + pt + pb - (kh - 1) * dh - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
+  int64_t inputs() const { return n * h * w * groups * c; }
+  int64_t outputs() const { return n * oh() * ow() * groups * f; }
+  int64_t weights() const { return groups * f * c * kh * kw; }
+};
+
+std::string caseName(const NhwcCase &k) {
+  return "g" + std::to_string(k.groups) + " n" + std::to_string(k.n) + " c" +
+         std::to_string(k.c) + " " + std::to_string(k.h) + "x" +
+         std::to_string(k.w) + " f" + std::to_string(k.f) + " k" +
+         std::to_string(k.kh) + "x" + std::to_string(k.kw) + " s" +
+         std::to_string(k.sh) + " d" + std::to_string(k.dh) + " p" +
+         std::to_string(k.pt) + std::to_string(k.pl) + std::to_string(k.pb) +
+         std::to_string(k.pr);
+}
+
+/// The naive result: sums in double, then the flags' epilogue.
+std::vector<float> naive(const NhwcCase &k, const std::vector<float> &in,
+                         const std::vector<float> &w,
+                         const std::vector<float> *bias,
+                         const std::vector<float> &old, int64_t flags, float lo,
+                         float hi) {
+  std::vector<float> out(size_t(k.outputs()));
+  int64_t C = k.groups * k.c, F = k.groups * k.f;
+  for (int64_t b = 0; b < k.n; ++b)
+    for (int64_t y = 0; y < k.oh(); ++y)
+      for (int64_t x = 0; x < k.ow(); ++x)
+        for (int64_t fo = 0; fo < F; ++fo) {
+          int64_t g = fo / k.f;
+          double acc = bias ? (*bias)[size_t(fo)] : 0.0;
+          for (int64_t ci = 0; ci < k.c; ++ci)
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                int64_t r = y * k.sh + i * k.dh - k.pt;
+                int64_t q = x * k.sw + j * k.dw - k.pl;
+                if (r < 0 || r >= k.h || q < 0 || q >= k.w)
+                  continue;
+                acc +=
+                    double(in[size_t(((b * k.h + r) * k.w + q) * C + g * k.c +
+                                     ci)]) *
+                    double(w[size_t(((fo * k.c + ci) * k.kh + i) * k.kw + j)]);
+              }
+          size_t at = size_t(((b * k.oh() + y) * k.ow() + x) * F + fo);
+          double v = acc;
+          if (flags & DIST_RT_CONV_ACCUMULATE)
+            v += old[at];
+          if (flags & DIST_RT_CONV_SILU)
+            v = v / (1.0 + std::exp(-v));
+          else if (flags & DIST_RT_CONV_HARDSWISH)
+            v = v * std::fmax(0.0, std::fmin(1.0, v / 6.0 + 0.5));
+          if ((flags & DIST_RT_CONV_RELU) && v < 0)
+            v = 0;
+          if (flags & DIST_RT_CONV_CLIP)
+            v = std::fmin(std::fmax(v, double(lo)), double(hi));
+          out[at] = float(v);
+        }
+  return out;
+}
+
+std::vector<float> filled(int64_t count, int64_t seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    v[size_t(i)] = float((i * 7919 + seed * 131) % 41 - 20) / 32.0f;
+  return v;
+}
+
+/// Runs `k` with `flags` and checks it against naive; returns the calls
+/// oneDNN ran for it.
+int64_t check(const NhwcCase &k, int64_t flags, bool withBias,
+              bool constantWeights) {
+  std::vector<float> in = filled(k.inputs(), 1), w = filled(k.weights(), 2);
+  std::vector<float> bias = filled(k.groups * k.f, 3);
+  std::vector<float> out = filled(k.outputs(), 4), old = out;
+  float lo = -0.25f, hi = 0.5f;
+  if (constantWeights)
+    dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+  int64_t before = dist_rt::dnnlConvolutionCalls();
+  // Twice: the second call reuses the cached primitive (and filters).
+  for (int rep = 0; rep < 2; ++rep) {
+    out = old;
+    dist_rt_conv2d_nhwc_f32(k.groups, k.n, k.c, k.h, k.w, k.f, k.kh, k.kw, k.sh,
+                            k.sw, k.dh, k.dw, k.pt, k.pl, k.pb, k.pr, k.oh(),
+                            k.ow(), int64_t(intptr_t(in.data())),
+                            int64_t(intptr_t(w.data())),
+                            withBias ? int64_t(intptr_t(bias.data())) : 0,
+                            int64_t(intptr_t(out.data())), lo, hi, flags);
+  }
+  int64_t ran = dist_rt::dnnlConvolutionCalls() - before;
+  if (constantWeights)
+    dist_rt::unregisterConstantMemory(w.data());
+  std::vector<float> want =
+      naive(k, in, w, withBias ? &bias : nullptr, old, flags, lo, hi);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::fmax(worst, std::fabs(double(out[i]) - double(want[i])));
+  EXPECT_LE(worst, 1e-4) << caseName(k) << " flags " << flags;
+  return ran;
+}
+
+const NhwcCase kCases[] = {
+    // groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
+    {1, 1, 16, 9, 9, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  // pointwise
+    {1, 2, 5, 7, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // odd counts
+    {1, 1, 3, 17, 17, 8, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},  // a stem
+    {1, 1, 8, 10, 10, 16, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1}, // asymmetric
+    {1, 1, 4, 12, 12, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},  // dilated
+    {1, 1, 6, 5, 9, 10, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2},   // 1x5
+    {24, 2, 1, 11, 11, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // depthwise s2
+    {16, 1, 1, 9, 9, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},   // depthwise 5x5
+    {4, 1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // grouped
+};
+
+class ConvNhwcTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ConvNhwcTest, MatchesNaiveLoop) {
+  dist_rt_set_num_threads(GetParam());
+  const int64_t flagSets[] = {
+      0,
+      DIST_RT_CONV_RELU,
+      DIST_RT_CONV_CLIP | DIST_RT_CONV_RELU,
+      DIST_RT_CONV_SILU,
+      DIST_RT_CONV_HARDSWISH,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
+  };
+  int64_t ran = 0, calls = 0;
+  for (bool plain : {false, true}) {
+    dist_rt::setForcePlainNhwcConv(plain);
+    for (const NhwcCase &k : kCases)
+      for (int64_t flags : flagSets)
+        for (bool constant : {false, true}) {
+          int64_t r = check(k, flags, /*withBias=*/flags != 0, constant);
+          if (plain) {
+            EXPECT_EQ(r, 0) << "the plain loop was asked for";
+          } else {
+            ran += r;
+            calls += 2;
+          }
+        }
+  }
+  dist_rt::setForcePlainNhwcConv(false);
+  dist_rt_set_num_threads(0);
+  // On oneDNN whenever it loads here (Debian's libdnnl2, installed by
+  // scripts/install-deps.sh); DIST_RT_NO_DNNL leaves every call to the
+  // plain loop.
+  if (!std::getenv("DIST_RT_NO_DNNL"))
+    EXPECT_EQ(ran, calls) << "calls that oneDNN did not run";
+}
+
+TEST_P(ConvNhwcTest, ConstantFiltersAreReorderedOnce) {
+  dist_rt_set_num_threads(GetParam());
+  NhwcCase k{1, 1, 32, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<float> in = filled(k.inputs(), 5), w = filled(k.weights(), 6);
+  std::vector<float> out(size_t(k.outputs()));
+  dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+  size_t held = dist_rt::constantCopyBytes();
+  auto call = [&] {
+    dist_rt_conv2d_nhwc_f32(1, 1, k.c, k.h, k.w, k.f, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+                            1, k.oh(), k.ow(), int64_t(intptr_t(in.data())),
+                            int64_t(intptr_t(w.data())), 0,
+                            int64_t(intptr_t(out.data())), 0, 0, 0);
+  };
+  call();
+  size_t afterFirst = dist_rt::constantCopyBytes();
+  call();
+  call();
+  EXPECT_EQ(dist_rt::constantCopyBytes(), afterFirst);
+  if (dist_rt::dnnlConvolutionCalls() > 0) {
+    EXPECT_GT(afterFirst, held) << "oneDNN's filters were not cached";
+  }
+  dist_rt::unregisterConstantMemory(w.data());
+  EXPECT_EQ(dist_rt::constantCopyBytes(), held);
+  std::vector<float> want = naive(k, in, w, nullptr, out, 0, 0, 0);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(out[i], want[i], 1e-4) << i;
+  dist_rt_set_num_threads(0);
+}
+
+TEST(ConvNhwc, NaNBecomesTheBoundAndEmptyCallsWriteNothing) {
+  NhwcCase k{1, 1, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  std::vector<float> in(size_t(k.inputs()), 1.0f), w(size_t(k.weights()), 1);
+  in[0] = std::numeric_limits<float>::quiet_NaN();
+  // The same on oneDNN and on the plain loop: ReLU gives 0, Clip its lower
+  // bound, no flag keeps NaN.
+  for (bool plain : {false, true}) {
+    dist_rt::setForcePlainNhwcConv(plain);
+    for (int64_t flags :
+         {int64_t(0), int64_t(DIST_RT_CONV_RELU), int64_t(DIST_RT_CONV_CLIP)}) {
+      std::vector<float> out(size_t(k.outputs()), 7.0f);
+      dist_rt_conv2d_nhwc_f32(
+          1, 1, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3,
+          int64_t(intptr_t(in.data())), int64_t(intptr_t(w.data())), 0,
+          int64_t(intptr_t(out.data())), -1.0f, 1.5f, flags);
+      for (int i = 0; i < 2; ++i) {
+        if (flags == 0)
+          EXPECT_TRUE(std::isnan(out[size_t(i)])) << plain;
+        else
+          EXPECT_EQ(out[size_t(i)], flags == DIST_RT_CONV_RELU ? 0.0f : -1.0f)
+              << plain;
+      }
+      EXPECT_EQ(out[2], flags == DIST_RT_CONV_CLIP ? 1.5f : 2.0f) << plain;
+    }
+  }
+  dist_rt::setForcePlainNhwcConv(false);
+  std::vector<float> untouched(size_t(k.outputs()), 7.0f);
+  dist_rt_conv2d_nhwc_f32(1, 0, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3,
+                          int64_t(intptr_t(in.data())),
+                          int64_t(intptr_t(w.data())), 0,
+                          int64_t(intptr_t(untouched.data())), 0, 0, 0);
+  for (float v : untouched)
+    EXPECT_EQ(v, 7.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcTest, ::testing::Values(1, 2));
+
+} // namespace
