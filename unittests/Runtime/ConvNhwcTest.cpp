@@ -138,6 +138,8 @@ const NhwcCase kCases[] = {
     {24, 2, 1, 11, 11, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // depthwise s2
     {16, 1, 1, 9, 9, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},   // depthwise 5x5
     {4, 1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // grouped
+    {1, 3, 4, 9, 7, 5, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},    // 3 images
+    {1, 1, 2, 13, 5, 3, 5, 3, 2, 1, 2, 1, 4, 1, 3, 1},   // tall, dilated
 };
 
 class ConvNhwcTest : public ::testing::TestWithParam<int> {};
@@ -240,6 +242,7 @@ TEST(ConvNhwc, NaNBecomesTheBoundAndEmptyCallsWriteNothing) {
     EXPECT_EQ(v, 7.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcTest, ::testing::Values(1, 2));
+// With 2 and 3 threads a call is split by images or by output rows.
+INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcTest, ::testing::Values(1, 2, 3));
 
 } // namespace
