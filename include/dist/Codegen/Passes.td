@@ -116,6 +116,32 @@ def FillBordersPass : Pass<"dist-fill-borders", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def SinkTransposesPass : Pass<"dist-sink-transposes", "::mlir::func::FuncOp"> {
+  let summary = "move transposes down through elementwise ops so that they "
+                "cancel";
+  let description = [{
+    With `--conv=nhwc` every 2-D convolution reads a channels-last copy of
+    its NCHW input and transposes its channels-last output back
+    (LowerLinearAlgebra's channelsLastConvolution). On tensors, before
+    elementwise fusion, this pass moves those transposes down the graph:
+    an elementwise generic (all loops parallel, an identity output map, a
+    fresh init) that reads `transpose(x)` through an identity map, and
+    no other full-size operand that is not the same transpose, runs in
+    `x`'s order instead and its result is transposed (its broadcast
+    operands' maps composed with the permutation); a constant `tensor.pad`
+    of a transpose pads the transpose's input; two transposes in a row
+    become one, or none when they cancel. What stays before another op
+    (a pooling or reduction generic) is read through that op's indexing
+    map instead of being copied. Between two convolutions of a residual
+    network the ReLU, the residual add and the pooling then run on the
+    channels-last images and no transpose is left; one stays at the
+    network's input and where a channels-last image meets an op it cannot
+    cross (a concatenation, a reshape).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FuseRowsPass : Pass<"dist-fuse-rows", "::mlir::func::FuncOp"> {
   let summary = "compute a normalisation's passes over blocks of rows in "
                 "one loop";

@@ -1,0 +1,338 @@
+//===- SinkTransposes.cpp - Move transposes down until they cancel --------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Channels-last convolutions (--conv=nhwc) come wrapped in transposes to
+// and from NCHW; this pass moves the transposes down through elementwise
+// generics and constant pads so that a convolution's output transpose
+// meets the next convolution's input transpose and both go. See
+// Passes.td. (Upstream's data-layout propagation moves linalg.pack and
+// unpack, not plain transposes, and only through generics whose other
+// operands it packs too.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "dist/Codegen/Passes.h"
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#define DEBUG_TYPE "dist-sink-transposes"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_SINKTRANSPOSESPASS
+#include "dist/Codegen/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+
+namespace {
+
+/// transpose(x, perm) as a linalg.transpose into a fresh tensor.
+Value transposeOf(PatternRewriter &b, Location loc, Value x,
+                  ArrayRef<int64_t> perm) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> sizes = dist::codegen::sizesOf(b, loc, x), out;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    shape.push_back(t.getDimSize(p));
+    out.push_back(sizes[p]);
+  }
+  Value init = dist::codegen::emptyTensor(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), out);
+  return linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0];
+}
+
+/// transpose(transpose(x, p1), p2) = transpose(x, p1[p2[i]]), or x.
+struct FoldTransposes : OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto first = op.getInput().getDefiningOp<linalg::TransposeOp>();
+    if (!first || !op.hasPureTensorSemantics() ||
+        !first.hasPureTensorSemantics())
+      return failure();
+    ArrayRef<int64_t> p1 = first.getPermutation(), p2 = op.getPermutation();
+    SmallVector<int64_t> perm;
+    bool identity = true;
+    for (auto [i, p] : llvm::enumerate(p2)) {
+      perm.push_back(p1[p]);
+      identity &= perm.back() == static_cast<int64_t>(i);
+    }
+    Value x = first.getInput();
+    if (identity && x.getType() == op.getResult()[0].getType()) {
+      rewriter.replaceOp(op, x);
+      return success();
+    }
+    rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), x, perm));
+    return success();
+  }
+};
+
+/// pad(transpose(x, p), c) = transpose(pad'(x, c), p), the pad amounts
+/// permuted (static amounts, a constant padding value).
+struct SinkThroughPad : OpRewritePattern<tensor::PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::PadOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getSource().getDefiningOp<linalg::TransposeOp>();
+    Value pad = op.getConstantPaddingValue();
+    if (!t || !pad || !t.hasPureTensorSemantics() || !op.getLow().empty() ||
+        !op.getHigh().empty())
+      return failure();
+    ArrayRef<int64_t> perm = t.getPermutation();
+    ArrayRef<int64_t> low = op.getStaticLow(), high = op.getStaticHigh();
+    int64_t rank = static_cast<int64_t>(perm.size());
+    Value x = t.getInput();
+    auto xType = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> lo(rank), hi(rank);
+    SmallVector<int64_t> shape(xType.getShape());
+    for (int64_t i = 0; i < rank; ++i) {
+      lo[perm[i]] = rewriter.getIndexAttr(low[i]);
+      hi[perm[i]] = rewriter.getIndexAttr(high[i]);
+      if (!ShapedType::isDynamic(shape[perm[i]]))
+        shape[perm[i]] += low[i] + high[i];
+      else if (low[i] != 0 || high[i] != 0)
+        return failure();
+    }
+    Location loc = op.getLoc();
+    Value padded = tensor::PadOp::create(
+        rewriter, loc, RankedTensorType::get(shape, xType.getElementType()), x,
+        lo, hi, pad);
+    rewriter.replaceOp(op, transposeOf(rewriter, loc, padded, perm));
+    return success();
+  }
+};
+
+/// The transpose that defines operand `o` of `g` when `o` is read through
+/// an identity map over all of g's loops.
+linalg::TransposeOp fullTranspose(linalg::GenericOp g, OpOperand &o) {
+  auto t = o.get().getDefiningOp<linalg::TransposeOp>();
+  AffineMap map = g.getMatchingIndexingMap(&o);
+  if (!t || !t.hasPureTensorSemantics() || !map.isIdentity() ||
+      map.getNumDims() != g.getNumLoops())
+    return {};
+  return t;
+}
+
+/// An elementwise generic on transpose(x, p) runs in x's order, its result
+/// transposed by p (see Passes.td).
+struct SinkThroughElementwise : OpRewritePattern<linalg::GenericOp> {
+  SinkThroughElementwise(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(linalg::GenericOp g,
+                                PatternRewriter &rewriter) const override {
+    if (!g.hasPureTensorSemantics() || g.getNumDpsInits() != 1 ||
+        g.getNumReductionLoops() != 0 || g.getNumResults() != 1)
+      return failure();
+    OpOperand *init = g.getDpsInitOperand(0);
+    if (!g.getMatchingIndexingMap(init).isIdentity() ||
+        g.payloadUsesValueFromOperand(init))
+      return failure();
+    // The permutation: the first operand's transpose; other transposed
+    // operands must be the same (the rest are read through their maps).
+    SmallVector<int64_t> perm;
+    Value shapeOf;
+    for (OpOperand *o : g.getDpsInputOperands()) {
+      linalg::TransposeOp t = fullTranspose(g, *o);
+      if (!t)
+        continue;
+      if (perm.empty()) {
+        perm.assign(t.getPermutation().begin(), t.getPermutation().end());
+        shapeOf = t.getInput();
+      } else if (ArrayRef<int64_t>(perm) != t.getPermutation()) {
+        return failure();
+      }
+    }
+    if (perm.empty())
+      return failure();
+    MLIRContext *ctx = g.getContext();
+    int64_t rank = static_cast<int64_t>(perm.size());
+    // New loops j in x's order; old loop i_k = j_{perm[k]}.
+    SmallVector<AffineExpr> oldOfNew;
+    for (int64_t k = 0; k < rank; ++k)
+      oldOfNew.push_back(getAffineDimExpr(perm[k], ctx));
+    AffineMap P = AffineMap::get(rank, 0, oldOfNew, ctx);
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    for (OpOperand *o : g.getDpsInputOperands()) {
+      linalg::TransposeOp t = fullTranspose(g, *o);
+      if (t && t.getPermutation() == ArrayRef<int64_t>(perm)) {
+        inputs.push_back(t.getInput());
+        maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+        continue;
+      }
+      inputs.push_back(o->get());
+      maps.push_back(g.getMatchingIndexingMap(o).compose(P));
+    }
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+    Location loc = g.getLoc();
+    auto resultType = cast<RankedTensorType>(g.getResult(0).getType());
+    auto xType = cast<RankedTensorType>(shapeOf.getType());
+    auto newType =
+        RankedTensorType::get(xType.getShape(), resultType.getElementType());
+    Value empty = dist::codegen::emptyTensor(
+        rewriter, loc, newType, dist::codegen::sizesOf(rewriter, loc, shapeOf));
+    auto moved = linalg::GenericOp::create(rewriter, loc, TypeRange{newType},
+                                           inputs, ValueRange{empty}, maps,
+                                           g.getIteratorTypesArray());
+    rewriter.inlineRegionBefore(g.getRegion(), moved.getRegion(),
+                                moved.getRegion().begin());
+    rewriter.replaceOp(g, transposeOf(rewriter, loc, moved.getResult(0), perm));
+    return success();
+  }
+};
+
+/// Whether SinkThroughElementwise takes `g` (all parallel, an identity
+/// output map): then no other pattern may.
+bool sinksThrough(linalg::GenericOp g) {
+  return g.getNumDpsInits() == 1 && g.getNumReductionLoops() == 0 &&
+         g.getNumResults() == 1 &&
+         g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity() &&
+         !g.payloadUsesValueFromOperand(g.getDpsInitOperand(0));
+}
+
+/// Any other generic (a pooling window, a reduction), and an elementwise
+/// one through a map other than the identity, reads transpose(x, p) as x
+/// through its indexing map composed with p's inverse, instead of a
+/// transposed copy.
+struct AbsorbIntoGeneric : OpRewritePattern<linalg::GenericOp> {
+  AbsorbIntoGeneric(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/1) {}
+  LogicalResult matchAndRewrite(linalg::GenericOp g,
+                                PatternRewriter &rewriter) const override {
+    if (!g.hasPureTensorSemantics())
+      return failure();
+    MLIRContext *ctx = g.getContext();
+    bool elementwise = sinksThrough(g);
+    for (OpOperand *o : g.getDpsInputOperands()) {
+      auto t = o->get().getDefiningOp<linalg::TransposeOp>();
+      // An elementwise generic's transposed operands read through an
+      // identity map are SinkThroughElementwise's; those read through
+      // another map (after it moved the generic) are read as stored.
+      if (!t || !t.hasPureTensorSemantics() ||
+          (elementwise && g.getMatchingIndexingMap(o).isIdentity()))
+        continue;
+      ArrayRef<int64_t> perm = t.getPermutation();
+      int64_t rank = static_cast<int64_t>(perm.size());
+      // x[m] = t[i] where m = perm[i]: x's dim m is t's dim inverse[m].
+      SmallVector<AffineExpr> xOfT(rank);
+      for (int64_t i = 0; i < rank; ++i)
+        xOfT[perm[i]] = getAffineDimExpr(i, ctx);
+      AffineMap Q = AffineMap::get(rank, 0, xOfT, ctx);
+      SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+      unsigned index = o->getOperandNumber();
+      maps[index] = Q.compose(maps[index]);
+      rewriter.modifyOpInPlace(g, [&] {
+        o->set(t.getInput());
+        g.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+      });
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// A generic that is not elementwise (a pooling window) whose only users
+/// transpose its one result by p writes the transposed result itself (its
+/// output map composed with p, a fill init filled again in that order),
+/// its loops reordered so that the output's dims come first in their order
+/// (a channels-last pooling reads and writes channels innermost).
+struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp g,
+                                PatternRewriter &rewriter) const override {
+    if (!g.hasPureTensorSemantics() || g.getNumResults() != 1 ||
+        g.getNumDpsInits() != 1 || sinksThrough(g) ||
+        g.getResult(0).use_empty() ||
+        (g.getNumDpsInputs() == 2 && dist::codegen::isMulAddBody(g)))
+      return failure(); // (Products: dist-fuse-elementwise's.)
+    SmallVector<int64_t> perm;
+    for (Operation *user : g.getResult(0).getUsers()) {
+      auto t = dyn_cast<linalg::TransposeOp>(user);
+      if (!t || t.getInput() != g.getResult(0))
+        return failure();
+      if (perm.empty())
+        perm.assign(t.getPermutation().begin(), t.getPermutation().end());
+      else if (ArrayRef<int64_t>(perm) != t.getPermutation())
+        return failure();
+    }
+    OpOperand *init = g.getDpsInitOperand(0);
+    AffineMap outMap = g.getMatchingIndexingMap(init);
+    if (!outMap.isProjectedPermutation())
+      return failure();
+    // The init, filled (or left empty) in the transposed order.
+    Location loc = g.getLoc();
+    Value fillValue;
+    if (auto fill = init->get().getDefiningOp<linalg::FillOp>()) {
+      if (!fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+        return failure();
+      fillValue = fill.getInputs()[0];
+    } else if (!init->get().getDefiningOp<tensor::EmptyOp>()) {
+      return failure();
+    }
+    MLIRContext *ctx = g.getContext();
+    int64_t rank = static_cast<int64_t>(perm.size());
+    SmallVector<AffineExpr> permuted;
+    for (int64_t k = 0; k < rank; ++k)
+      permuted.push_back(getAffineDimExpr(perm[k], ctx));
+    AffineMap newOut = AffineMap::get(rank, 0, permuted, ctx).compose(outMap);
+    auto oldType = cast<RankedTensorType>(g.getResult(0).getType());
+    SmallVector<OpFoldResult> sizes = dist::codegen::sizesOf(rewriter, loc,
+                                                             g.getResult(0)),
+                              newSizes;
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm) {
+      shape.push_back(oldType.getDimSize(p));
+      newSizes.push_back(sizes[p]);
+    }
+    auto newType = RankedTensorType::get(shape, oldType.getElementType());
+    Value newInit =
+        fillValue
+            ? dist::codegen::filledTensor(rewriter, loc, newType, newSizes,
+                                          fillValue)
+            : dist::codegen::emptyTensor(rewriter, loc, newType, newSizes);
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    maps.back() = newOut;
+    SmallVector<Value> inputs(g.getDpsInputs());
+    auto moved = linalg::GenericOp::create(rewriter, loc, TypeRange{newType},
+                                           inputs, ValueRange{newInit}, maps,
+                                           g.getIteratorTypesArray());
+    rewriter.inlineRegionBefore(g.getRegion(), moved.getRegion(),
+                                moved.getRegion().begin());
+    // Loops in the output's order, then the others as they were.
+    SmallVector<unsigned> order;
+    for (AffineExpr e : newOut.getResults())
+      order.push_back(cast<AffineDimExpr>(e).getPosition());
+    for (unsigned i = 0; i < moved.getNumLoops(); ++i)
+      if (!llvm::is_contained(order, i))
+        order.push_back(i);
+    FailureOr<linalg::GenericOp> interchanged =
+        linalg::interchangeGenericOp(rewriter, moved, order);
+    Value result = succeeded(interchanged) ? interchanged->getResult(0)
+                                           : moved.getResult(0);
+    for (Operation *user :
+         llvm::make_early_inc_range(g.getResult(0).getUsers()))
+      rewriter.replaceOp(user, result);
+    rewriter.eraseOp(g);
+    return success();
+  }
+};
+
+struct SinkTransposesPass
+    : dist::impl::SinkTransposesPassBase<SinkTransposesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FoldTransposes, SinkThroughPad, SinkThroughElementwise,
+                 AbsorbIntoGeneric, WriteTransposed>(&getContext());
+    GreedyRewriteConfig config;
+    config.setMaxIterations(64);
+    // Where rewriting stops short (the iteration limit) the graph is as
+    // correct as before, with some transposes left.
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns), config);
+  }
+};
+
+} // namespace

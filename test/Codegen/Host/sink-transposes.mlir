@@ -1,0 +1,150 @@
+// RUN: dist-opt %s --split-input-file --dist-sink-transposes | FileCheck %s
+
+// dist-sink-transposes moves the transposes around channels-last
+// convolutions down through elementwise generics and constant pads until
+// they cancel, and lets a pooling window read and write channels-last.
+
+// A ReLU on a channels-last image transposed to NCHW, then transposed back
+// for the next layer: the ReLU runs channels-last and no transpose is left.
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @relu_between_layers
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x4x8xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[X]] : tensor<1x4x4x8xf32>)
+// CHECK: arith.maximumf
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[R]] : tensor<1x4x4x8xf32>
+func.func @relu_between_layers(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<1x8x4x4xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e0 : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %e1 = tensor.empty() : tensor<1x8x4x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t0 : tensor<1x8x4x4xf32>) outs(%e1 : tensor<1x8x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %cst : f32
+    linalg.yield %m : f32
+  } -> tensor<1x8x4x4xf32>
+  %e2 = tensor.empty() : tensor<1x4x4x8xf32>
+  %t1 = linalg.transpose ins(%r : tensor<1x8x4x4xf32>) outs(%e2 : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  return %t1 : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+// A residual add of two channels-last images with a per-channel bias
+// broadcast: the add runs channels-last, the bias read along the last dim;
+// the NCHW result the function returns is transposed once at the end.
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-DAG: #[[$LAST:.*]] = affine_map<(d0, d1, d2, d3) -> (d3)>
+// CHECK-LABEL: func.func @residual_add
+// CHECK-SAME: (%[[A:.*]]: tensor<2x3x5x8xf32>, %[[B:.*]]: tensor<2x3x5x8xf32>, %[[C:.*]]: tensor<8xf32>)
+// CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [#{{[a-z0-9]+}}, #{{[a-z0-9]+}}, #[[$LAST]], #{{[a-z0-9]+}}]
+// CHECK-SAME: ins(%[[A]], %[[B]], %[[C]] : tensor<2x3x5x8xf32>, tensor<2x3x5x8xf32>, tensor<8xf32>)
+// CHECK: } -> tensor<2x3x5x8xf32>
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[S]] : tensor<2x3x5x8xf32>) {{.*}} permutation = [0, 3, 1, 2]
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[T]] : tensor<2x8x3x5xf32>
+func.func @residual_add(%a: tensor<2x3x5x8xf32>, %b: tensor<2x3x5x8xf32>, %c: tensor<8xf32>) -> tensor<2x8x3x5xf32> {
+  %e0 = tensor.empty() : tensor<2x8x3x5xf32>
+  %ta = linalg.transpose ins(%a : tensor<2x3x5x8xf32>) outs(%e0 : tensor<2x8x3x5xf32>) permutation = [0, 3, 1, 2]
+  %e1 = tensor.empty() : tensor<2x8x3x5xf32>
+  %tb = linalg.transpose ins(%b : tensor<2x3x5x8xf32>) outs(%e1 : tensor<2x8x3x5xf32>) permutation = [0, 3, 1, 2]
+  %e2 = tensor.empty() : tensor<2x8x3x5xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ta, %tb, %c : tensor<2x8x3x5xf32>, tensor<2x8x3x5xf32>, tensor<8xf32>) outs(%e2 : tensor<2x8x3x5xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32, %out: f32):
+    %0 = arith.addf %x, %y : f32
+    %1 = arith.addf %0, %z : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x8x3x5xf32>
+  return %s : tensor<2x8x3x5xf32>
+}
+
+// -----
+
+// A max pooling window (padded by -inf) on a channels-last image whose
+// result the next layer transposes to channels-last again: the pad moves
+// before the transpose, the window reads the channels-last image through
+// its map and writes its result channels-last, its loops in the output's
+// order; no transpose is left.
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#k = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#o = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$WIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d3)>
+// CHECK-DAG: #[[$OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @max_pool
+// CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x4xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[P:.*]] = tensor.pad %[[X]] low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[F:.*]] = linalg.fill {{.*}} -> tensor<1x3x3x4xf32>
+// CHECK: %[[M:.*]] = linalg.generic {indexing_maps = [#[[$WIN]], #{{[a-z0-9]+}}, #[[$OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK-SAME: ins(%[[P]], %{{.*}} : tensor<1x8x8x4xf32>, tensor<3x3xf32>) outs(%[[F]] : tensor<1x3x3x4xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[M]] : tensor<1x3x3x4xf32>
+func.func @max_pool(%x: tensor<1x6x6x4xf32>) -> tensor<1x3x3x4xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x4x6x6xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x6x6x4xf32>) outs(%e0 : tensor<1x4x6x6xf32>) permutation = [0, 3, 1, 2]
+  %p = tensor.pad %t0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x4x6x6xf32> to tensor<1x4x8x8xf32>
+  %k = tensor.empty() : tensor<3x3xf32>
+  %e1 = tensor.empty() : tensor<1x4x3x3xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %m = linalg.generic {indexing_maps = [#in, #k, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %k : tensor<1x4x8x8xf32>, tensor<3x3xf32>) outs(%f : tensor<1x4x3x3xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x3x3xf32>
+  %e2 = tensor.empty() : tensor<1x3x3x4xf32>
+  %t1 = linalg.transpose ins(%m : tensor<1x4x3x3xf32>) outs(%e2 : tensor<1x3x3x4xf32>) permutation = [0, 2, 3, 1]
+  return %t1 : tensor<1x3x3x4xf32>
+}
+
+// -----
+
+// A global average pool of a channels-last image reads it through its map
+// instead of a transposed copy.
+#in = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#o = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+// CHECK-DAG: #[[$READ:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+// CHECK-LABEL: func.func @global_pool
+// CHECK-SAME: (%[[X:.*]]: tensor<2x5x5x16xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#[[$READ]], #{{[a-z0-9]+}}], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+// CHECK-SAME: ins(%[[X]] : tensor<2x5x5x16xf32>)
+func.func @global_pool(%x: tensor<2x5x5x16xf32>) -> tensor<2x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<2x16x5x5xf32>
+  %t0 = linalg.transpose ins(%x : tensor<2x5x5x16xf32>) outs(%e0 : tensor<2x16x5x5xf32>) permutation = [0, 3, 1, 2]
+  %e1 = tensor.empty() : tensor<2x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x16xf32>) -> tensor<2x16xf32>
+  %s = linalg.generic {indexing_maps = [#in, #o], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%t0 : tensor<2x16x5x5xf32>) outs(%f : tensor<2x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x16xf32>
+  return %s : tensor<2x16xf32>
+}
+
+// -----
+
+// Two transposes that do not cancel become one; a dynamic batch keeps its
+// size.
+// CHECK-LABEL: func.func @two_transposes
+// CHECK-SAME: (%[[X:.*]]: tensor<?x3x4x5xf32>)
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[X]] : tensor<?x3x4x5xf32>) {{.*}} permutation = [0, 3, 2, 1]
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[T]] : tensor<?x5x4x3xf32>
+func.func @two_transposes(%x: tensor<?x3x4x5xf32>) -> tensor<?x5x4x3xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x3x4x5xf32>
+  %e0 = tensor.empty(%n) : tensor<?x4x5x3xf32>
+  %t0 = linalg.transpose ins(%x : tensor<?x3x4x5xf32>) outs(%e0 : tensor<?x4x5x3xf32>) permutation = [0, 2, 3, 1]
+  %e1 = tensor.empty(%n) : tensor<?x5x4x3xf32>
+  %t1 = linalg.transpose ins(%t0 : tensor<?x4x5x3xf32>) outs(%e1 : tensor<?x5x4x3xf32>) permutation = [0, 2, 1, 3]
+  return %t1 : tensor<?x5x4x3xf32>
+}
