@@ -25,6 +25,9 @@ enum class ConvKernel {
   Direct,
   /// im2col columns and a matrix product.
   Im2col,
+  /// 2-D f32 convolutions on channels-last images, run by oneDNN through
+  /// the runtime (dist_rt_conv2d_nhwc_f32); the others as with Auto.
+  ChannelsLast,
 };
 
 template <>
@@ -34,7 +37,9 @@ struct EnumOptionTraits<ConvKernel> {
         {ConvKernel::Auto, "auto",
          "direct when this CPU has AVX-512 (depthwise over 3x3: AVX2)"},
         {ConvKernel::Direct, "direct", "the runtime's direct convolution"},
-        {ConvKernel::Im2col, "im2col", "im2col columns and a matrix product"}};
+        {ConvKernel::Im2col, "im2col", "im2col columns and a matrix product"},
+        {ConvKernel::ChannelsLast, "nhwc",
+         "channels-last images and oneDNN's convolutions"}};
     return table;
   }
   static constexpr const char *noun = "conv kernel";

@@ -67,6 +67,12 @@ inline constexpr int64_t kConvAccumulate = 1, kConvRelu = 2, kConvClip = 4,
 /// and f counting one group's channels and filters.
 inline constexpr llvm::StringLiteral kConv2dGroupF32 =
     "dist_rt_conv2d_group_f32";
+/// A channels-last convolution on oneDNN (dist_rt/kernels.h):
+/// conv2d_nhwc(groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb,
+/// pr, oh, ow, in, weight, bias, out, lo, hi, flags) on dense [n, h, w,
+/// groups*c] and [n, oh, ow, groups*f] images, the weight [groups*f, c, kh,
+/// kw]; the flags of kConv2dF32 (NaN not kept under ReLU and Clip).
+inline constexpr llvm::StringLiteral kConv2dNhwcF32 = "dist_rt_conv2d_nhwc_f32";
 /// The depth (channels x taps) up to which directConvApplies takes the
 /// direct kernels whatever the image's size.
 inline constexpr int64_t kMaxShallowConvDepth = 160;

@@ -245,7 +245,7 @@ struct ConvInit {
   bool overwrite = false;
 };
 
-ConvInit convInit(Operation *conv, Value out) {
+ConvInit convInit(Operation *conv, Value out, unsigned channelDim = 1) {
   ConvInit ci;
   if (linalg::FillOp fill = zeroFillConsumedBy(conv, out)) {
     ci.op = fill;
@@ -258,7 +258,8 @@ ConvInit convInit(Operation *conv, Value out) {
   if (!g)
     return ci;
   MLIRContext *ctx = conv->getContext();
-  AffineMap channel = AffineMap::get(4, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  AffineMap channel =
+      AffineMap::get(4, 0, {getAffineDimExpr(channelDim, ctx)}, ctx);
   Block &body = g.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
@@ -353,7 +354,9 @@ struct ContractionsToRuntimePass
         groupedConvs.push_back(gc);
     });
     for (linalg::GenericOp op : candidates)
-      if ((!cuda && succeeded(rewriteWeightGrad(op))) || succeeded(rewrite(op)))
+      if ((!cuda && succeeded(rewriteWeightGrad(op))) ||
+          (!cuda && succeeded(rewriteChannelsLastConv(op))) ||
+          succeeded(rewrite(op)))
         ++numCalls;
     if (cuda)
       return;
@@ -614,6 +617,166 @@ struct ContractionsToRuntimePass
     func::FuncOp callee =
         runtimeFunction(op, dist::runtime_abi::kConv2dGroupF32, args);
     func::CallOp::create(b, call.loc, callee, args);
+    op.erase();
+    if (ci.op && ci.overwrite)
+      ci.op->erase();
+    if (act)
+      next.erase();
+    return success();
+  }
+
+  /// Whether `v` is a dense row-major f32 array (its strides those of its
+  /// shape), as dist_rt_conv2d_nhwc_f32 needs (oneDNN runs strided images
+  /// on its reference loops).
+  static bool denseF32(Value v) {
+    auto t = cast<MemRefType>(v.getType());
+    if (!t.getElementType().isF32())
+      return false;
+    if (t.getLayout().isIdentity())
+      return true;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(t.getStridesAndOffset(strides, offset)))
+      return false;
+    int64_t expect = 1;
+    for (int64_t i = t.getRank() - 1; i >= 0; --i) {
+      if (strides[i] != expect)
+        return false;
+      if (i > 0 && ShapedType::isDynamic(t.getDimSize(i)))
+        return false;
+      expect *= i > 0 ? t.getDimSize(i) : 1;
+    }
+    return true;
+  }
+
+  /// The channels-last convolution generic of LowerLinearAlgebra.cpp
+  /// (kChannelsLastConvAttr; input [N, Hp, Wp, G, Cg] already padded,
+  /// weight [G, Fg, Cg, KH, KW], output [N, OH, OW, G, Fg], each a view of
+  /// a dense array) becomes a call of dist_rt_conv2d_nhwc_f32 with no
+  /// padding of its own. Its output init (a zero fill or the bias
+  /// broadcast along the channels) and an activation that next reads the
+  /// whole output go into the call as for rewriteGroupedConv, the
+  /// activation's buffer only when dense.
+  LogicalResult rewriteChannelsLastConv(linalg::GenericOp op) {
+    auto geometry = op->getAttrOfType<DenseI64ArrayAttr>(
+        dist::codegen::kChannelsLastConvAttr);
+    if (!geometry || geometry.size() != 4 || !op.hasPureBufferSemantics() ||
+        op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+        op.getNumLoops() != 8 || !dist::codegen::isMulAddBody(op))
+      return failure();
+    Value in = op.getDpsInputOperand(0)->get();
+    Value wt = op.getDpsInputOperand(1)->get();
+    Value out = op.getDpsInitOperand(0)->get();
+    for (Value v : {in, wt, out})
+      if (cast<MemRefType>(v.getType()).getRank() != 5 ||
+          !cast<MemRefType>(v.getType()).getElementType().isF32())
+        return failure();
+    if (out == in || out == wt || !denseF32(out))
+      return failure();
+
+    ConvInit ci = convInit(op, out, /*channelDim=*/3);
+    bool inPlace = false;
+    linalg::GenericOp next = activationAfterGrouped(op, out, inPlace);
+    std::optional<ConvActivation> act;
+    if (next)
+      act = activationOf(next, next.getDpsInputOperand(0)->get());
+    Operation *at = op;
+    Value dst = out;
+    if (act && !inPlace) {
+      Value target = groupedDestination(op, in, wt, ci, out, next);
+      if (target && denseF32(target)) {
+        dst = target;
+        at = next;
+      } else {
+        act.reset();
+      }
+    }
+    OpBuilder b(at);
+    CallArgs call{b, op.getLoc()};
+    if (at != op) {
+      Operation *view;
+      wholeBuffer(op, out, view);
+      auto split = cast<memref::ExpandShapeOp>(view);
+      auto type = memref::ExpandShapeOp::computeExpandedType(
+          cast<MemRefType>(dst.getType()), split.getResultType().getShape(),
+          split.getReassociationIndices());
+      auto whole = memref::ExpandShapeOp::create(
+          b, call.loc, *type, dst, split.getReassociationIndices());
+      whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+      dst = whole;
+    } else if (ci.overwrite) {
+      auto split = out.getDefiningOp<memref::ExpandShapeOp>();
+      if (split && split.getSrc().getDefiningOp<memref::AllocOp>()) {
+        auto whole = memref::ExpandShapeOp::create(
+            b, call.loc, split.getResultType(), split.getSrc(),
+            split.getReassociationIndices(), split.getMixedOutputShape());
+        whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+        dst = whole;
+      }
+    }
+    // An image or filter inside a larger buffer (the interior of the next
+    // layer's padded input, which bufferization let the producer write)
+    // goes to the call as a dense copy.
+    SmallVector<Value> copies;
+    auto dense = [&](Value v) -> Value {
+      if (denseF32(v))
+        return v;
+      auto t = cast<MemRefType>(v.getType());
+      SmallVector<Value> dynamic;
+      for (int64_t i = 0; i < t.getRank(); ++i)
+        if (t.isDynamicDim(i))
+          dynamic.push_back(memref::DimOp::create(b, call.loc, v, i));
+      Value copy = memref::AllocOp::create(
+          b, call.loc, MemRefType::get(t.getShape(), t.getElementType()),
+          dynamic, b.getI64IntegerAttr(64));
+      memref::CopyOp::create(b, call.loc, v, copy);
+      copies.push_back(copy);
+      return copy;
+    };
+    in = dense(in);
+    wt = dense(wt);
+    SmallVector<Value> ignored;
+    Value inPtr = call.pointer(in, 4, ignored),
+          wPtr = call.pointer(wt, 4, ignored),
+          outPtr = call.pointer(dst, 4, ignored);
+    Value biasPtr =
+        ci.bias ? call.pointer(ci.bias, 4, ignored) : call.constant(0);
+    auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
+    ArrayRef<int64_t> g = geometry.asArrayRef();
+    Value zero = call.constant(0);
+    SmallVector<Value> args{dim(out, 3),
+                            dim(out, 0),
+                            dim(in, 4),
+                            dim(in, 1),
+                            dim(in, 2),
+                            dim(out, 4),
+                            dim(wt, 3),
+                            dim(wt, 4),
+                            call.constant(g[0]),
+                            call.constant(g[1]),
+                            call.constant(g[2]),
+                            call.constant(g[3]),
+                            zero,
+                            zero,
+                            zero,
+                            zero,
+                            dim(out, 1),
+                            dim(out, 2),
+                            inPtr,
+                            wPtr,
+                            biasPtr,
+                            outPtr};
+    ConvActivation a = act.value_or(ConvActivation());
+    for (double bound : {a.lo, a.hi})
+      args.push_back(arith::ConstantFloatOp::create(
+          b, call.loc, b.getF32Type(), APFloat(static_cast<float>(bound))));
+    args.push_back(call.constant(
+        a.flags | (ci.overwrite ? 0 : dist::runtime_abi::kConvAccumulate)));
+    func::FuncOp callee =
+        runtimeFunction(op, dist::runtime_abi::kConv2dNhwcF32, args);
+    func::CallOp::create(b, call.loc, callee, args);
+    for (Value copy : copies)
+      memref::DeallocOp::create(b, call.loc, copy);
     op.erase();
     if (ci.op && ci.overwrite)
       ci.op->erase();

@@ -685,10 +685,10 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
   }
 
   ConvLowering(TypeConverter &tc, MLIRContext *ctx, bool directConv,
-               bool directDepthwise)
+               bool directDepthwise, bool channelsLast)
       : OpConversionPattern(tc, ctx), directConv(directConv),
-        directDepthwise(directDepthwise) {}
-  bool directConv, directDepthwise;
+        directDepthwise(directDepthwise), channelsLast(channelsLast) {}
+  bool directConv, directDepthwise, channelsLast;
   LogicalResult
   matchAndRewrite(dist::ConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -715,6 +715,19 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     int64_t Cg = C / G, Fg = F / G;
     weight = dropPaddingTaps(rewriter, loc, weight, *geo);
     Value zero = scalarConst(rewriter, loc, elem, 0);
+    // (A negative end padding leaves rows that no window reads, as a 1x1
+    // layer at stride 2 on an even image does: the channels-last
+    // convolution reads the whole image instead of a cropped copy.)
+    if (channelsLast && s == 2 && elem.isF32() &&
+        llvm::all_of(geo->padBegin, [](int64_t p) { return p >= 0; })) {
+      ConvGeometry cl = *geo;
+      for (int64_t &p : cl.padEnd)
+        p = std::max<int64_t>(p, 0);
+      rewriter.replaceOp(op, channelsLastConvolution(rewriter, loc, input,
+                                                     weight, adaptor.getBias(),
+                                                     outType, cl, G, zero));
+      return success();
+    }
     Value padded = padSpatial(rewriter, loc, input, geo->padBegin,
                               geo->padEnd, zero);
     SmallVector<OpFoldResult> outSizes = sizesOf(rewriter, loc, input);
@@ -804,6 +817,127 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
                                   outType, *geo, G, Cg, Fg,
                                   elemTypeOf(op.getInput())));
     return success();
+  }
+
+  /// The 2-D convolution of `input` [N, C, H, W] as the channels-last
+  /// generic that dist-contractions-to-runtime turns into
+  /// dist_rt_conv2d_nhwc_f32, between transposes: the input transposed to
+  /// [N, H, W, C] and padded (tensor.pad; the call's padding is 0), its
+  /// channels split into groups [N, Hp, Wp, G, Cg]; the weight read as
+  /// stored, [G, Fg, Cg, KH, KW]; the output [N, OH, OW, G, Fg] from the bias
+  /// broadcast along its channels (or zeros), merged and transposed back to
+  /// [N, F, OH, OW]. Loops (n, oh, ow, g, fg, kh, kw, cg); the generic
+  /// carries kChannelsLastConvAttr with the strides and dilations.
+  static Value channelsLastConvolution(OpBuilder &b, Location loc, Value input,
+                                       Value weight, Value bias,
+                                       RankedTensorType outType,
+                                       const ConvGeometry &geo, int64_t G,
+                                       Value zero) {
+    MLIRContext *ctx = b.getContext();
+    Type elem = outType.getElementType();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    int64_t C = inType.getDimSize(1), F = wType.getDimSize(0);
+    int64_t Cg = C / G, Fg = F / G;
+    SmallVector<OpFoldResult> inSizes = sizesOf(b, loc, input);
+    OpFoldResult n = inSizes[0];
+    auto transposed = [&](Value v, ArrayRef<int64_t> perm) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v), permSizes;
+      SmallVector<int64_t> shape;
+      for (int64_t p : perm) {
+        shape.push_back(t.getDimSize(p));
+        permSizes.push_back(sizes[p]);
+      }
+      Value init = emptyTensor(
+          b, loc, RankedTensorType::get(shape, t.getElementType()), permSizes);
+      return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+    };
+    Value x = transposed(input, {0, 2, 3, 1});
+    auto xType = cast<RankedTensorType>(x.getType());
+    if (llvm::any_of(geo.padBegin, [](int64_t p) { return p > 0; }) ||
+        llvm::any_of(geo.padEnd, [](int64_t p) { return p > 0; })) {
+      SmallVector<int64_t> shape(xType.getShape());
+      SmallVector<OpFoldResult> lo(4, b.getIndexAttr(0)),
+          hi(4, b.getIndexAttr(0));
+      for (int64_t i = 0; i < 2; ++i) {
+        lo[1 + i] = b.getIndexAttr(geo.padBegin[i]);
+        hi[1 + i] = b.getIndexAttr(geo.padEnd[i]);
+        shape[1 + i] += geo.padBegin[i] + geo.padEnd[i];
+      }
+      x = tensor::PadOp::create(b, loc, RankedTensorType::get(shape, elem), x,
+                                lo, hi, zero);
+      xType = cast<RankedTensorType>(x.getType());
+    }
+    SmallVector<OpFoldResult> xSizes = sizesOf(b, loc, x);
+    Value x5 = tensor::ExpandShapeOp::create(
+        b, loc,
+        RankedTensorType::get({xType.getDimSize(0), xType.getDimSize(1),
+                               xType.getDimSize(2), G, Cg},
+                              elem),
+        x, SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}},
+        SmallVector<OpFoldResult>{xSizes[0], xSizes[1], xSizes[2],
+                                  b.getIndexAttr(G), b.getIndexAttr(Cg)});
+    Value w5 = tensor::ExpandShapeOp::create(
+        b, loc,
+        RankedTensorType::get(
+            {G, Fg, Cg, wType.getDimSize(2), wType.getDimSize(3)}, elem),
+        weight, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+    int64_t OH = geo.out[0], OW = geo.out[1];
+    auto out4Type =
+        RankedTensorType::get({outType.getDimSize(0), OH, OW, F}, elem);
+    SmallVector<OpFoldResult> out4Sizes{n, b.getIndexAttr(OH),
+                                        b.getIndexAttr(OW), b.getIndexAttr(F)};
+    Value init4;
+    if (bias) {
+      Value empty = emptyTensor(b, loc, out4Type, out4Sizes);
+      init4 =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{out4Type}, ValueRange{bias}, ValueRange{empty},
+              SmallVector<AffineMap>{
+                  AffineMap::get(4, 0, {getAffineDimExpr(3, ctx)}, ctx),
+                  b.getMultiDimIdentityMap(4)},
+              SmallVector<IT>(4, IT::parallel),
+              [](OpBuilder &nb, Location l, ValueRange a) {
+                linalg::YieldOp::create(nb, l, a[0]);
+              })
+              .getResult(0);
+    } else {
+      init4 = filledTensor(b, loc, out4Type, out4Sizes, zero);
+    }
+    auto out5Type =
+        RankedTensorType::get({outType.getDimSize(0), OH, OW, G, Fg}, elem);
+    Value init5 = tensor::ExpandShapeOp::create(
+        b, loc, out5Type, init4,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}},
+        SmallVector<OpFoldResult>{n, b.getIndexAttr(OH), b.getIndexAttr(OW),
+                                  b.getIndexAttr(G), b.getIndexAttr(Fg)});
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Loops (n, oh, ow, g, fg, kh, kw, cg).
+    SmallVector<AffineMap> maps{
+        AffineMap::get(8, 0,
+                       {d(0), d(1) * geo.strides[0] + d(5) * geo.dilations[0],
+                        d(2) * geo.strides[1] + d(6) * geo.dilations[1], d(3),
+                        d(7)},
+                       ctx),
+        AffineMap::get(8, 0, {d(3), d(4), d(7), d(5), d(6)}, ctx),
+        AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx)};
+    SmallVector<IT> iters(5, IT::parallel);
+    iters.append(3, IT::reduction);
+    auto conv = linalg::GenericOp::create(
+        b, loc, TypeRange{out5Type}, ValueRange{x5, w5}, ValueRange{init5},
+        maps, iters, [](OpBuilder &nb, Location l, ValueRange a) {
+          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
+        });
+    conv->setAttr(dist::codegen::kChannelsLastConvAttr,
+                  b.getDenseI64ArrayAttr({geo.strides[0], geo.strides[1],
+                                          geo.dilations[0], geo.dilations[1]}));
+    Value out4 = tensor::CollapseShapeOp::create(
+        b, loc, out4Type, conv.getResult(0),
+        SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}});
+    return transposed(out4, {0, 3, 1, 2});
   }
 
   /// col[n, c, k..., o...] = in[n, c, o*s + k*d]; out[n, f, p] +=
@@ -1253,9 +1387,11 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
 void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
                                             RewritePatternSet &p,
                                             bool directConv,
-                                            bool directDepthwise) {
+                                            bool directDepthwise,
+                                            bool channelsLast) {
   p.add<MatMulLowering, EinsumLowering, GemmLowering, ConvTransposeLowering>(
       tc, p.getContext());
-  p.add<ConvLowering>(tc, p.getContext(), directConv, directDepthwise);
+  p.add<ConvLowering>(tc, p.getContext(), directConv, directDepthwise,
+                      channelsLast);
   p.add<ConvWeightGradLowering>(tc, p.getContext(), directConv);
 }

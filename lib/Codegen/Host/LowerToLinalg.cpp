@@ -1020,7 +1020,8 @@ struct LowerToLinalgPass
     populateElementwiseLowering(converter, patterns);
     bool directConv = convKernel == ConvKernel::Direct;
     bool directDepthwise = directConv;
-    if (convKernel == ConvKernel::Auto) {
+    bool channelsLast = convKernel == ConvKernel::ChannelsLast;
+    if (convKernel == ConvKernel::Auto || channelsLast) {
       llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
       directConv = host.lookup("avx512f");
       // Depthwise kernels larger than 3x3 (see ConvLowering).
@@ -1028,7 +1029,7 @@ struct LowerToLinalgPass
           directConv || (host.lookup("avx2") && host.lookup("fma"));
     }
     populateLinearAlgebraLowering(converter, patterns, directConv,
-                                  directDepthwise);
+                                  directDepthwise, channelsLast);
     populateShapeLowering(converter, patterns);
     populateReductionLowering(converter, patterns);
     populateIndexingLowering(converter, patterns);

@@ -93,6 +93,11 @@ bool overwritesWithoutReading(Operation *op, Value v);
 /// (a grouped convolution writing its activation's buffer).
 inline constexpr llvm::StringLiteral kCallOverwritesAttr =
     "dist.call_overwrites";
+/// Marks the channels-last convolution generic that LowerLinearAlgebra
+/// makes (strides and dilations, [sh, sw, dh, dw]) for
+/// dist-contractions-to-runtime.
+inline constexpr llvm::StringLiteral kChannelsLastConvAttr =
+    "dist.channels_last_conv";
 
 /// Loops of a contraction as the runtime's strided batched GEMM sees them:
 /// out[batch, m, n] += lhs[batch, m, k] * rhs[batch, k, n], each operand's
@@ -224,8 +229,14 @@ void populateElementwiseLowering(TypeConverter &tc, RewritePatternSet &p);
 /// convolution (targets with AVX-512); `directDepthwise`: those with one
 /// input channel a group and a kernel larger than 3x3 may (targets with
 /// AVX2 and FMA too).
+/// `channelsLast`: 2-D f32 convolutions become transposes to channels-last
+/// images around a channels-last convolution generic (see
+/// channelsLastConvolution), which dist-contractions-to-runtime turns into
+/// dist_rt_conv2d_nhwc_f32 and dist-sink-transposes cancels across the
+/// graph.
 void populateLinearAlgebraLowering(TypeConverter &tc, RewritePatternSet &p,
-                                   bool directConv, bool directDepthwise);
+                                   bool directConv, bool directDepthwise,
+                                   bool channelsLast);
 void populateShapeLowering(TypeConverter &tc, RewritePatternSet &p);
 void populateReductionLowering(TypeConverter &tc, RewritePatternSet &p);
 void populateIndexingLowering(TypeConverter &tc, RewritePatternSet &p);

@@ -43,6 +43,12 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
   pm.addPass(memref::createResolveRankedShapeTypeResultDimsPass(dimOpts));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Channels-last convolutions: their transposes cancel between layers.
+  if (conv == ConvKernel::ChannelsLast) {
+    pm.addNestedPass<func::FuncOp>(createSinkTransposesPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
   // After CSE: the fills that this pass makes of padded tensors must stay
   // one per pad (two merged fills would be copied, see FuseElementwise).
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());

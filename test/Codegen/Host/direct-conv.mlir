@@ -689,3 +689,67 @@ func.func @grouped_accumulates_view(%x: memref<?x8x1x9x9xf32>, %w: memref<8x1x1x
       ins(%x, %w : memref<?x8x1x9x9xf32>, memref<8x1x1x3x3xf32>) outs(%g : memref<?x8x1x4x4xf32>)
   return %acc : memref<?x8x4x4xf32>
 }
+
+// -----
+
+// The channels-last convolution generic of --conv=nhwc (marked
+// dist.channels_last_conv: strides, dilations) becomes a call of
+// dist_rt_conv2d_nhwc_f32 with its padding 0 (the input is the padded
+// image); the bias broadcast along the last dim and the ReLU that reads
+// the whole output in place go into the call (flags 2), their loops go.
+// An input inside a larger buffer (a padded buffer's interior) goes to the
+// call as a dense copy, freed after it.
+#cl_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 * 2 + d5, d2 * 2 + d6, d3, d7)>
+#cl_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cl_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#cl_bias = affine_map<(d0, d1, d2, d3) -> (d3)>
+#cl_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_nhwc_f32(
+// CHECK-SAME: %c2_i64{{[_0-9]*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64) -> ()
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @channels_last_strided_input(
+// CHECK: %[[COPY:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x9x9x1x8xf32>
+// CHECK: memref.copy %{{.*}}, %[[COPY]] : memref<1x9x9x1x8xf32, strided<{{.*}}>> to memref<1x9x9x1x8xf32>
+// CHECK: call @dist_rt_conv2d_nhwc_f32(
+// CHECK: memref.dealloc %[[COPY]]
+func.func @channels_last(%x: memref<1x9x9x8xf32>, %w: memref<16x8x3x3xf32>, %b: memref<16xf32>) -> memref<1x4x4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %out = memref.alloc() : memref<1x4x4x16xf32>
+  linalg.generic {indexing_maps = [#cl_bias, #cl_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b : memref<16xf32>) outs(%out : memref<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 9, 9, 1, 8] : memref<1x9x9x8xf32> into memref<1x9x9x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 8, 3, 3] : memref<16x8x3x3xf32> into memref<1x16x8x3x3xf32>
+  %o5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 16] : memref<1x4x4x16xf32> into memref<1x4x4x1x16xf32>
+  linalg.generic {indexing_maps = [#cl_in, #cl_w, #cl_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x9x9x1x8xf32>, memref<1x16x8x3x3xf32>) outs(%o5 : memref<1x4x4x1x16xf32>) attrs = {dist.channels_last_conv = array<i64: 2, 2, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#cl_id, #cl_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%out : memref<1x4x4x16xf32>) outs(%out : memref<1x4x4x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<1x4x4x16xf32>
+}
+func.func @channels_last_strided_input(%padded: memref<1x11x11x8xf32>, %w: memref<16x8x3x3xf32>) -> memref<1x4x4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %out = memref.alloc() : memref<1x4x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<1x4x4x16xf32>)
+  %x = memref.subview %padded[0, 1, 1, 0] [1, 9, 9, 8] [1, 1, 1, 1] : memref<1x11x11x8xf32> to memref<1x9x9x8xf32, strided<[968, 88, 8, 1], offset: 96>>
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 9, 9, 1, 8] : memref<1x9x9x8xf32, strided<[968, 88, 8, 1], offset: 96>> into memref<1x9x9x1x8xf32, strided<[968, 88, 8, 8, 1], offset: 96>>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 8, 3, 3] : memref<16x8x3x3xf32> into memref<1x16x8x3x3xf32>
+  %o5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 16] : memref<1x4x4x16xf32> into memref<1x4x4x1x16xf32>
+  linalg.generic {indexing_maps = [#cl_in, #cl_w, #cl_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x9x9x1x8xf32, strided<[968, 88, 8, 8, 1], offset: 96>>, memref<1x16x8x3x3xf32>) outs(%o5 : memref<1x4x4x1x16xf32>) attrs = {dist.channels_last_conv = array<i64: 2, 2, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  return %out : memref<1x4x4x16xf32>
+}
