@@ -649,6 +649,129 @@ struct ContractionsToRuntimePass
     return true;
   }
 
+  /// An image that dist_rt_conv2d_nhwc_f32 pads itself (takePadding).
+  struct OwnPadding {
+    Value image;
+    int64_t pt, pl, pb, pr;
+    /// The ops of the padded buffer that go once the call is made.
+    SmallVector<Operation *> dead;
+  };
+
+  /// Where the channels-last convolution `conv` reads `in`, a view
+  /// splitting the channels of a fresh buffer P [N, Hp, Wp, C] that
+  /// nothing but fills of +0.0 (its borders, dist-fill-borders') and one op
+  /// writing its interior without reading it (an elementwise linalg op: the
+  /// previous layer's activation, a transpose; or a copy) touches, that op
+  /// writes a dense buffer of the interior's shape instead, made here, and the
+  /// call reads it with P's borders as its padding: oneDNN pads by itself, and
+  /// an image inside a padded buffer would be strided (see denseF32).
+  /// Returns nothing (and changes nothing) when `in` is not such a view.
+  std::optional<OwnPadding> takePadding(linalg::GenericOp conv, Value in) {
+    auto split = in.getDefiningOp<memref::ExpandShapeOp>();
+    auto alloc = split ? split.getSrc().getDefiningOp<memref::AllocOp>()
+                       : memref::AllocOp();
+    if (!alloc || !split->hasOneUse() ||
+        alloc->getBlock() != conv->getBlock() ||
+        !alloc.getType().getLayout().isIdentity() ||
+        alloc.getType().getRank() != 4)
+      return std::nullopt;
+    OwnPadding own;
+    memref::SubViewOp interior;
+    Operation *writer = nullptr;
+    SmallVector<Operation *> deallocs;
+    for (Operation *user : alloc->getUsers()) {
+      if (user == split)
+        continue;
+      if (isa<memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+        continue;
+      }
+      auto view = dyn_cast<memref::SubViewOp>(user);
+      if (!view || view->getBlock() != conv->getBlock() ||
+          !view->isBeforeInBlock(conv))
+        return std::nullopt;
+      bool zeroFills = !view->use_empty();
+      for (Operation *viewUser : view->getUsers()) {
+        auto fill = dyn_cast<linalg::FillOp>(viewUser);
+        std::optional<double> value =
+            fill ? f32Constant(fill.getInputs()[0]) : std::nullopt;
+        zeroFills = zeroFills && value && *value == 0.0 &&
+                    !std::signbit(*value) &&
+                    fill.getOutputs()[0] == view.getResult();
+      }
+      if (zeroFills) {
+        for (Operation *fill : view->getUsers())
+          own.dead.push_back(fill);
+        own.dead.push_back(view);
+        continue;
+      }
+      if (interior || !view->hasOneUse())
+        return std::nullopt;
+      Operation *w = *view->getUsers().begin();
+      if (auto g = dyn_cast<linalg::LinalgOp>(w)) {
+        if (g.getNumDpsInits() != 1 ||
+            g.getDpsInitOperand(0)->get() != view.getResult() ||
+            g.getNumReductionLoops() != 0 ||
+            !g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity() ||
+            g.payloadUsesValueFromOperand(g.getDpsInitOperand(0)) ||
+            llvm::is_contained(g.getDpsInputs(), view.getResult()))
+          return std::nullopt;
+      } else if (auto copy = dyn_cast<memref::CopyOp>(w)) {
+        if (copy.getTarget() != view.getResult() ||
+            copy.getSource() == view.getResult())
+          return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+      if (w->getBlock() != conv->getBlock() || !w->isBeforeInBlock(conv))
+        return std::nullopt;
+      interior = view;
+      writer = w;
+    }
+    if (!interior)
+      return std::nullopt;
+    // The interior: all images and channels, rows [pt, pt + H) and columns
+    // [pl, pl + W), unit strides.
+    MemRefType pType = alloc.getType();
+    auto iType = cast<MemRefType>(interior.getType());
+    ArrayRef<int64_t> offsets = interior.getStaticOffsets();
+    ArrayRef<int64_t> sizes = interior.getStaticSizes();
+    if (llvm::any_of(interior.getStaticStrides(),
+                     [](int64_t st) { return st != 1; }) ||
+        llvm::any_of(offsets, ShapedType::isDynamic) || offsets[0] != 0 ||
+        offsets[3] != 0 || ShapedType::isDynamic(sizes[1]) ||
+        ShapedType::isDynamic(sizes[2]) || sizes[3] != pType.getDimSize(3) ||
+        pType.isDynamicDim(1) || pType.isDynamicDim(2) ||
+        pType.isDynamicDim(3) ||
+        ShapedType::isDynamic(sizes[0]) != pType.isDynamicDim(0) ||
+        (!pType.isDynamicDim(0) && sizes[0] != pType.getDimSize(0)))
+      return std::nullopt;
+    own.pt = offsets[1];
+    own.pl = offsets[2];
+    own.pb = pType.getDimSize(1) - sizes[1] - offsets[1];
+    own.pr = pType.getDimSize(2) - sizes[2] - offsets[2];
+    // The dense image, where P was made; the writer writes it.
+    OpBuilder b(alloc);
+    auto denseType = MemRefType::get(iType.getShape(), pType.getElementType());
+    Value image = memref::AllocOp::create(b, alloc.getLoc(), denseType,
+                                          alloc.getDynamicSizes(),
+                                          b.getI64IntegerAttr(64));
+    if (auto g = dyn_cast<linalg::LinalgOp>(writer))
+      g.getDpsInitOperand(0)->set(image);
+    else
+      cast<memref::CopyOp>(writer).getTargetMutable().assign(image);
+    for (Operation *d : deallocs) {
+      OpBuilder at(d);
+      memref::DeallocOp::create(at, d->getLoc(), image);
+      own.dead.push_back(d);
+    }
+    own.dead.push_back(interior);
+    own.dead.push_back(split);
+    own.dead.push_back(alloc);
+    own.image = image;
+    return own;
+  }
+
   /// The channels-last convolution generic of LowerLinearAlgebra.cpp
   /// (kChannelsLastConvAttr; input [N, Hp, Wp, G, Cg] already padded,
   /// weight [G, Fg, Cg, KH, KW], output [N, OH, OW, G, Fg], each a view of
@@ -714,9 +837,10 @@ struct ContractionsToRuntimePass
         dst = whole;
       }
     }
-    // An image or filter inside a larger buffer (the interior of the next
-    // layer's padded input, which bufferization let the producer write)
-    // goes to the call as a dense copy.
+    // The padded input's interior as a dense image that the call pads,
+    // where it can (takePadding); otherwise an image or filter inside a
+    // larger buffer goes to the call as a dense copy.
+    std::optional<OwnPadding> own = takePadding(op, in);
     SmallVector<Value> copies;
     auto dense = [&](Value v) -> Value {
       if (denseF32(v))
@@ -733,10 +857,11 @@ struct ContractionsToRuntimePass
       copies.push_back(copy);
       return copy;
     };
-    in = dense(in);
+    if (!own)
+      in = dense(in);
     wt = dense(wt);
     SmallVector<Value> ignored;
-    Value inPtr = call.pointer(in, 4, ignored),
+    Value inPtr = call.pointer(own ? own->image : in, 4, ignored),
           wPtr = call.pointer(wt, 4, ignored),
           outPtr = call.pointer(dst, 4, ignored);
     Value biasPtr =
@@ -744,11 +869,19 @@ struct ContractionsToRuntimePass
     auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
     ArrayRef<int64_t> g = geometry.asArrayRef();
     Value zero = call.constant(0);
+    auto padding = [&](int64_t OwnPadding::*side) {
+      return own ? call.constant((*own).*side) : zero;
+    };
+    // (No new use of `in` where its buffer goes: its channels a group are
+    // static.)
+    auto inType = cast<MemRefType>(in.getType());
     SmallVector<Value> args{dim(out, 3),
                             dim(out, 0),
-                            dim(in, 4),
-                            dim(in, 1),
-                            dim(in, 2),
+                            inType.isDynamicDim(4)
+                                ? dim(in, 4)
+                                : call.constant(inType.getDimSize(4)),
+                            own ? dim(own->image, 1) : dim(in, 1),
+                            own ? dim(own->image, 2) : dim(in, 2),
                             dim(out, 4),
                             dim(wt, 3),
                             dim(wt, 4),
@@ -756,10 +889,10 @@ struct ContractionsToRuntimePass
                             call.constant(g[1]),
                             call.constant(g[2]),
                             call.constant(g[3]),
-                            zero,
-                            zero,
-                            zero,
-                            zero,
+                            padding(&OwnPadding::pt),
+                            padding(&OwnPadding::pl),
+                            padding(&OwnPadding::pb),
+                            padding(&OwnPadding::pr),
                             dim(out, 1),
                             dim(out, 2),
                             inPtr,
@@ -778,6 +911,9 @@ struct ContractionsToRuntimePass
     for (Value copy : copies)
       memref::DeallocOp::create(b, call.loc, copy);
     op.erase();
+    if (own)
+      for (Operation *dead : own->dead)
+        dead->erase();
     if (ci.op && ci.overwrite)
       ci.op->erase();
     if (act)

@@ -753,3 +753,57 @@ func.func @channels_last_strided_input(%padded: memref<1x11x11x8xf32>, %w: memre
   }
   return %out : memref<1x4x4x16xf32>
 }
+
+// -----
+
+// A padded input whose interior the previous layer's ReLU writes (and
+// whose borders dist-fill-borders fills with +0.0): the ReLU writes a
+// dense image instead, which the call reads with the borders as its
+// padding (1, 1, 1, 1); the padded buffer, its fills and views go.
+#cp_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#cp_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cp_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#cp_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last_own_padding(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<?x4x4x8xf32>
+// CHECK-NOT: memref.subview
+// CHECK-NOT: linalg.fill
+// CHECK: %[[IMG:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x4x4x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[X]] : memref<?x4x4x8xf32>) outs(%[[IMG]] : memref<?x4x4x8xf32>)
+// CHECK: arith.maximumf
+// Strides, dilations, then the four paddings: eight ones.
+// CHECK: call @dist_rt_conv2d_nhwc_f32(%{{[0-9]+}}, %{{[0-9]+}}, %c8_i64, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %
+// CHECK: memref.dealloc %[[IMG]]
+// CHECK-NOT: memref.subview
+// CHECK-NOT: linalg.fill
+func.func @channels_last_own_padding(%x: memref<?x4x4x8xf32>, %w: memref<16x8x3x3xf32>, %n: index) -> memref<?x4x4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %p = memref.alloc(%n) {alignment = 64 : i64} : memref<?x6x6x8xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [%n, 1, 6, 8] [1, 1, 1, 1] : memref<?x6x6x8xf32> to memref<?x1x6x8xf32, strided<[288, 48, 8, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<?x1x6x8xf32, strided<[288, 48, 8, 1]>>)
+  %bottom = memref.subview %p[0, 5, 0, 0] [%n, 1, 6, 8] [1, 1, 1, 1] : memref<?x6x6x8xf32> to memref<?x1x6x8xf32, strided<[288, 48, 8, 1], offset: 240>>
+  linalg.fill ins(%zero : f32) outs(%bottom : memref<?x1x6x8xf32, strided<[288, 48, 8, 1], offset: 240>>)
+  %left = memref.subview %p[0, 1, 0, 0] [%n, 4, 1, 8] [1, 1, 1, 1] : memref<?x6x6x8xf32> to memref<?x4x1x8xf32, strided<[288, 48, 8, 1], offset: 48>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<?x4x1x8xf32, strided<[288, 48, 8, 1], offset: 48>>)
+  %right = memref.subview %p[0, 1, 5, 0] [%n, 4, 1, 8] [1, 1, 1, 1] : memref<?x6x6x8xf32> to memref<?x4x1x8xf32, strided<[288, 48, 8, 1], offset: 88>>
+  linalg.fill ins(%zero : f32) outs(%right : memref<?x4x1x8xf32, strided<[288, 48, 8, 1], offset: 88>>)
+  %inner = memref.subview %p[0, 1, 1, 0] [%n, 4, 4, 8] [1, 1, 1, 1] : memref<?x6x6x8xf32> to memref<?x4x4x8xf32, strided<[288, 48, 8, 1], offset: 56>>
+  linalg.generic {indexing_maps = [#cp_id, #cp_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<?x4x4x8xf32>) outs(%inner : memref<?x4x4x8xf32, strided<[288, 48, 8, 1], offset: 56>>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  %out = memref.alloc(%n) : memref<?x4x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<?x4x4x16xf32>)
+  %x5 = memref.expand_shape %p [[0], [1], [2], [3, 4]] output_shape [%n, 6, 6, 1, 8] : memref<?x6x6x8xf32> into memref<?x6x6x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 8, 3, 3] : memref<16x8x3x3xf32> into memref<1x16x8x3x3xf32>
+  %o5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [%n, 4, 4, 1, 16] : memref<?x4x4x16xf32> into memref<?x4x4x1x16xf32>
+  linalg.generic {indexing_maps = [#cp_in, #cp_w, #cp_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<?x6x6x1x8xf32>, memref<1x16x8x3x3xf32>) outs(%o5 : memref<?x4x4x1x16xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %p : memref<?x6x6x8xf32>
+  return %out : memref<?x4x4x16xf32>
+}
