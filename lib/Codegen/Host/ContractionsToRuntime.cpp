@@ -537,6 +537,64 @@ struct ContractionsToRuntimePass
     return target;
   }
 
+  /// Where the call of a convolution `op` whose output `out` splits a
+  /// whole buffer's channels goes and the view of the buffer it writes
+  /// (rewriteGroupedConv's rule; `denseTarget`: the activation's buffer
+  /// only when dense, as dist_rt_conv2d_nhwc_f32 needs): at the
+  /// convolution's place (its operands are read when they were, and
+  /// nothing reads the buffer before the activation did), or at the
+  /// activation `next`'s when the call writes its buffer (`act` reset when
+  /// it cannot). The view is marked kCallOverwritesAttr when the call
+  /// writes all of it without reading.
+  std::pair<Operation *, Value>
+  groupedCallPlace(Operation *op, Value in, Value wt, Value out,
+                   const ConvInit &ci, linalg::GenericOp next, bool inPlace,
+                   std::optional<ConvActivation> &act, bool denseTarget) {
+    Operation *at = op;
+    Value dst = out;
+    if (act && !inPlace) {
+      Value target = groupedDestination(op, in, wt, ci, out, next);
+      if (target && (!denseTarget || denseF32(target))) {
+        dst = target;
+        at = next;
+      } else {
+        act.reset();
+      }
+    }
+    OpBuilder b(at);
+    Location loc = op->getLoc();
+    if (at != op) {
+      Operation *view;
+      wholeBuffer(op, out, view);
+      auto split = cast<memref::ExpandShapeOp>(view);
+      auto type = memref::ExpandShapeOp::computeExpandedType(
+          cast<MemRefType>(dst.getType()), split.getResultType().getShape(),
+          split.getReassociationIndices());
+      auto whole = memref::ExpandShapeOp::create(
+          b, loc, *type, dst, split.getReassociationIndices());
+      // For FuseProductEpilogues (a 1x1 product's buffer reused here): the
+      // call writes all of it without reading (overwritesWithoutReading).
+      whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+      return {at, whole};
+    }
+    if (ci.overwrite) {
+      // The call writes all of `out` without reading it. Where `out` splits
+      // a whole allocation that bufferization reused (a 1x1 product's,
+      // dead once its epilogue loop read it: ShuffleNetV2's branches with
+      // a dynamic batch), the call writes a view of it made here and
+      // marked so, as above.
+      auto split = out.getDefiningOp<memref::ExpandShapeOp>();
+      if (split && split.getSrc().getDefiningOp<memref::AllocOp>()) {
+        auto whole = memref::ExpandShapeOp::create(
+            b, loc, split.getResultType(), split.getSrc(),
+            split.getReassociationIndices(), split.getMixedOutputShape());
+        whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+        return {at, whole};
+      }
+    }
+    return {at, dst};
+  }
+
   /// A bufferized f32 linalg.conv_2d_ngchw_gfchw (a grouped or depthwise
   /// convolution, see LowerLinearAlgebra.cpp) becomes a call of
   /// dist_rt_conv2d_group_f32, under rewriteConv's conditions on the
@@ -565,50 +623,10 @@ struct ContractionsToRuntimePass
     std::optional<ConvActivation> act;
     if (next)
       act = activationOf(next, next.getDpsInputOperand(0)->get());
-    Operation *at = op;
-    Value dst = out;
-    if (act && !inPlace) {
-      if (Value target = groupedDestination(op, in, wt, ci, out, next)) {
-        dst = target;
-        at = next;
-      } else {
-        act.reset();
-      }
-    }
-
-    // At the convolution's place (its operands are read when they were,
-    // and nothing reads the buffer before the activation did), or at the
-    // activation's when the call writes its buffer.
+    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci, next, inPlace, act,
+                                      /*denseTarget=*/false);
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
-    if (at != op) {
-      Operation *view;
-      wholeBuffer(op, out, view);
-      auto split = cast<memref::ExpandShapeOp>(view);
-      auto type = memref::ExpandShapeOp::computeExpandedType(
-          cast<MemRefType>(dst.getType()), split.getResultType().getShape(),
-          split.getReassociationIndices());
-      auto whole = memref::ExpandShapeOp::create(
-          b, call.loc, *type, dst, split.getReassociationIndices());
-      // For FuseProductEpilogues (a 1x1 product's buffer reused here): the
-      // call writes all of it without reading (overwritesWithoutReading).
-      whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
-      dst = whole;
-    } else if (ci.overwrite) {
-      // The call writes all of `out` without reading it. Where `out` splits
-      // a whole allocation that bufferization reused (a 1x1 product's,
-      // dead once its epilogue loop read it: ShuffleNetV2's branches with
-      // a dynamic batch), the call writes a view of it made here and
-      // marked so, as above.
-      auto split = out.getDefiningOp<memref::ExpandShapeOp>();
-      if (split && split.getSrc().getDefiningOp<memref::AllocOp>()) {
-        auto whole = memref::ExpandShapeOp::create(
-            b, call.loc, split.getResultType(), split.getSrc(),
-            split.getReassociationIndices(), split.getMixedOutputShape());
-        whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
-        dst = whole;
-      }
-    }
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
     SmallVector<int64_t> dilations(op.getDilations().getValues<int64_t>());
     SmallVector<Value> args = convArgs(
@@ -803,40 +821,10 @@ struct ContractionsToRuntimePass
     std::optional<ConvActivation> act;
     if (next)
       act = activationOf(next, next.getDpsInputOperand(0)->get());
-    Operation *at = op;
-    Value dst = out;
-    if (act && !inPlace) {
-      Value target = groupedDestination(op, in, wt, ci, out, next);
-      if (target && denseF32(target)) {
-        dst = target;
-        at = next;
-      } else {
-        act.reset();
-      }
-    }
+    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci, next, inPlace, act,
+                                      /*denseTarget=*/true);
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
-    if (at != op) {
-      Operation *view;
-      wholeBuffer(op, out, view);
-      auto split = cast<memref::ExpandShapeOp>(view);
-      auto type = memref::ExpandShapeOp::computeExpandedType(
-          cast<MemRefType>(dst.getType()), split.getResultType().getShape(),
-          split.getReassociationIndices());
-      auto whole = memref::ExpandShapeOp::create(
-          b, call.loc, *type, dst, split.getReassociationIndices());
-      whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
-      dst = whole;
-    } else if (ci.overwrite) {
-      auto split = out.getDefiningOp<memref::ExpandShapeOp>();
-      if (split && split.getSrc().getDefiningOp<memref::AllocOp>()) {
-        auto whole = memref::ExpandShapeOp::create(
-            b, call.loc, split.getResultType(), split.getSrc(),
-            split.getReassociationIndices(), split.getMixedOutputShape());
-        whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
-        dst = whole;
-      }
-    }
     // The padded input's interior as a dense image that the call pads,
     // where it can (takePadding); otherwise an image or filter inside a
     // larger buffer goes to the call as a dense copy.

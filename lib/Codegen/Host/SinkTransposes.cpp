@@ -152,10 +152,7 @@ struct SinkThroughElementwise : OpRewritePattern<linalg::GenericOp> {
     MLIRContext *ctx = g.getContext();
     int64_t rank = static_cast<int64_t>(perm.size());
     // New loops j in x's order; old loop i_k = j_{perm[k]}.
-    SmallVector<AffineExpr> oldOfNew;
-    for (int64_t k = 0; k < rank; ++k)
-      oldOfNew.push_back(getAffineDimExpr(perm[k], ctx));
-    AffineMap P = AffineMap::get(rank, 0, oldOfNew, ctx);
+    AffineMap P = AffineMap::getPermutationMap(perm, ctx);
     SmallVector<Value> inputs;
     SmallVector<AffineMap> maps;
     for (OpOperand *o : g.getDpsInputOperands()) {
@@ -215,13 +212,9 @@ struct AbsorbIntoGeneric : OpRewritePattern<linalg::GenericOp> {
       if (!t || !t.hasPureTensorSemantics() ||
           (elementwise && g.getMatchingIndexingMap(o).isIdentity()))
         continue;
-      ArrayRef<int64_t> perm = t.getPermutation();
-      int64_t rank = static_cast<int64_t>(perm.size());
       // x[m] = t[i] where m = perm[i]: x's dim m is t's dim inverse[m].
-      SmallVector<AffineExpr> xOfT(rank);
-      for (int64_t i = 0; i < rank; ++i)
-        xOfT[perm[i]] = getAffineDimExpr(i, ctx);
-      AffineMap Q = AffineMap::get(rank, 0, xOfT, ctx);
+      AffineMap Q = inversePermutation(
+          AffineMap::getPermutationMap(t.getPermutation(), ctx));
       SmallVector<AffineMap> maps = g.getIndexingMapsArray();
       unsigned index = o->getOperandNumber();
       maps[index] = Q.compose(maps[index]);
@@ -273,12 +266,8 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
     } else if (!init->get().getDefiningOp<tensor::EmptyOp>()) {
       return failure();
     }
-    MLIRContext *ctx = g.getContext();
-    int64_t rank = static_cast<int64_t>(perm.size());
-    SmallVector<AffineExpr> permuted;
-    for (int64_t k = 0; k < rank; ++k)
-      permuted.push_back(getAffineDimExpr(perm[k], ctx));
-    AffineMap newOut = AffineMap::get(rank, 0, permuted, ctx).compose(outMap);
+    AffineMap newOut =
+        AffineMap::getPermutationMap(perm, g.getContext()).compose(outMap);
     auto oldType = cast<RankedTensorType>(g.getResult(0).getType());
     SmallVector<OpFoldResult> sizes = dist::codegen::sizesOf(rewriter, loc,
                                                              g.getResult(0)),
