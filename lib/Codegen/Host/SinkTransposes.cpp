@@ -107,6 +107,93 @@ struct SinkThroughPad : OpRewritePattern<tensor::PadOp> {
   }
 };
 
+/// Marks the last link of a concatenation that SinkThroughConcat made.
+constexpr llvm::StringLiteral kMovedAttr = "dist.sunk_concat";
+
+/// A concatenation (LowerShape's chain of tensor.insert_slice into a
+/// tensor.empty, each link used once) of transpose(x_i, p) runs on the
+/// x_i: the same chain in their order, its offsets and sizes permuted,
+/// then transposed by p. Parts that are not such transposes (a
+/// ConvTranspose's upsampled image beside a skip connection) are
+/// transposed into that order on their own, when at least one part is.
+struct SinkThroughConcat : OpRewritePattern<tensor::InsertSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::InsertSliceOp last,
+                                PatternRewriter &rewriter) const override {
+    // The whole chain, from its last link (whose result no link inserts
+    // into) back to the empty tensor.
+    // A chain this pattern made stays (its transposed parts would move
+    // back the other way).
+    if (last->hasAttr(kMovedAttr))
+      return failure();
+    for (Operation *user : last.getResult().getUsers())
+      if (auto next = dyn_cast<tensor::InsertSliceOp>(user))
+        if (next.getDest() == last.getResult())
+          return failure();
+    SmallVector<tensor::InsertSliceOp> chain;
+    Value at = last.getResult();
+    while (auto link = at.getDefiningOp<tensor::InsertSliceOp>()) {
+      if (link != last && !link->hasOneUse())
+        return failure();
+      chain.push_back(link);
+      at = link.getDest();
+    }
+    auto empty = at.getDefiningOp<tensor::EmptyOp>();
+    if (!empty || chain.size() < 2)
+      return failure();
+    std::reverse(chain.begin(), chain.end());
+    SmallVector<int64_t> perm;
+    for (tensor::InsertSliceOp link : chain) {
+      if (link.getSourceType().getRank() != link.getDestType().getRank() ||
+          !llvm::all_of(link.getStaticStrides(),
+                        [](int64_t st) { return st == 1; }))
+        return failure();
+      auto t = link.getSource().getDefiningOp<linalg::TransposeOp>();
+      if (!t || !t.hasPureTensorSemantics())
+        continue;
+      if (perm.empty())
+        perm.assign(t.getPermutation().begin(), t.getPermutation().end());
+      else if (ArrayRef<int64_t>(perm) != t.getPermutation())
+        return failure();
+    }
+    if (perm.empty())
+      return failure();
+    // In x's order: dim m of the new chain is dim inverse[m] of the old.
+    Location loc = last.getLoc();
+    auto oldType = cast<RankedTensorType>(last.getResult().getType());
+    int64_t rank = oldType.getRank();
+    SmallVector<int64_t> inverse(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      inverse[perm[i]] = i;
+    auto permuted = [&](ArrayRef<OpFoldResult> v) {
+      SmallVector<OpFoldResult> out;
+      for (int64_t m = 0; m < rank; ++m)
+        out.push_back(v[inverse[m]]);
+      return out;
+    };
+    SmallVector<int64_t> shape;
+    for (int64_t m = 0; m < rank; ++m)
+      shape.push_back(oldType.getDimSize(inverse[m]));
+    auto newType = RankedTensorType::get(shape, oldType.getElementType());
+    Value acc = dist::codegen::emptyTensor(
+        rewriter, loc, newType,
+        permuted(tensor::getMixedSizes(rewriter, loc, empty.getResult())));
+    for (tensor::InsertSliceOp link : chain) {
+      auto t = link.getSource().getDefiningOp<linalg::TransposeOp>();
+      Value part =
+          t && t.getPermutation() == ArrayRef<int64_t>(perm)
+              ? t.getInput()
+              : transposeOf(rewriter, link.getLoc(), link.getSource(), inverse);
+      acc = tensor::InsertSliceOp::create(
+          rewriter, link.getLoc(), part, acc, permuted(link.getMixedOffsets()),
+          permuted(link.getMixedSizes()), link.getMixedStrides());
+    }
+    acc.getDefiningOp()->setAttr(kMovedAttr, rewriter.getUnitAttr());
+    rewriter.replaceOp(last, transposeOf(rewriter, loc, acc, perm));
+    return success();
+  }
+};
+
 /// The transpose that defines operand `o` of `g` when `o` is read through
 /// an identity map over all of g's loops.
 linalg::TransposeOp fullTranspose(linalg::GenericOp g, OpOperand &o) {
@@ -314,13 +401,16 @@ struct SinkTransposesPass
     : dist::impl::SinkTransposesPassBase<SinkTransposesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldTransposes, SinkThroughPad, SinkThroughElementwise,
-                 AbsorbIntoGeneric, WriteTransposed>(&getContext());
+    patterns.add<FoldTransposes, SinkThroughPad, SinkThroughConcat,
+                 SinkThroughElementwise, AbsorbIntoGeneric, WriteTransposed>(
+        &getContext());
     GreedyRewriteConfig config;
     config.setMaxIterations(64);
     // Where rewriting stops short (the iteration limit) the graph is as
     // correct as before, with some transposes left.
     (void)applyPatternsGreedily(getOperation(), std::move(patterns), config);
+    getOperation().walk(
+        [](tensor::InsertSliceOp op) { op->removeAttr(kMovedAttr); });
   }
 };
 

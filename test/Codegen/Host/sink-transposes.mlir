@@ -148,3 +148,45 @@ func.func @two_transposes(%x: tensor<?x3x4x5xf32>) -> tensor<?x5x4x3xf32> {
   %t1 = linalg.transpose ins(%t0 : tensor<?x4x5x3xf32>) outs(%e1 : tensor<?x5x4x3xf32>) permutation = [0, 2, 1, 3]
   return %t1 : tensor<?x5x4x3xf32>
 }
+
+// -----
+
+// A concatenation along the channels (a dense block's) of two
+// channels-last images runs channels-last, along the last dim, and is
+// transposed once.
+// CHECK-LABEL: func.func @concat
+// CHECK-SAME: (%[[A:.*]]: tensor<1x4x4x8xf32>, %[[B:.*]]: tensor<1x4x4x2xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<1x4x4x10xf32>
+// CHECK: %[[I0:.*]] = tensor.insert_slice %[[A]] into %[[E]][0, 0, 0, 0] [1, 4, 4, 8] [1, 1, 1, 1]
+// CHECK: %[[I1:.*]] = tensor.insert_slice %[[B]] into %[[I0]][0, 0, 0, 8] [1, 4, 4, 2] [1, 1, 1, 1]
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[I1]] : tensor<1x4x4x10xf32>) {{.*}} permutation = [0, 3, 1, 2]
+// CHECK: return %[[T]] : tensor<1x10x4x4xf32>
+func.func @concat(%a: tensor<1x4x4x8xf32>, %b: tensor<1x4x4x2xf32>) -> tensor<1x10x4x4xf32> {
+  %e0 = tensor.empty() : tensor<1x8x4x4xf32>
+  %ta = linalg.transpose ins(%a : tensor<1x4x4x8xf32>) outs(%e0 : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %e1 = tensor.empty() : tensor<1x2x4x4xf32>
+  %tb = linalg.transpose ins(%b : tensor<1x4x4x2xf32>) outs(%e1 : tensor<1x2x4x4xf32>) permutation = [0, 3, 1, 2]
+  %e = tensor.empty() : tensor<1x10x4x4xf32>
+  %c0 = tensor.insert_slice %ta into %e[0, 0, 0, 0] [1, 8, 4, 4] [1, 1, 1, 1] : tensor<1x8x4x4xf32> into tensor<1x10x4x4xf32>
+  %c1 = tensor.insert_slice %tb into %c0[0, 8, 0, 0] [1, 2, 4, 4] [1, 1, 1, 1] : tensor<1x2x4x4xf32> into tensor<1x10x4x4xf32>
+  return %c1 : tensor<1x10x4x4xf32>
+}
+
+// -----
+
+// A part that is not a transpose (an upsampled NCHW image beside a skip
+// connection) is transposed into the channels-last order on its own.
+// CHECK-LABEL: func.func @concat_mixed
+// CHECK-SAME: (%[[A:.*]]: tensor<1x4x4x8xf32>, %[[B:.*]]: tensor<1x2x4x4xf32>)
+// CHECK: %[[I0:.*]] = tensor.insert_slice %[[A]] into %{{.*}}[0, 0, 0, 0] [1, 4, 4, 8] [1, 1, 1, 1]
+// CHECK: %[[TB:.*]] = linalg.transpose ins(%[[B]] : tensor<1x2x4x4xf32>) {{.*}} permutation = [0, 2, 3, 1]
+// CHECK: %[[I1:.*]] = tensor.insert_slice %[[TB]] into %[[I0]][0, 0, 0, 8] [1, 4, 4, 2] [1, 1, 1, 1] :
+// CHECK: linalg.transpose ins(%[[I1]] : tensor<1x4x4x10xf32>) {{.*}} permutation = [0, 3, 1, 2]
+func.func @concat_mixed(%a: tensor<1x4x4x8xf32>, %b: tensor<1x2x4x4xf32>) -> tensor<1x10x4x4xf32> {
+  %e0 = tensor.empty() : tensor<1x8x4x4xf32>
+  %ta = linalg.transpose ins(%a : tensor<1x4x4x8xf32>) outs(%e0 : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %e = tensor.empty() : tensor<1x10x4x4xf32>
+  %c0 = tensor.insert_slice %ta into %e[0, 0, 0, 0] [1, 8, 4, 4] [1, 1, 1, 1] : tensor<1x8x4x4xf32> into tensor<1x10x4x4xf32>
+  %c1 = tensor.insert_slice %b into %c0[0, 8, 0, 0] [1, 2, 4, 4] [1, 1, 1, 1] : tensor<1x2x4x4xf32> into tensor<1x10x4x4xf32>
+  return %c1 : tensor<1x10x4x4xf32>
+}
