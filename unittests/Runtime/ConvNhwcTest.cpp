@@ -6,8 +6,8 @@
 // arrays, on oneDNN (where it loads: the calls that oneDNN ran are counted)
 // and on the plain loop, over 1x1 to 7x7 kernels, strides, dilations,
 // asymmetric padding, groups (depthwise and several channels a group),
-// batches, every epilogue flag, writable and constant filters, and 1 and 2
-// threads.
+// batches, every epilogue flag, writable and constant filters, and 1 to 3
+// threads (a call split by images or by output rows).
 //
 //===----------------------------------------------------------------------===//
 

@@ -129,14 +129,17 @@ def SinkTransposesPass : Pass<"dist-sink-transposes", "::mlir::func::FuncOp"> {
     no other full-size operand that is not the same transpose, runs in
     `x`'s order instead and its result is transposed (its broadcast
     operands' maps composed with the permutation); a constant `tensor.pad`
-    of a transpose pads the transpose's input; two transposes in a row
+    of a transpose pads the transpose's input; a concatenation (a chain of
+    `tensor.insert_slice`) of transposes concatenates their inputs, a part
+    that is not transposed transposed on its own; two transposes in a row
     become one, or none when they cancel. What stays before another op
     (a pooling or reduction generic) is read through that op's indexing
-    map instead of being copied. Between two convolutions of a residual
-    network the ReLU, the residual add and the pooling then run on the
-    channels-last images and no transpose is left; one stays at the
-    network's input and where a channels-last image meets an op it cannot
-    cross (a concatenation, a reshape).
+    map instead of being copied, and a pooling result that only transposes
+    read is written transposed. Between two convolutions of a residual or
+    dense network the ReLU, the residual add, the concatenation and the
+    pooling then run on the channels-last images and no transpose is left;
+    one stays at the network's input and where a channels-last image meets
+    an op it cannot cross (a reshape: ShuffleNet's channel shuffle).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
