@@ -294,10 +294,17 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
 bool execute(const DnnlApi &api, dnnl_primitive_t prim, int nargs,
              const dnnl_exec_arg_t *args) {
   thread_local dnnl_stream_t stream = nullptr;
-  if (!stream &&
-      api.dnnl_stream_create(&stream, api.engine, dnnl_stream_default_flags) !=
-          dnnl_success)
-    return false;
+  if (!stream) {
+    if (api.dnnl_stream_create(&stream, api.engine,
+                               dnnl_stream_default_flags) != dnnl_success)
+      return false;
+    // A thread's stream lives as long as the process, also after its
+    // thread ends (and stays reachable for leak checkers).
+    static std::mutex streamsMutex;
+    static auto &streams = *new std::vector<dnnl_stream_t>;
+    std::lock_guard<std::mutex> lock(streamsMutex);
+    streams.push_back(stream);
+  }
   return api.dnnl_primitive_execute(prim, stream, nargs, args) ==
              dnnl_success &&
          api.dnnl_stream_wait(stream) == dnnl_success;
