@@ -10,8 +10,8 @@
 // images its brgemm convolutions run near the core's peak on every layer
 // shape of the zoo's networks, where conv.cpp's kernels on NCHW planes do
 // not. Measured on an AMD EPYC (family 26, AVX-512), one thread, one image,
-// the layer alone (`dist-conv-bench --nhwc 1`, and a standalone program over
-// oneDNN's formats): ResNet-50's 3x3 and 1x1 layers 241-308 GFLOP/s against
+// the layer alone (`dist-conv-bench`'s nhwc column, and a standalone
+// program over oneDNN's formats): ResNet-50's 3x3 and 1x1 layers 241-308 GFLOP/s against
 // 163-225 for dist_rt_conv2d_f32, MobileNetV2's 16 -> 96 pointwise layer on
 // 112 x 112 206-215 against 125-131, its stride-2 depthwise layer on
 // 96 x 113 x 113 77 us against 173 (286 in the model); oneDNN on NCHW
