@@ -389,22 +389,16 @@ int main(int argc, char **argv) {
                 worstNhwc,
                 double(std::fabs(a[i] - ol[size_t((b * p + at) * l.f + fo)])));
           }
-          if (worstNhwc > 1e-3) {
-            std::fprintf(stderr,
-                         "error: %s %lldx%lld on %lld: the channels-last call "
-                         "and product differ by %g\n",
-                         model.c_str(), (long long)l.c, (long long)l.f,
-                         (long long)l.h, worstNhwc);
-            ++failures;
-          }
-          if (worst > 1e-3) {
-            std::fprintf(stderr,
-                         "error: %s %lldx%lld on %lld: the call and product "
-                         "differ by %g\n",
-                         model.c_str(), (long long)l.c, (long long)l.f,
-                         (long long)l.h, worst);
-            ++failures;
-          }
+          for (auto [way, diff] : {std::pair{"call", worst},
+                                   std::pair{"channels-last call", worstNhwc}})
+            if (diff > 1e-3) {
+              std::fprintf(stderr,
+                           "error: %s %lldx%lld on %lld: the %s and product "
+                           "differ by %g\n",
+                           model.c_str(), (long long)l.c, (long long)l.f,
+                           (long long)l.h, way, diff);
+              ++failures;
+            }
           double flops = 2.0 * double(n) * double(l.f) * double(taps) * p;
           double best[4] = {0, 0, 0, 0};
           for (int r = 0; r < rounds; ++r) {

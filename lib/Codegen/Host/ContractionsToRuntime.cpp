@@ -537,19 +537,26 @@ struct ContractionsToRuntimePass
     return target;
   }
 
-  /// Where the call of a convolution `op` whose output `out` splits a
-  /// whole buffer's channels goes and the view of the buffer it writes
-  /// (rewriteGroupedConv's rule; `denseTarget`: the activation's buffer
-  /// only when dense, as dist_rt_conv2d_nhwc_f32 needs): at the
-  /// convolution's place (its operands are read when they were, and
-  /// nothing reads the buffer before the activation did), or at the
-  /// activation `next`'s when the call writes its buffer (`act` reset when
-  /// it cannot). The view is marked kCallOverwritesAttr when the call
-  /// writes all of it without reading.
+  /// The activation that the call of a convolution `op` whose output
+  /// `out` splits a whole buffer's channels takes over (`act`, with its op
+  /// `next`, which goes once the call is made; none when it stays), where
+  /// the call goes and the view of the buffer it writes (rewriteGroupedConv's
+  /// rule; `denseTarget`: the activation's buffer only when dense, as
+  /// dist_rt_conv2d_nhwc_f32 needs): at the convolution's place (its
+  /// operands are read when they were, and nothing reads the buffer before
+  /// the activation did), or at the activation's when the call writes its
+  /// buffer. The view is marked kCallOverwritesAttr when the call writes
+  /// all of it without reading.
   std::pair<Operation *, Value>
   groupedCallPlace(Operation *op, Value in, Value wt, Value out,
-                   const ConvInit &ci, linalg::GenericOp next, bool inPlace,
-                   std::optional<ConvActivation> &act, bool denseTarget) {
+                   const ConvInit &ci, bool denseTarget,
+                   linalg::GenericOp &next,
+                   std::optional<ConvActivation> &act) {
+    bool inPlace = false;
+    next = activationAfterGrouped(op, out, inPlace);
+    act.reset();
+    if (next)
+      act = activationOf(next, next.getDpsInputOperand(0)->get());
     Operation *at = op;
     Value dst = out;
     if (act && !inPlace) {
@@ -618,13 +625,10 @@ struct ContractionsToRuntimePass
       return failure();
 
     ConvInit ci = convInit(op, out);
-    bool inPlace = false;
-    linalg::GenericOp next = activationAfterGrouped(op, out, inPlace);
+    linalg::GenericOp next;
     std::optional<ConvActivation> act;
-    if (next)
-      act = activationOf(next, next.getDpsInputOperand(0)->get());
-    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci, next, inPlace, act,
-                                      /*denseTarget=*/false);
+    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci,
+                                      /*denseTarget=*/false, next, act);
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
@@ -816,13 +820,10 @@ struct ContractionsToRuntimePass
       return failure();
 
     ConvInit ci = convInit(op, out, /*channelDim=*/3);
-    bool inPlace = false;
-    linalg::GenericOp next = activationAfterGrouped(op, out, inPlace);
+    linalg::GenericOp next;
     std::optional<ConvActivation> act;
-    if (next)
-      act = activationOf(next, next.getDpsInputOperand(0)->get());
-    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci, next, inPlace, act,
-                                      /*denseTarget=*/true);
+    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci,
+                                      /*denseTarget=*/true, next, act);
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
     // The padded input's interior as a dense image that the call pads,
