@@ -807,3 +807,74 @@ func.func @channels_last_own_padding(%x: memref<?x4x4x8xf32>, %w: memref<16x8x3x
   memref.dealloc %p : memref<?x6x6x8xf32>
   return %out : memref<?x4x4x16xf32>
 }
+
+// -----
+
+// A channels-last layer whose ReLU6 writes the next layer's padded input
+// (MobileNetV2's 1x1 expansion before each depthwise layer): the next
+// layer's call pads a dense image that the ReLU6 writes, and then the
+// first call applies the ReLU6 (flags 4, bounds 0 and 6) and writes that
+// image itself, at the ReLU6's place; no loop is left.
+#ca_in1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#ca_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#ca_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#ca_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last_activation_into_padding(
+// CHECK-NOT: linalg.generic
+// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[IMG:[a-z0-9_]+]] {{.*}} {dist.call_overwrites} : memref<1x4x4x8xf32> into
+// CHECK-NOT: linalg.generic
+// CHECK: memref.extract_aligned_pointer_as_index %[[VIEW]] :
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_nhwc_f32({{.*}}, %c4_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: memref.extract_aligned_pointer_as_index %[[IMG]] :
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_nhwc_f32(
+// CHECK-NOT: linalg.generic
+func.func @channels_last_activation_into_padding(%x: memref<1x4x4x8xf32>, %w1: memref<8x8x1x1xf32>, %w2: memref<16x8x3x3xf32>) -> memref<1x4x4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<1x4x4x8xf32>)
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  %w15 = memref.expand_shape %w1 [[0, 1], [2], [3], [4]] output_shape [1, 8, 8, 1, 1] : memref<8x8x1x1xf32> into memref<1x8x8x1x1xf32>
+  %a5 = memref.expand_shape %a [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.generic {indexing_maps = [#ca_in1, #ca_w, #ca_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w15 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%a5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  %p = memref.alloc() {alignment = 64 : i64} : memref<1x6x6x8xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [1, 1, 6, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x1x6x8xf32, strided<[288, 48, 8, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<1x1x6x8xf32, strided<[288, 48, 8, 1]>>)
+  %bottom = memref.subview %p[0, 5, 0, 0] [1, 1, 6, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x1x6x8xf32, strided<[288, 48, 8, 1], offset: 240>>
+  linalg.fill ins(%zero : f32) outs(%bottom : memref<1x1x6x8xf32, strided<[288, 48, 8, 1], offset: 240>>)
+  %left = memref.subview %p[0, 1, 0, 0] [1, 4, 1, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 48>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 48>>)
+  %right = memref.subview %p[0, 1, 5, 0] [1, 4, 1, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 88>>
+  linalg.fill ins(%zero : f32) outs(%right : memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 88>>)
+  %inner = memref.subview %p[0, 1, 1, 0] [1, 4, 4, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x4x4x8xf32, strided<[288, 48, 8, 1], offset: 56>>
+  linalg.generic {indexing_maps = [#ca_id, #ca_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<1x4x4x8xf32>) outs(%inner : memref<1x4x4x8xf32, strided<[288, 48, 8, 1], offset: 56>>) {
+  ^bb0(%in: f32, %o: f32):
+    %lt = arith.cmpf olt, %in, %zero : f32
+    %lo = arith.select %lt, %zero, %in : f32
+    %gt = arith.cmpf ogt, %lo, %six : f32
+    %hi = arith.select %gt, %six, %lo : f32
+    linalg.yield %hi : f32
+  }
+  memref.dealloc %a : memref<1x4x4x8xf32>
+  %out = memref.alloc() : memref<1x4x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<1x4x4x16xf32>)
+  %p5 = memref.expand_shape %p [[0], [1], [2], [3, 4]] output_shape [1, 6, 6, 1, 8] : memref<1x6x6x8xf32> into memref<1x6x6x1x8xf32>
+  %w25 = memref.expand_shape %w2 [[0, 1], [2], [3], [4]] output_shape [1, 16, 8, 3, 3] : memref<16x8x3x3xf32> into memref<1x16x8x3x3xf32>
+  %o5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 16] : memref<1x4x4x16xf32> into memref<1x4x4x1x16xf32>
+  linalg.generic {indexing_maps = [#ca_in1, #ca_w, #ca_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%p5, %w25 : memref<1x6x6x1x8xf32>, memref<1x16x8x3x3xf32>) outs(%o5 : memref<1x4x4x1x16xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %p : memref<1x6x6x8xf32>
+  return %out : memref<1x4x4x16xf32>
+}
