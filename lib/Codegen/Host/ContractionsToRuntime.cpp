@@ -141,6 +141,9 @@ Operation *nextUseAfter(Operation *op, Value v) {
 struct ConvActivation {
   int64_t flags = 0;
   double lo = -INFINITY, hi = INFINITY;
+  /// Whether the output's old value (a residual) is added first
+  /// (DIST_RT_CONV_ACCUMULATE).
+  bool residual = false;
 };
 
 /// The f32 value of `v` when an arith.constant defines it (in a body or
@@ -160,23 +163,52 @@ std::optional<double> f32Constant(Value v) {
 /// maximumf(x, +0.0); ONNX Clip's lower bound,
 /// select(x < lo, lo, x); its upper bound, select(x > hi, hi, x) (ordered
 /// compares, constant bounds: LowerElementwise's Clip). Null otherwise.
-std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in) {
-  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-      g.getDpsInputOperand(0)->get() != in ||
+/// With `residual`, `g` reads it as well and writes it in place, and its
+/// body first adds the two (a residual connection's Add, the activation
+/// after it optional).
+std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in,
+                                           Value residual = {}) {
+  unsigned inputs = residual ? 2 : 1;
+  if (g.getNumDpsInputs() != inputs || g.getNumDpsInits() != 1 ||
       g.getNumParallelLoops() != g.getNumLoops() ||
       !llvm::all_of(g.getIndexingMapsArray(),
                     [](AffineMap m) { return m.isIdentity(); }))
     return std::nullopt;
+  unsigned at = g.getDpsInputOperand(0)->get() == in ? 0 : 1;
+  if (at >= inputs || g.getDpsInputOperand(at)->get() != in ||
+      (residual &&
+       (g.getDpsInputOperand(1 - at)->get() != residual ||
+        g.getDpsInitOperand(0)->get() != residual || in == residual)))
+    return std::nullopt;
   Block &body = g.getRegion().front();
   ConvActivation act;
-  Value x = body.getArgument(0);
+  Value x = body.getArgument(at);
+  Operation *residualAdd = nullptr;
+  if (residual) {
+    // The Add first (after any constants), of the two inputs' values.
+    auto first = llvm::find_if(body.without_terminator(), [](Operation &op) {
+      return !isa<arith::ConstantOp>(op);
+    });
+    auto add = first == body.without_terminator().end()
+                   ? arith::AddFOp()
+                   : dyn_cast<arith::AddFOp>(*first);
+    Value r = body.getArgument(1 - at);
+    if (!add ||
+        !((add.getLhs() == x && add.getRhs() == r) ||
+          (add.getLhs() == r && add.getRhs() == x)) ||
+        !body.getArgument(inputs).use_empty())
+      return std::nullopt;
+    act.residual = true;
+    residualAdd = add;
+    x = add.getResult();
+  }
   // 0: nothing yet, 1: after the ReLU, 2: after lo, 3: after hi.
   int stage = 0;
   // The ops of the SiLU or HardSwish, once read.
   llvm::SmallPtrSet<Operation *, 8> gate;
   for (auto it = body.begin(); &*it != body.getTerminator(); ++it) {
     Operation *op = &*it;
-    if (isa<arith::ConstantOp>(op) || gate.contains(op))
+    if (isa<arith::ConstantOp>(op) || gate.contains(op) || op == residualAdd)
       continue;
     if (isa<arith::NegFOp, arith::MulFOp>(op) && stage == 0 && gate.empty()) {
       SmallVector<Operation *> chain;
@@ -229,7 +261,7 @@ std::optional<ConvActivation> activationOf(linalg::GenericOp g, Value in) {
     ++it;
   }
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (!act.flags || yield.getOperand(0) != x)
+  if ((!act.flags && !act.residual) || yield.getOperand(0) != x)
     return std::nullopt;
   return act;
 }
@@ -444,11 +476,15 @@ struct ContractionsToRuntimePass
   /// The elementwise generic that next reads the grouped convolution
   /// `op`'s output `out` (a view splitting the channels of a whole NCHW
   /// buffer), reading the whole buffer or a view that merges `out`'s
-  /// groups again (the same elements, the same layout), and writing it back
-  /// in place (`inPlace`) or another buffer; null when some other op uses
-  /// them first.
+  /// groups again (the same elements, the same layout: `read`), and writing
+  /// it back in place (`inPlace`) or another buffer; null when some other
+  /// op uses them first. With `allowResidual`, the generic may read a
+  /// second buffer that it writes in place (`residual`: a residual
+  /// connection's Add written over its other operand).
   static linalg::GenericOp activationAfterGrouped(Operation *op, Value out,
-                                                  bool &inPlace) {
+                                                  bool &inPlace, Value &read,
+                                                  Value &residual,
+                                                  bool allowResidual) {
     Operation *view;
     Value whole = wholeBuffer(op, out, view);
     if (!view)
@@ -474,24 +510,92 @@ struct ContractionsToRuntimePass
       if (!touches(other))
         continue;
       auto g = dyn_cast<linalg::GenericOp>(other);
-      if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-          !llvm::is_contained(aliases, g.getDpsInputOperand(0)->get()))
+      if (!g || g.getNumDpsInits() != 1)
         return {};
-      inPlace = llvm::is_contained(aliases, g.getDpsInitOperand(0)->get());
+      Value init = g.getDpsInitOperand(0)->get();
+      read = residual = Value();
+      if (g.getNumDpsInputs() == 1 &&
+          llvm::is_contained(aliases, g.getDpsInputOperand(0)->get())) {
+        read = g.getDpsInputOperand(0)->get();
+      } else if (g.getNumDpsInputs() == 2 && allowResidual) {
+        for (unsigned i : {0u, 1u}) {
+          Value a = g.getDpsInputOperand(i)->get(),
+                b = g.getDpsInputOperand(1 - i)->get();
+          if (llvm::is_contained(aliases, a) && b == init &&
+              !llvm::is_contained(aliases, b) &&
+              dist::codegen::rootBuffer(b) != dist::codegen::rootBuffer(a)) {
+            read = a;
+            residual = b;
+          }
+        }
+      }
+      if (!read)
+        return {};
+      inPlace = llvm::is_contained(aliases, init);
       return g;
     }
     return {};
   }
 
   /// Whether each of `values` is dead after `act`: next used by a dealloc
-  /// or an op that overwrites it without reading, or not at all.
+  /// or an op that overwrites it without reading, or not at all; or its
+  /// buffer's contents are (wholeBufferDeadAfter).
   static bool deadAfter(Operation *act, ArrayRef<Value> values) {
     for (Value v : values)
       if (Operation *after = nextUseAfter(act, v))
         if (!isa<memref::DeallocOp>(after) &&
-            !dist::codegen::overwritesWithoutReading(after, v))
+            !dist::codegen::overwritesWithoutReading(after, v) &&
+            !wholeBufferDeadAfter(act, v))
           return false;
     return true;
+  }
+
+  /// Whether the contents of the allocation under `v` are dead after `act`:
+  /// the first op after it that uses the allocation through any of its
+  /// views (making a view or reading a size is no use) deallocates it or
+  /// writes all of it without reading (overwritesWithoutReading, through
+  /// the allocation or a reshape of it). A view made before `act` may still
+  /// be read after that write (MobileNetV2's expansion output, whose buffer
+  /// the depthwise layer's ReLU6 reuses before the projection reads it).
+  static bool wholeBufferDeadAfter(Operation *act, Value v) {
+    Value root = dist::codegen::rootBuffer(v);
+    if (!root.getDefiningOp<memref::AllocOp>())
+      return false;
+    Block *block = act->getBlock();
+    Operation *first = nullptr;
+    Value firstAlias;
+    SmallVector<std::pair<Value, bool>> aliases{{root, true}};
+    for (size_t i = 0; i < aliases.size(); ++i) {
+      auto [alias, whole] = aliases[i];
+      for (OpOperand &use : alias.getUses()) {
+        Operation *user = use.getOwner();
+        bool marked = isa<memref::ExpandShapeOp>(user) &&
+                      user->hasAttr(dist::codegen::kCallOverwritesAttr);
+        if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+            view && !marked && view.getViewSource() == alias) {
+          aliases.push_back(
+              {user->getResult(0),
+               whole &&
+                   isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user)});
+          continue;
+        }
+        if (isa<memref::DimOp>(user))
+          continue;
+        Operation *at = block->findAncestorOpInBlock(*user);
+        if (!at || at == act || at->isBeforeInBlock(act))
+          continue;
+        if (!first || at->isBeforeInBlock(first)) {
+          first = at;
+          firstAlias = whole && at == user ? alias : Value();
+        } else if (at == first) {
+          firstAlias = Value(); // Used twice: it may read another view.
+        }
+      }
+    }
+    return !first ||
+           (firstAlias &&
+            (isa<memref::DeallocOp>(first) ||
+             dist::codegen::overwritesWithoutReading(first, firstAlias)));
   }
 
   /// Whether a convolution call at the place of the activation `act` after
@@ -538,8 +642,8 @@ struct ContractionsToRuntimePass
   /// view, and nothing between the two could write the operands); null
   /// otherwise.
   Value groupedDestination(Operation *op, Value in, Value wt,
-                           const ConvInit &ci, Value out,
-                           linalg::GenericOp act) {
+                           const ConvInit &ci, Value out, linalg::GenericOp act,
+                           Value read) {
     Operation *view;
     Value whole = wholeBuffer(op, out, view);
     auto split = dyn_cast_or_null<memref::ExpandShapeOp>(view);
@@ -547,7 +651,7 @@ struct ContractionsToRuntimePass
     auto type = cast<MemRefType>(target.getType());
     if (!ci.overwrite || !split ||
         type.getShape() != split.getSrcType().getShape() ||
-        !deadAfter(act, {whole, act.getDpsInputOperand(0)->get(), out}) ||
+        !deadAfter(act, {whole, read, out}) ||
         !canWriteAtActivation(op, act, target, {in, wt, whole, ci.bias}) ||
         failed(memref::ExpandShapeOp::computeExpandedType(
             type, split.getResultType().getShape(),
@@ -565,21 +669,26 @@ struct ContractionsToRuntimePass
   /// operands are read when they were, and nothing reads the buffer before
   /// the activation did), or at the activation's when the call writes its
   /// buffer. The view is marked kCallOverwritesAttr when the call writes
-  /// all of it without reading.
+  /// all of it without reading. With `allowResidual` (a call that can
+  /// accumulate with its bias and activation), the activation may be a
+  /// residual connection's Add written over its other operand, which the
+  /// call then accumulates onto (act->residual).
   std::pair<Operation *, Value>
   groupedCallPlace(Operation *op, Value in, Value wt, Value out,
-                   const ConvInit &ci, bool denseTarget,
+                   const ConvInit &ci, bool denseTarget, bool allowResidual,
                    linalg::GenericOp &next,
                    std::optional<ConvActivation> &act) {
     bool inPlace = false;
-    next = activationAfterGrouped(op, out, inPlace);
+    Value read, residual;
+    next =
+        activationAfterGrouped(op, out, inPlace, read, residual, allowResidual);
     act.reset();
     if (next)
-      act = activationOf(next, next.getDpsInputOperand(0)->get());
+      act = activationOf(next, read, residual);
     Operation *at = op;
     Value dst = out;
     if (act && !inPlace) {
-      Value target = groupedDestination(op, in, wt, ci, out, next);
+      Value target = groupedDestination(op, in, wt, ci, out, next, read);
       if (target && (!denseTarget || denseF32(target))) {
         dst = target;
         at = next;
@@ -599,8 +708,10 @@ struct ContractionsToRuntimePass
       auto whole = memref::ExpandShapeOp::create(
           b, loc, *type, dst, split.getReassociationIndices());
       // For FuseProductEpilogues (a 1x1 product's buffer reused here): the
-      // call writes all of it without reading (overwritesWithoutReading).
-      whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
+      // call writes all of it without reading (overwritesWithoutReading),
+      // unless it adds a residual there.
+      if (!act->residual)
+        whole->setAttr(dist::codegen::kCallOverwritesAttr, b.getUnitAttr());
       return {at, whole};
     }
     if (ci.overwrite) {
@@ -646,8 +757,9 @@ struct ContractionsToRuntimePass
     ConvInit ci = convInit(op, out);
     linalg::GenericOp next;
     std::optional<ConvActivation> act;
-    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci,
-                                      /*denseTarget=*/false, next, act);
+    auto [at, dst] =
+        groupedCallPlace(op, in, wt, out, ci, /*denseTarget=*/false,
+                         /*allowResidual=*/false, next, act);
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
     SmallVector<int64_t> strides(op.getStrides().getValues<int64_t>());
@@ -841,8 +953,8 @@ struct ContractionsToRuntimePass
     ConvInit ci = convInit(op, out, /*channelDim=*/3);
     linalg::GenericOp next;
     std::optional<ConvActivation> act;
-    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci,
-                                      /*denseTarget=*/true, next, act);
+    auto [at, dst] = groupedCallPlace(op, in, wt, out, ci, /*denseTarget=*/true,
+                                      /*allowResidual=*/true, next, act);
     OpBuilder b(at);
     CallArgs call{b, op.getLoc()};
     // The padded input's interior as a dense image that the call pads,
@@ -911,8 +1023,10 @@ struct ContractionsToRuntimePass
     for (double bound : {a.lo, a.hi})
       args.push_back(arith::ConstantFloatOp::create(
           b, call.loc, b.getF32Type(), APFloat(static_cast<float>(bound))));
-    args.push_back(call.constant(
-        a.flags | (ci.overwrite ? 0 : dist::runtime_abi::kConvAccumulate)));
+    args.push_back(
+        call.constant(a.flags | (ci.overwrite && !a.residual
+                                     ? 0
+                                     : dist::runtime_abi::kConvAccumulate)));
     func::FuncOp callee =
         runtimeFunction(op, dist::runtime_abi::kConv2dNhwcF32, args);
     func::CallOp::create(b, call.loc, callee, args);

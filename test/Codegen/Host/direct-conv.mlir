@@ -878,3 +878,176 @@ func.func @channels_last_activation_into_padding(%x: memref<1x4x4x8xf32>, %w1: m
   memref.dealloc %p : memref<1x6x6x8xf32>
   return %out : memref<1x4x4x16xf32>
 }
+
+// -----
+
+// The output's buffer is written whole (here a fill) after the ReLU6 and
+// before a view of it made earlier is read again (MobileNetV2's expansion
+// output, whose buffer the depthwise layer's ReLU6 reuses before the
+// projection reads it): its contents are dead after the ReLU6, which goes
+// into the call (flags 4), writing the ReLU6's buffer. When the view is
+// read before the buffer is written, the ReLU6 stays.
+#cw_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#cw_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cw_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#cw_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last_buffer_rewritten(
+// CHECK-SAME: %[[IMG:[a-z0-9]+]]: memref<1x4x4x8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[IMG]] {{.*}} {dist.call_overwrites}
+// CHECK: memref.extract_aligned_pointer_as_index %[[VIEW]] :
+// CHECK: call @dist_rt_conv2d_nhwc_f32({{.*}}, %c4_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.fill
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_nhwc_f32(
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @channels_last_buffer_read_first(
+// CHECK: call @dist_rt_conv2d_nhwc_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK: arith.cmpf olt
+// CHECK: call @dist_rt_conv2d_nhwc_f32(
+// CHECK: linalg.fill
+func.func @channels_last_buffer_rewritten(%img: memref<1x4x4x8xf32>, %x: memref<1x4x4x8xf32>, %w: memref<8x8x1x1xf32>, %out: memref<1x4x4x8xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<1x4x4x8xf32>)
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 8, 8, 1, 1] : memref<8x8x1x1xf32> into memref<1x8x8x1x1xf32>
+  %a5 = memref.expand_shape %a [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.generic {indexing_maps = [#cw_in, #cw_w, #cw_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%a5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#cw_id, #cw_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<1x4x4x8xf32>) outs(%img : memref<1x4x4x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %lt = arith.cmpf olt, %in, %zero : f32
+    %lo = arith.select %lt, %zero, %in : f32
+    %gt = arith.cmpf ogt, %lo, %six : f32
+    %hi = arith.select %gt, %six, %lo : f32
+    linalg.yield %hi : f32
+  }
+  linalg.fill ins(%one : f32) outs(%a : memref<1x4x4x8xf32>)
+  %out5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<1x4x4x8xf32>)
+  linalg.generic {indexing_maps = [#cw_in, #cw_w, #cw_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%a5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%out5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %a : memref<1x4x4x8xf32>
+  return
+}
+func.func @channels_last_buffer_read_first(%img: memref<1x4x4x8xf32>, %x: memref<1x4x4x8xf32>, %w: memref<8x8x1x1xf32>, %out: memref<1x4x4x8xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<1x4x4x8xf32>)
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 8, 8, 1, 1] : memref<8x8x1x1xf32> into memref<1x8x8x1x1xf32>
+  %a5 = memref.expand_shape %a [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.generic {indexing_maps = [#cw_in, #cw_w, #cw_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%a5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#cw_id, #cw_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<1x4x4x8xf32>) outs(%img : memref<1x4x4x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %lt = arith.cmpf olt, %in, %zero : f32
+    %lo = arith.select %lt, %zero, %in : f32
+    %gt = arith.cmpf ogt, %lo, %six : f32
+    %hi = arith.select %gt, %six, %lo : f32
+    linalg.yield %hi : f32
+  }
+  %out5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<1x4x4x8xf32>)
+  linalg.generic {indexing_maps = [#cw_in, #cw_w, #cw_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%a5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%out5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%one : f32) outs(%a : memref<1x4x4x8xf32>)
+  memref.dealloc %a : memref<1x4x4x8xf32>
+  return
+}
+
+// -----
+
+// A residual connection's Add (and ReLU) written over its other operand
+// after a channels-last layer (ResNet's identity blocks, MobileNetV2's
+// inverted residuals): the call goes at the Add's place and accumulates
+// onto that operand with its bias and ReLU (flags 1 | 2), not marked as
+// overwriting it; the Add's loop goes. An Add into a third buffer stays.
+#cr_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#cr_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cr_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#cr_bias = affine_map<(d0, d1, d2, d3) -> (d3)>
+#cr_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last_residual(
+// CHECK-SAME: %[[R:[a-z0-9]+]]: memref<1x4x4x8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[R]] {{\[\[}}0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref
+// CHECK: memref.extract_aligned_pointer_as_index %[[VIEW]] :
+// CHECK: call @dist_rt_conv2d_nhwc_f32({{.*}}, %c3_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @channels_last_residual_elsewhere(
+// CHECK: call @dist_rt_conv2d_nhwc_f32({{.*}}, %c0_i64{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK: arith.addf
+func.func @channels_last_residual(%r: memref<1x4x4x8xf32>, %x: memref<1x4x4x8xf32>, %w: memref<8x8x1x1xf32>, %b: memref<8xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x8xf32>
+  linalg.generic {indexing_maps = [#cr_bias, #cr_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b : memref<8xf32>) outs(%a : memref<1x4x4x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 8, 8, 1, 1] : memref<8x8x1x1xf32> into memref<1x8x8x1x1xf32>
+  %a5 = memref.expand_shape %a [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.generic {indexing_maps = [#cr_in, #cr_w, #cr_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%a5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#cr_id, #cr_id, #cr_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%r, %a : memref<1x4x4x8xf32>, memref<1x4x4x8xf32>) outs(%r : memref<1x4x4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %s = arith.addf %in, %in2 : f32
+    %m = arith.maximumf %s, %zero : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %a : memref<1x4x4x8xf32>
+  return
+}
+func.func @channels_last_residual_elsewhere(%r: memref<1x4x4x8xf32>, %x: memref<1x4x4x8xf32>, %w: memref<8x8x1x1xf32>, %b: memref<8xf32>, %y: memref<1x4x4x8xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x8xf32>
+  linalg.generic {indexing_maps = [#cr_bias, #cr_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b : memref<8xf32>) outs(%a : memref<1x4x4x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 8, 8, 1, 1] : memref<8x8x1x1xf32> into memref<1x8x8x1x1xf32>
+  %a5 = memref.expand_shape %a [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.generic {indexing_maps = [#cr_in, #cr_w, #cr_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%a5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#cr_id, #cr_id, #cr_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %r : memref<1x4x4x8xf32>, memref<1x4x4x8xf32>) outs(%y : memref<1x4x4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %s = arith.addf %in, %in2 : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %a : memref<1x4x4x8xf32>
+  return
+}
