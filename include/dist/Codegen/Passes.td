@@ -145,6 +145,27 @@ def SinkTransposesPass : Pass<"dist-sink-transposes", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ReuseInputBuffersPass
+    : Pass<"dist-reuse-input-buffers", "::mlir::func::FuncOp"> {
+  let summary = "write an elementwise result over one of its inputs' "
+                "buffers where bufferization can";
+  let description = [{
+    An all-parallel generic on tensors with at least two inputs of its
+    result's type (a residual connection's Add), one init (a tensor.empty
+    that its body does not read) and identity maps gets as its init the
+    earliest-made of those inputs (not a constant, not a function
+    argument, made in the same block). One-shot bufferization then writes
+    the result over that input's buffer when nothing reads the input
+    afterwards, and into a fresh buffer otherwise, without a copy either
+    way. Results inserted into larger tensors (pads, concatenations) keep
+    their init: empty-tensor elimination writes them in place there.
+    After it, the call of the channels-last convolution that makes the
+    other operand accumulates onto the residual
+    (dist-contractions-to-runtime).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def FuseRowsPass : Pass<"dist-fuse-rows", "::mlir::func::FuncOp"> {
   let summary = "compute a normalisation's passes over blocks of rows in "
                 "one loop";

@@ -53,6 +53,10 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
   // one per pad (two merged fills would be copied, see FuseElementwise).
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
+  // Channels-last: a residual Add written over its residual's buffer,
+  // where the call making the other operand accumulates.
+  if (conv == ConvKernel::ChannelsLast)
+    pm.addNestedPass<func::FuncOp>(createReuseInputBuffersPass());
   // A normalisation's passes over blocks of rows in one loop (scf.forall,
   // a parallel loop once bufferized).
   if (fuseRows) {
