@@ -131,15 +131,21 @@ def SinkTransposesPass : Pass<"dist-sink-transposes", "::mlir::func::FuncOp"> {
     operands' maps composed with the permutation); a constant `tensor.pad`
     of a transpose pads the transpose's input; a concatenation (a chain of
     `tensor.insert_slice`) of transposes concatenates their inputs, a part
-    that is not transposed transposed on its own; two transposes in a row
-    become one, or none when they cancel. What stays before another op
-    (a pooling or reduction generic) is read through that op's indexing
-    map instead of being copied, and a pooling result that only transposes
-    read is written transposed. Between two convolutions of a residual or
-    dense network the ReLU, the residual add, the concatenation and the
-    pooling then run on the channels-last images and no transpose is left;
-    one stays at the network's input and where a channels-last image meets
-    an op it cannot cross (a reshape: ShuffleNet's channel shuffle).
+    that is not transposed transposed on its own; a reshape that splits
+    dims of a transpose splits its input's, one that merges them merges its
+    input's, after a permutation of the merged dims' order where the
+    transpose had another (ShuffleNet's channel shuffle becomes a
+    permutation of each pixel's channels); slices of a transpose slice its
+    input; two transposes in a row become one, or none when they cancel.
+    What stays before another op (a pooling or reduction generic) is read
+    through that op's indexing map instead of being copied, and a pooling
+    result that only transposes read, directly or through constant pads
+    and slices, is written transposed. Between two convolutions of a
+    residual, dense or channel-shuffle network the ReLU, the residual add,
+    the concatenation, the split, the shuffle and the pooling then run on
+    the channels-last images and no transpose is left; one stays at the
+    network's input and where a channels-last image meets an op it cannot
+    cross (a flatten into a matrix).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -947,6 +947,18 @@ struct ContractionsToRuntimePass
       if (cast<MemRefType>(v.getType()).getRank() != 5 ||
           !cast<MemRefType>(v.getType()).getElementType().isF32())
         return failure();
+    // The lowering's maps: the input's images, groups and channels, the
+    // weight's [G, Fg, Cg, KH, KW] and the output's dims as the loops
+    // (n, oh, ow, g, fg, kh, kw, cg).
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, op.getContext()); };
+    if (maps[0].getResult(0) != d(0) || maps[0].getResult(3) != d(3) ||
+        maps[0].getResult(4) != d(7) ||
+        maps[1] != AffineMap::get(8, 0, {d(3), d(4), d(7), d(5), d(6)},
+                                  op.getContext()) ||
+        maps[2] != AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)},
+                                  op.getContext()))
+      return failure();
     if (out == in || out == wt || !denseF32(out))
       return failure();
 

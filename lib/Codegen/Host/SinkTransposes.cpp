@@ -107,6 +107,165 @@ struct SinkThroughPad : OpRewritePattern<tensor::PadOp> {
   }
 };
 
+/// Whether `perm` is the identity permutation.
+bool isIdentityPerm(ArrayRef<int64_t> perm) {
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (p != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+/// transpose(x, perm), or x when perm is the identity.
+Value transposeOrSelf(PatternRewriter &b, Location loc, Value x,
+                      ArrayRef<int64_t> perm) {
+  return isIdentityPerm(perm) ? x : transposeOf(b, loc, x, perm);
+}
+
+/// expand_shape(transpose(x, p)) = transpose(expand_shape'(x), p'): dim
+/// p[i] of x splits as dim i of the transpose does, and p' keeps each
+/// split's dims together, in the transpose's order (ShuffleNet's channel
+/// shuffle splits the channels into groups). The transpose used once, the
+/// split not a channels-last convolution's view of its channels by groups
+/// (the convolution reads its image as stored).
+struct SinkThroughExpand : OpRewritePattern<tensor::ExpandShapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExpandShapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getSrc().getDefiningOp<linalg::TransposeOp>();
+    if (!t || !t.hasPureTensorSemantics() || !t->hasOneUse())
+      return failure();
+    for (Operation *user : op->getUsers())
+      if (user->hasAttr(dist::codegen::kChannelsLastConvAttr))
+        return failure();
+    ArrayRef<int64_t> p = t.getPermutation();
+    SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
+    SmallVector<OpFoldResult> sizes = op.getMixedOutputShape();
+    RankedTensorType type = op.getResultType();
+    int64_t rank = static_cast<int64_t>(p.size());
+    SmallVector<int64_t> inverse(rank), start(rank), shape(type.getRank()),
+        perm(type.getRank());
+    for (int64_t i = 0; i < rank; ++i)
+      inverse[p[i]] = i;
+    // x's dims in order, each split into its transposed dim's group.
+    SmallVector<ReassociationIndices> xGroups;
+    SmallVector<OpFoldResult> xSizes;
+    SmallVector<int64_t> xShape;
+    for (int64_t d = 0, next = 0; d < rank; ++d) {
+      start[d] = next;
+      ReassociationIndices g;
+      for (int64_t r : groups[inverse[d]]) {
+        g.push_back(next++);
+        xSizes.push_back(sizes[r]);
+        xShape.push_back(type.getDimSize(r));
+      }
+      xGroups.push_back(g);
+    }
+    // Result dim r, the k-th of group i, is dim start[p[i]] + k of x's.
+    for (int64_t i = 0; i < rank; ++i)
+      for (auto [k, r] : llvm::enumerate(groups[i]))
+        perm[r] = start[p[i]] + static_cast<int64_t>(k);
+    Location loc = op.getLoc();
+    Value expanded = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(xShape, type.getElementType()),
+        t.getInput(), xGroups, xSizes);
+    rewriter.replaceOp(op, transposeOrSelf(rewriter, loc, expanded, perm));
+    return success();
+  }
+};
+
+/// collapse_shape(transpose(x, p)) = transpose(collapse_shape'(transpose(x,
+/// q)), p'): q orders x's dims so that each merged group's dims are
+/// together, in the transpose's order (the identity when they already
+/// are), groups in the order of their first dim in x; the merge happens in
+/// that order and p' orders the merged dims as the transpose did. A
+/// channel shuffle on channels-last images is then an inner permutation
+/// of each pixel's channels (q), and p' moves on down. Nothing changes
+/// when q is p (the merge needs the transposed order: a flatten). The
+/// transpose used once.
+struct SinkThroughCollapse : OpRewritePattern<tensor::CollapseShapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::CollapseShapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getSrc().getDefiningOp<linalg::TransposeOp>();
+    if (!t || !t.hasPureTensorSemantics() || !t->hasOneUse())
+      return failure();
+    ArrayRef<int64_t> p = t.getPermutation();
+    SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
+    int64_t rank = static_cast<int64_t>(p.size());
+    int64_t merged = static_cast<int64_t>(groups.size());
+    SmallVector<int64_t> groupOf(rank);
+    for (auto [gi, g] : llvm::enumerate(groups))
+      for (int64_t i : g)
+        groupOf[p[i]] = static_cast<int64_t>(gi);
+    SmallVector<int64_t> q, order, perm(merged);
+    SmallVector<bool> placed(merged, false);
+    SmallVector<ReassociationIndices> xGroups;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t gi = groupOf[d];
+      if (placed[gi])
+        continue;
+      placed[gi] = true;
+      perm[gi] = static_cast<int64_t>(order.size());
+      order.push_back(gi);
+      ReassociationIndices g;
+      for (int64_t i : groups[gi]) {
+        g.push_back(static_cast<int64_t>(q.size()));
+        q.push_back(p[i]);
+      }
+      xGroups.push_back(g);
+    }
+    if (ArrayRef<int64_t>(q) == p)
+      return failure();
+    Location loc = op.getLoc();
+    Value inner = transposeOrSelf(rewriter, loc, t.getInput(), q);
+    Value collapsed =
+        tensor::CollapseShapeOp::create(rewriter, loc, inner, xGroups);
+    rewriter.replaceOp(op, transposeOrSelf(rewriter, loc, collapsed, perm));
+    return success();
+  }
+};
+
+/// extract_slice(transpose(x, p)) = transpose(extract_slice'(x), p), the
+/// offsets, sizes and strides permuted, for a transpose that only such
+/// slices read (ShuffleNet's channel split): each slice of it becomes a
+/// transpose of a slice of x.
+struct SinkThroughSlices : OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::TransposeOp t,
+                                PatternRewriter &rewriter) const override {
+    if (!t.hasPureTensorSemantics() || t->use_empty())
+      return failure();
+    SmallVector<tensor::ExtractSliceOp> slices;
+    for (Operation *user : t->getUsers()) {
+      auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (!slice ||
+          slice.getSourceType().getRank() != slice.getResultType().getRank())
+        return failure();
+      slices.push_back(slice);
+    }
+    ArrayRef<int64_t> p = t.getPermutation();
+    int64_t rank = static_cast<int64_t>(p.size());
+    SmallVector<int64_t> inverse(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      inverse[p[i]] = i;
+    auto permuted = [&](ArrayRef<OpFoldResult> v) {
+      SmallVector<OpFoldResult> out;
+      for (int64_t d = 0; d < rank; ++d)
+        out.push_back(v[inverse[d]]);
+      return out;
+    };
+    for (tensor::ExtractSliceOp slice : slices) {
+      rewriter.setInsertionPoint(slice);
+      Value part = tensor::ExtractSliceOp::create(
+          rewriter, slice.getLoc(), t.getInput(),
+          permuted(slice.getMixedOffsets()), permuted(slice.getMixedSizes()),
+          permuted(slice.getMixedStrides()));
+      rewriter.replaceOp(slice, transposeOf(rewriter, slice.getLoc(), part, p));
+    }
+    return success();
+  }
+};
+
 /// Marks the last link of a concatenation that SinkThroughConcat made.
 constexpr llvm::StringLiteral kMovedAttr = "dist.sunk_concat";
 
@@ -287,7 +446,9 @@ struct AbsorbIntoGeneric : OpRewritePattern<linalg::GenericOp> {
   AbsorbIntoGeneric(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/1) {}
   LogicalResult matchAndRewrite(linalg::GenericOp g,
                                 PatternRewriter &rewriter) const override {
-    if (!g.hasPureTensorSemantics())
+    // A channels-last convolution's call reads its input as stored.
+    if (!g.hasPureTensorSemantics() ||
+        g->hasAttr(dist::codegen::kChannelsLastConvAttr))
       return failure();
     MLIRContext *ctx = g.getContext();
     bool elementwise = sinksThrough(g);
@@ -329,20 +490,68 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
         g.getResult(0).use_empty() ||
         (g.getNumDpsInputs() == 2 && dist::codegen::isMulAddBody(g)))
       return failure(); // (Products: dist-fuse-elementwise's.)
+    // Its users: transposes by one permutation, and constant pads (static
+    // amounts) and slices (of its rank) that only such transposes read
+    // (ShuffleNet's max pooling before a padded depthwise layer and a
+    // channel split), which pad or slice the transposed result. Sizes read
+    // from them (a dynamic batch) are read from the transposed values.
     SmallVector<int64_t> perm;
-    for (Operation *user : g.getResult(0).getUsers()) {
-      auto t = dyn_cast<linalg::TransposeOp>(user);
-      if (!t || t.getInput() != g.getResult(0))
-        return failure();
+    auto samePerm = [&](Operation *op, Value of) {
+      if (auto dim = dyn_cast<tensor::DimOp>(op))
+        return dim.getSource() == of && dim.getConstantIndex().has_value();
+      auto t = dyn_cast<linalg::TransposeOp>(op);
+      if (!t || t.getInput() != of)
+        return false;
       if (perm.empty())
         perm.assign(t.getPermutation().begin(), t.getPermutation().end());
-      else if (ArrayRef<int64_t>(perm) != t.getPermutation())
+      return ArrayRef<int64_t>(perm) == t.getPermutation();
+    };
+    SmallVector<tensor::PadOp> pads;
+    SmallVector<tensor::ExtractSliceOp> slices;
+    for (Operation *user : g.getResult(0).getUsers()) {
+      if (samePerm(user, g.getResult(0)))
+        continue;
+      if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user)) {
+        if (slice.getSourceType().getRank() !=
+                slice.getResultType().getRank() ||
+            slice->use_empty() ||
+            !llvm::all_of(slice->getUsers(), [&](Operation *sliceUser) {
+              return samePerm(sliceUser, slice.getResult());
+            }))
+          return failure();
+        slices.push_back(slice);
+        continue;
+      }
+      auto pad = dyn_cast<tensor::PadOp>(user);
+      if (!pad || pad.getSource() != g.getResult(0) ||
+          !pad.getConstantPaddingValue() || !pad.getLow().empty() ||
+          !pad.getHigh().empty() || pad->use_empty() ||
+          !llvm::all_of(pad->getUsers(), [&](Operation *padUser) {
+            return samePerm(padUser, pad.getResult());
+          }))
         return failure();
+      pads.push_back(pad);
     }
     OpOperand *init = g.getDpsInitOperand(0);
     AffineMap outMap = g.getMatchingIndexingMap(init);
-    if (!outMap.isProjectedPermutation())
+    if (perm.empty() || !outMap.isProjectedPermutation())
       return failure();
+    // The users of `old` read `moved` (old transposed by perm): its
+    // transposes `moved` itself, its size k moved's size i, perm[i] = k.
+    auto replaceUsers = [&](Value old, Value moved) {
+      for (Operation *user : llvm::make_early_inc_range(old.getUsers())) {
+        auto dim = dyn_cast<tensor::DimOp>(user);
+        if (!dim) {
+          rewriter.replaceOp(user, moved);
+          continue;
+        }
+        int64_t k = *dim.getConstantIndex();
+        int64_t i = llvm::find(perm, k) - perm.begin();
+        rewriter.setInsertionPoint(dim);
+        rewriter.replaceOp(
+            dim, tensor::DimOp::create(rewriter, dim.getLoc(), moved, i));
+      }
+    };
     // The init, filled (or left empty) in the transposed order.
     Location loc = g.getLoc();
     Value fillValue;
@@ -356,8 +565,9 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
     AffineMap newOut =
         AffineMap::getPermutationMap(perm, g.getContext()).compose(outMap);
     auto oldType = cast<RankedTensorType>(g.getResult(0).getType());
+    // (The init's sizes: those of the result, read before the generic.)
     SmallVector<OpFoldResult> sizes = dist::codegen::sizesOf(rewriter, loc,
-                                                             g.getResult(0)),
+                                                             init->get()),
                               newSizes;
     SmallVector<int64_t> shape;
     for (int64_t p : perm) {
@@ -389,9 +599,42 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
         linalg::interchangeGenericOp(rewriter, moved, order);
     Value result = succeeded(interchanged) ? interchanged->getResult(0)
                                            : moved.getResult(0);
-    for (Operation *user :
-         llvm::make_early_inc_range(g.getResult(0).getUsers()))
-      rewriter.replaceOp(user, result);
+    // Each pad pads the transposed result, its dim i by the old dim
+    // perm[i]'s amounts, and replaces the transposes of its result.
+    for (tensor::PadOp pad : pads) {
+      rewriter.setInsertionPoint(pad);
+      ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+      auto padType = pad.getResultType();
+      SmallVector<OpFoldResult> lo, hi;
+      SmallVector<int64_t> padShape;
+      for (int64_t p : perm) {
+        lo.push_back(rewriter.getIndexAttr(low[p]));
+        hi.push_back(rewriter.getIndexAttr(high[p]));
+        padShape.push_back(padType.getDimSize(p));
+      }
+      Value padded = tensor::PadOp::create(
+          rewriter, pad.getLoc(),
+          RankedTensorType::get(padShape, padType.getElementType()), result, lo,
+          hi, pad.getConstantPaddingValue());
+      replaceUsers(pad.getResult(), padded);
+      rewriter.eraseOp(pad);
+    }
+    // Each slice likewise, its offsets, sizes and strides permuted.
+    for (tensor::ExtractSliceOp slice : slices) {
+      rewriter.setInsertionPoint(slice);
+      auto permuted = [&](ArrayRef<OpFoldResult> v) {
+        SmallVector<OpFoldResult> out;
+        for (int64_t p : perm)
+          out.push_back(v[p]);
+        return out;
+      };
+      Value part = tensor::ExtractSliceOp::create(
+          rewriter, slice.getLoc(), result, permuted(slice.getMixedOffsets()),
+          permuted(slice.getMixedSizes()), permuted(slice.getMixedStrides()));
+      replaceUsers(slice.getResult(), part);
+      rewriter.eraseOp(slice);
+    }
+    replaceUsers(g.getResult(0), result);
     rewriter.eraseOp(g);
     return success();
   }
@@ -401,7 +644,8 @@ struct SinkTransposesPass
     : dist::impl::SinkTransposesPassBase<SinkTransposesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldTransposes, SinkThroughPad, SinkThroughConcat,
+    patterns.add<FoldTransposes, SinkThroughPad, SinkThroughExpand,
+                 SinkThroughCollapse, SinkThroughSlices, SinkThroughConcat,
                  SinkThroughElementwise, AbsorbIntoGeneric, WriteTransposed>(
         &getContext());
     GreedyRewriteConfig config;

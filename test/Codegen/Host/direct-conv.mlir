@@ -1051,3 +1051,25 @@ func.func @channels_last_residual_elsewhere(%r: memref<1x4x4x8xf32>, %x: memref<
   memref.dealloc %a : memref<1x4x4x8xf32>
   return
 }
+
+// -----
+
+// A generic marked as a channels-last convolution whose input map is not
+// the lowering's (its image read through a transpose's map) stays a loop.
+#cm_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d7, d1 + d5, d2 + d6, d3)>
+#cm_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cm_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @channels_last_other_maps(
+// CHECK-NOT: call @dist_rt_conv2d_nhwc_f32
+// CHECK: linalg.generic
+// CHECK-NOT: call @dist_rt_conv2d_nhwc_f32
+// CHECK: return
+func.func @channels_last_other_maps(%x: memref<1x8x4x4x1xf32>, %w: memref<1x8x8x1x1xf32>, %out: memref<1x4x4x1x8xf32>) {
+  linalg.generic {indexing_maps = [#cm_in, #cm_w, #cm_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : memref<1x8x4x4x1xf32>, memref<1x8x8x1x1xf32>) outs(%out : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -190,3 +190,114 @@ func.func @concat_mixed(%a: tensor<1x4x4x8xf32>, %b: tensor<1x2x4x4xf32>) -> ten
   %c1 = tensor.insert_slice %b into %c0[0, 8, 0, 0] [1, 2, 4, 4] [1, 1, 1, 1] : tensor<1x2x4x4xf32> into tensor<1x10x4x4xf32>
   return %c1 : tensor<1x10x4x4xf32>
 }
+
+// -----
+
+// ShuffleNet's channel shuffle and split between channels-last layers:
+// NCHW, split the channels into 2 groups, swap the group dims, merge them,
+// take two halves, each transposed back for its layer. The split and merge
+// run on the channels-last image, the shuffle as a permutation of each
+// pixel's channels ([0, 1, 2, 4, 3]); the halves slice the last dim, and
+// no other transpose is left.
+// CHECK-LABEL: func.func @channel_shuffle
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x4x8xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[X]] {{\[\[}}0], [1], [2], [3, 4]] output_shape [1, 4, 4, 2, 4] : tensor<1x4x4x8xf32> into tensor<1x4x4x2x4xf32>
+// CHECK: %[[S:.*]] = linalg.transpose ins(%[[E]] : tensor<1x4x4x2x4xf32>) {{.*}} permutation = [0, 1, 2, 4, 3]
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[S]] {{\[\[}}0], [1], [2], [3, 4]] : tensor<1x4x4x4x2xf32> into tensor<1x4x4x8xf32>
+// CHECK-DAG: %[[A:.*]] = tensor.extract_slice %[[C]][0, 0, 0, 0] [1, 4, 4, 4] [1, 1, 1, 1]
+// CHECK-DAG: %[[B:.*]] = tensor.extract_slice %[[C]][0, 0, 0, 4] [1, 4, 4, 4] [1, 1, 1, 1]
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[A]], %[[B]] : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>
+func.func @channel_shuffle(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) {
+  %e0 = tensor.empty() : tensor<1x8x4x4xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e0 : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %g = tensor.expand_shape %t0 [[0], [1, 2], [3], [4]] output_shape [1, 2, 4, 4, 4] : tensor<1x8x4x4xf32> into tensor<1x2x4x4x4xf32>
+  %e1 = tensor.empty() : tensor<1x4x2x4x4xf32>
+  %sw = linalg.transpose ins(%g : tensor<1x2x4x4x4xf32>) outs(%e1 : tensor<1x4x2x4x4xf32>) permutation = [0, 2, 1, 3, 4]
+  %m = tensor.collapse_shape %sw [[0], [1, 2], [3], [4]] : tensor<1x4x2x4x4xf32> into tensor<1x8x4x4xf32>
+  %h0 = tensor.extract_slice %m[0, 0, 0, 0] [1, 4, 4, 4] [1, 1, 1, 1] : tensor<1x8x4x4xf32> to tensor<1x4x4x4xf32>
+  %h1 = tensor.extract_slice %m[0, 4, 0, 0] [1, 4, 4, 4] [1, 1, 1, 1] : tensor<1x8x4x4xf32> to tensor<1x4x4x4xf32>
+  %e2 = tensor.empty() : tensor<1x4x4x4xf32>
+  %a = linalg.transpose ins(%h0 : tensor<1x4x4x4xf32>) outs(%e2 : tensor<1x4x4x4xf32>) permutation = [0, 2, 3, 1]
+  %e3 = tensor.empty() : tensor<1x4x4x4xf32>
+  %b = linalg.transpose ins(%h1 : tensor<1x4x4x4xf32>) outs(%e3 : tensor<1x4x4x4xf32>) permutation = [0, 2, 3, 1]
+  return %a, %b : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Kept: a flatten of the NCHW image (its merge needs the transposed
+// order) and the split of a channels-last convolution's input into its
+// groups (the convolution reads its image as stored).
+#cl_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#cl_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cl_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<1x4x4x8xf32>) {{.*}} permutation = [0, 3, 1, 2]
+// CHECK: tensor.collapse_shape %[[T]] {{\[\[}}0], [1, 2, 3]] : tensor<1x8x4x4xf32> into tensor<1x128xf32>
+// CHECK: %[[U:.*]] = linalg.transpose ins(%{{.*}} : tensor<1x8x4x4xf32>) {{.*}} permutation = [0, 2, 3, 1]
+// CHECK: %[[G:.*]] = tensor.expand_shape %[[U]] {{\[\[}}0], [1], [2], [3, 4]]
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %{{.*}} : tensor<1x4x4x1x8xf32>, tensor<1x8x8x1x1xf32>)
+func.func @kept(%x: tensor<1x4x4x8xf32>, %y: tensor<1x8x4x4xf32>, %w: tensor<1x8x8x1x1xf32>) -> (tensor<1x128xf32>, tensor<1x4x4x1x8xf32>) {
+  %e0 = tensor.empty() : tensor<1x8x4x4xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x4x4x8xf32>) outs(%e0 : tensor<1x8x4x4xf32>) permutation = [0, 3, 1, 2]
+  %flat = tensor.collapse_shape %t0 [[0], [1, 2, 3]] : tensor<1x8x4x4xf32> into tensor<1x128xf32>
+  %e1 = tensor.empty() : tensor<1x4x4x8xf32>
+  %t1 = linalg.transpose ins(%y : tensor<1x8x4x4xf32>) outs(%e1 : tensor<1x4x4x8xf32>) permutation = [0, 2, 3, 1]
+  %g = tensor.expand_shape %t1 [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : tensor<1x4x4x8xf32> into tensor<1x4x4x1x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<1x4x4x1x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x4x4x1x8xf32>) -> tensor<1x4x4x1x8xf32>
+  %c = linalg.generic {indexing_maps = [#cl_in, #cl_w, #cl_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%g, %w : tensor<1x4x4x1x8xf32>, tensor<1x8x8x1x1xf32>) outs(%f : tensor<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x4x1x8xf32>
+  return %flat, %c : tensor<1x128xf32>, tensor<1x4x4x1x8xf32>
+}
+
+// -----
+
+// A max pooling whose result one layer reads transposed and another
+// through a zero pad, transposed (ShuffleNet's, before its two branches):
+// it writes the channels-last result, and the pad pads that.
+#pin = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#pk = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#po = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @pool_then_pad
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: } -> tensor<1x3x3x4xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[P:.*]] = tensor.pad %[[M]] low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: } : tensor<1x3x3x4xf32> to tensor<1x5x5x4xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[M]], %[[P]] : tensor<1x3x3x4xf32>, tensor<1x5x5x4xf32>
+func.func @pool_then_pad(%x: tensor<1x6x6x4xf32>) -> (tensor<1x3x3x4xf32>, tensor<1x5x5x4xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<1x4x6x6xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x6x6x4xf32>) outs(%e0 : tensor<1x4x6x6xf32>) permutation = [0, 3, 1, 2]
+  %p = tensor.pad %t0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x4x6x6xf32> to tensor<1x4x8x8xf32>
+  %k = tensor.empty() : tensor<3x3xf32>
+  %e1 = tensor.empty() : tensor<1x4x3x3xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %m = linalg.generic {indexing_maps = [#pin, #pk, #po], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %k : tensor<1x4x8x8xf32>, tensor<3x3xf32>) outs(%f : tensor<1x4x3x3xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x3x3xf32>
+  %e2 = tensor.empty() : tensor<1x3x3x4xf32>
+  %t1 = linalg.transpose ins(%m : tensor<1x4x3x3xf32>) outs(%e2 : tensor<1x3x3x4xf32>) permutation = [0, 2, 3, 1]
+  %zp = tensor.pad %m low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zero : f32
+  } : tensor<1x4x3x3xf32> to tensor<1x4x5x5xf32>
+  %e3 = tensor.empty() : tensor<1x5x5x4xf32>
+  %t2 = linalg.transpose ins(%zp : tensor<1x4x5x5xf32>) outs(%e3 : tensor<1x5x5x4xf32>) permutation = [0, 2, 3, 1]
+  return %t1, %t2 : tensor<1x3x3x4xf32>, tensor<1x5x5x4xf32>
+}
