@@ -68,6 +68,19 @@ def host_simd():
     return "PLAIN"
 config.substitutions.append(("%host_simd", host_simd()))
 
+# Whether oneDNN (libdnnl.so.2) loads here, as dist-opt's --conv=auto
+# tries: %host_conv is NHWC then (channels-last convolutions on oneDNN),
+# else NCHW.
+def onednn_loads():
+    import ctypes
+    try:
+        ctypes.CDLL("libdnnl.so.2")
+        return True
+    except OSError:
+        return False
+config.substitutions.append(("%host_conv",
+                             "NHWC" if onednn_loads() else "NCHW"))
+
 # The runtime's NCCL backend was built (nccl.h found at configure time).
 if config.dist_have_nccl:
     config.available_features.add("nccl")

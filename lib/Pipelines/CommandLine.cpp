@@ -115,8 +115,9 @@ struct CompileCommandLine::Flags {
   //===--- Target ---------------------------------------------------------===//
   cl::opt<ConvKernel> conv{
       "conv",
-      cl::desc("How 2-D f32 convolutions run (default auto: direct when "
-               "this CPU has AVX-512)"),
+      cl::desc("How 2-D f32 convolutions run (default auto: channels-last "
+               "images on oneDNN for inference where oneDNN loads here, "
+               "else nchw)"),
       cl::init(ConvKernel::Auto), enumOptionValues<ConvKernel>(),
       cl::cat(cat(Target))};
   cl::opt<Precision> precision{
@@ -783,6 +784,8 @@ std::optional<CompileOptions> CompileCommandLine::getOptions() const {
   } else {
     options.paramsFile = f.paramsFile;
   }
+  if (options.conv == ConvKernel::Auto && !options.cuda)
+    options.conv = resolveConvKernel(/*training=*/options.train.has_value());
   return options;
 }
 

@@ -145,8 +145,16 @@ def SinkTransposesPass : Pass<"dist-sink-transposes", "::mlir::func::FuncOp"> {
     the concatenation, the split, the shuffle and the pooling then run on
     the channels-last images and no transpose is left; one stays at the
     network's input and where a channels-last image meets an op it cannot
-    cross (a flatten into a matrix).
+    cross (a flatten into a matrix). With `convs-only`, only in a function
+    with a channels-last convolution (the lowering's
+    `dist.channels_last_conv` generics), as dist-opt runs it: the
+    transposes of a transformer's heads stay for dist-fuse-elementwise to
+    fold into its products.
   }];
+  let options = [
+    Option<"convsOnly", "convs-only", "bool", /*default=*/"false",
+           "leave functions without a channels-last convolution alone">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
@@ -167,8 +175,14 @@ def ReuseInputBuffersPass
     their init: empty-tensor elimination writes them in place there.
     After it, the call of the channels-last convolution that makes the
     other operand accumulates onto the residual
-    (dist-contractions-to-runtime).
+    (dist-contractions-to-runtime). With `convs-only`, only in a function
+    with a channels-last convolution (the lowering's
+    `dist.channels_last_conv` generics), as dist-opt runs it.
   }];
+  let options = [
+    Option<"convsOnly", "convs-only", "bool", /*default=*/"false",
+           "leave functions without a channels-last convolution alone">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 

@@ -207,6 +207,11 @@ struct CompileOptions {
   bool toDirectory() const { return !outDir.empty(); }
 };
 
+/// dist-opt's --conv=auto on this host: ChannelsLast for inference where
+/// oneDNN (libdnnl.so.2, which the runtime's channels-last convolution
+/// loads) loads here, else Nchw (a training step, or no oneDNN).
+ConvKernel resolveConvKernel(bool training);
+
 } // namespace mlir::dist
 
 DIST_ENUM_OPTION_PARSER(mlir::dist::Phase)

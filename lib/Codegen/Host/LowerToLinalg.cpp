@@ -1021,7 +1021,8 @@ struct LowerToLinalgPass
     bool directConv = convKernel == ConvKernel::Direct;
     bool directDepthwise = directConv;
     bool channelsLast = convKernel == ConvKernel::ChannelsLast;
-    if (convKernel == ConvKernel::Auto || channelsLast) {
+    if (convKernel == ConvKernel::Auto || convKernel == ConvKernel::Nchw ||
+        channelsLast) {
       llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
       directConv = host.lookup("avx512f");
       // Depthwise kernels larger than 3x3 (see ConvLowering).

@@ -98,6 +98,17 @@ inline constexpr llvm::StringLiteral kCallOverwritesAttr =
 /// dist-contractions-to-runtime.
 inline constexpr llvm::StringLiteral kChannelsLastConvAttr =
     "dist.channels_last_conv";
+/// Whether `root` holds a channels-last convolution (kChannelsLastConvAttr):
+/// the layout passes leave the rest (a transformer's transposes) as they
+/// are.
+inline bool hasChannelsLastConv(Operation *root) {
+  return root
+      ->walk([](Operation *op) {
+        return op->hasAttr(kChannelsLastConvAttr) ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
 
 /// Loops of a contraction as the runtime's strided batched GEMM sees them:
 /// out[batch, m, n] += lhs[batch, m, k] * rhs[batch, k, n], each operand's

@@ -45,7 +45,11 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
   pm.addPass(createCSEPass());
   // Channels-last convolutions: their transposes cancel between layers.
   if (conv == ConvKernel::ChannelsLast) {
-    pm.addNestedPass<func::FuncOp>(createSinkTransposesPass());
+    // Where the module has channels-last convolutions (not a
+    // transformer's: --conv=auto picks nhwc without looking).
+    SinkTransposesPassOptions sinkOpts;
+    sinkOpts.convsOnly = true;
+    pm.addNestedPass<func::FuncOp>(createSinkTransposesPass(sinkOpts));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -56,7 +60,8 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
   // Channels-last: a residual Add written over its residual's buffer,
   // where the call making the other operand accumulates.
   if (conv == ConvKernel::ChannelsLast)
-    pm.addNestedPass<func::FuncOp>(createReuseInputBuffersPass());
+    pm.addNestedPass<func::FuncOp>(
+        createReuseInputBuffersPass(ReuseInputBuffersPassOptions{true}));
   // A normalisation's passes over blocks of rows in one loop (scf.forall,
   // a parallel loop once bufferized).
   if (fuseRows) {

@@ -17,6 +17,8 @@
 
 #include "dist/Codegen/Passes.h"
 
+#include "Lowering.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -73,7 +75,10 @@ Value reusableInput(linalg::GenericOp g) {
 
 struct ReuseInputBuffersPass
     : public dist::impl::ReuseInputBuffersPassBase<ReuseInputBuffersPass> {
+  using Base::Base;
   void runOnOperation() override {
+    if (convsOnly && !dist::codegen::hasChannelsLastConv(getOperation()))
+      return;
     getOperation().walk([](linalg::GenericOp g) {
       if (Value input = reusableInput(g))
         g.getDpsInitOperand(0)->set(input);

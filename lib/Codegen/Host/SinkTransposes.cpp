@@ -642,7 +642,10 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
 
 struct SinkTransposesPass
     : dist::impl::SinkTransposesPassBase<SinkTransposesPass> {
+  using Base::Base;
   void runOnOperation() override {
+    if (convsOnly && !dist::codegen::hasChannelsLastConv(getOperation()))
+      return;
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldTransposes, SinkThroughPad, SinkThroughExpand,
                  SinkThroughCollapse, SinkThroughSlices, SinkThroughConcat,

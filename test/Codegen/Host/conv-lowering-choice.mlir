@@ -14,7 +14,7 @@
 // DIRECT-NOT: linalg.conv_2d_nchw_fchw
 // DIRECT: return
 // IM2COL-NOT: linalg.conv_2d_nchw_fchw
-// BAD: error: unknown conv kernel 'fft' (expected auto, direct, im2col or nhwc)
+// BAD: error: unknown conv kernel 'fft' (expected auto, nchw, direct, im2col or nhwc)
 func.func @main(%x: tensor<2x3x10x10xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>,
                 %w1: tensor<8x3x1x1xf32>, %xd: tensor<2x3x10x10xf64>, %wd: tensor<8x3x3x3xf64>)
     -> (tensor<2x8x8x5xf32>, tensor<2x8x10x10xf32>, tensor<2x8x8x8xf64>) {

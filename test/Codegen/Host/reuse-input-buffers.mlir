@@ -1,5 +1,6 @@
 // RUN: dist-opt %s --split-input-file --dist-reuse-input-buffers | FileCheck %s
 // RUN: dist-opt %s --split-input-file --dist-reuse-input-buffers --one-shot-bufferize | FileCheck %s --check-prefix=BUF
+// RUN: dist-opt %s --split-input-file --dist-reuse-input-buffers=convs-only=true | FileCheck %s --check-prefix=ONLY
 
 // dist-reuse-input-buffers gives an elementwise generic of two or more
 // inputs of its result's type its earliest-made such input as its init,
@@ -16,6 +17,14 @@
 // CHECK: arith.mulf
 // CHECK: linalg.generic {{.*}} ins(%[[C]], %[[X]] : tensor<4x8xf32>, tensor<4x8xf32>) outs(%[[X]] : tensor<4x8xf32>)
 // CHECK: arith.addf
+// With convs-only (as dist-opt runs it), a function without a
+// channels-last convolution keeps its inits.
+// ONLY-LABEL: func.func @residual_add(
+// ONLY: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
+// ONLY: arith.mulf
+// ONLY: linalg.generic {{.*}} outs(%[[E]] : tensor<4x8xf32>)
+// ONLY-NEXT: ^bb0
+// ONLY-NEXT: arith.addf
 // BUF-LABEL: func.func @residual_add(
 // BUF: linalg.generic {{.*}} outs(%[[XB:[a-z0-9_]+]] : memref<4x8xf32>)
 // BUF: arith.negf
@@ -47,6 +56,7 @@ func.func @residual_add(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // When the chosen input is read afterwards, bufferization writes the
 // result into a fresh buffer and copies nothing (the body does not read
 // its init).
+// ONLY-LABEL: func.func @input_read_after(
 // CHECK-LABEL: func.func @input_read_after(
 // CHECK: %[[X:.*]] = linalg.generic
 // CHECK: linalg.generic {{.*}} outs(%[[X]] : tensor<4x8xf32>)

@@ -1,4 +1,5 @@
 // RUN: dist-opt %s --split-input-file --dist-sink-transposes | FileCheck %s
+// RUN: dist-opt %s --split-input-file --dist-sink-transposes=convs-only=true | FileCheck %s --check-prefix=ONLY
 
 // dist-sink-transposes moves the transposes around channels-last
 // convolutions down through elementwise generics and constant pads until
@@ -7,6 +8,12 @@
 // A ReLU on a channels-last image transposed to NCHW, then transposed back
 // for the next layer: the ReLU runs channels-last and no transpose is left.
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// With convs-only (as dist-opt runs it), a function without a
+// channels-last convolution keeps its transposes.
+// ONLY-LABEL: func.func @relu_between_layers
+// ONLY: linalg.transpose
+// ONLY: arith.maximumf
+// ONLY: linalg.transpose
 // CHECK-LABEL: func.func @relu_between_layers
 // CHECK-SAME: (%[[X:.*]]: tensor<1x4x4x8xf32>)
 // CHECK-NOT: linalg.transpose
@@ -38,6 +45,7 @@ func.func @relu_between_layers(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
 #id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #ch = affine_map<(d0, d1, d2, d3) -> (d1)>
 // CHECK-DAG: #[[$LAST:.*]] = affine_map<(d0, d1, d2, d3) -> (d3)>
+// ONLY-LABEL: func.func @residual_add
 // CHECK-LABEL: func.func @residual_add
 // CHECK-SAME: (%[[A:.*]]: tensor<2x3x5x8xf32>, %[[B:.*]]: tensor<2x3x5x8xf32>, %[[C:.*]]: tensor<8xf32>)
 // CHECK: %[[S:.*]] = linalg.generic {indexing_maps = [#{{[a-z0-9]+}}, #{{[a-z0-9]+}}, #[[$LAST]], #{{[a-z0-9]+}}]
