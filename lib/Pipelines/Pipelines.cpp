@@ -31,12 +31,15 @@
 using namespace mlir;
 using namespace mlir::dist;
 
-// Measured with bench/zoo.sh's networks (AMD EPYC, Zen 5): with the
-// channels-last layout and oneDNN's convolutions each ran 1.0x to 1.3x
-// as fast as the NCHW kernels at one and two threads (ResNet-50 1.12x and
-// 1.30x, DenseNet-121 1.11x and 1.15x, ConvNeXt-T 1.20x and 1.22x), but
-// EfficientNet-B0 at two threads (0.92x). Training steps keep NCHW (their
-// gradients' kernels are the runtime's NCHW ones).
+// Measured with bench/zoo.sh's networks (AMD EPYC, Zen 5; the same
+// executables alternated): with the channels-last layout and oneDNN's
+// convolutions each ran 0.99x to 1.3x as fast as with the NCHW kernels at
+// one and two threads (ResNet-50 1.12x and 1.30x, DenseNet-121 1.11x and
+// 1.15x, ConvNeXt-T 1.20x and 1.22x, RegNetY-400MF 1.03x and 0.99x;
+// EfficientNet-B0 1.14x and 0.92x before its means ran channels
+// innermost, which made the channels-last build 1.08x and 1.14x faster).
+// Training steps keep NCHW (their gradients' calls are the runtime's NCHW
+// kernels: with channels-last a step's weight gradient became loops).
 ConvKernel dist::resolveConvKernel(bool training) {
   if (training)
     return ConvKernel::Nchw;

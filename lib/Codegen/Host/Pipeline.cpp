@@ -59,9 +59,11 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
   pm.addPass(createCanonicalizerPass());
   // Channels-last: a residual Add written over its residual's buffer,
   // where the call making the other operand accumulates.
-  if (conv == ConvKernel::ChannelsLast)
-    pm.addNestedPass<func::FuncOp>(
-        createReuseInputBuffersPass(ReuseInputBuffersPassOptions{true}));
+  if (conv == ConvKernel::ChannelsLast) {
+    ReuseInputBuffersPassOptions reuseOpts;
+    reuseOpts.convsOnly = true;
+    pm.addNestedPass<func::FuncOp>(createReuseInputBuffersPass(reuseOpts));
+  }
   // A normalisation's passes over blocks of rows in one loop (scf.forall,
   // a parallel loop once bufferized).
   if (fuseRows) {

@@ -107,6 +107,25 @@ struct SinkThroughPad : OpRewritePattern<tensor::PadOp> {
   }
 };
 
+/// The inverse of the permutation `perm`: inverse[perm[i]] = i.
+SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = static_cast<int64_t>(i);
+  return inverse;
+}
+
+/// `v`'s entries in the order `order` names: out[i] = v[order[i]] (a
+/// slice's offsets, sizes or strides on the transposed or untransposed
+/// value).
+SmallVector<OpFoldResult> gathered(ArrayRef<OpFoldResult> v,
+                                   ArrayRef<int64_t> order) {
+  SmallVector<OpFoldResult> out;
+  for (int64_t i : order)
+    out.push_back(v[i]);
+  return out;
+}
+
 /// Whether `perm` is the identity permutation.
 bool isIdentityPerm(ArrayRef<int64_t> perm) {
   for (auto [i, p] : llvm::enumerate(perm))
@@ -142,10 +161,8 @@ struct SinkThroughExpand : OpRewritePattern<tensor::ExpandShapeOp> {
     SmallVector<OpFoldResult> sizes = op.getMixedOutputShape();
     RankedTensorType type = op.getResultType();
     int64_t rank = static_cast<int64_t>(p.size());
-    SmallVector<int64_t> inverse(rank), start(rank), shape(type.getRank()),
-        perm(type.getRank());
-    for (int64_t i = 0; i < rank; ++i)
-      inverse[p[i]] = i;
+    SmallVector<int64_t> inverse = inversePerm(p), start(rank),
+                         perm(type.getRank());
     // x's dims in order, each split into its transposed dim's group.
     SmallVector<ReassociationIndices> xGroups;
     SmallVector<OpFoldResult> xSizes;
@@ -244,22 +261,14 @@ struct SinkThroughSlices : OpRewritePattern<linalg::TransposeOp> {
       slices.push_back(slice);
     }
     ArrayRef<int64_t> p = t.getPermutation();
-    int64_t rank = static_cast<int64_t>(p.size());
-    SmallVector<int64_t> inverse(rank);
-    for (int64_t i = 0; i < rank; ++i)
-      inverse[p[i]] = i;
-    auto permuted = [&](ArrayRef<OpFoldResult> v) {
-      SmallVector<OpFoldResult> out;
-      for (int64_t d = 0; d < rank; ++d)
-        out.push_back(v[inverse[d]]);
-      return out;
-    };
+    SmallVector<int64_t> inverse = inversePerm(p);
     for (tensor::ExtractSliceOp slice : slices) {
       rewriter.setInsertionPoint(slice);
       Value part = tensor::ExtractSliceOp::create(
           rewriter, slice.getLoc(), t.getInput(),
-          permuted(slice.getMixedOffsets()), permuted(slice.getMixedSizes()),
-          permuted(slice.getMixedStrides()));
+          gathered(slice.getMixedOffsets(), inverse),
+          gathered(slice.getMixedSizes(), inverse),
+          gathered(slice.getMixedStrides(), inverse));
       rewriter.replaceOp(slice, transposeOf(rewriter, slice.getLoc(), part, p));
     }
     return success();
@@ -321,14 +330,9 @@ struct SinkThroughConcat : OpRewritePattern<tensor::InsertSliceOp> {
     Location loc = last.getLoc();
     auto oldType = cast<RankedTensorType>(last.getResult().getType());
     int64_t rank = oldType.getRank();
-    SmallVector<int64_t> inverse(rank);
-    for (int64_t i = 0; i < rank; ++i)
-      inverse[perm[i]] = i;
+    SmallVector<int64_t> inverse = inversePerm(perm);
     auto permuted = [&](ArrayRef<OpFoldResult> v) {
-      SmallVector<OpFoldResult> out;
-      for (int64_t m = 0; m < rank; ++m)
-        out.push_back(v[inverse[m]]);
-      return out;
+      return gathered(v, inverse);
     };
     SmallVector<int64_t> shape;
     for (int64_t m = 0; m < rank; ++m)
@@ -644,15 +648,11 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
     // Each slice likewise, its offsets, sizes and strides permuted.
     for (tensor::ExtractSliceOp slice : slices) {
       rewriter.setInsertionPoint(slice);
-      auto permuted = [&](ArrayRef<OpFoldResult> v) {
-        SmallVector<OpFoldResult> out;
-        for (int64_t p : perm)
-          out.push_back(v[p]);
-        return out;
-      };
       Value part = tensor::ExtractSliceOp::create(
-          rewriter, slice.getLoc(), result, permuted(slice.getMixedOffsets()),
-          permuted(slice.getMixedSizes()), permuted(slice.getMixedStrides()));
+          rewriter, slice.getLoc(), result,
+          gathered(slice.getMixedOffsets(), perm),
+          gathered(slice.getMixedSizes(), perm),
+          gathered(slice.getMixedStrides(), perm));
       replaceUsers(slice.getResult(), part);
       rewriter.eraseOp(slice);
     }
