@@ -368,7 +368,9 @@ std::optional<Extent> extentOf(Value memref, int64_t d) {
     return given(view.getMixedSizes()[d]);
   if (auto view = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
     Extent e;
-    for (int64_t s : view.getReassociationIndices()[d]) {
+    // (A copy: the range-for would bind to the temporary's element.)
+    SmallVector<ReassociationIndices> groups = view.getReassociationIndices();
+    for (int64_t s : groups[d]) {
       std::optional<Extent> part = extentOf(view.getSrc(), s);
       if (!part)
         return std::nullopt;
