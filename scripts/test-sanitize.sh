@@ -52,11 +52,12 @@ export LSAN_OPTIONS=suppressions=$PWD/scripts/sanitizer/lsan.supp:print_suppress
   export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer
 
 # The CI part (a few minutes): the importer's tests (every ONNX node test
-# model, mutated models), the dialect's, code generation run end to end
+# model, mutated models), the dialect's, the host code generation passes'
+# (their rewrites erase and move ops), code generation run end to end
 # (the C API, bad inputs, training resumed from checkpoints), the planner's
 # calibration tool, the runtime's collectives and tensor-parallel runs under
 # mpirun; and every GoogleTest.
-quick_filter='Import/|Dialect/|Planner/calibrate-tool|Codegen/Emit/sanitize|Codegen/e2e/(c-api|bad-input|compile-and-run|train-resume)|Runtime/collectives\.test|Distributed/tensor-parallel\.test'
+quick_filter='Import/|Dialect/|Codegen/Host/|Planner/calibrate-tool|Codegen/Emit/sanitize|Codegen/e2e/(c-api|bad-input|compile-and-run|train-resume)|Runtime/collectives\.test|Distributed/tensor-parallel\.test'
 if [ ${#lit_args[@]} -eq 0 ]; then
   lit_args=(-sv "$build/test")
   [ $quick -eq 1 ] && lit_args+=(--filter "$quick_filter")
