@@ -63,6 +63,7 @@ struct DnnlApi {
   X(dnnl_stream_create)                                                        \
   X(dnnl_memory_desc_init_by_tag)                                              \
   X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_dilated_deconvolution_forward_desc_init)                              \
   X(dnnl_primitive_attr_create)                                                \
   X(dnnl_primitive_attr_destroy)                                               \
   X(dnnl_post_ops_create)                                                      \
@@ -126,10 +127,17 @@ const DnnlApi *dnnl() {
                                                                    : nullptr;
 }
 
-/// A call's geometry (dist_rt_conv2d_nhwc_f32's arguments but the
-/// pointers).
+/// A call's geometry (dist_rt_conv2d_nhwc_f32's or
+/// dist_rt_conv3d_nhwc_f32's arguments but the pointers). Spatial arrays
+/// run (depth, rows, columns); a 2-D call has depth 1 everywhere.
 struct Shape {
-  int64_t groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oh, ow;
+  /// 2 or 3 spatial dimensions.
+  int spatial;
+  /// A transposed convolution (DIST_RT_CONV_TRANSPOSED): `c` counts the
+  /// input channels a group and `f` the output channels, as for the others.
+  bool transposed;
+  int64_t groups, n, c, f;
+  int64_t in[3], out[3], k[3], st[3], dil[3], padL[3], padR[3];
   int64_t flags;
   float lo, hi;
   bool bias;
@@ -137,10 +145,16 @@ struct Shape {
   /// run at once, each on a primitive of its own.
   int part;
   auto tie() const {
-    return std::tie(groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb,
-                    pr, oh, ow, flags, lo, hi, bias, part);
+    auto arr = [](const int64_t (&a)[3]) { return std::tie(a[0], a[1], a[2]); };
+    return std::tuple_cat(std::tie(spatial, transposed, groups, n, c, f),
+                          arr(in), arr(out), arr(k), arr(st), arr(dil),
+                          arr(padL), arr(padR),
+                          std::tie(flags, lo, hi, bias, part));
   }
   bool operator<(const Shape &o) const { return tie() < o.tie(); }
+  int64_t inPositions() const { return in[0] * in[1] * in[2]; }
+  int64_t outPositions() const { return out[0] * out[1] * out[2]; }
+  int64_t taps() const { return k[0] * k[1] * k[2]; }
 };
 
 /// A primitive made for one Shape, with the memory objects its calls point
@@ -171,35 +185,69 @@ auto &cache = *new std::map<Shape, std::unique_ptr<Primitive>>;
 /// Makes the primitive for `s`, or returns null when oneDNN refuses it.
 std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
   bool grouped = s.groups > 1;
-  dnnl_dims_t srcDims = {s.n, s.groups * s.c, s.h, s.w};
-  dnnl_dims_t dstDims = {s.n, s.groups * s.f, s.oh, s.ow};
-  dnnl_dims_t wDims = {s.groups, s.f, s.c, s.kh, s.kw};
-  dnnl_dims_t wDimsFlat = {s.f, s.c, s.kh, s.kw};
+  int sp = s.spatial, first = 3 - sp;
+  // [n, channels, spatial...] and filters [g?, o, i, spatial...] with the
+  // spatial dimensions this call has (the last `sp` of depth, rows,
+  // columns).
+  dnnl_dims_t srcDims = {s.n, s.groups * s.c}, dstDims = {s.n, s.groups * s.f};
+  // oneDNN's o and i: a transposed convolution's filters are ONNX's
+  // [groups*c, f, k...], whose plain layout is i before o (iohw).
+  int64_t o = s.f, i = s.c;
+  dnnl_dims_t wDims = {s.groups, o, i}, wDimsFlat = {o, i};
+  dnnl_dims_t strides, dilates, padL, padR;
+  for (int d = 0; d < sp; ++d) {
+    srcDims[2 + d] = s.in[first + d];
+    dstDims[2 + d] = s.out[first + d];
+    wDims[3 + d] = wDimsFlat[2 + d] = s.k[first + d];
+    strides[d] = s.st[first + d];
+    // oneDNN's dilation counts the skipped taps (0: none).
+    dilates[d] = s.dil[first + d] - 1;
+    padL[d] = s.padL[first + d];
+    padR[d] = s.padR[first + d];
+  }
   dnnl_dims_t biasDims = {s.groups * s.f};
+  dnnl_format_tag_t image = sp == 3 ? dnnl_ndhwc : dnnl_nhwc;
+  dnnl_format_tag_t plainW =
+      s.transposed ? (sp == 3 ? (grouped ? dnnl_giodhw : dnnl_iodhw)
+                              : (grouped ? dnnl_giohw : dnnl_iohw))
+                   : (sp == 3 ? (grouped ? dnnl_goidhw : dnnl_oidhw)
+                              : (grouped ? dnnl_goihw : dnnl_oihw));
+  int wRank = 2 + sp + (grouped ? 1 : 0);
   dnnl_memory_desc_t srcMd, dstMd, wMd, plainWMd, biasMd;
-  bool ok = api.dnnl_memory_desc_init_by_tag(&srcMd, 4, srcDims, dnnl_f32,
-                                             dnnl_nhwc) == dnnl_success &&
-            api.dnnl_memory_desc_init_by_tag(&dstMd, 4, dstDims, dnnl_f32,
-                                             dnnl_nhwc) == dnnl_success &&
-            api.dnnl_memory_desc_init_by_tag(
-                &wMd, grouped ? 5 : 4, grouped ? wDims : wDimsFlat, dnnl_f32,
-                dnnl_format_tag_any) == dnnl_success &&
-            api.dnnl_memory_desc_init_by_tag(
-                &plainWMd, grouped ? 5 : 4, grouped ? wDims : wDimsFlat,
-                dnnl_f32, grouped ? dnnl_goihw : dnnl_oihw) == dnnl_success &&
-            api.dnnl_memory_desc_init_by_tag(&biasMd, 1, biasDims, dnnl_f32,
-                                             dnnl_a) == dnnl_success;
+  bool ok =
+      api.dnnl_memory_desc_init_by_tag(&srcMd, 2 + sp, srcDims, dnnl_f32,
+                                       image) == dnnl_success &&
+      api.dnnl_memory_desc_init_by_tag(&dstMd, 2 + sp, dstDims, dnnl_f32,
+                                       image) == dnnl_success &&
+      api.dnnl_memory_desc_init_by_tag(&wMd, wRank, grouped ? wDims : wDimsFlat,
+                                       dnnl_f32,
+                                       dnnl_format_tag_any) == dnnl_success &&
+      api.dnnl_memory_desc_init_by_tag(&plainWMd, wRank,
+                                       grouped ? wDims : wDimsFlat, dnnl_f32,
+                                       plainW) == dnnl_success &&
+      api.dnnl_memory_desc_init_by_tag(&biasMd, 1, biasDims, dnnl_f32,
+                                       dnnl_a) == dnnl_success;
   if (!ok)
     return nullptr;
-  // oneDNN's dilation counts the skipped taps (0: none).
-  dnnl_dims_t strides = {s.sh, s.sw}, dilates = {s.dh - 1, s.dw - 1};
-  dnnl_dims_t padL = {s.pt, s.pl}, padR = {s.pb, s.pr};
-  dnnl_convolution_desc_t desc;
-  if (api.dnnl_dilated_convolution_forward_desc_init(
-          &desc, dnnl_forward_inference, dnnl_convolution_direct, &srcMd, &wMd,
-          s.bias ? &biasMd : nullptr, &dstMd, strides, dilates, padL,
-          padR) != dnnl_success)
-    return nullptr;
+  // One descriptor or the other: dnnl_primitive_desc_create reads its kind.
+  dnnl_convolution_desc_t convDesc;
+  dnnl_deconvolution_desc_t deconvDesc;
+  const void *desc = nullptr;
+  if (s.transposed) {
+    if (api.dnnl_dilated_deconvolution_forward_desc_init(
+            &deconvDesc, dnnl_forward_inference, dnnl_deconvolution_direct,
+            &srcMd, &wMd, s.bias ? &biasMd : nullptr, &dstMd, strides, dilates,
+            padL, padR) != dnnl_success)
+      return nullptr;
+    desc = &deconvDesc;
+  } else {
+    if (api.dnnl_dilated_convolution_forward_desc_init(
+            &convDesc, dnnl_forward_inference, dnnl_convolution_direct, &srcMd,
+            &wMd, s.bias ? &biasMd : nullptr, &dstMd, strides, dilates, padL,
+            padR) != dnnl_success)
+      return nullptr;
+    desc = &convDesc;
+  }
 
   // The flags' epilogue, in dist_rt_conv2d_f32's order: the old output,
   // SiLU or HardSwish, ReLU, Clip.
@@ -226,7 +274,7 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
   ok = ok && api.dnnl_primitive_attr_create(&attr) == dnnl_success &&
        api.dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
   dnnl_primitive_desc_t pd = nullptr;
-  ok = ok && api.dnnl_primitive_desc_create(&pd, &desc, attr, api.engine,
+  ok = ok && api.dnnl_primitive_desc_create(&pd, desc, attr, api.engine,
                                             nullptr) == dnnl_success;
   api.dnnl_post_ops_destroy(ops);
   if (attr)
@@ -357,7 +405,7 @@ bool runPrimitive(const DnnlApi &api, Primitive &p, const Shape &s,
     // hash keys them.
     int64_t key[3] = {0x6e687763 /* "nhwc" */, p.layoutHash,
                       s.groups * s.f * s.c};
-    size_t wBytes = size_t(s.groups * s.f * s.c * s.kh * s.kw) * sizeof(float);
+    size_t wBytes = size_t(s.groups * s.f * s.c * s.taps()) * sizeof(float);
     weights =
         dist_rt::derivedConstant(w, wBytes, key, p.wtsBytes, reorderInto, &job);
     if (!job.ok)
@@ -424,30 +472,64 @@ void runPart(void *ctx, int64_t begin, int64_t end) {
     // (the other parts' outputs stand, none is accumulated twice).
     job.fellBack.store(true, std::memory_order_relaxed);
     PlainJob plain{&part.shape, in, job.w, job.bias, out};
-    plainRows(&plain, 0, part.shape.n * part.shape.oh);
+    plainRows(&plain, 0, part.shape.n * part.shape.out[3 - part.shape.spatial]);
   }
+}
+
+/// The input rows [first, last] that output rows [y0, y1) of `s` read
+/// along spatial dimension `d`, and the padding a part computing just those
+/// output rows from just those input rows has there; false when the rows
+/// read only padding or a part would need negative padding (a transposed
+/// convolution whose kernel is shorter than its stride).
+bool partRows(const Shape &s, int d, int64_t y0, int64_t y1, int64_t &first,
+              int64_t &last, int64_t &padL, int64_t &padR) {
+  int64_t st = s.st[d], reach = (s.k[d] - 1) * s.dil[d];
+  if (!s.transposed) {
+    int64_t r0 = y0 * st - s.padL[d], r1 = (y1 - 1) * st - s.padL[d] + reach;
+    first = std::max<int64_t>(r0, 0);
+    last = std::min<int64_t>(r1, s.in[d] - 1);
+    padL = first - r0;
+    padR = r1 - last;
+    return last >= first;
+  }
+  // Input row i reaches output rows i*st - padL .. i*st - padL + reach.
+  auto floorDiv = [](int64_t a, int64_t b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+  };
+  first = std::max<int64_t>(0, floorDiv(y0 + s.padL[d] - reach + st - 1, st));
+  last = std::min<int64_t>(s.in[d] - 1, floorDiv(y1 - 1 + s.padL[d], st));
+  if (last < first)
+    return false;
+  padL = s.padL[d] + y0 - first * st;
+  padR = (last - first) * st + reach + 1 - padL - (y1 - y0);
+  return padL >= 0 && padR >= 0;
 }
 
 /// Runs the call on oneDNN; false when oneDNN refuses its shape (nothing
 /// written: the caller then runs the plain loop). With several threads
 /// the call is split on the runtime's thread pool, each part a
 /// single-threaded primitive: by images when there are several, else by
-/// output rows (a part reads the input rows its windows cover, padded by
-/// oneDNN where they reach past the image). Measured against oneDNN's own
-/// OpenMP threads on this project's 2-core machine (AMD EPYC, family 26),
-/// EfficientNet-B0 at two threads: 6.0-6.8 ms with OpenMP (its threads
-/// and the pool's taking turns on the cores; 8.8-9.7 with
-/// OMP_WAIT_POLICY=passive) against 4.6-5.0 for the NCHW kernels.
+/// output rows (depth planes in 3-D: a part reads the input rows its
+/// windows cover, padded by oneDNN where they reach past the image).
+/// Measured against oneDNN's own OpenMP threads on this project's 2-core
+/// machine (AMD EPYC, family 26), EfficientNet-B0 at two threads: 6.0-6.8
+/// ms with OpenMP (its threads and the pool's taking turns on the cores;
+/// 8.8-9.7 with OMP_WAIT_POLICY=passive) against 4.6-5.0 for the NCHW
+/// kernels.
 bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
               const float *w, const float *bias, float *out) {
   int64_t C = s.groups * s.c, F = s.groups * s.f;
+  // The outermost spatial dimension, along which one image splits.
+  int d = 3 - s.spatial;
+  int64_t inPlane = s.inPositions() / s.in[d] * C,
+          outPlane = s.outPositions() / s.out[d] * F;
   int64_t parts = 1;
   bool byImages = false;
   if (threads > 1 && s.n > 1) {
     parts = std::min<int64_t>(threads, s.n);
     byImages = true;
   } else if (threads > 1) {
-    parts = std::min<int64_t>(threads, s.oh);
+    parts = std::min<int64_t>(threads, s.out[d]);
   }
   PartsJob job{&api, {}, in, w, bias, out, {}};
   for (int64_t p = 0; p < parts; ++p) {
@@ -456,16 +538,13 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
     if (byImages) {
       int64_t n0 = s.n * p / parts, n1 = s.n * (p + 1) / parts;
       part.shape.n = n1 - n0;
-      part.inOffset = n0 * s.h * s.w * C;
-      part.outOffset = n0 * s.oh * s.ow * F;
+      part.inOffset = n0 * s.inPositions() * C;
+      part.outOffset = n0 * s.outPositions() * F;
     } else if (parts > 1) {
-      int64_t y0 = s.oh * p / parts, y1 = s.oh * (p + 1) / parts;
-      int64_t r0 = y0 * s.sh - s.pt;
-      int64_t r1 = (y1 - 1) * s.sh - s.pt + (s.kh - 1) * s.dh;
-      int64_t first = std::max<int64_t>(r0, 0);
-      int64_t last = std::min<int64_t>(r1, s.h - 1);
-      if (last < first) {
-        // Rows whose windows read only padding: the call is not split.
+      int64_t y0 = s.out[d] * p / parts, y1 = s.out[d] * (p + 1) / parts;
+      int64_t first, last, padL, padR;
+      if (!partRows(s, d, y0, y1, first, last, padL, padR)) {
+        // The call is not split.
         job.parts.clear();
         part = Part{s, 0, 0, nullptr};
         part.shape.part = 0;
@@ -475,12 +554,12 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
         job.parts.push_back(part);
         break;
       }
-      part.shape.h = last - first + 1;
-      part.shape.pt = first - r0;
-      part.shape.pb = r1 - last;
-      part.shape.oh = y1 - y0;
-      part.inOffset = first * s.w * C;
-      part.outOffset = y0 * s.ow * F;
+      part.shape.in[d] = last - first + 1;
+      part.shape.padL[d] = padL;
+      part.shape.padR[d] = padR;
+      part.shape.out[d] = y1 - y0;
+      part.inOffset = first * inPlane;
+      part.outOffset = y0 * outPlane;
     }
     part.prim = primitiveFor(api, part.shape);
     if (!part.prim)
@@ -518,36 +597,67 @@ float epilogue(float v, float old, int64_t flags, float lo, float hi) {
   return v;
 }
 
-/// The plain loop over output rows [begin, end) of (image, row) pairs.
+/// The plain loop over [begin, end) of (image, outermost output row)
+/// pairs: output rows in 2-D, depth planes in 3-D.
 void plainRows(void *ctx, int64_t begin, int64_t end) {
   const PlainJob &j = *static_cast<const PlainJob *>(ctx);
   const Shape &s = *j.s;
   int64_t C = s.groups * s.c, F = s.groups * s.f;
+  int d = 3 - s.spatial;
+  // Where output position `o` along dimension `i` reads tap `t`: an input
+  // position, or -1 outside the image (or, transposed, between strides).
+  auto source = [&](int i, int64_t o, int64_t t) -> int64_t {
+    if (!s.transposed) {
+      int64_t r = o * s.st[i] + t * s.dil[i] - s.padL[i];
+      return r >= 0 && r < s.in[i] ? r : -1;
+    }
+    int64_t q = o + s.padL[i] - t * s.dil[i];
+    if (q < 0 || q % s.st[i])
+      return -1;
+    q /= s.st[i];
+    return q < s.in[i] ? q : -1;
+  };
   for (int64_t row = begin; row < end; ++row) {
-    int64_t b = row / s.oh, y = row % s.oh;
-    for (int64_t x = 0; x < s.ow; ++x)
-      for (int64_t g = 0; g < s.groups; ++g)
-        for (int64_t o = 0; o < s.f; ++o) {
-          int64_t fo = g * s.f + o;
-          float acc = j.bias ? j.bias[fo] : 0.0f;
-          for (int64_t i = 0; i < s.kh; ++i) {
-            int64_t r = y * s.sh + i * s.dh - s.pt;
-            if (r < 0 || r >= s.h)
-              continue;
-            for (int64_t k = 0; k < s.kw; ++k) {
-              int64_t col = x * s.sw + k * s.dw - s.pl;
-              if (col < 0 || col >= s.w)
-                continue;
-              const float *px =
-                  j.in + ((b * s.h + r) * s.w + col) * C + g * s.c;
-              const float *pw = j.w + ((fo * s.c) * s.kh + i) * s.kw + k;
-              for (int64_t ci = 0; ci < s.c; ++ci)
-                acc += px[ci] * pw[ci * s.kh * s.kw];
+    int64_t b = row / s.out[d], outer = row % s.out[d];
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {s.out[0], s.out[1], s.out[2]};
+    lo[d] = outer;
+    hi[d] = outer + 1;
+    for (int64_t z = lo[0]; z < hi[0]; ++z)
+      for (int64_t y = lo[1]; y < hi[1]; ++y)
+        for (int64_t x = lo[2]; x < hi[2]; ++x)
+          for (int64_t g = 0; g < s.groups; ++g)
+            for (int64_t o = 0; o < s.f; ++o) {
+              int64_t fo = g * s.f + o;
+              float acc = j.bias ? j.bias[fo] : 0.0f;
+              for (int64_t tz = 0; tz < s.k[0]; ++tz) {
+                int64_t iz = source(0, z, tz);
+                for (int64_t ty = 0; iz >= 0 && ty < s.k[1]; ++ty) {
+                  int64_t iy = source(1, y, ty);
+                  for (int64_t tx = 0; iy >= 0 && tx < s.k[2]; ++tx) {
+                    int64_t ix = source(2, x, tx);
+                    if (ix < 0)
+                      continue;
+                    const float *px =
+                        j.in +
+                        (((b * s.in[0] + iz) * s.in[1] + iy) * s.in[2] + ix) *
+                            C +
+                        g * s.c;
+                    int64_t tap = (tz * s.k[1] + ty) * s.k[2] + tx;
+                    // Filters [groups*f, c, k...], or transposed [groups*c,
+                    // f, k...].
+                    for (int64_t ci = 0; ci < s.c; ++ci) {
+                      int64_t filter = s.transposed ? (g * s.c + ci) * s.f + o
+                                                    : fo * s.c + ci;
+                      acc += px[ci] * j.w[filter * s.taps() + tap];
+                    }
+                  }
+                }
+              }
+              float *po =
+                  j.out +
+                  (((b * s.out[0] + z) * s.out[1] + y) * s.out[2] + x) * F + fo;
+              *po = epilogue(acc, *po, s.flags, s.lo, s.hi);
             }
-          }
-          float *po = j.out + ((b * s.oh + y) * s.ow + x) * F + fo;
-          *po = epilogue(acc, *po, s.flags, s.lo, s.hi);
-        }
   }
 }
 
@@ -565,53 +675,49 @@ int64_t dnnlConvolutionCalls() {
 
 } // namespace dist_rt
 
-extern "C" void dist_rt_conv2d_nhwc_f32(
-    int64_t groups, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
-    int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
-    int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t oh, int64_t ow,
-    int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr, int64_t out_ptr, float lo,
-    float hi, int64_t flags) {
-  if (n <= 0 || oh <= 0 || ow <= 0 || groups <= 0 || f <= 0)
-    return;
-  Shape s{groups,
-          n,
-          c,
-          h,
-          w,
-          f,
-          kh,
-          kw,
-          sh,
-          sw,
-          dh,
-          dw,
-          pt,
-          pl,
-          pb,
-          pr,
-          oh,
-          ow,
-          flags,
-          (flags & DIST_RT_CONV_CLIP) ? lo : 0.0f,
-          (flags & DIST_RT_CONV_CLIP) ? hi : 0.0f,
-          bias_ptr != 0,
-          0};
+namespace {
+
+/// Both entry points: runs `s` on oneDNN, else on the plain loop.
+void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
+             int64_t out_ptr) {
+  s.lo = (s.flags & DIST_RT_CONV_CLIP) ? s.lo : 0.0f;
+  s.hi = (s.flags & DIST_RT_CONV_CLIP) ? s.hi : 0.0f;
+  s.bias = bias_ptr != 0;
+  s.part = 0;
   int threads = int(dist_rt::parallelThreads());
-  dist_rt::ProfileScope prof("conv2d channels-last");
-  if (prof.active())
-    prof.describe(2.0 * double(n * groups * f) * double(oh * ow) *
-                      double(c * kh * kw),
-                  "n%lld, %lld -> %lld channels%s, %lldx%lld -> %lldx%lld, "
-                  "kernel %lldx%lld, strides %lldx%lld",
-                  (long long)n, (long long)(groups * c),
-                  (long long)(groups * f), groups > 1 ? " grouped" : "",
-                  (long long)h, (long long)w, (long long)oh, (long long)ow,
-                  (long long)kh, (long long)kw, (long long)sh, (long long)sw);
+  dist_rt::ProfileScope prof(s.transposed     ? "transposed conv channels-last"
+                             : s.spatial == 3 ? "conv3d channels-last"
+                                              : "conv2d channels-last");
+  if (prof.active()) {
+    // A transposed convolution does the work of the convolution that it
+    // transposes: every input position by every tap.
+    double positions =
+        double(s.transposed ? s.inPositions() : s.outPositions());
+    char in[64], out[64], k[64], st[64];
+    auto dims = [&](char *buf, const int64_t (&v)[3]) {
+      if (s.spatial == 3)
+        std::snprintf(buf, 64, "%lldx%lldx%lld", (long long)v[0],
+                      (long long)v[1], (long long)v[2]);
+      else
+        std::snprintf(buf, 64, "%lldx%lld", (long long)v[1], (long long)v[2]);
+    };
+    dims(in, s.in);
+    dims(out, s.out);
+    dims(k, s.k);
+    dims(st, s.st);
+    prof.describe(2.0 * double(s.n * s.groups * s.f) * positions *
+                      double(s.c * s.taps()),
+                  "n%lld, %lld -> %lld channels%s, %s -> %s, kernel %s, "
+                  "strides %s",
+                  (long long)s.n, (long long)(s.groups * s.c),
+                  (long long)(s.groups * s.f), s.groups > 1 ? " grouped" : "",
+                  in, out, k, st);
+  }
   const auto *in = reinterpret_cast<const float *>(in_ptr);
   const auto *wt = reinterpret_cast<const float *>(w_ptr);
   const auto *bias = reinterpret_cast<const float *>(bias_ptr);
   auto *out = reinterpret_cast<float *>(out_ptr);
-  if (c > 0 && kh > 0 && kw > 0)
+  if (s.c > 0 && s.taps() > 0)
     if (const DnnlApi *api = dnnl())
       if (convDnnl(*api, s, threads, in, wt, bias, out))
         return;
@@ -623,5 +729,57 @@ extern "C" void dist_rt_conv2d_nhwc_f32(
                            "plain loop runs it\n");
     });
   PlainJob job{&s, in, wt, bias, out};
-  dist_rt_parallel_for(n * oh, plainRows, &job);
+  dist_rt_parallel_for(s.n * s.out[3 - s.spatial], plainRows, &job);
+}
+
+} // namespace
+
+extern "C" void dist_rt_conv2d_nhwc_f32(
+    int64_t groups, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
+    int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+    int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t oh, int64_t ow,
+    int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr, int64_t out_ptr, float lo,
+    float hi, int64_t flags) {
+  if (n <= 0 || oh <= 0 || ow <= 0 || groups <= 0 || f <= 0)
+    return;
+  Shape s{2,           (flags & DIST_RT_CONV_TRANSPOSED) != 0,
+          groups,      n,
+          c,           f,
+          {1, h, w},   {1, oh, ow},
+          {1, kh, kw}, {1, sh, sw},
+          {1, dh, dw}, {0, pt, pl},
+          {0, pb, pr}, flags & ~int64_t(DIST_RT_CONV_TRANSPOSED),
+          lo,          hi,
+          false,       0};
+  runConv(s, in_ptr, w_ptr, bias_ptr, out_ptr);
+}
+
+extern "C" void dist_rt_conv3d_nhwc_f32(
+    int64_t groups, int64_t n, int64_t c, int64_t d, int64_t h, int64_t w,
+    int64_t f, int64_t kd, int64_t kh, int64_t kw, int64_t sd, int64_t sh,
+    int64_t sw, int64_t dd, int64_t dh, int64_t dw, int64_t pf, int64_t pt,
+    int64_t pl, int64_t pk, int64_t pb, int64_t pr, int64_t od, int64_t oh,
+    int64_t ow, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
+    int64_t out_ptr, float lo, float hi, int64_t flags) {
+  if (n <= 0 || od <= 0 || oh <= 0 || ow <= 0 || groups <= 0 || f <= 0)
+    return;
+  Shape s{3,
+          (flags & DIST_RT_CONV_TRANSPOSED) != 0,
+          groups,
+          n,
+          c,
+          f,
+          {d, h, w},
+          {od, oh, ow},
+          {kd, kh, kw},
+          {sd, sh, sw},
+          {dd, dh, dw},
+          {pf, pt, pl},
+          {pk, pb, pr},
+          flags & ~int64_t(DIST_RT_CONV_TRANSPOSED),
+          lo,
+          hi,
+          false,
+          0};
+  runConv(s, in_ptr, w_ptr, bias_ptr, out_ptr);
 }

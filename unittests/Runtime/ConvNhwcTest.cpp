@@ -242,6 +242,292 @@ TEST(ConvNhwc, NaNBecomesTheBoundAndEmptyCallsWriteNothing) {
     EXPECT_EQ(v, 7.0f);
 }
 
+/// A 3-D or transposed case: spatial arrays (depth, rows, columns), depth
+/// 1 for a 2-D call of dist_rt_conv2d_nhwc_f32.
+struct SpatialCase {
+  bool threeD, transposed;
+  int64_t groups, n, c, f;
+  int64_t in[3], k[3], st[3], dil[3], padL[3], padR[3];
+  int64_t out(int i) const {
+    int64_t reach = (k[i] - 1) * dil[i] + 1;
+    return transposed ? (in[i] - 1) * st[i] + reach - padL[i] - padR[i]
+                      : (in[i] + padL[i] + padR[i] - reach) / st[i] + 1;
+  }
+  int64_t inputs() const { return n * in[0] * in[1] * in[2] * groups * c; }
+  int64_t outputs() const { return n * out(0) * out(1) * out(2) * groups * f; }
+  int64_t taps() const { return k[0] * k[1] * k[2]; }
+};
+
+/// The naive result of a SpatialCase, by scattering every input position's
+/// contribution (a transposed convolution) or gathering every output's
+/// window, in double; then the bias and ReLU.
+std::vector<float> naiveSpatial(const SpatialCase &k,
+                                const std::vector<float> &in,
+                                const std::vector<float> &w,
+                                const std::vector<float> *bias, bool relu) {
+  int64_t C = k.groups * k.c, F = k.groups * k.f;
+  int64_t O[3] = {k.out(0), k.out(1), k.out(2)};
+  std::vector<double> acc(size_t(k.outputs()), 0.0);
+  auto outAt = [&](int64_t b, const int64_t (&p)[3], int64_t fo) {
+    return size_t((((b * O[0] + p[0]) * O[1] + p[1]) * O[2] + p[2]) * F + fo);
+  };
+  auto inAt = [&](int64_t b, const int64_t (&p)[3], int64_t ch) {
+    return size_t(
+        (((b * k.in[0] + p[0]) * k.in[1] + p[1]) * k.in[2] + p[2]) * C + ch);
+  };
+  for (int64_t b = 0; b < k.n; ++b)
+    for (int64_t g = 0; g < k.groups; ++g)
+      for (int64_t o = 0; o < k.f; ++o)
+        for (int64_t ci = 0; ci < k.c; ++ci)
+          for (int64_t t = 0; t < k.taps(); ++t) {
+            int64_t tap[3] = {t / (k.k[1] * k.k[2]), t / k.k[2] % k.k[1],
+                              t % k.k[2]};
+            double wv =
+                k.transposed
+                    ? w[size_t(((g * k.c + ci) * k.f + o) * k.taps() + t)]
+                    : w[size_t(((g * k.f + o) * k.c + ci) * k.taps() + t)];
+            // Transposed: every input position p adds to output p*st +
+            // tap*dil - padL; else every output p reads input p*st +
+            // tap*dil - padL.
+            int64_t lim[3];
+            for (int i = 0; i < 3; ++i)
+              lim[i] = k.transposed ? k.in[i] : O[i];
+            for (int64_t p0 = 0; p0 < lim[0]; ++p0)
+              for (int64_t p1 = 0; p1 < lim[1]; ++p1)
+                for (int64_t p2 = 0; p2 < lim[2]; ++p2) {
+                  int64_t p[3] = {p0, p1, p2}, q[3];
+                  bool inside = true;
+                  for (int i = 0; i < 3; ++i) {
+                    q[i] = p[i] * k.st[i] + tap[i] * k.dil[i] - k.padL[i];
+                    inside = inside && q[i] >= 0 &&
+                             q[i] < (k.transposed ? O[i] : k.in[i]);
+                  }
+                  if (!inside)
+                    continue;
+                  if (k.transposed)
+                    acc[outAt(b, q, g * k.f + o)] +=
+                        wv * in[inAt(b, p, g * k.c + ci)];
+                  else
+                    acc[outAt(b, p, g * k.f + o)] +=
+                        wv * in[inAt(b, q, g * k.c + ci)];
+                }
+          }
+  std::vector<float> out(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    double v = acc[i] + (bias ? (*bias)[i % size_t(F)] : 0.0);
+    out[i] = float(relu && v < 0 ? 0.0 : v);
+  }
+  return out;
+}
+
+const SpatialCase kSpatialCases[] = {
+    // 3-D, transposed, groups, n, c, f, in, k, st, dil, padL, padR
+    {true,
+     false,
+     1,
+     1,
+     3,
+     8,
+     {6, 9, 9},
+     {3, 3, 3},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+    {true,
+     false,
+     1,
+     2,
+     4,
+     5,
+     {5, 7, 6},
+     {3, 3, 3},
+     {2, 2, 2},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 0, 1}},
+    {true,
+     false,
+     1,
+     1,
+     6,
+     4,
+     {4, 6, 6},
+     {1, 3, 3},
+     {1, 1, 2},
+     {1, 2, 1},
+     {0, 2, 1},
+     {0, 2, 1}},
+    {true,
+     false,
+     4,
+     1,
+     2,
+     3,
+     {4, 5, 5},
+     {3, 3, 3},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1},
+     {1, 1, 1}},
+    {false,
+     true,
+     1,
+     1,
+     8,
+     4,
+     {1, 6, 6},
+     {1, 2, 2},
+     {1, 2, 2},
+     {1, 1, 1},
+     {0, 0, 0},
+     {0, 0, 0}}, // U-Net's upsampling
+    {false,
+     true,
+     1,
+     2,
+     5,
+     3,
+     {1, 5, 7},
+     {1, 4, 4},
+     {1, 2, 2},
+     {1, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}}, // DCGAN's
+    {false,
+     true,
+     1,
+     1,
+     3,
+     6,
+     {1, 7, 6},
+     {1, 3, 3},
+     {1, 1, 1},
+     {1, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}}, // stride 1
+    {false,
+     true,
+     1,
+     1,
+     4,
+     2,
+     {1, 9, 5},
+     {1, 3, 2},
+     {1, 3, 2},
+     {1, 2, 1},
+     {0, 2, 0},
+     {0, 0, 1}}, // dilated, asymmetric
+    {false,
+     true,
+     1,
+     1,
+     4,
+     4,
+     {1, 8, 8},
+     {1, 1, 1},
+     {1, 2, 2},
+     {1, 1, 1},
+     {0, 0, 0},
+     {0, 0, 0}}, // kernel shorter than the stride
+    {false,
+     true,
+     3,
+     1,
+     2,
+     4,
+     {1, 5, 5},
+     {1, 3, 3},
+     {1, 2, 2},
+     {1, 1, 1},
+     {0, 1, 1},
+     {0, 1, 1}}, // grouped
+    {true,
+     true,
+     1,
+     1,
+     4,
+     3,
+     {3, 4, 5},
+     {2, 2, 2},
+     {2, 2, 2},
+     {1, 1, 1},
+     {0, 0, 0},
+     {0, 0, 0}}, // 3-D upsampling
+};
+
+class ConvNhwcSpatialTest : public ::testing::TestWithParam<int> {};
+
+// 3-D and transposed convolutions against the naive loop, on oneDNN and on
+// the plain loop, with and without bias and ReLU, writable and constant
+// filters; with several threads a call of one image splits by output rows
+// (depth planes in 3-D).
+TEST_P(ConvNhwcSpatialTest, MatchesNaiveLoop) {
+  dist_rt_set_num_threads(GetParam());
+  int64_t ran = 0, calls = 0;
+  for (bool plain : {false, true}) {
+    dist_rt::setForcePlainNhwcConv(plain);
+    for (const SpatialCase &k : kSpatialCases)
+      for (bool relu : {false, true})
+        for (bool constant : {false, true}) {
+          std::vector<float> in = filled(k.inputs(), 1),
+                             w = filled(k.groups * k.c * k.f * k.taps(), 2),
+                             bias = filled(k.groups * k.f, 3);
+          std::vector<float> out(size_t(k.outputs()), 9.0f);
+          if (constant)
+            dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+          int64_t before = dist_rt::dnnlConvolutionCalls();
+          int64_t flags = (relu ? DIST_RT_CONV_RELU : 0) |
+                          (k.transposed ? DIST_RT_CONV_TRANSPOSED : 0);
+          int64_t inP = int64_t(intptr_t(in.data())),
+                  wP = int64_t(intptr_t(w.data())),
+                  bP = relu ? int64_t(intptr_t(bias.data())) : 0,
+                  oP = int64_t(intptr_t(out.data()));
+          for (int rep = 0; rep < 2; ++rep) {
+            if (k.threeD)
+              dist_rt_conv3d_nhwc_f32(
+                  k.groups, k.n, k.c, k.in[0], k.in[1], k.in[2], k.f, k.k[0],
+                  k.k[1], k.k[2], k.st[0], k.st[1], k.st[2], k.dil[0], k.dil[1],
+                  k.dil[2], k.padL[0], k.padL[1], k.padL[2], k.padR[0],
+                  k.padR[1], k.padR[2], k.out(0), k.out(1), k.out(2), inP, wP,
+                  bP, oP, 0, 0, flags);
+            else
+              dist_rt_conv2d_nhwc_f32(k.groups, k.n, k.c, k.in[1], k.in[2], k.f,
+                                      k.k[1], k.k[2], k.st[1], k.st[2],
+                                      k.dil[1], k.dil[2], k.padL[1], k.padL[2],
+                                      k.padR[1], k.padR[2], k.out(1), k.out(2),
+                                      inP, wP, bP, oP, 0, 0, flags);
+          }
+          int64_t r = dist_rt::dnnlConvolutionCalls() - before;
+          if (constant)
+            dist_rt::unregisterConstantMemory(w.data());
+          std::vector<float> want =
+              naiveSpatial(k, in, w, relu ? &bias : nullptr, relu);
+          double worst = 0;
+          for (size_t i = 0; i < want.size(); ++i)
+            worst = std::fmax(worst, std::fabs(double(out[i]) - want[i]));
+          EXPECT_LE(worst, 1e-4)
+              << (k.threeD ? "3-D" : "2-D")
+              << (k.transposed ? " transposed" : "") << " c" << k.c << " f"
+              << k.f << " k" << k.k[0] << k.k[1] << k.k[2] << " s" << k.st[1]
+              << (plain ? " plain" : "");
+          if (plain) {
+            EXPECT_EQ(r, 0);
+          } else {
+            ran += r;
+            calls += 2;
+          }
+        }
+  }
+  dist_rt::setForcePlainNhwcConv(false);
+  dist_rt_set_num_threads(0);
+  if (!std::getenv("DIST_RT_NO_DNNL"))
+    EXPECT_EQ(ran, calls) << "calls that oneDNN did not run";
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcSpatialTest,
+                         ::testing::Values(1, 2, 3));
+
 // With 2 and 3 threads a call is split by images or by output rows.
 INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcTest, ::testing::Values(1, 2, 3));
 

@@ -71,8 +71,15 @@ inline constexpr llvm::StringLiteral kConv2dGroupF32 =
 /// conv2d_nhwc(groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb,
 /// pr, oh, ow, in, weight, bias, out, lo, hi, flags) on dense [n, h, w,
 /// groups*c] and [n, oh, ow, groups*f] images, the weight [groups*f, c, kh,
-/// kw]; the flags of kConv2dF32 (NaN not kept under ReLU and Clip).
+/// kw]; the flags of kConv2dF32 (NaN not kept under ReLU and Clip), and
+/// kConvTransposed: the transposed convolution of ONNX's ConvTranspose, the
+/// weight [groups*c, f, kh, kw], the padding what it crops.
 inline constexpr llvm::StringLiteral kConv2dNhwcF32 = "dist_rt_conv2d_nhwc_f32";
+inline constexpr int64_t kConvTransposed = 32;
+/// The same in 3-D: conv3d_nhwc(groups, n, c, d, h, w, f, kd, kh, kw, sd,
+/// sh, sw, dd, dh, dw, pf, pt, pl, pk, pb, pr, od, oh, ow, in, weight,
+/// bias, out, lo, hi, flags) on [n, d, h, w, channels] images.
+inline constexpr llvm::StringLiteral kConv3dNhwcF32 = "dist_rt_conv3d_nhwc_f32";
 /// The depth (channels x taps) up to which directConvApplies takes the
 /// direct kernels whatever the image's size.
 inline constexpr int64_t kMaxShallowConvDepth = 160;

@@ -272,6 +272,9 @@ DIST_RT_API void dist_rt_gemm_set_act_f32(
 #define DIST_RT_CONV_CLIP 4
 #define DIST_RT_CONV_SILU 8
 #define DIST_RT_CONV_HARDSWISH 16
+/// dist_rt_conv2d_nhwc_f32 and dist_rt_conv3d_nhwc_f32 only: the transposed
+/// convolution (see there).
+#define DIST_RT_CONV_TRANSPOSED 32
 
 /// A 2-D f32 convolution of an input that is already padded: for every
 /// image b in [0, n), filter o in [0, f) and output position (y, x) in
@@ -336,6 +339,16 @@ DIST_RT_API void dist_rt_conv2d_group_f32(
 /// `out` a contiguous [n, oh, ow, groups*f] one that overlaps no other, `w`
 /// a contiguous [groups*f, c, kh, kw] one (ONNX's filter layout); pb and pr
 /// are the bottom and right padding, oh and ow must follow from the rest.
+///
+/// With DIST_RT_CONV_TRANSPOSED in `flags`, the transposed convolution
+/// (ONNX's ConvTranspose; c input and f output channels a group): for every
+/// image b, output position (y, x) and output channel g*f + o,
+///   out[b, y, x, g*f + o] = sum over ci, i, j, and input positions (r, q)
+///       with r*sh + i*dh - pt = y and q*sw + j*dw - pl = x, of
+///       w[g*c + ci, o, i, j] * in[b, r, q, g*c + ci]
+/// plus the bias and the epilogue as above; `w` is then a contiguous
+/// [groups*c, f, kh, kw] array (ONNX's layout), the padding crops the
+/// output, and oh = (h - 1)*sh + (kh - 1)*dh + 1 - pt - pb, likewise ow.
 /// Runs on oneDNN (conv_nhwc.cpp), its filters reordered once when they
 /// lie in memory registered as constant; a plain loop without it.
 DIST_RT_API void dist_rt_conv2d_nhwc_f32(
@@ -344,6 +357,18 @@ DIST_RT_API void dist_rt_conv2d_nhwc_f32(
     int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t oh, int64_t ow,
     int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr, int64_t out_ptr, float lo,
     float hi, int64_t flags);
+
+/// dist_rt_conv2d_nhwc_f32 in 3-D: images [n, d, h, w, channels], filters
+/// [groups*f, c, kd, kh, kw] ([groups*c, f, kd, kh, kw] transposed), depth
+/// stride sd, dilation dd and padding pf (front) and pk (back) besides the
+/// others; the same flags.
+DIST_RT_API void dist_rt_conv3d_nhwc_f32(
+    int64_t groups, int64_t n, int64_t c, int64_t d, int64_t h, int64_t w,
+    int64_t f, int64_t kd, int64_t kh, int64_t kw, int64_t sd, int64_t sh,
+    int64_t sw, int64_t dd, int64_t dh, int64_t dw, int64_t pf, int64_t pt,
+    int64_t pl, int64_t pk, int64_t pb, int64_t pr, int64_t od, int64_t oh,
+    int64_t ow, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
+    int64_t out_ptr, float lo, float hi, int64_t flags);
 
 /// The weight gradient of dist_rt_conv2d_f32 (same geometry): for every
 /// filter o, channel ci and kernel position (i, j),
