@@ -278,7 +278,7 @@ struct ConvInit {
   bool overwrite = false;
 };
 
-ConvInit convInit(Operation *conv, Value out, unsigned channelDim = 1) {
+ConvInit convInit(Operation *conv, Value out, bool channelsLast = false) {
   ConvInit ci;
   if (linalg::FillOp fill = zeroFillConsumedBy(conv, out)) {
     ci.op = fill;
@@ -291,13 +291,16 @@ ConvInit convInit(Operation *conv, Value out, unsigned channelDim = 1) {
   if (!g)
     return ci;
   MLIRContext *ctx = conv->getContext();
-  AffineMap channel =
-      AffineMap::get(4, 0, {getAffineDimExpr(channelDim, ctx)}, ctx);
+  // The channels: dim 1 of NCHW, the last of channels-last.
+  int64_t rank = cast<MemRefType>(whole.getType()).getRank();
+  AffineMap channel = AffineMap::get(
+      rank, 0, {getAffineDimExpr(channelsLast ? rank - 1 : 1, ctx)}, ctx);
   Block &body = g.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-      g.getDpsInitOperand(0)->get() != whole || g.getNumParallelLoops() != 4 ||
-      g.getNumLoops() != 4 || g.getIndexingMapsArray()[0] != channel ||
+      g.getDpsInitOperand(0)->get() != whole ||
+      g.getNumParallelLoops() != rank || g.getNumLoops() != rank ||
+      g.getIndexingMapsArray()[0] != channel ||
       !g.getIndexingMapsArray()[1].isIdentity() ||
       body.getOperations().size() != 1 ||
       yield.getOperand(0) != body.getArgument(0))
@@ -802,10 +805,11 @@ struct ContractionsToRuntimePass
     return true;
   }
 
-  /// An image that dist_rt_conv2d_nhwc_f32 pads itself (takePadding).
+  /// An image that dist_rt_conv2d_nhwc_f32 (or 3-D) pads itself
+  /// (takePadding): the padding before and after each spatial dim.
   struct OwnPadding {
     Value image;
-    int64_t pt, pl, pb, pr;
+    SmallVector<int64_t> lo, hi;
     /// The ops of the padded buffer that go once the call is made.
     SmallVector<Operation *> dead;
   };
@@ -826,7 +830,7 @@ struct ContractionsToRuntimePass
     if (!alloc || !split->hasOneUse() ||
         alloc->getBlock() != conv->getBlock() ||
         !alloc.getType().getLayout().isIdentity() ||
-        alloc.getType().getRank() != 4)
+        alloc.getType().getRank() < 3)
       return std::nullopt;
     OwnPadding own;
     memref::SubViewOp interior;
@@ -883,26 +887,26 @@ struct ContractionsToRuntimePass
     }
     if (!interior)
       return std::nullopt;
-    // The interior: all images and channels, rows [pt, pt + H) and columns
-    // [pl, pl + W), unit strides.
+    // The interior: all images and channels, [lo, lo + I) along each
+    // spatial dim (rows and columns, and depth in 3-D), unit strides.
     MemRefType pType = alloc.getType();
     auto iType = cast<MemRefType>(interior.getType());
     ArrayRef<int64_t> offsets = interior.getStaticOffsets();
     ArrayRef<int64_t> sizes = interior.getStaticSizes();
+    int64_t last = pType.getRank() - 1;
     if (llvm::any_of(interior.getStaticStrides(),
                      [](int64_t st) { return st != 1; }) ||
         llvm::any_of(offsets, ShapedType::isDynamic) || offsets[0] != 0 ||
-        offsets[3] != 0 || ShapedType::isDynamic(sizes[1]) ||
-        ShapedType::isDynamic(sizes[2]) || sizes[3] != pType.getDimSize(3) ||
-        pType.isDynamicDim(1) || pType.isDynamicDim(2) ||
-        pType.isDynamicDim(3) ||
+        offsets[last] != 0 || sizes[last] != pType.getDimSize(last) ||
+        llvm::any_of(sizes.slice(1, last - 1), ShapedType::isDynamic) ||
+        llvm::any_of(pType.getShape().drop_front(), ShapedType::isDynamic) ||
         ShapedType::isDynamic(sizes[0]) != pType.isDynamicDim(0) ||
         (!pType.isDynamicDim(0) && sizes[0] != pType.getDimSize(0)))
       return std::nullopt;
-    own.pt = offsets[1];
-    own.pl = offsets[2];
-    own.pb = pType.getDimSize(1) - sizes[1] - offsets[1];
-    own.pr = pType.getDimSize(2) - sizes[2] - offsets[2];
+    for (int64_t i = 1; i < last; ++i) {
+      own.lo.push_back(offsets[i]);
+      own.hi.push_back(pType.getDimSize(i) - sizes[i] - offsets[i]);
+    }
     // The dense image, where P was made; the writer writes it.
     OpBuilder b(alloc);
     auto denseType = MemRefType::get(iType.getShape(), pType.getElementType());
@@ -925,44 +929,65 @@ struct ContractionsToRuntimePass
     return own;
   }
 
-  /// The channels-last convolution generic of LowerLinearAlgebra.cpp
-  /// (kChannelsLastConvAttr; input [N, Hp, Wp, G, Cg] already padded,
-  /// weight [G, Fg, Cg, KH, KW], output [N, OH, OW, G, Fg], each a view of
-  /// a dense array) becomes a call of dist_rt_conv2d_nhwc_f32 with no
-  /// padding of its own. Its output init (a zero fill or the bias
-  /// broadcast along the channels) and an activation that next reads the
-  /// whole output go into the call as for rewriteGroupedConv, the
-  /// activation's buffer only when dense.
+  /// The channels-last convolution generics of LowerLinearAlgebra.cpp, 2-D
+  /// or 3-D (kChannelsLastConvAttr: input [N, spatial..., G, Cg] already
+  /// padded, weight [G, Fg, Cg, K...], output [N, O..., G, Fg]; or
+  /// kChannelsLastConvTransposeAttr: input [N, I..., G, Cg], weight [G, Cg,
+  /// Fg, K...], output the whole [N, Ofull..., G, Fg]; each a view of a
+  /// dense array) become a call of dist_rt_conv2d_nhwc_f32 or
+  /// dist_rt_conv3d_nhwc_f32 with no padding of its own (kConvTransposed
+  /// for the second). Its output init (a zero fill or the bias broadcast
+  /// along the channels) and an activation that next reads the whole
+  /// output go into the call as for rewriteGroupedConv, the activation's
+  /// buffer only when dense.
   LogicalResult rewriteChannelsLastConv(linalg::GenericOp op) {
+    bool transposed =
+        op->hasAttr(dist::codegen::kChannelsLastConvTransposeAttr);
     auto geometry = op->getAttrOfType<DenseI64ArrayAttr>(
-        dist::codegen::kChannelsLastConvAttr);
-    if (!geometry || geometry.size() != 4 || !op.hasPureBufferSemantics() ||
-        op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-        op.getNumLoops() != 8 || !dist::codegen::isMulAddBody(op))
+        transposed ? dist::codegen::kChannelsLastConvTransposeAttr
+                   : dist::codegen::kChannelsLastConvAttr);
+    int64_t s = geometry ? geometry.size() / 2 : 0;
+    if (!geometry || (s != 2 && s != 3) || geometry.size() != 2 * s ||
+        !op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+        op.getNumDpsInits() != 1 || op.getNumLoops() != 2 * s + 4 ||
+        !dist::codegen::isMulAddBody(op))
       return failure();
     Value in = op.getDpsInputOperand(0)->get();
     Value wt = op.getDpsInputOperand(1)->get();
     Value out = op.getDpsInitOperand(0)->get();
     for (Value v : {in, wt, out})
-      if (cast<MemRefType>(v.getType()).getRank() != 5 ||
+      if (cast<MemRefType>(v.getType()).getRank() != s + 3 ||
           !cast<MemRefType>(v.getType()).getElementType().isF32())
         return failure();
-    // The lowering's maps: the input's images, groups and channels, the
-    // weight's [G, Fg, Cg, KH, KW] and the output's dims as the loops
-    // (n, oh, ow, g, fg, kh, kw, cg).
+    // The lowering's maps over the loops (n, spatial..., g, fg, k..., cg):
+    // the images, groups and channels of the input (its positions read
+    // through the strides, or those of the output written so), the
+    // weight's [G, Fg, Cg, K...] or [G, Cg, Fg, K...].
+    ArrayRef<int64_t> g = geometry.asArrayRef();
+    MLIRContext *ctx = op.getContext();
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    int64_t loops = 2 * s + 4, gl = s + 1, fg = s + 2, k0 = s + 3,
+            cg = 2 * s + 3;
+    SmallVector<AffineExpr> inE{d(0)}, outE{d(0)}, wE{d(gl)};
+    wE.append(transposed ? SmallVector<AffineExpr>{d(cg), d(fg)}
+                         : SmallVector<AffineExpr>{d(fg), d(cg)});
+    for (int64_t i = 0; i < s; ++i) {
+      AffineExpr strided = d(1 + i) * g[i] + d(k0 + i) * g[s + i];
+      inE.push_back(transposed ? d(1 + i) : strided);
+      outE.push_back(transposed ? strided : d(1 + i));
+      wE.push_back(d(k0 + i));
+    }
+    inE.append({d(gl), d(cg)});
+    outE.append({d(gl), d(fg)});
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    auto d = [&](unsigned i) { return getAffineDimExpr(i, op.getContext()); };
-    if (maps[0].getResult(0) != d(0) || maps[0].getResult(3) != d(3) ||
-        maps[0].getResult(4) != d(7) ||
-        maps[1] != AffineMap::get(8, 0, {d(3), d(4), d(7), d(5), d(6)},
-                                  op.getContext()) ||
-        maps[2] != AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)},
-                                  op.getContext()))
+    if (maps[0] != AffineMap::get(loops, 0, inE, ctx) ||
+        maps[1] != AffineMap::get(loops, 0, wE, ctx) ||
+        maps[2] != AffineMap::get(loops, 0, outE, ctx))
       return failure();
     if (out == in || out == wt || !denseF32(out))
       return failure();
 
-    ConvInit ci = convInit(op, out, /*channelDim=*/3);
+    ConvInit ci = convInit(op, out, /*channelsLast=*/true);
     linalg::GenericOp next;
     std::optional<ConvActivation> act;
     auto [at, dst] = groupedCallPlace(op, in, wt, out, ci, /*denseTarget=*/true,
@@ -972,7 +997,9 @@ struct ContractionsToRuntimePass
     // The padded input's interior as a dense image that the call pads,
     // where it can (takePadding); otherwise an image or filter inside a
     // larger buffer goes to the call as a dense copy.
-    std::optional<OwnPadding> own = takePadding(op, in);
+    std::optional<OwnPadding> own;
+    if (!transposed)
+      own = takePadding(op, in);
     SmallVector<Value> copies;
     auto dense = [&](Value v) -> Value {
       if (denseF32(v))
@@ -993,54 +1020,49 @@ struct ContractionsToRuntimePass
       in = dense(in);
     wt = dense(wt);
     SmallVector<Value> ignored;
-    Value inPtr = call.pointer(own ? own->image : in, 4, ignored),
+    Value image = own ? own->image : in;
+    Value inPtr = call.pointer(image, 4, ignored),
           wPtr = call.pointer(wt, 4, ignored),
           outPtr = call.pointer(dst, 4, ignored);
     Value biasPtr =
         ci.bias ? call.pointer(ci.bias, 4, ignored) : call.constant(0);
     auto dim = [&](Value v, int64_t i) { return call.dim(v, i); };
-    ArrayRef<int64_t> g = geometry.asArrayRef();
-    Value zero = call.constant(0);
-    auto padding = [&](int64_t OwnPadding::*side) {
-      return own ? call.constant((*own).*side) : zero;
+    auto padding = [&](int64_t i, bool after) {
+      return call.constant(own ? (after ? own->hi : own->lo)[i] : 0);
     };
     // (No new use of `in` where its buffer goes: its channels a group are
     // static.)
     auto inType = cast<MemRefType>(in.getType());
-    SmallVector<Value> args{dim(out, 3),
-                            dim(out, 0),
-                            inType.isDynamicDim(4)
-                                ? dim(in, 4)
-                                : call.constant(inType.getDimSize(4)),
-                            own ? dim(own->image, 1) : dim(in, 1),
-                            own ? dim(own->image, 2) : dim(in, 2),
-                            dim(out, 4),
-                            dim(wt, 3),
-                            dim(wt, 4),
-                            call.constant(g[0]),
-                            call.constant(g[1]),
-                            call.constant(g[2]),
-                            call.constant(g[3]),
-                            padding(&OwnPadding::pt),
-                            padding(&OwnPadding::pl),
-                            padding(&OwnPadding::pb),
-                            padding(&OwnPadding::pr),
-                            dim(out, 1),
-                            dim(out, 2),
-                            inPtr,
-                            wPtr,
-                            biasPtr,
-                            outPtr};
+    SmallVector<Value> args{dim(out, s + 1), dim(out, 0),
+                            inType.isDynamicDim(s + 2)
+                                ? dim(in, s + 2)
+                                : call.constant(inType.getDimSize(s + 2))};
+    for (int64_t i = 0; i < s; ++i)
+      args.push_back(dim(image, 1 + i));
+    args.push_back(dim(out, s + 2));
+    for (int64_t i = 0; i < s; ++i)
+      args.push_back(dim(wt, 3 + i));
+    for (int64_t v : g)
+      args.push_back(call.constant(v));
+    for (bool after : {false, true})
+      for (int64_t i = 0; i < s; ++i)
+        args.push_back(padding(i, after));
+    for (int64_t i = 0; i < s; ++i)
+      args.push_back(dim(out, 1 + i));
+    args.append({inPtr, wPtr, biasPtr, outPtr});
     ConvActivation a = act.value_or(ConvActivation());
     for (double bound : {a.lo, a.hi})
       args.push_back(arith::ConstantFloatOp::create(
           b, call.loc, b.getF32Type(), APFloat(static_cast<float>(bound))));
-    args.push_back(
-        call.constant(a.flags | (ci.overwrite && !a.residual
-                                     ? 0
-                                     : dist::runtime_abi::kConvAccumulate)));
+    args.push_back(call.constant(
+        a.flags |
+        (ci.overwrite && !a.residual ? 0 : dist::runtime_abi::kConvAccumulate) |
+        (transposed ? dist::runtime_abi::kConvTransposed : 0)));
     func::FuncOp callee =
-        runtimeFunction(op, dist::runtime_abi::kConv2dNhwcF32, args);
+        runtimeFunction(op,
+                        s == 3 ? dist::runtime_abi::kConv3dNhwcF32
+                               : dist::runtime_abi::kConv2dNhwcF32,
+                        args);
     func::CallOp::create(b, call.loc, callee, args);
     for (Value copy : copies)
       memref::DeallocOp::create(b, call.loc, copy);

@@ -718,7 +718,7 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     // (A negative end padding leaves rows that no window reads, as a 1x1
     // layer at stride 2 on an even image does: the channels-last
     // convolution reads the whole image instead of a cropped copy.)
-    if (channelsLast && s == 2 && elem.isF32() &&
+    if (channelsLast && (s == 2 || s == 3) && elem.isF32() &&
         llvm::all_of(geo->padBegin, [](int64_t p) { return p >= 0; })) {
       ConvGeometry cl = *geo;
       for (int64_t &p : cl.padEnd)
@@ -819,15 +819,104 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     return success();
   }
 
-  /// The 2-D convolution of `input` [N, C, H, W] as the channels-last
-  /// generic that dist-contractions-to-runtime turns into
-  /// dist_rt_conv2d_nhwc_f32, between transposes: the input transposed to
-  /// [N, H, W, C] and padded (tensor.pad; the call's padding is 0), its
-  /// channels split into groups [N, Hp, Wp, G, Cg]; the weight read as
-  /// stored, [G, Fg, Cg, KH, KW]; the output [N, OH, OW, G, Fg] from the bias
-  /// broadcast along its channels (or zeros), merged and transposed back to
-  /// [N, F, OH, OW]. Loops (n, oh, ow, g, fg, kh, kw, cg); the generic
-  /// carries kChannelsLastConvAttr with the strides and dilations.
+  /// `v` with its dims permuted (a linalg.transpose into a fresh tensor).
+  static Value transposed(OpBuilder &b, Location loc, Value v,
+                          ArrayRef<int64_t> perm) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v), permSizes;
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm) {
+      shape.push_back(t.getDimSize(p));
+      permSizes.push_back(sizes[p]);
+    }
+    Value init = emptyTensor(
+        b, loc, RankedTensorType::get(shape, t.getElementType()), permSizes);
+    return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+  }
+
+  /// The permutation taking [N, C, spatial...] (s spatial dims) to
+  /// channels-last [N, spatial..., C], or back with `back`.
+  static SmallVector<int64_t> channelsLastPerm(int64_t s, bool back) {
+    SmallVector<int64_t> perm{0};
+    if (back)
+      perm.push_back(s + 1);
+    for (int64_t i = 0; i < s; ++i)
+      perm.push_back(back ? 1 + i : 2 + i);
+    if (!back)
+      perm.push_back(1);
+    return perm;
+  }
+
+  /// `x` [N, spatial..., C] with its channels split into G groups: [N,
+  /// spatial..., G, C/G].
+  static Value splitChannels(OpBuilder &b, Location loc, Value x, int64_t G) {
+    auto t = cast<RankedTensorType>(x.getType());
+    int64_t r = t.getRank();
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, x);
+    SmallVector<int64_t> shape(t.getShape().drop_back());
+    shape.append({G, t.getDimSize(r - 1) / G});
+    sizes.back() = b.getIndexAttr(G);
+    sizes.push_back(b.getIndexAttr(t.getDimSize(r - 1) / G));
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i + 1 < r; ++i)
+      groups.push_back({i});
+    groups.push_back({r - 1, r});
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, t.getElementType()), x, groups,
+        sizes);
+  }
+
+  /// A channels-last output [N, spatial..., F] (`sizes`, static but N) from
+  /// the bias broadcast along its channels (or zeros), split into G groups.
+  static Value channelsLastInit(OpBuilder &b, Location loc,
+                                RankedTensorType type,
+                                ArrayRef<OpFoldResult> sizes, Value bias,
+                                Value zero, int64_t G) {
+    MLIRContext *ctx = b.getContext();
+    int64_t r = type.getRank();
+    Value init;
+    if (bias) {
+      Value empty = emptyTensor(b, loc, type, sizes);
+      init = linalg::GenericOp::create(
+                 b, loc, TypeRange{type}, ValueRange{bias}, ValueRange{empty},
+                 SmallVector<AffineMap>{
+                     AffineMap::get(r, 0, {getAffineDimExpr(r - 1, ctx)}, ctx),
+                     b.getMultiDimIdentityMap(r)},
+                 SmallVector<IT>(r, IT::parallel),
+                 [](OpBuilder &nb, Location l, ValueRange a) {
+                   linalg::YieldOp::create(nb, l, a[0]);
+                 })
+                 .getResult(0);
+    } else {
+      init = filledTensor(b, loc, type, sizes, zero);
+    }
+    return splitChannels(b, loc, init, G);
+  }
+
+  /// [N, spatial..., G, Fg] merged back into [N, spatial..., G*Fg].
+  static Value mergeChannels(OpBuilder &b, Location loc, Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t r = t.getRank();
+    SmallVector<int64_t> shape(t.getShape().drop_back(2));
+    shape.push_back(t.getDimSize(r - 2) * t.getDimSize(r - 1));
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i + 2 < r; ++i)
+      groups.push_back({i});
+    groups.push_back({r - 2, r - 1});
+    return tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get(shape, t.getElementType()), v, groups);
+  }
+
+  /// The 2-D or 3-D convolution of `input` [N, C, spatial...] as the
+  /// channels-last generic that dist-contractions-to-runtime turns into
+  /// dist_rt_conv2d_nhwc_f32 or dist_rt_conv3d_nhwc_f32, between
+  /// transposes: the input transposed to [N, spatial..., C] and padded
+  /// (tensor.pad; the call's padding is 0), its channels split into groups
+  /// [N, spatial..., G, Cg]; the weight read as stored, [G, Fg, Cg, K...];
+  /// the output [N, O..., G, Fg] from the bias broadcast along its channels
+  /// (or zeros), merged and transposed back to [N, F, O...]. Loops (n,
+  /// o..., g, fg, k..., cg); the generic carries kChannelsLastConvAttr with
+  /// the strides and dilations.
   static Value channelsLastConvolution(OpBuilder &b, Location loc, Value input,
                                        Value weight, Value bias,
                                        RankedTensorType outType,
@@ -835,109 +924,169 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
                                        Value zero) {
     MLIRContext *ctx = b.getContext();
     Type elem = outType.getElementType();
-    auto inType = cast<RankedTensorType>(input.getType());
     auto wType = cast<RankedTensorType>(weight.getType());
-    int64_t C = inType.getDimSize(1), F = wType.getDimSize(0);
-    int64_t Cg = C / G, Fg = F / G;
-    SmallVector<OpFoldResult> inSizes = sizesOf(b, loc, input);
-    OpFoldResult n = inSizes[0];
-    auto transposed = [&](Value v, ArrayRef<int64_t> perm) {
-      auto t = cast<RankedTensorType>(v.getType());
-      SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v), permSizes;
-      SmallVector<int64_t> shape;
-      for (int64_t p : perm) {
-        shape.push_back(t.getDimSize(p));
-        permSizes.push_back(sizes[p]);
-      }
-      Value init = emptyTensor(
-          b, loc, RankedTensorType::get(shape, t.getElementType()), permSizes);
-      return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
-    };
-    Value x = transposed(input, {0, 2, 3, 1});
+    int64_t s = outType.getRank() - 2;
+    int64_t F = wType.getDimSize(0), Fg = F / G, Cg = wType.getDimSize(1);
+    Value x = transposed(b, loc, input, channelsLastPerm(s, false));
     auto xType = cast<RankedTensorType>(x.getType());
     if (llvm::any_of(geo.padBegin, [](int64_t p) { return p > 0; }) ||
         llvm::any_of(geo.padEnd, [](int64_t p) { return p > 0; })) {
       SmallVector<int64_t> shape(xType.getShape());
-      SmallVector<OpFoldResult> lo(4, b.getIndexAttr(0)),
-          hi(4, b.getIndexAttr(0));
-      for (int64_t i = 0; i < 2; ++i) {
+      SmallVector<OpFoldResult> lo(s + 2, b.getIndexAttr(0)),
+          hi(s + 2, b.getIndexAttr(0));
+      for (int64_t i = 0; i < s; ++i) {
         lo[1 + i] = b.getIndexAttr(geo.padBegin[i]);
         hi[1 + i] = b.getIndexAttr(geo.padEnd[i]);
         shape[1 + i] += geo.padBegin[i] + geo.padEnd[i];
       }
       x = tensor::PadOp::create(b, loc, RankedTensorType::get(shape, elem), x,
                                 lo, hi, zero);
-      xType = cast<RankedTensorType>(x.getType());
     }
-    SmallVector<OpFoldResult> xSizes = sizesOf(b, loc, x);
-    Value x5 = tensor::ExpandShapeOp::create(
-        b, loc,
-        RankedTensorType::get({xType.getDimSize(0), xType.getDimSize(1),
-                               xType.getDimSize(2), G, Cg},
-                              elem),
-        x, SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}},
-        SmallVector<OpFoldResult>{xSizes[0], xSizes[1], xSizes[2],
-                                  b.getIndexAttr(G), b.getIndexAttr(Cg)});
-    Value w5 = tensor::ExpandShapeOp::create(
-        b, loc,
-        RankedTensorType::get(
-            {G, Fg, Cg, wType.getDimSize(2), wType.getDimSize(3)}, elem),
-        weight, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
-    int64_t OH = geo.out[0], OW = geo.out[1];
-    auto out4Type =
-        RankedTensorType::get({outType.getDimSize(0), OH, OW, F}, elem);
-    SmallVector<OpFoldResult> out4Sizes{n, b.getIndexAttr(OH),
-                                        b.getIndexAttr(OW), b.getIndexAttr(F)};
-    Value init4;
-    if (bias) {
-      Value empty = emptyTensor(b, loc, out4Type, out4Sizes);
-      init4 =
-          linalg::GenericOp::create(
-              b, loc, TypeRange{out4Type}, ValueRange{bias}, ValueRange{empty},
-              SmallVector<AffineMap>{
-                  AffineMap::get(4, 0, {getAffineDimExpr(3, ctx)}, ctx),
-                  b.getMultiDimIdentityMap(4)},
-              SmallVector<IT>(4, IT::parallel),
-              [](OpBuilder &nb, Location l, ValueRange a) {
-                linalg::YieldOp::create(nb, l, a[0]);
-              })
-              .getResult(0);
-    } else {
-      init4 = filledTensor(b, loc, out4Type, out4Sizes, zero);
+    Value xg = splitChannels(b, loc, x, G);
+    SmallVector<int64_t> wShape{G, Fg, Cg};
+    SmallVector<ReassociationIndices> wGroups{{0, 1}, {2}};
+    for (int64_t i = 0; i < s; ++i) {
+      wShape.push_back(wType.getDimSize(2 + i));
+      wGroups.push_back({3 + i});
     }
-    auto out5Type =
-        RankedTensorType::get({outType.getDimSize(0), OH, OW, G, Fg}, elem);
-    Value init5 = tensor::ExpandShapeOp::create(
-        b, loc, out5Type, init4,
-        SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}},
-        SmallVector<OpFoldResult>{n, b.getIndexAttr(OH), b.getIndexAttr(OW),
-                                  b.getIndexAttr(G), b.getIndexAttr(Fg)});
+    Value wg = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(wShape, elem), weight, wGroups);
+    SmallVector<int64_t> outShape{outType.getDimSize(0)};
+    SmallVector<OpFoldResult> outSizes{tensor::getMixedSize(b, loc, input, 0)};
+    for (int64_t i = 0; i < s; ++i) {
+      outShape.push_back(geo.out[i]);
+      outSizes.push_back(b.getIndexAttr(geo.out[i]));
+    }
+    outShape.push_back(F);
+    outSizes.push_back(b.getIndexAttr(F));
+    Value init = channelsLastInit(b, loc, RankedTensorType::get(outShape, elem),
+                                  outSizes, bias, zero, G);
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    // Loops (n, oh, ow, g, fg, kh, kw, cg).
-    SmallVector<AffineMap> maps{
-        AffineMap::get(8, 0,
-                       {d(0), d(1) * geo.strides[0] + d(5) * geo.dilations[0],
-                        d(2) * geo.strides[1] + d(6) * geo.dilations[1], d(3),
-                        d(7)},
-                       ctx),
-        AffineMap::get(8, 0, {d(3), d(4), d(7), d(5), d(6)}, ctx),
-        AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx)};
-    SmallVector<IT> iters(5, IT::parallel);
-    iters.append(3, IT::reduction);
+    // Loops (n, o..., g, fg, k..., cg).
+    int64_t loops = 2 * s + 4, g = s + 1, fg = s + 2, k0 = s + 3,
+            cg = 2 * s + 3;
+    SmallVector<AffineExpr> inE{d(0)}, wE{d(g), d(fg), d(cg)}, outE{d(0)};
+    for (int64_t i = 0; i < s; ++i) {
+      inE.push_back(d(1 + i) * geo.strides[i] + d(k0 + i) * geo.dilations[i]);
+      wE.push_back(d(k0 + i));
+      outE.push_back(d(1 + i));
+    }
+    inE.append({d(g), d(cg)});
+    outE.append({d(g), d(fg)});
+    SmallVector<IT> iters(s + 3, IT::parallel);
+    iters.append(s + 1, IT::reduction);
     auto conv = linalg::GenericOp::create(
-        b, loc, TypeRange{out5Type}, ValueRange{x5, w5}, ValueRange{init5},
-        maps, iters, [](OpBuilder &nb, Location l, ValueRange a) {
+        b, loc, TypeRange{init.getType()}, ValueRange{xg, wg}, ValueRange{init},
+        SmallVector<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
+                               AffineMap::get(loops, 0, wE, ctx),
+                               AffineMap::get(loops, 0, outE, ctx)},
+        iters, [](OpBuilder &nb, Location l, ValueRange a) {
           Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
           linalg::YieldOp::create(
               nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
         });
+    SmallVector<int64_t> geometry(geo.strides);
+    geometry.append(geo.dilations.begin(), geo.dilations.end());
     conv->setAttr(dist::codegen::kChannelsLastConvAttr,
-                  b.getDenseI64ArrayAttr({geo.strides[0], geo.strides[1],
-                                          geo.dilations[0], geo.dilations[1]}));
-    Value out4 = tensor::CollapseShapeOp::create(
-        b, loc, out4Type, conv.getResult(0),
-        SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}});
-    return transposed(out4, {0, 3, 1, 2});
+                  b.getDenseI64ArrayAttr(geometry));
+    return transposed(b, loc, mergeChannels(b, loc, conv.getResult(0)),
+                      channelsLastPerm(s, true));
+  }
+
+  /// The 2-D or 3-D transposed convolution of `input` [N, C, spatial...]
+  /// (weight [C, Fg, K...], ONNX's ConvTranspose) as the channels-last
+  /// generic that dist-contractions-to-runtime turns into the same calls
+  /// with kConvTransposed: the input transposed to [N, I..., C] and split
+  /// into groups [N, I..., G, Cg]; the weight [G, Cg, Fg, K...]; every
+  /// input position adds each tap's product to output position i*s + k*d
+  /// of a whole [N, Ofull..., G, Fg] output (Ofull = (I-1)*s + (K-1)*d + 1,
+  /// at least padBegin + O), which starts from the bias (or zeros) and is
+  /// then cropped to [padBegin, padBegin + O), merged and transposed back.
+  /// Loops (n, i..., g, fg, k..., cg); all but n, g and fg reductions (two
+  /// input positions may reach one output); kChannelsLastConvTransposeAttr
+  /// carries the strides and dilations. Needs padBegin >= 0.
+  static Value channelsLastTransposed(OpBuilder &b, Location loc, Value input,
+                                      Value weight, Value bias,
+                                      RankedTensorType outType,
+                                      const ConvGeometry &geo, int64_t G,
+                                      Value zero) {
+    MLIRContext *ctx = b.getContext();
+    Type elem = outType.getElementType();
+    auto wType = cast<RankedTensorType>(weight.getType());
+    int64_t s = outType.getRank() - 2;
+    int64_t C = wType.getDimSize(0), Cg = C / G, Fg = wType.getDimSize(1);
+    Value xg = splitChannels(
+        b, loc, transposed(b, loc, input, channelsLastPerm(s, false)), G);
+    SmallVector<int64_t> wShape{G, Cg, Fg};
+    SmallVector<ReassociationIndices> wGroups{{0, 1}, {2}};
+    for (int64_t i = 0; i < s; ++i) {
+      wShape.push_back(wType.getDimSize(2 + i));
+      wGroups.push_back({3 + i});
+    }
+    Value wg = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(wShape, elem), weight, wGroups);
+    SmallVector<int64_t> fullShape{outType.getDimSize(0)};
+    SmallVector<OpFoldResult> fullSizes{tensor::getMixedSize(b, loc, input, 0)};
+    bool crop = false;
+    for (int64_t i = 0; i < s; ++i) {
+      int64_t reach = (geo.in[i] - 1) * geo.strides[i] +
+                      (geo.kernel[i] - 1) * geo.dilations[i] + 1;
+      int64_t full = std::max(reach, geo.padBegin[i] + geo.out[i]);
+      crop = crop || full != geo.out[i];
+      fullShape.push_back(full);
+      fullSizes.push_back(b.getIndexAttr(full));
+    }
+    fullShape.push_back(G * Fg);
+    fullSizes.push_back(b.getIndexAttr(G * Fg));
+    Value init =
+        channelsLastInit(b, loc, RankedTensorType::get(fullShape, elem),
+                         fullSizes, bias, zero, G);
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Loops (n, i..., g, fg, k..., cg).
+    int64_t loops = 2 * s + 4, g = s + 1, fg = s + 2, k0 = s + 3,
+            cg = 2 * s + 3;
+    SmallVector<AffineExpr> inE{d(0)}, wE{d(g), d(cg), d(fg)}, outE{d(0)};
+    for (int64_t i = 0; i < s; ++i) {
+      inE.push_back(d(1 + i));
+      wE.push_back(d(k0 + i));
+      outE.push_back(d(1 + i) * geo.strides[i] + d(k0 + i) * geo.dilations[i]);
+    }
+    inE.append({d(g), d(cg)});
+    outE.append({d(g), d(fg)});
+    SmallVector<IT> iters(loops, IT::reduction);
+    iters[0] = iters[g] = iters[fg] = IT::parallel;
+    auto conv = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{xg, wg}, ValueRange{init},
+        SmallVector<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
+                               AffineMap::get(loops, 0, wE, ctx),
+                               AffineMap::get(loops, 0, outE, ctx)},
+        iters, [](OpBuilder &nb, Location l, ValueRange a) {
+          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
+        });
+    SmallVector<int64_t> geometry(geo.strides);
+    geometry.append(geo.dilations.begin(), geo.dilations.end());
+    conv->setAttr(dist::codegen::kChannelsLastConvTransposeAttr,
+                  b.getDenseI64ArrayAttr(geometry));
+    Value out = mergeChannels(b, loc, conv.getResult(0));
+    if (crop) {
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0)}, sizes{fullSizes[0]},
+          unit(s + 2, b.getIndexAttr(1));
+      SmallVector<int64_t> shape{outType.getDimSize(0)};
+      for (int64_t i = 0; i < s; ++i) {
+        offsets.push_back(b.getIndexAttr(geo.padBegin[i]));
+        sizes.push_back(b.getIndexAttr(geo.out[i]));
+        shape.push_back(geo.out[i]);
+      }
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(G * Fg));
+      shape.push_back(G * Fg);
+      out = tensor::ExtractSliceOp::create(b, loc,
+                                           RankedTensorType::get(shape, elem),
+                                           out, offsets, sizes, unit);
+    }
+    return transposed(b, loc, out, channelsLastPerm(s, true));
   }
 
   /// col[n, c, k..., o...] = in[n, c, o*s + k*d]; out[n, f, p] +=
@@ -1135,7 +1284,9 @@ Value transposedSource(OpBuilder &b, Location l, Value o, Value k,
 }
 
 struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ConvTransposeLowering(TypeConverter &tc, MLIRContext *ctx, bool channelsLast)
+      : OpConversionPattern(tc, ctx), channelsLast(channelsLast) {}
+  bool channelsLast;
   LogicalResult
   matchAndRewrite(dist::ConvTransposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1185,6 +1336,19 @@ struct ConvTransposeLowering : OpConversionPattern<dist::ConvTransposeOp> {
     for (int64_t i = 0; i < s; ++i)
       outSizes[i + 2] = rewriter.getIndexAttr(geo->out[i]);
     Value zero = scalarConst(rewriter, loc, elem, 0);
+    // Channels-last on oneDNN's deconvolution (an encoder-decoder's 2x2
+    // upsampling as a product and col2im loops wrote its NCHW output and
+    // a transposed copy of it into the next layer's channels-last input).
+    if (channelsLast && (s == 2 || s == 3) && elem.isF32() &&
+        !ShapedType::isDynamic(Fg) &&
+        llvm::all_of(inType.getShape().drop_front(2),
+                     [](int64_t d) { return !ShapedType::isDynamic(d); }) &&
+        llvm::all_of(geo->padBegin, [](int64_t p) { return p >= 0; })) {
+      rewriter.replaceOp(op, ConvLowering::channelsLastTransposed(
+                                 rewriter, loc, input, weight,
+                                 adaptor.getBias(), outType, *geo, G, zero));
+      return success();
+    }
     Value init = channelInit(rewriter, loc, outType, outSizes,
                              adaptor.getBias(), zero);
     if (G == 1 && (elem.isF32() || elem.isF64()) &&
@@ -1389,8 +1553,8 @@ void codegen::populateLinearAlgebraLowering(TypeConverter &tc,
                                             bool directConv,
                                             bool directDepthwise,
                                             bool channelsLast) {
-  p.add<MatMulLowering, EinsumLowering, GemmLowering, ConvTransposeLowering>(
-      tc, p.getContext());
+  p.add<MatMulLowering, EinsumLowering, GemmLowering>(tc, p.getContext());
+  p.add<ConvTransposeLowering>(tc, p.getContext(), channelsLast);
   p.add<ConvLowering>(tc, p.getContext(), directConv, directDepthwise,
                       channelsLast);
   p.add<ConvWeightGradLowering>(tc, p.getContext(), directConv);

@@ -94,18 +94,26 @@ bool overwritesWithoutReading(Operation *op, Value v);
 inline constexpr llvm::StringLiteral kCallOverwritesAttr =
     "dist.call_overwrites";
 /// Marks the channels-last convolution generic that LowerLinearAlgebra
-/// makes (strides and dilations, [sh, sw, dh, dw]) for
-/// dist-contractions-to-runtime.
+/// makes (strides and dilations, [sh, sw, dh, dw] or [sd, sh, sw, dd, dh,
+/// dw]) for dist-contractions-to-runtime.
 inline constexpr llvm::StringLiteral kChannelsLastConvAttr =
     "dist.channels_last_conv";
-/// Whether `root` holds a channels-last convolution (kChannelsLastConvAttr):
+/// The same for a transposed convolution's generic (ConvTranspose).
+inline constexpr llvm::StringLiteral kChannelsLastConvTransposeAttr =
+    "dist.channels_last_conv_transpose";
+/// Whether `op` is a channels-last convolution's generic, transposed or not.
+inline bool isChannelsLastConv(Operation *op) {
+  return op->hasAttr(kChannelsLastConvAttr) ||
+         op->hasAttr(kChannelsLastConvTransposeAttr);
+}
+/// Whether `root` holds a channels-last convolution (isChannelsLastConv):
 /// the layout passes leave the rest (a transformer's transposes) as they
 /// are.
 inline bool hasChannelsLastConv(Operation *root) {
   return root
       ->walk([](Operation *op) {
-        return op->hasAttr(kChannelsLastConvAttr) ? WalkResult::interrupt()
-                                                  : WalkResult::advance();
+        return isChannelsLastConv(op) ? WalkResult::interrupt()
+                                      : WalkResult::advance();
       })
       .wasInterrupted();
 }

@@ -154,7 +154,7 @@ struct SinkThroughExpand : OpRewritePattern<tensor::ExpandShapeOp> {
     if (!t || !t.hasPureTensorSemantics() || !t->hasOneUse())
       return failure();
     for (Operation *user : op->getUsers())
-      if (user->hasAttr(dist::codegen::kChannelsLastConvAttr))
+      if (dist::codegen::isChannelsLastConv(user))
         return failure();
     ArrayRef<int64_t> p = t.getPermutation();
     SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
@@ -451,8 +451,7 @@ struct AbsorbIntoGeneric : OpRewritePattern<linalg::GenericOp> {
   LogicalResult matchAndRewrite(linalg::GenericOp g,
                                 PatternRewriter &rewriter) const override {
     // A channels-last convolution's call reads its input as stored.
-    if (!g.hasPureTensorSemantics() ||
-        g->hasAttr(dist::codegen::kChannelsLastConvAttr))
+    if (!g.hasPureTensorSemantics() || dist::codegen::isChannelsLastConv(g))
       return failure();
     MLIRContext *ctx = g.getContext();
     bool elementwise = sinksThrough(g);

@@ -1,6 +1,7 @@
 // RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=direct | FileCheck %s --check-prefix=DIRECT
 // RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=im2col | FileCheck %s --check-prefix=IM2COL
 // RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=auto | FileCheck %s --check-prefix=AUTO-%host_simd
+// RUN: dist-opt %s --split-input-file --dist-lower-to-linalg=conv=nhwc | FileCheck %s --check-prefix=NHWC
 // RUN: not dist-opt %s --split-input-file --dist-lower-to-linalg=conv=fft 2>&1 | FileCheck %s --check-prefix=BAD
 
 // With conv=direct a 2-D f32 convolution becomes linalg.conv_2d_nchw_fchw on
@@ -65,6 +66,22 @@ func.func @weight_grad(%x: tensor<2x3x10x10xf32>, %dy: tensor<2x8x5x5xf32>) -> t
 // DIRECT: tensor.expand_shape
 // DIRECT-NOT: linalg.conv
 // DIRECT: return
+
+// With conv=nhwc the 1-D one stays so and the 3-D one becomes the
+// channels-last generic (loops n, od, oh, ow, g, fg, kd, kh, kw, cg) on
+// the input transposed to [N, D, H, W, C], its strides and dilations in
+// dist.channels_last_conv, transposed back to NCDHW after.
+// NHWC-DAG: #[[$IN3:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9) -> (d0, d1 * 2 + d6, d2 * 2 + d7, d3 * 2 + d8, d4, d9)>
+// NHWC-DAG: #[[$W3:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9) -> (d4, d5, d9, d6, d7, d8)>
+// NHWC-DAG: #[[$OUT3:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9) -> (d0, d1, d2, d3, d4, d5)>
+// NHWC-LABEL: func.func @conv_1d_3d(
+// NHWC: tensor<1x16x3x100xf32>
+// NHWC: linalg.transpose ins(%{{.*}} : tensor<2x4x9x9x9xf32>) outs(%{{.*}} : tensor<2x9x9x9x4xf32>) permutation = [0, 2, 3, 4, 1]
+// NHWC: linalg.generic {indexing_maps = [#[[$IN3]], #[[$W3]], #[[$OUT3]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]}
+// NHWC-SAME: ins(%{{.*}}, %{{.*}} : tensor<2x9x9x9x1x4xf32>, tensor<1x8x4x3x3x3xf32>) outs(%{{.*}} : tensor<2x4x4x4x1x8xf32>)
+// NHWC-SAME: dist.channels_last_conv = array<i64: 2, 2, 2, 1, 1, 1>
+// NHWC: linalg.transpose ins(%{{.*}} : tensor<2x4x4x4x8xf32>) outs(%{{.*}} : tensor<2x8x4x4x4xf32>) permutation = [0, 4, 1, 2, 3]
+// NHWC: return
 func.func @conv_1d_3d(%x: tensor<1x16x100xf32>, %w: tensor<32x16x3xf32>,
                       %v: tensor<2x4x9x9x9xf32>, %u: tensor<8x4x3x3x3xf32>)
     -> (tensor<1x32x100xf32>, tensor<2x8x4x4x4xf32>) {
@@ -105,6 +122,34 @@ func.func @conv_1d_3d(%x: tensor<1x16x100xf32>, %w: tensor<32x16x3xf32>,
 // DIRECT: %[[LAST:.*]] = tensor.insert_slice %{{.*}}[0, 0, 1, 1] [1, 8, 5, 5] [1, 1, 2, 2]
 // DIRECT-NOT: tensor.extract
 // DIRECT: return %[[LAST]]
+// With conv=nhwc a transposed convolution becomes the channels-last
+// generic over (n, i, j, g, fg, kh, kw, cg) that adds each input
+// position's product to output (i*2 + kh, j*2 + kw) of the bias broadcast
+// (only n, g and fg parallel), marked dist.channels_last_conv_transpose;
+// with pads and output_padding into a whole 11x11 output that is then
+// cropped to rows and columns [1, 11).
+// NHWC-DAG: #[[$TIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d7)>
+// NHWC-DAG: #[[$TW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d7, d4, d5, d6)>
+// NHWC-DAG: #[[$TOUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 * 2 + d5, d2 * 2 + d6, d3, d4)>
+// NHWC-LABEL: func.func @conv_transpose(
+// NHWC: linalg.transpose ins(%{{.*}} : tensor<1x16x5x5xf32>) outs(%{{.*}} : tensor<1x5x5x16xf32>) permutation = [0, 2, 3, 1]
+// NHWC: %[[BIAS:.*]] = linalg.generic
+// NHWC-SAME: ins(%{{.*}} : tensor<8xf32>) outs(%{{.*}} : tensor<1x10x10x8xf32>)
+// NHWC: %[[INIT:.*]] = tensor.expand_shape %[[BIAS]]
+// NHWC: linalg.generic {indexing_maps = [#[[$TIN]], #[[$TW]], #[[$TOUT]]], iterator_types = ["parallel", "reduction", "reduction", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// NHWC-SAME: ins(%{{.*}}, %{{.*}} : tensor<1x5x5x1x16xf32>, tensor<1x16x8x2x2xf32>) outs(%[[INIT]] : tensor<1x10x10x1x8xf32>)
+// NHWC-SAME: dist.channels_last_conv_transpose = array<i64: 2, 2, 1, 1>
+// NHWC-NOT: tensor.extract_slice
+// NHWC: linalg.transpose ins(%{{.*}} : tensor<1x10x10x8xf32>) outs(%{{.*}} : tensor<1x8x10x10xf32>) permutation = [0, 3, 1, 2]
+// NHWC-LABEL: func.func @conv_transpose_padded(
+// NHWC: linalg.fill
+// NHWC-SAME: tensor<1x11x11x8xf32>
+// NHWC: linalg.generic
+// NHWC-SAME: outs(%{{.*}} : tensor<1x11x11x1x8xf32>)
+// NHWC-SAME: dist.channels_last_conv_transpose = array<i64: 2, 2, 1, 1>
+// NHWC: tensor.extract_slice %{{.*}}[0, 1, 1, 0] [1, 10, 10, 8] [1, 1, 1, 1] : tensor<1x11x11x8xf32> to tensor<1x10x10x8xf32>
+// NHWC: linalg.transpose
+// NHWC: return
 func.func @conv_transpose(%x: tensor<1x16x5x5xf32>, %w: tensor<16x8x2x2xf32>, %b: tensor<8xf32>) -> tensor<1x8x10x10xf32> {
   %0 = dist.conv_transpose %x, %w bias %b {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x16x5x5xf32>, tensor<16x8x2x2xf32>, tensor<8xf32>) -> tensor<1x8x10x10xf32>
   return %0 : tensor<1x8x10x10xf32>

@@ -1073,3 +1073,104 @@ func.func @channels_last_other_maps(%x: memref<1x8x4x4x1xf32>, %w: memref<1x8x8x
   }
   return
 }
+
+// -----
+
+// A 3-D channels-last convolution (dist.channels_last_conv with three
+// strides and three dilations, loops n, od, oh, ow, g, fg, kd, kh, kw, cg)
+// becomes a call of dist_rt_conv3d_nhwc_f32 whose padding is that of the
+// zero-bordered buffer its input's writer wrote (depth 1 and 1, rows 1 and
+// 1, columns 2 and 0): the writer writes a dense image instead and the
+// bordered buffer goes. Its zero init goes too (the call overwrites).
+#c3_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9) -> (d0, d1 + d6, d2 + d7, d3 + d8, d4, d9)>
+#c3_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9) -> (d4, d5, d9, d6, d7, d8)>
+#c3_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9) -> (d0, d1, d2, d3, d4, d5)>
+#c3_id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @channels_last_3d(
+// CHECK: %[[IMAGE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x5x6x8xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[IMAGE]] : memref<1x4x5x6x8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.fill
+// CHECK: call @dist_rt_conv3d_nhwc_f32(%{{[0-9]+}}, %{{[0-9]+}}, %c8_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %cst{{[_0-9]*}}, %cst{{[_0-9]*}}, %c0_i64{{[_0-9]*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, f32, f32, i64) -> ()
+// CHECK: memref.dealloc %[[IMAGE]]
+func.func @channels_last_3d(%x: memref<1x4x5x6x8xf32>, %w: memref<16x8x3x3x3xf32>) -> memref<1x4x5x6x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %p = memref.alloc() : memref<1x6x7x8x8xf32>
+  %border = memref.subview %p[0, 0, 0, 0, 0] [1, 1, 7, 8, 8] [1, 1, 1, 1, 1] : memref<1x6x7x8x8xf32> to memref<1x1x7x8x8xf32, strided<[2688, 448, 64, 8, 1]>>
+  linalg.fill ins(%zero : f32) outs(%border : memref<1x1x7x8x8xf32, strided<[2688, 448, 64, 8, 1]>>)
+  %interior = memref.subview %p[0, 1, 1, 2, 0] [1, 4, 5, 6, 8] [1, 1, 1, 1, 1] : memref<1x6x7x8x8xf32> to memref<1x4x5x6x8xf32, strided<[2688, 448, 64, 8, 1], offset: 528>>
+  linalg.generic {indexing_maps = [#c3_id, #c3_id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x4x5x6x8xf32>) outs(%interior : memref<1x4x5x6x8xf32, strided<[2688, 448, 64, 8, 1], offset: 528>>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  %out = memref.alloc() : memref<1x4x5x6x16xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<1x4x5x6x16xf32>)
+  %x6 = memref.expand_shape %p [[0], [1], [2], [3], [4, 5]] output_shape [1, 6, 7, 8, 1, 8] : memref<1x6x7x8x8xf32> into memref<1x6x7x8x1x8xf32>
+  %w6 = memref.expand_shape %w [[0, 1], [2], [3], [4], [5]] output_shape [1, 16, 8, 3, 3, 3] : memref<16x8x3x3x3xf32> into memref<1x16x8x3x3x3xf32>
+  %o6 = memref.expand_shape %out [[0], [1], [2], [3], [4, 5]] output_shape [1, 4, 5, 6, 1, 16] : memref<1x4x5x6x16xf32> into memref<1x4x5x6x1x16xf32>
+  linalg.generic {indexing_maps = [#c3_in, #c3_w, #c3_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]} ins(%x6, %w6 : memref<1x6x7x8x1x8xf32>, memref<1x16x8x3x3x3xf32>) outs(%o6 : memref<1x4x5x6x1x16xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %p : memref<1x6x7x8x8xf32>
+  return %out : memref<1x4x5x6x16xf32>
+}
+
+// -----
+
+// A transposed channels-last convolution (dist.channels_last_conv_transpose:
+// each input position's product added to output (i*2 + kh, j*2 + kw))
+// becomes a call of dist_rt_conv2d_nhwc_f32 with flag 32 (transposed; c =
+// 16 input and f = 8 output channels a group, the 5x5 input, the 10x10
+// output, no padding), the bias broadcast into it; the ReLU after it adds
+// flag 2. One whose maps differ from the lowering's stays a loop nest.
+#ct_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d7)>
+#ct_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d7, d4, d5, d6)>
+#ct_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 * 2 + d5, d2 * 2 + d6, d3, d4)>
+#ct_bad = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 * 2 + d5, d2 + d6, d3, d4)>
+#ct_bias = affine_map<(d0, d1, d2, d3) -> (d3)>
+#ct_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last_transposed(
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_nhwc_f32(%{{[0-9]+}}, %{{[0-9]+}}, %c16_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %cst{{[_0-9]*}}, %cst{{[_0-9]*}}, %c34_i64)
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @channels_last_transposed_other_maps(
+// CHECK-NOT: call @dist_rt_conv2d_nhwc_f32
+// CHECK: linalg.generic
+// CHECK-SAME: dist.channels_last_conv_transpose
+func.func @channels_last_transposed(%x: memref<1x5x5x16xf32>, %w: memref<16x8x2x2xf32>, %b: memref<8xf32>) -> memref<1x10x10x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %out = memref.alloc() : memref<1x10x10x8xf32>
+  linalg.generic {indexing_maps = [#ct_bias, #ct_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b : memref<8xf32>) outs(%out : memref<1x10x10x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 5, 5, 1, 16] : memref<1x5x5x16xf32> into memref<1x5x5x1x16xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 8, 2, 2] : memref<16x8x2x2xf32> into memref<1x16x8x2x2xf32>
+  %o5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 10, 10, 1, 8] : memref<1x10x10x8xf32> into memref<1x10x10x1x8xf32>
+  linalg.generic {indexing_maps = [#ct_in, #ct_w, #ct_out], iterator_types = ["parallel", "reduction", "reduction", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x5x5x1x16xf32>, memref<1x16x8x2x2xf32>) outs(%o5 : memref<1x10x10x1x8xf32>) attrs = {dist.channels_last_conv_transpose = array<i64: 2, 2, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#ct_id, #ct_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%out : memref<1x10x10x8xf32>) outs(%out : memref<1x10x10x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<1x10x10x8xf32>
+}
+func.func @channels_last_transposed_other_maps(%x: memref<1x5x5x1x16xf32>, %w: memref<1x16x8x2x2xf32>, %o: memref<1x10x6x1x8xf32>) {
+  linalg.generic {indexing_maps = [#ct_in, #ct_w, #ct_bad], iterator_types = ["parallel", "reduction", "reduction", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : memref<1x5x5x1x16xf32>, memref<1x16x8x2x2xf32>) outs(%o : memref<1x10x6x1x8xf32>) attrs = {dist.channels_last_conv_transpose = array<i64: 2, 2, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o2: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o2, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
