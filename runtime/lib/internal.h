@@ -272,6 +272,9 @@ void setForceBuiltinGemm(bool builtin);
 void setForcePlainNhwcConv(bool plain);
 /// Channels-last convolutions that oneDNN ran (conv_nhwc.cpp).
 int64_t dnnlConvolutionCalls();
+/// Transposed channels-last convolutions run as one product and a copy
+/// (conv_nhwc.cpp's upsamplingProduct).
+int64_t upsamplingProductCalls();
 
 /// Declares [base, base + size) read-only until the matching
 /// unregisterConstantMemory (a parameter file's mapping): products whose

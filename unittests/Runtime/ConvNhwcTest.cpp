@@ -260,11 +260,13 @@ struct SpatialCase {
 
 /// The naive result of a SpatialCase, by scattering every input position's
 /// contribution (a transposed convolution) or gathering every output's
-/// window, in double; then the bias and ReLU.
+/// window, in double; then the bias, the old output (`old`, when
+/// accumulating) and ReLU.
 std::vector<float> naiveSpatial(const SpatialCase &k,
                                 const std::vector<float> &in,
                                 const std::vector<float> &w,
-                                const std::vector<float> *bias, bool relu) {
+                                const std::vector<float> *bias, bool relu,
+                                const std::vector<float> *old) {
   int64_t C = k.groups * k.c, F = k.groups * k.f;
   int64_t O[3] = {k.out(0), k.out(1), k.out(2)};
   std::vector<double> acc(size_t(k.outputs()), 0.0);
@@ -314,7 +316,8 @@ std::vector<float> naiveSpatial(const SpatialCase &k,
           }
   std::vector<float> out(acc.size());
   for (size_t i = 0; i < acc.size(); ++i) {
-    double v = acc[i] + (bias ? (*bias)[i % size_t(F)] : 0.0);
+    double v = acc[i] + (bias ? (*bias)[i % size_t(F)] : 0.0) +
+               (old ? (*old)[i] : 0.0);
     out[i] = float(relu && v < 0 ? 0.0 : v);
   }
   return out;
@@ -458,32 +461,41 @@ const SpatialCase kSpatialCases[] = {
 
 class ConvNhwcSpatialTest : public ::testing::TestWithParam<int> {};
 
-// 3-D and transposed convolutions against the naive loop, on oneDNN and on
-// the plain loop, with and without bias and ReLU, writable and constant
-// filters; with several threads a call of one image splits by output rows
-// (depth planes in 3-D).
+// 3-D and transposed convolutions against the naive loop, on oneDNN (or,
+// upsamplings, as a product) and on the plain loop, with and without bias
+// and ReLU, adding the old output or not, writable and constant filters;
+// with several threads a call of one image splits by output rows (depth
+// planes in 3-D).
 TEST_P(ConvNhwcSpatialTest, MatchesNaiveLoop) {
   dist_rt_set_num_threads(GetParam());
   int64_t ran = 0, calls = 0;
   for (bool plain : {false, true}) {
     dist_rt::setForcePlainNhwcConv(plain);
     for (const SpatialCase &k : kSpatialCases)
-      for (bool relu : {false, true})
+      for (int variant = 0; variant < 3; ++variant)
         for (bool constant : {false, true}) {
+          bool relu = variant > 0, accumulate = variant == 2;
           std::vector<float> in = filled(k.inputs(), 1),
                              w = filled(k.groups * k.c * k.f * k.taps(), 2),
                              bias = filled(k.groups * k.f, 3);
-          std::vector<float> out(size_t(k.outputs()), 9.0f);
+          std::vector<float> old = filled(k.outputs(), 4), out;
           if (constant)
             dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
-          int64_t before = dist_rt::dnnlConvolutionCalls();
+          // Calls run by oneDNN or, upsamplings, as a product.
+          auto fastCalls = [] {
+            return dist_rt::dnnlConvolutionCalls() +
+                   dist_rt::upsamplingProductCalls();
+          };
+          int64_t before = fastCalls();
           int64_t flags = (relu ? DIST_RT_CONV_RELU : 0) |
+                          (accumulate ? DIST_RT_CONV_ACCUMULATE : 0) |
                           (k.transposed ? DIST_RT_CONV_TRANSPOSED : 0);
           int64_t inP = int64_t(intptr_t(in.data())),
                   wP = int64_t(intptr_t(w.data())),
-                  bP = relu ? int64_t(intptr_t(bias.data())) : 0,
-                  oP = int64_t(intptr_t(out.data()));
+                  bP = relu ? int64_t(intptr_t(bias.data())) : 0, oP = 0;
           for (int rep = 0; rep < 2; ++rep) {
+            out = old;
+            oP = int64_t(intptr_t(out.data()));
             if (k.threeD)
               dist_rt_conv3d_nhwc_f32(
                   k.groups, k.n, k.c, k.in[0], k.in[1], k.in[2], k.f, k.k[0],
@@ -498,11 +510,12 @@ TEST_P(ConvNhwcSpatialTest, MatchesNaiveLoop) {
                                       k.padR[1], k.padR[2], k.out(1), k.out(2),
                                       inP, wP, bP, oP, 0, 0, flags);
           }
-          int64_t r = dist_rt::dnnlConvolutionCalls() - before;
+          int64_t r = fastCalls() - before;
           if (constant)
             dist_rt::unregisterConstantMemory(w.data());
           std::vector<float> want =
-              naiveSpatial(k, in, w, relu ? &bias : nullptr, relu);
+              naiveSpatial(k, in, w, relu ? &bias : nullptr, relu,
+                           accumulate ? &old : nullptr);
           double worst = 0;
           for (size_t i = 0; i < want.size(); ++i)
             worst = std::fmax(worst, std::fabs(double(out[i]) - want[i]));

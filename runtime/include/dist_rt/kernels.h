@@ -349,8 +349,11 @@ DIST_RT_API void dist_rt_conv2d_group_f32(
 /// plus the bias and the epilogue as above; `w` is then a contiguous
 /// [groups*c, f, kh, kw] array (ONNX's layout), the padding crops the
 /// output, and oh = (h - 1)*sh + (kh - 1)*dh + 1 - pt - pb, likewise ow.
-/// Runs on oneDNN (conv_nhwc.cpp), its filters reordered once when they
-/// lie in memory registered as constant; a plain loop without it.
+/// One of a single group whose kernel is its stride (an upsampling, no
+/// dilation or padding) runs as one product and a copy instead (NaN kept
+/// under ReLU and Clip there). Runs on oneDNN (conv_nhwc.cpp), its filters
+/// reordered once when they lie in memory registered as constant; a plain loop
+/// without it.
 DIST_RT_API void dist_rt_conv2d_nhwc_f32(
     int64_t groups, int64_t n, int64_t c, int64_t h, int64_t w, int64_t f,
     int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
