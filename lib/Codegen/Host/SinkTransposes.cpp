@@ -501,6 +501,52 @@ struct AbsorbIntoGeneric : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// The loops of the innermost dim that `g` reads of its first input (one,
+/// or those of a sum: a pooling window's position).
+SmallVector<unsigned> innermostReadLoops(linalg::GenericOp g) {
+  SmallVector<unsigned> loops;
+  if (g.getNumDpsInputs() == 0)
+    return loops;
+  AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
+  if (in.getNumResults() == 0)
+    return loops;
+  in.getResults().back().walk([&](AffineExpr e) {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      loops.push_back(d.getPosition());
+  });
+  return loops;
+}
+
+/// Whether `out` (a projected permutation) writes `g`'s result along the
+/// loop of the innermost dim that g reads of its first input.
+bool innermostRead(linalg::GenericOp g, AffineMap out) {
+  if (out.getNumResults() == 0)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(out.getResults().back());
+  return last && llvm::is_contained(innermostReadLoops(g), last.getPosition());
+}
+
+/// The permutation p of `out`'s dims (a projected permutation) that writes
+/// them in the order `g` reads them of its first input (p[i]: the result
+/// dim written i-th), or none when that is the order already or some dim
+/// is not read there.
+SmallVector<int64_t> readOrder(linalg::GenericOp g, AffineMap out) {
+  if (g.getNumDpsInputs() == 0)
+    return {};
+  AffineMap in = g.getMatchingIndexingMap(g.getDpsInputOperand(0));
+  SmallVector<int64_t> perm;
+  for (AffineExpr e : in.getResults())
+    for (auto [i, o] : llvm::enumerate(out.getResults())) {
+      auto d = cast<AffineDimExpr>(o);
+      if (e.isFunctionOfDim(d.getPosition()) &&
+          !llvm::is_contained(perm, static_cast<int64_t>(i)))
+        perm.push_back(static_cast<int64_t>(i));
+    }
+  if (perm.size() != out.getNumResults() || isIdentityPerm(perm))
+    return {};
+  return perm;
+}
+
 /// A generic that is not elementwise (a pooling window) whose only users
 /// transpose its one result by p writes the transposed result itself (its
 /// output map composed with p, a fill init filled again in that order),
@@ -533,9 +579,20 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
     };
     SmallVector<tensor::PadOp> pads;
     SmallVector<tensor::ExtractSliceOp> slices;
+    // Elementwise users read the result transposed back, a transpose that
+    // then sinks through them (DenseNet's max pooling after its stem feeds
+    // its first layer's normalisation as well as every concatenation of
+    // the block).
+    SmallVector<Operation *> elementwise;
     for (Operation *user : g.getResult(0).getUsers()) {
       if (samePerm(user, g.getResult(0)))
         continue;
+      if (auto e = dyn_cast<linalg::GenericOp>(user);
+          e && e.hasPureTensorSemantics() && sinksThrough(e) &&
+          !llvm::is_contained(e.getDpsInits(), g.getResult(0))) {
+        elementwise.push_back(user);
+        continue;
+      }
       if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user)) {
         if (slice.getSourceType().getRank() !=
                 slice.getResultType().getRank() ||
@@ -559,7 +616,19 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
     }
     OpOperand *init = g.getDpsInitOperand(0);
     AffineMap outMap = g.getMatchingIndexingMap(init);
-    if (perm.empty() || !outMap.isProjectedPermutation())
+    if (!outMap.isProjectedPermutation())
+      return failure();
+    // With elementwise users alone, the order in which the generic reads
+    // its image (a pooling window on a channels-last image writing NCHW:
+    // DenseNet's transitions, whose average's division reads it).
+    if (perm.empty() && !elementwise.empty() && pads.empty() && slices.empty())
+      perm = readOrder(g, outMap);
+    // Never to an order that writes across the image's innermost dim where
+    // the generic now writes along it (no ping-pong with the rule above).
+    if (perm.empty() ||
+        (innermostRead(g, outMap) &&
+         !innermostRead(g, AffineMap::getPermutationMap(perm, g.getContext())
+                               .compose(outMap))))
       return failure();
     // The users of `old` read `moved` (old transposed by perm): its
     // transposes `moved` itself, its size k moved's size i, perm[i] = k.
@@ -654,6 +723,16 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
           gathered(slice.getMixedStrides(), perm));
       replaceUsers(slice.getResult(), part);
       rewriter.eraseOp(slice);
+    }
+    if (!elementwise.empty()) {
+      rewriter.setInsertionPointAfterValue(result);
+      Value back = transposeOf(rewriter, loc, result, inversePerm(perm));
+      for (Operation *user : elementwise)
+        rewriter.modifyOpInPlace(user, [&] {
+          for (OpOperand &o : user->getOpOperands())
+            if (o.get() == g.getResult(0))
+              o.set(back);
+        });
     }
     replaceUsers(g.getResult(0), result);
     rewriter.eraseOp(g);

@@ -311,3 +311,113 @@ func.func @pool_then_pad(%x: tensor<1x6x6x4xf32>) -> (tensor<1x3x3x4xf32>, tenso
   %t2 = linalg.transpose ins(%zp : tensor<1x4x5x5xf32>) outs(%e3 : tensor<1x5x5x4xf32>) permutation = [0, 2, 3, 1]
   return %t1, %t2 : tensor<1x3x3x4xf32>, tensor<1x5x5x4xf32>
 }
+
+// -----
+
+// A max pooling on a channels-last image whose result one user transposes
+// to channels-last and an elementwise one (a normalisation's scale) reads
+// as NCHW: the window writes channels-last and the elementwise user reads
+// it transposed back, a transpose that then sinks through it to the
+// output, where it is left.
+#pin = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#pk = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#po = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+#pid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$PWIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d3)>
+// CHECK-DAG: #[[$POUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @pool_with_elementwise_user
+// CHECK: %[[M:.*]] = linalg.generic {indexing_maps = [#[[$PWIN]], #{{[a-z0-9]+}}, #[[$POUT]]]
+// CHECK-SAME: outs(%{{.*}} : tensor<1x2x2x4xf32>)
+// CHECK: %[[S:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[M]] : tensor<1x2x2x4xf32>)
+// CHECK: arith.mulf
+// CHECK: %[[BACK:.*]] = linalg.transpose ins(%[[S]] : tensor<1x2x2x4xf32>) outs(%{{.*}} : tensor<1x4x2x2xf32>) permutation = [0, 3, 1, 2]
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[M]], %[[BACK]]
+func.func @pool_with_elementwise_user(%x: tensor<1x4x4x4xf32>) -> (tensor<1x2x2x4xf32>, tensor<1x4x2x2xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %two = arith.constant 2.0 : f32
+  %e0 = tensor.empty() : tensor<1x4x4x4xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x4x4x4xf32>) outs(%e0 : tensor<1x4x4x4xf32>) permutation = [0, 3, 1, 2]
+  %k = tensor.empty() : tensor<2x2xf32>
+  %e1 = tensor.empty() : tensor<1x4x2x2xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %m = linalg.generic {indexing_maps = [#pin, #pk, #po], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%t0, %k : tensor<1x4x4x4xf32>, tensor<2x2xf32>) outs(%f : tensor<1x4x2x2xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x2x2xf32>
+  %e2 = tensor.empty() : tensor<1x2x2x4xf32>
+  %t1 = linalg.transpose ins(%m : tensor<1x4x2x2xf32>) outs(%e2 : tensor<1x2x2x4xf32>) permutation = [0, 2, 3, 1]
+  %e3 = tensor.empty() : tensor<1x4x2x2xf32>
+  %s = linalg.generic {indexing_maps = [#pid, #pid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%m : tensor<1x4x2x2xf32>) outs(%e3 : tensor<1x4x2x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %two : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x2x2xf32>
+  return %t1, %s : tensor<1x2x2x4xf32>, tensor<1x4x2x2xf32>
+}
+
+// -----
+
+// An average pooling's sum on a channels-last image read only by its
+// division (elementwise) writes channels-last too, in the order it reads
+// the image; the division reads it transposed back, which sinks through
+// it. A window on an NCHW image keeps its layout.
+#ain = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#ak = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#ao = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+#aid = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$AWIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d3)>
+// CHECK-LABEL: func.func @average_pool
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[$AWIN]],
+// CHECK-SAME: outs(%{{.*}} : tensor<1x2x2x4xf32>)
+// CHECK: %[[DIV:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[SUM]] : tensor<1x2x2x4xf32>)
+// CHECK: %[[BACK:.*]] = linalg.transpose ins(%[[DIV]] : tensor<1x2x2x4xf32>) outs(%{{.*}} : tensor<1x4x2x2xf32>) permutation = [0, 3, 1, 2]
+// CHECK: return %[[BACK]]
+// CHECK-LABEL: func.func @average_pool_nchw
+// CHECK-NOT: linalg.transpose
+// CHECK: outs(%{{.*}} : tensor<1x4x2x2xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @average_pool(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x2x2xf32> {
+  %zero = arith.constant 0.0 : f32
+  %four = arith.constant 4.0 : f32
+  %e0 = tensor.empty() : tensor<1x4x4x4xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x4x4x4xf32>) outs(%e0 : tensor<1x4x4x4xf32>) permutation = [0, 3, 1, 2]
+  %k = tensor.empty() : tensor<2x2xf32>
+  %e1 = tensor.empty() : tensor<1x4x2x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %m = linalg.generic {indexing_maps = [#ain, #ak, #ao], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%t0, %k : tensor<1x4x4x4xf32>, tensor<2x2xf32>) outs(%f : tensor<1x4x2x2xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x2x2xf32>
+  %e2 = tensor.empty() : tensor<1x4x2x2xf32>
+  %d = linalg.generic {indexing_maps = [#aid, #aid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%m : tensor<1x4x2x2xf32>) outs(%e2 : tensor<1x4x2x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.divf %in, %four : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x2x2xf32>
+  return %d : tensor<1x4x2x2xf32>
+}
+func.func @average_pool_nchw(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x2x2xf32> {
+  %zero = arith.constant 0.0 : f32
+  %four = arith.constant 4.0 : f32
+  %k = tensor.empty() : tensor<2x2xf32>
+  %e1 = tensor.empty() : tensor<1x4x2x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %m = linalg.generic {indexing_maps = [#ain, #ak, #ao], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %k : tensor<1x4x4x4xf32>, tensor<2x2xf32>) outs(%f : tensor<1x4x2x2xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x2x2xf32>
+  %e2 = tensor.empty() : tensor<1x4x2x2xf32>
+  %d = linalg.generic {indexing_maps = [#aid, #aid], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%m : tensor<1x4x2x2xf32>) outs(%e2 : tensor<1x4x2x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.divf %in, %four : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x2x2xf32>
+  return %d : tensor<1x4x2x2xf32>
+}
