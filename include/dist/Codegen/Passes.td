@@ -159,6 +159,23 @@ def SinkTransposesPass : Pass<"dist-sink-transposes", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ShareConcatBuffersPass
+    : Pass<"dist-share-concat-buffers", "::mlir::func::FuncOp"> {
+  let summary = "build growing concatenations in one buffer";
+  let description = [{
+    A concatenation as lowered is a chain of tensor.insert_slice ops into
+    a tensor.empty, one piece after another along one dim. Where the
+    pieces of one chain are the first pieces of a longer chain, in the
+    same order and places (a dense block: every layer concatenates its
+    output with all the features before it), the longer chain is built
+    once, each piece inserted as soon as it exists, and each shorter
+    chain's result becomes the tensor.extract_slice of it that holds its
+    pieces. One-shot bufferization then writes each piece once into one
+    buffer instead of copying every earlier piece again at every layer.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def ReuseInputBuffersPass
     : Pass<"dist-reuse-input-buffers", "::mlir::func::FuncOp"> {
   let summary = "write an elementwise result over one of its inputs' "

@@ -53,6 +53,9 @@ void dist::buildBufferizedLoopsPipeline(OpPassManager &pm, ConvKernel conv,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  // A dense block's growing concatenations in one buffer (after CSE: their
+  // pieces, the same values, made once).
+  pm.addNestedPass<func::FuncOp>(createShareConcatBuffersPass());
   // After CSE: the fills that this pass makes of padded tensors must stay
   // one per pad (two merged fills would be copied, see FuseElementwise).
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
