@@ -443,6 +443,10 @@ struct Part {
   Shape shape;
   int64_t inOffset, outOffset;
   Primitive *prim;
+  /// A part of the filters (splitFilters): its first filter (its share of
+  /// the output's channels, written through a dense scratch image).
+  int64_t firstFilter = 0;
+  bool filterPart = false;
 };
 
 struct PartsJob {
@@ -450,6 +454,8 @@ struct PartsJob {
   std::vector<Part> parts;
   const float *in, *w, *bias;
   float *out;
+  /// The output's channels (all groups').
+  int64_t filters;
   /// Set when a part fell back to the plain loop.
   std::atomic<bool> fellBack{false};
 };
@@ -466,16 +472,38 @@ void runPart(void *ctx, int64_t begin, int64_t end) {
   job.api->ompSetNumThreads(1);
   for (int64_t i = begin; i < end; ++i) {
     const Part &part = job.parts[size_t(i)];
+    const Shape &s = part.shape;
     const float *in = job.in + part.inOffset;
     float *out = job.out + part.outOffset;
-    if (runPrimitive(*job.api, *part.prim, part.shape, in, job.w, job.bias,
-                     out))
-      continue;
-    // oneDNN failed on a primitive it made: this part on the plain loop
-    // (the other parts' outputs stand, none is accumulated twice).
-    job.fellBack.store(true, std::memory_order_relaxed);
-    PlainJob plain{&part.shape, in, job.w, job.bias, out};
-    plainRows(&plain, 0, part.shape.n * part.shape.out[3 - part.shape.spatial]);
+    const float *w = job.w, *bias = job.bias;
+    // A part of the filters writes a dense image of its channels (oneDNN
+    // runs channel slices of a wider image on its reference loops), then
+    // copies it into its slice; it starts from the old values there when
+    // accumulating.
+    thread_local std::vector<float> scratch;
+    int64_t pixels = s.n * s.outPositions(), F = job.filters;
+    if (part.filterPart) {
+      w += part.firstFilter * s.c * s.taps();
+      if (bias)
+        bias += part.firstFilter;
+      scratch.resize(size_t(pixels * s.f));
+      if (s.flags & DIST_RT_CONV_ACCUMULATE)
+        for (int64_t p = 0; p < pixels; ++p)
+          std::memcpy(&scratch[size_t(p * s.f)], out + p * F + part.firstFilter,
+                      size_t(s.f) * sizeof(float));
+      out = scratch.data();
+    }
+    if (!runPrimitive(*job.api, *part.prim, s, in, w, bias, out)) {
+      // oneDNN failed on a primitive it made: this part on the plain loop
+      // (the other parts' outputs stand, none is accumulated twice).
+      job.fellBack.store(true, std::memory_order_relaxed);
+      PlainJob plain{&s, in, w, bias, out};
+      plainRows(&plain, 0, s.n * s.out[3 - s.spatial]);
+    }
+    if (part.filterPart)
+      for (int64_t p = 0; p < pixels; ++p)
+        std::memcpy(job.out + p * F + part.firstFilter,
+                    &scratch[size_t(p * s.f)], size_t(s.f) * sizeof(float));
   }
 }
 
@@ -527,18 +555,34 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
   int64_t inPlane = s.inPositions() / s.in[d] * C,
           outPlane = s.outPositions() / s.out[d] * F;
   int64_t parts = 1;
-  bool byImages = false;
+  bool byImages = false, byFilters = false;
   if (threads > 1 && s.n > 1) {
     parts = std::min<int64_t>(threads, s.n);
     byImages = true;
   } else if (threads > 1) {
     parts = std::min<int64_t>(threads, s.out[d]);
+    // A small image whose rows do not split evenly splits by filters, in
+    // blocks of 16, where each part keeps at least 32: EfficientNet-B0's
+    // 7 x 7 layers ran 1.46-1.64 times as fast on two threads as on one
+    // with 3 and 4 rows a part (AMD EPYC, family 26).
+    if (s.groups == 1 && !s.transposed && s.out[d] % threads != 0 &&
+        s.out[d] < 8 * threads && s.f >= 32 * threads) {
+      parts = threads;
+      byFilters = true;
+    }
   }
-  PartsJob job{&api, {}, in, w, bias, out, {}};
+  PartsJob job{&api, {}, in, w, bias, out, F, {}};
   for (int64_t p = 0; p < parts; ++p) {
     Part part{s, 0, 0, nullptr};
     part.shape.part = int(p);
-    if (byImages) {
+    if (byFilters) {
+      auto edge = [&](int64_t q) { return (s.f * q / parts + 8) / 16 * 16; };
+      int64_t f0 = p == 0 ? 0 : edge(p),
+              f1 = p + 1 == parts ? s.f : edge(p + 1);
+      part.shape.f = f1 - f0;
+      part.firstFilter = f0;
+      part.filterPart = true;
+    } else if (byImages) {
       int64_t n0 = s.n * p / parts, n1 = s.n * (p + 1) / parts;
       part.shape.n = n1 - n0;
       part.inOffset = n0 * s.inPositions() * C;

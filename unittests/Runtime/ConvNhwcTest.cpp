@@ -7,7 +7,7 @@
 // and on the plain loop, over 1x1 to 7x7 kernels, strides, dilations,
 // asymmetric padding, groups (depthwise and several channels a group),
 // batches, every epilogue flag, writable and constant filters, and 1 to 3
-// threads (a call split by images or by output rows).
+// threads (a call split by images, by output rows or by filters).
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +140,10 @@ const NhwcCase kCases[] = {
     {4, 1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // grouped
     {1, 3, 4, 9, 7, 5, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},    // 3 images
     {1, 1, 2, 13, 5, 3, 5, 3, 2, 1, 2, 1, 4, 1, 3, 1},   // tall, dilated
+    // Small images whose rows do not split evenly split by filters on
+    // several threads.
+    {1, 1, 16, 7, 7, 112, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // 7 x 7 pointwise
+    {1, 1, 8, 5, 5, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 5 x 5, 3 x 3
 };
 
 class ConvNhwcTest : public ::testing::TestWithParam<int> {};
