@@ -194,7 +194,9 @@ class ConvKinds(nn.Module):
     strided depthwise Conv2d and a grouped one (viewed as [B,8,8,8]): the
     convolutions that run as im2col columns and one product (1-D, 3-D), as
     one product and col2im (transposed) or as the runtime's grouped kernel
-    (depthwise, grouped)."""
+    (depthwise, grouped); then a dense block of two layers, each
+    concatenating its output with all the features before it (the
+    concatenations that dist-share-concat-buffers builds in one buffer)."""
 
     def __init__(self, num_classes=10):
         super().__init__()
@@ -203,7 +205,9 @@ class ConvKinds(nn.Module):
         self.conv3 = nn.Conv3d(8, 8, 3, padding=1)
         self.depthwise = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
         self.grouped = nn.Conv2d(8, 16, 3, padding=1, groups=4)
-        self.fc = nn.Linear(16, num_classes)
+        self.dense1 = nn.Conv2d(16, 4, 3, padding=1)
+        self.dense2 = nn.Conv2d(20, 4, 1)
+        self.fc = nn.Linear(24, num_classes)
 
     def forward(self, signal):
         x = torch.relu(self.conv1(signal))           # [B, 8, 32]
@@ -211,6 +215,9 @@ class ConvKinds(nn.Module):
         x = torch.relu(self.conv3(x.reshape(-1, 8, 4, 4, 4)))
         x = torch.relu(self.depthwise(x.reshape(-1, 8, 8, 8)))  # [B, 8, 4, 4]
         x = torch.relu(self.grouped(x))              # [B, 16, 4, 4]
+        d1 = torch.relu(self.dense1(x))              # [B, 4, 4, 4]
+        d2 = torch.relu(self.dense2(torch.cat([x, d1], 1)))
+        x = torch.cat([x, d1, d2], 1)                # [B, 24, 4, 4]
         return self.fc(x.mean(dim=(2, 3)))
 
 
