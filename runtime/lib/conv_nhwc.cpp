@@ -72,6 +72,7 @@ struct DnnlApi {
   X(dnnl_post_ops_append_sum)                                                  \
   X(dnnl_post_ops_append_eltwise)                                              \
   X(dnnl_primitive_attr_set_post_ops)                                          \
+  X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
   X(dnnl_primitive_desc_create)                                                \
   X(dnnl_primitive_desc_destroy)                                               \
   X(dnnl_primitive_desc_query_md)                                              \
@@ -165,7 +166,7 @@ struct Shape {
 struct Primitive {
   dnnl_primitive_t conv = nullptr, reorder = nullptr;
   dnnl_memory_t src = nullptr, wts = nullptr, plainWts = nullptr,
-                bias = nullptr, dst = nullptr;
+                bias = nullptr, dst = nullptr, scratchpad = nullptr;
   /// The primitive's filter layout differs from [groups*f, c, kh, kw].
   bool reorderWeights = false;
   size_t wtsBytes = 0;
@@ -177,6 +178,8 @@ struct Primitive {
     void operator()(void *p) const { std::free(p); }
   };
   std::unique_ptr<void, Free> scratchWts;
+  /// The primitive's own scratchpad (dnnl_scratchpad_mode_user), if any.
+  std::unique_ptr<void, Free> scratchpadBytes;
   std::mutex run;
 };
 
@@ -274,8 +277,13 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
   if (s.flags & DIST_RT_CONV_CLIP)
     ok = ok && api.dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip_v2,
                                                 s.lo, s.hi) == dnnl_success;
+  // Each primitive its own scratchpad (run under its mutex): with the
+  // library's, parts of one call running at once on the pool crashed
+  // oneDNN's AVX2 grouped 3-D convolution.
   ok = ok && api.dnnl_primitive_attr_create(&attr) == dnnl_success &&
-       api.dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+       api.dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success &&
+       api.dnnl_primitive_attr_set_scratchpad_mode(
+           attr, dnnl_scratchpad_mode_user) == dnnl_success;
   dnnl_primitive_desc_t pd = nullptr;
   ok = ok && api.dnnl_primitive_desc_create(&pd, desc, attr, api.engine,
                                             nullptr) == dnnl_success;
@@ -297,6 +305,17 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
            dnnl_success &&
        (!s.bias || api.dnnl_memory_create(&p->bias, &biasMd, api.engine,
                                           DNNL_MEMORY_NONE) == dnnl_success);
+  if (ok) {
+    const dnnl_memory_desc_t *scratchMd =
+        api.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t bytes = scratchMd ? api.dnnl_memory_desc_get_size(scratchMd) : 0;
+    if (bytes > 0) {
+      p->scratchpadBytes.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+      ok = p->scratchpadBytes &&
+           api.dnnl_memory_create(&p->scratchpad, scratchMd, api.engine,
+                                  p->scratchpadBytes.get()) == dnnl_success;
+    }
+  }
   if (ok) {
     p->reorderWeights = !api.dnnl_memory_desc_equal(pdW, &plainWMd);
     p->wtsBytes = api.dnnl_memory_desc_get_size(pdW);
@@ -427,13 +446,16 @@ bool runPrimitive(const DnnlApi &api, Primitive &p, const Shape &s,
   api.dnnl_memory_set_data_handle(p.src, const_cast<float *>(in));
   api.dnnl_memory_set_data_handle(p.wts, const_cast<void *>(weights));
   api.dnnl_memory_set_data_handle(p.dst, out);
-  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, p.src},
-                             {DNNL_ARG_WEIGHTS, p.wts},
-                             {DNNL_ARG_DST, p.dst},
-                             {DNNL_ARG_BIAS, p.bias}};
-  if (bias)
+  dnnl_exec_arg_t args[5] = {
+      {DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.wts}, {DNNL_ARG_DST, p.dst}};
+  int nargs = 3;
+  if (bias) {
     api.dnnl_memory_set_data_handle(p.bias, const_cast<float *>(bias));
-  return execute(api, p.conv, bias ? 4 : 3, args);
+    args[nargs++] = {DNNL_ARG_BIAS, p.bias};
+  }
+  if (p.scratchpad)
+    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratchpad};
+  return execute(api, p.conv, nargs, args);
 }
 
 void plainRows(void *ctx, int64_t begin, int64_t end);
