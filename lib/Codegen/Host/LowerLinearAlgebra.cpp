@@ -907,6 +907,50 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
         b, loc, RankedTensorType::get(shape, t.getElementType()), v, groups);
   }
 
+  /// `weight` [D, rest...] with its first dim split into G groups: [G,
+  /// D/G, rest...] (a convolution's filters by groups of outputs, a
+  /// transposed one's by groups of inputs).
+  static Value splitFirstDim(OpBuilder &b, Location loc, Value weight,
+                             int64_t G) {
+    auto t = cast<RankedTensorType>(weight.getType());
+    SmallVector<int64_t> shape{G, t.getDimSize(0) / G};
+    SmallVector<ReassociationIndices> groups{{0, 1}};
+    for (int64_t i = 1; i < t.getRank(); ++i) {
+      shape.push_back(t.getDimSize(i));
+      groups.push_back({i + 1});
+    }
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, t.getElementType()), weight,
+        groups);
+  }
+
+  /// The multiply-add generic of a channels-last convolution over `loops`
+  /// loops (image xg, filters wg into init through the given maps), marked
+  /// `attr` with the strides and dilations, its result's groups merged.
+  static Value channelsLastGeneric(OpBuilder &b, Location loc, Value xg,
+                                   Value wg, Value init, int64_t loops,
+                                   ArrayRef<AffineExpr> inE,
+                                   ArrayRef<AffineExpr> wE,
+                                   ArrayRef<AffineExpr> outE,
+                                   ArrayRef<IT> iters, StringRef attr,
+                                   const ConvGeometry &geo) {
+    MLIRContext *ctx = b.getContext();
+    auto conv = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{xg, wg}, ValueRange{init},
+        SmallVector<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
+                               AffineMap::get(loops, 0, wE, ctx),
+                               AffineMap::get(loops, 0, outE, ctx)},
+        iters, [](OpBuilder &nb, Location l, ValueRange a) {
+          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
+        });
+    SmallVector<int64_t> geometry(geo.strides);
+    geometry.append(geo.dilations.begin(), geo.dilations.end());
+    conv->setAttr(attr, b.getDenseI64ArrayAttr(geometry));
+    return mergeChannels(b, loc, conv.getResult(0));
+  }
+
   /// The 2-D or 3-D convolution of `input` [N, C, spatial...] as the
   /// channels-last generic that dist-contractions-to-runtime turns into
   /// dist_rt_conv2d_nhwc_f32 or dist_rt_conv3d_nhwc_f32, between
@@ -926,7 +970,7 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     Type elem = outType.getElementType();
     auto wType = cast<RankedTensorType>(weight.getType());
     int64_t s = outType.getRank() - 2;
-    int64_t F = wType.getDimSize(0), Fg = F / G, Cg = wType.getDimSize(1);
+    int64_t F = wType.getDimSize(0);
     Value x = transposed(b, loc, input, channelsLastPerm(s, false));
     auto xType = cast<RankedTensorType>(x.getType());
     if (llvm::any_of(geo.padBegin, [](int64_t p) { return p > 0; }) ||
@@ -943,14 +987,7 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
                                 lo, hi, zero);
     }
     Value xg = splitChannels(b, loc, x, G);
-    SmallVector<int64_t> wShape{G, Fg, Cg};
-    SmallVector<ReassociationIndices> wGroups{{0, 1}, {2}};
-    for (int64_t i = 0; i < s; ++i) {
-      wShape.push_back(wType.getDimSize(2 + i));
-      wGroups.push_back({3 + i});
-    }
-    Value wg = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(wShape, elem), weight, wGroups);
+    Value wg = splitFirstDim(b, loc, weight, G);
     SmallVector<int64_t> outShape{outType.getDimSize(0)};
     SmallVector<OpFoldResult> outSizes{tensor::getMixedSize(b, loc, input, 0)};
     for (int64_t i = 0; i < s; ++i) {
@@ -975,22 +1012,10 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     outE.append({d(g), d(fg)});
     SmallVector<IT> iters(s + 3, IT::parallel);
     iters.append(s + 1, IT::reduction);
-    auto conv = linalg::GenericOp::create(
-        b, loc, TypeRange{init.getType()}, ValueRange{xg, wg}, ValueRange{init},
-        SmallVector<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
-                               AffineMap::get(loops, 0, wE, ctx),
-                               AffineMap::get(loops, 0, outE, ctx)},
-        iters, [](OpBuilder &nb, Location l, ValueRange a) {
-          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
-          linalg::YieldOp::create(
-              nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
-        });
-    SmallVector<int64_t> geometry(geo.strides);
-    geometry.append(geo.dilations.begin(), geo.dilations.end());
-    conv->setAttr(dist::codegen::kChannelsLastConvAttr,
-                  b.getDenseI64ArrayAttr(geometry));
-    return transposed(b, loc, mergeChannels(b, loc, conv.getResult(0)),
-                      channelsLastPerm(s, true));
+    Value out =
+        channelsLastGeneric(b, loc, xg, wg, init, loops, inE, wE, outE, iters,
+                            dist::codegen::kChannelsLastConvAttr, geo);
+    return transposed(b, loc, out, channelsLastPerm(s, true));
   }
 
   /// The 2-D or 3-D transposed convolution of `input` [N, C, spatial...]
@@ -1014,17 +1039,10 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     Type elem = outType.getElementType();
     auto wType = cast<RankedTensorType>(weight.getType());
     int64_t s = outType.getRank() - 2;
-    int64_t C = wType.getDimSize(0), Cg = C / G, Fg = wType.getDimSize(1);
+    int64_t Fg = wType.getDimSize(1);
     Value xg = splitChannels(
         b, loc, transposed(b, loc, input, channelsLastPerm(s, false)), G);
-    SmallVector<int64_t> wShape{G, Cg, Fg};
-    SmallVector<ReassociationIndices> wGroups{{0, 1}, {2}};
-    for (int64_t i = 0; i < s; ++i) {
-      wShape.push_back(wType.getDimSize(2 + i));
-      wGroups.push_back({3 + i});
-    }
-    Value wg = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(wShape, elem), weight, wGroups);
+    Value wg = splitFirstDim(b, loc, weight, G);
     SmallVector<int64_t> fullShape{outType.getDimSize(0)};
     SmallVector<OpFoldResult> fullSizes{tensor::getMixedSize(b, loc, input, 0)};
     bool crop = false;
@@ -1055,21 +1073,9 @@ struct ConvLowering : OpConversionPattern<dist::ConvOp> {
     outE.append({d(g), d(fg)});
     SmallVector<IT> iters(loops, IT::reduction);
     iters[0] = iters[g] = iters[fg] = IT::parallel;
-    auto conv = linalg::GenericOp::create(
-        b, loc, TypeRange{init.getType()}, ValueRange{xg, wg}, ValueRange{init},
-        SmallVector<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
-                               AffineMap::get(loops, 0, wE, ctx),
-                               AffineMap::get(loops, 0, outE, ctx)},
-        iters, [](OpBuilder &nb, Location l, ValueRange a) {
-          Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
-          linalg::YieldOp::create(
-              nb, l, ValueRange{arith::AddFOp::create(nb, l, a[2], m)});
-        });
-    SmallVector<int64_t> geometry(geo.strides);
-    geometry.append(geo.dilations.begin(), geo.dilations.end());
-    conv->setAttr(dist::codegen::kChannelsLastConvTransposeAttr,
-                  b.getDenseI64ArrayAttr(geometry));
-    Value out = mergeChannels(b, loc, conv.getResult(0));
+    Value out =
+        channelsLastGeneric(b, loc, xg, wg, init, loops, inE, wE, outE, iters,
+                            dist::codegen::kChannelsLastConvTransposeAttr, geo);
     if (crop) {
       SmallVector<OpFoldResult> offsets{b.getIndexAttr(0)}, sizes{fullSizes[0]},
           unit(s + 2, b.getIndexAttr(1));
