@@ -178,8 +178,9 @@ struct Primitive {
     void operator()(void *p) const { std::free(p); }
   };
   std::unique_ptr<void, Free> scratchWts;
-  /// The primitive's own scratchpad (dnnl_scratchpad_mode_user), if any.
-  std::unique_ptr<void, Free> scratchpadBytes;
+  /// The bytes of the primitive's scratchpad (dnnl_scratchpad_mode_user;
+  /// 0: none), which it finds in its running thread's (threadScratchpad).
+  size_t scratchpadBytes = 0;
   std::mutex run;
 };
 
@@ -277,9 +278,7 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
   if (s.flags & DIST_RT_CONV_CLIP)
     ok = ok && api.dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_clip_v2,
                                                 s.lo, s.hi) == dnnl_success;
-  // Each primitive its own scratchpad (run under its mutex): with the
-  // library's, parts of one call running at once on the pool crashed
-  // oneDNN's AVX2 grouped 3-D convolution.
+  // The scratchpad a thread's (threadScratchpad).
   ok = ok && api.dnnl_primitive_attr_create(&attr) == dnnl_success &&
        api.dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success &&
        api.dnnl_primitive_attr_set_scratchpad_mode(
@@ -310,10 +309,9 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
         api.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t bytes = scratchMd ? api.dnnl_memory_desc_get_size(scratchMd) : 0;
     if (bytes > 0) {
-      p->scratchpadBytes.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-      ok = p->scratchpadBytes &&
-           api.dnnl_memory_create(&p->scratchpad, scratchMd, api.engine,
-                                  p->scratchpadBytes.get()) == dnnl_success;
+      p->scratchpadBytes = bytes;
+      ok = api.dnnl_memory_create(&p->scratchpad, scratchMd, api.engine,
+                                  DNNL_MEMORY_NONE) == dnnl_success;
     }
   }
   if (ok) {
@@ -415,6 +413,31 @@ Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
   return it->second.get();
 }
 
+/// The calling thread's scratchpad for oneDNN's primitives, at least
+/// `bytes` long (null when memory is out). One buffer a thread, shared by
+/// the primitives that run there in turn, as oneDNN's own scratchpad is,
+/// but never by two threads at once: with oneDNN's, parts of one call
+/// running at once on the pool crashed its AVX2 grouped 3-D convolution.
+/// Freed when the thread ends.
+void *threadScratchpad(size_t bytes) {
+  struct Buffer {
+    void *data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    size_t size = (bytes + 4095) / 4096 * 4096;
+    void *data = std::aligned_alloc(4096, size);
+    if (!data)
+      return nullptr;
+    std::free(buffer.data);
+    buffer.data = data;
+    buffer.size = size;
+  }
+  return buffer.data;
+}
+
 /// Runs `p` (made for `s`) on one thread; false when oneDNN fails.
 bool runPrimitive(const DnnlApi &api, Primitive &p, const Shape &s,
                   const float *in, const float *w, const float *bias,
@@ -453,8 +476,13 @@ bool runPrimitive(const DnnlApi &api, Primitive &p, const Shape &s,
     api.dnnl_memory_set_data_handle(p.bias, const_cast<float *>(bias));
     args[nargs++] = {DNNL_ARG_BIAS, p.bias};
   }
-  if (p.scratchpad)
+  if (p.scratchpad) {
+    void *scratch = threadScratchpad(p.scratchpadBytes);
+    if (!scratch)
+      return false;
+    api.dnnl_memory_set_data_handle(p.scratchpad, scratch);
     args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratchpad};
+  }
   return execute(api, p.conv, nargs, args);
 }
 
