@@ -493,8 +493,9 @@ struct Part {
   Shape shape;
   int64_t inOffset, outOffset;
   Primitive *prim;
-  /// A part of the filters (splitFilters): its first filter (its share of
-  /// the output's channels, written through a dense scratch image).
+  /// A part of the filters (convDnnl's split of a small image): its first
+  /// filter; it writes its share of the output's channels through a dense
+  /// scratch image.
   int64_t firstFilter = 0;
   bool filterPart = false;
 };
