@@ -627,6 +627,17 @@ struct BatchedGemm {
 /// library at one thread, 0.88-1.02 at two; 128-197 rows 0.93-1.11).
 constexpr int64_t kMaxPackedRows = 512;
 
+/// A product of one row on a constant weight of this many elements or more
+/// (16 MiB: it streams from memory) stays on the library's gemv (gemvOne)
+/// instead of the packed copy: AlexNet's [1, 9216] x [9216, 4096] took 5.2
+/// ms a call in OpenBLAS's sgemv against 8.7 on the packed weight, the
+/// inference 13.5-14.0 ms against 17.7-18.0 at one thread (onnxruntime
+/// 14.5-16.8) and 9.4-9.5 against 10.2-11.5 at two (onnxruntime 10.0), and
+/// no second copy of its 234 MB of weights is made (AMD EPYC, family 26).
+/// Smaller weights stay packed where they were: on MobileNetV2's
+/// [1280, 1000] head the packed call took 54 us warm against 74 for gemv.
+constexpr double kMinGemvWeights = double(int64_t(1) << 22);
+
 /// Products of fewer multiply-adds than this stay on the libraries
 /// (packedSuits): packing B is cheap there, and OpenBLAS's small-matrix
 /// kernels were faster on the DLRM-style model's 128 x 32 x 64 and
@@ -753,6 +764,7 @@ bool packedSuits(int64_t m, int64_t n, int64_t k) {
   static const bool enabled =
       dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
   return enabled && m <= kMaxPackedRows &&
+         (m > 1 || double(n) * double(k) < kMinGemvWeights) &&
          n >= std::max<int64_t>(
                   16, packedMinColumns.load(std::memory_order_relaxed)) &&
          k >= 16 &&

@@ -591,6 +591,46 @@ TEST(GemmConstantWeights, PackedWeightsGiveTheSums) {
   dist_rt_set_num_threads(saved);
 }
 
+// A product of one row on a constant weight of 2^22 elements or more (16
+// MiB, read from memory at every call: AlexNet's classifier) runs on the
+// library's gemv, not on a packed copy; one row on a smaller weight still
+// packs. Either layout of the weight, the sums checked.
+TEST(GemmConstantWeights, OneRowOnALargeWeightRunsOnGemv) {
+  bool packs =
+      dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
+  bool library = !dist_rt::blasCoreName().empty();
+  dist_rt::PackedGemmMinWorkScope work(0, 0);
+  for (int64_t k : {int64_t(1024), int64_t(256)})
+    for (bool transposed : {false, true}) {
+      const int64_t n = 4096;
+      SCOPED_TRACE(testing::Message()
+                   << "1x" << n << "x" << k << (transposed ? " B^T" : ""));
+      std::vector<float> a(static_cast<size_t>(k)), w(size_t(k * n)),
+          c(static_cast<size_t>(n));
+      fill(a, 3);
+      fill(w, 4);
+      int64_t bSk = transposed ? 1 : n, bSn = transposed ? k : 1;
+      dist_rt::registerConstantMemory(w.data(), w.size() * sizeof(float));
+      int64_t packedBefore = dist_rt::packedGemmCalls(),
+              gemvBefore = dist_rt::gemvGemmCalls();
+      dist_rt_gemm_set_f32(1, 1, n, k, asInt(a.data()), 0, k, 1,
+                           asInt(w.data()), bSk, bSn, asInt(c.data()), 0, n, 1,
+                           0);
+      bool large = k * n >= (int64_t(1) << 22);
+      EXPECT_EQ(dist_rt::packedGemmCalls() - packedBefore,
+                packs && !large ? 1 : 0);
+      if (large && library)
+        EXPECT_GE(dist_rt::gemvGemmCalls() - gemvBefore, 1);
+      dist_rt::unregisterConstantMemory(w.data());
+      for (int64_t j : {int64_t(0), n / 3, n - 1}) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += double(a[size_t(p)]) * double(w[size_t(p * bSk + j * bSn)]);
+        ASSERT_NEAR(c[size_t(j)], sum, 1e-4) << j;
+      }
+    }
+}
+
 // Which products run on packed weights by default: on AVX-512 only those
 // of 1536 columns or more (oneDNN is as fast or faster on narrower ones,
 // see packedMinColumns in blas.cpp), on AVX2 every width; the sums hold
