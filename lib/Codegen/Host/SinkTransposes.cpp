@@ -547,6 +547,14 @@ SmallVector<int64_t> readOrder(linalg::GenericOp g, AffineMap out) {
   return perm;
 }
 
+/// Whether `op` is a generic on tensors that reads `v` as an input only
+/// (a pooling window reading a padded image).
+bool readsOnly(Operation *op, Value v) {
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  return g && g.hasPureTensorSemantics() &&
+         !llvm::is_contained(g.getDpsInits(), v);
+}
+
 /// A generic that is not elementwise (a pooling window) whose only users
 /// transpose its one result by p writes the transposed result itself (its
 /// output map composed with p, a fill init filled again in that order),
@@ -609,7 +617,8 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
           !pad.getConstantPaddingValue() || !pad.getLow().empty() ||
           !pad.getHigh().empty() || pad->use_empty() ||
           !llvm::all_of(pad->getUsers(), [&](Operation *padUser) {
-            return samePerm(padUser, pad.getResult());
+            return samePerm(padUser, pad.getResult()) ||
+                   readsOnly(padUser, pad.getResult());
           }))
         return failure();
       pads.push_back(pad);
@@ -694,7 +703,10 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
     Value result = succeeded(interchanged) ? interchanged->getResult(0)
                                            : moved.getResult(0);
     // Each pad pads the transposed result, its dim i by the old dim
-    // perm[i]'s amounts, and replaces the transposes of its result.
+    // perm[i]'s amounts, and replaces the transposes of its result; other
+    // generics that read it (GoogLeNet's max pooling branch, reading the
+    // previous pooling's result padded) read the padded result transposed
+    // back, which they then take in as stored (AbsorbIntoGeneric).
     for (tensor::PadOp pad : pads) {
       rewriter.setInsertionPoint(pad);
       ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
@@ -710,6 +722,20 @@ struct WriteTransposed : OpRewritePattern<linalg::GenericOp> {
           rewriter, pad.getLoc(),
           RankedTensorType::get(padShape, padType.getElementType()), result, lo,
           hi, pad.getConstantPaddingValue());
+      SmallVector<Operation *> readers;
+      for (Operation *padUser : pad->getUsers())
+        if (!samePerm(padUser, pad.getResult()))
+          readers.push_back(padUser);
+      if (!readers.empty()) {
+        Value back =
+            transposeOf(rewriter, pad.getLoc(), padded, inversePerm(perm));
+        for (Operation *reader : readers)
+          rewriter.modifyOpInPlace(reader, [&] {
+            for (OpOperand &o : reader->getOpOperands())
+              if (o.get() == pad.getResult())
+                o.set(back);
+          });
+      }
       replaceUsers(pad.getResult(), padded);
       rewriter.eraseOp(pad);
     }

@@ -314,6 +314,61 @@ func.func @pool_then_pad(%x: tensor<1x6x6x4xf32>) -> (tensor<1x3x3x4xf32>, tenso
 
 // -----
 
+// A max pooling whose result one layer reads transposed and a second
+// pooling reads through a -inf pad (GoogLeNet's inception branch after its
+// stride-2 pooling), that second pooling's result read transposed: both
+// windows read and write channels-last, the pad pads channels-last, and no
+// transpose is left.
+#pin = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#qin = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d4, d3 + d5)>
+#pk = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#po = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[$QWIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d4, d2 + d5, d3)>
+// CHECK-LABEL: func.func @pool_then_padded_pool
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: } -> tensor<1x3x3x4xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[P:.*]] = tensor.pad %[[M]] low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: } : tensor<1x3x3x4xf32> to tensor<1x5x5x4xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[Q:.*]] = linalg.generic {indexing_maps = [#[[$QWIN]], {{.*}} ins(%[[P]],
+// CHECK: } -> tensor<1x3x3x4xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: return %[[M]], %[[Q]] : tensor<1x3x3x4xf32>, tensor<1x3x3x4xf32>
+func.func @pool_then_padded_pool(%x: tensor<1x6x6x4xf32>) -> (tensor<1x3x3x4xf32>, tensor<1x3x3x4xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x4x6x6xf32>
+  %t0 = linalg.transpose ins(%x : tensor<1x6x6x4xf32>) outs(%e0 : tensor<1x4x6x6xf32>) permutation = [0, 3, 1, 2]
+  %p = tensor.pad %t0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x4x6x6xf32> to tensor<1x4x8x8xf32>
+  %k = tensor.empty() : tensor<3x3xf32>
+  %e1 = tensor.empty() : tensor<1x4x3x3xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %m = linalg.generic {indexing_maps = [#pin, #pk, #po], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %k : tensor<1x4x8x8xf32>, tensor<3x3xf32>) outs(%f : tensor<1x4x3x3xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x3x3xf32>
+  %e2 = tensor.empty() : tensor<1x3x3x4xf32>
+  %t1 = linalg.transpose ins(%m : tensor<1x4x3x3xf32>) outs(%e2 : tensor<1x3x3x4xf32>) permutation = [0, 2, 3, 1]
+  %mp = tensor.pad %m low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x4x3x3xf32> to tensor<1x4x5x5xf32>
+  %q = linalg.generic {indexing_maps = [#qin, #pk, #po], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%mp, %k : tensor<1x4x5x5xf32>, tensor<3x3xf32>) outs(%f : tensor<1x4x3x3xf32>) {
+  ^bb0(%in: f32, %w: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x3x3xf32>
+  %t2 = linalg.transpose ins(%q : tensor<1x4x3x3xf32>) outs(%e2 : tensor<1x3x3x4xf32>) permutation = [0, 2, 3, 1]
+  return %t1, %t2 : tensor<1x3x3x4xf32>, tensor<1x3x3x4xf32>
+}
+
+// -----
+
 // A max pooling on a channels-last image whose result one user transposes
 // to channels-last and an elementwise one (a normalisation's scale) reads
 // as NCHW: the window writes channels-last and the elementwise user reads
