@@ -636,6 +636,8 @@ constexpr int64_t kMaxPackedRows = 512;
 /// no second copy of its 234 MB of weights is made (AMD EPYC, family 26).
 /// Smaller weights stay packed where they were: on MobileNetV2's
 /// [1280, 1000] head the packed call took 54 us warm against 74 for gemv.
+/// Without the library's gemv (the built-in loops) they pack whatever their
+/// size.
 constexpr double kMinGemvWeights = double(int64_t(1) << 22);
 
 /// Products of fewer multiply-adds than this stay on the libraries
@@ -764,7 +766,8 @@ bool packedSuits(int64_t m, int64_t n, int64_t k) {
   static const bool enabled =
       dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
   return enabled && m <= kMaxPackedRows &&
-         (m > 1 || double(n) * double(k) < kMinGemvWeights) &&
+         (m > 1 || double(n) * double(k) < kMinGemvWeights || !blas() ||
+          !blas()->sgemv) &&
          n >= std::max<int64_t>(
                   16, packedMinColumns.load(std::memory_order_relaxed)) &&
          k >= 16 &&
