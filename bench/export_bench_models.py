@@ -32,11 +32,14 @@
 # and, with the suffix _b8, at batch 8:
 #
 #   resnet50, mobilenet_v2, efficientnet_b0, densenet121, convnext_tiny,
-#   shufflenet_v2, regnet_y_400mf, mobilenet_v3_large
+#   shufflenet_v2, regnet_y_400mf, mobilenet_v3_large, googlenet,
+#   squeezenet1_1, alexnet
 #                          torchvision's ImageNet networks (residual,
 #                          depthwise-separable with squeeze-excitation,
 #                          dense concatenation, 7x7 depthwise, channel
-#                          shuffle, grouped, HardSwish), image[B,3,224,224]
+#                          shuffle, grouped, HardSwish, inception branches
+#                          with poolings, fire modules, classifier layers of
+#                          234 MB), image[B,3,224,224]
 #   tcn1d                  a temporal network written here: causal 1-D
 #                          convolutions of kernel 3 dilated 1 to 16 with
 #                          residuals, x[B,64,2048]
@@ -82,7 +85,8 @@ TRANSFORMERS = ("vit_b16", "vit_b16_b8", "bert_base", "bert_base_b8",
                 "swin_t", "swin_t_b8")
 TORCHVISION_CNNS = ("resnet50", "mobilenet_v2", "efficientnet_b0",
                     "densenet121", "convnext_tiny", "shufflenet_v2",
-                    "regnet_y_400mf", "mobilenet_v3_large")
+                    "regnet_y_400mf", "mobilenet_v3_large", "googlenet",
+                    "squeezenet1_1", "alexnet")
 OWN_CNNS = ("tcn1d", "unet", "video3d")
 CNNS = tuple(n + s for n in TORCHVISION_CNNS + OWN_CNNS for s in ("", "_b8"))
 GPT_VOCAB = 1024
@@ -295,7 +299,10 @@ def make_bench_model(name):
         else:
             import torchvision
             ctor = {"shufflenet_v2": "shufflenet_v2_x1_0"}.get(base, base)
-            model = getattr(torchvision.models, ctor)()
+            # GoogLeNet without its training-only auxiliary classifiers.
+            kwargs = ({"aux_logits": False, "init_weights": True}
+                      if base == "googlenet" else {})
+            model = getattr(torchvision.models, ctor)(**kwargs)
             shape, inp = (batch, 3, 224, 224), "image"
         em.randomize_norms(model)
         return model, [shape], [inp], ["out"], batch, None

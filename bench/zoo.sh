@@ -17,8 +17,10 @@
 #
 #   bench/zoo.sh [ITERATIONS [WORK_DIR]]
 #
-# MobileNetV3-Large (HardSwish) is exported too when MODELS names
-# mobilenet_v3_large (or mobilenet_v3_large_b8).
+# MobileNetV3-Large (HardSwish), GoogLeNet (inception branches), SqueezeNet
+# 1.1 (fire modules) and AlexNet (a 234 MB classifier) are exported too
+# when MODELS names them (mobilenet_v3_large, googlenet, squeezenet1_1,
+# alexnet, each also with _b8).
 # ITERATIONS (timed runs per model, thread count and side) defaults to 6 in
 # 2 rounds, so the whole run stays near 15 minutes on 2 cores; WORK_DIR to
 # /tmp/dist-zoo. MODELS, THREADS, ROUNDS, WARMUP (default 3, as many
