@@ -212,8 +212,30 @@ static FailureOr<Value> importResize(NodeImport &n, Value x,
                             "downsampling";
   }
 
+  // The order the axes are resized in (the result is the same in any
+  // order): the input's innermost axis first where it grows and last where
+  // it shrinks, the others as given. Its gathers pick elements within rows
+  // one at a time, where along outer axes whole rows move as vectors, so
+  // they run on the smaller tensor: LR-ASPP's 8x bilinear upsampling of 21
+  // class maps to 224 x 224 gathered 1.05M elements along the rows (16.5%
+  // of an inference at one thread, AMD EPYC) where 131K do first.
+  SmallVector<size_t> order;
+  for (size_t i = 0; i < axes.size(); ++i)
+    order.push_back(i);
+  if (auto inner = llvm::find(axes, rank - 1); inner != axes.end()) {
+    size_t i = static_cast<size_t>(inner - axes.begin());
+    int64_t inSize = t.getDimSize(rank - 1);
+    double target = sizes.empty() ? scales[i] * static_cast<double>(inSize)
+                    : keepAxis[i] ? static_cast<double>(inSize)
+                                  : sizes[i];
+    if (!ShapedType::isDynamic(inSize) && target != inSize) {
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(i));
+      order.insert(target > inSize ? order.begin() : order.end(), i);
+    }
+  }
+
   Value out = x;
-  for (size_t i = 0; i < axes.size(); ++i) {
+  for (size_t i : order) {
     int64_t axis = axes[i];
     int64_t inSize = t.getDimSize(axis);
     double scale;
