@@ -437,7 +437,9 @@ TEST_P(ConvNhwcSpatialTest, MatchesNaiveLoop) {
 INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcSpatialTest,
                          ::testing::Values(1, 2, 3));
 
-// With 2 and 3 threads a call is split by images or by output rows.
+// With 2 and 3 threads a call is split by images or by output rows; 3
+// images on 2 threads, or 2 on 3, by whole images and the rows of those
+// left over.
 INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcTest, ::testing::Values(1, 2, 3));
 
 } // namespace
