@@ -762,12 +762,17 @@ void gemmBatched(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t aPtr,
 /// Whether a product of m x n x k on a constant weight runs on the packed
 /// weight (sgemm_packed.cpp) rather than a library. DIST_RT_NO_PACKED_GEMM
 /// keeps every product on the libraries (for comparisons).
+/// Whether the loaded library has a matrix-vector product (gemvOne's).
+bool libraryGemv() {
+  const BlasApi *api = blas();
+  return api && api->sgemv;
+}
+
 bool packedSuits(int64_t m, int64_t n, int64_t k) {
   static const bool enabled =
       dist_rt::packedSgemmAvailable() && !std::getenv("DIST_RT_NO_PACKED_GEMM");
   return enabled && m <= kMaxPackedRows &&
-         (m > 1 || double(n) * double(k) < kMinGemvWeights || !blas() ||
-          !blas()->sgemv) &&
+         (m > 1 || double(n) * double(k) < kMinGemvWeights || !libraryGemv()) &&
          n >= std::max<int64_t>(
                   16, packedMinColumns.load(std::memory_order_relaxed)) &&
          k >= 16 &&
