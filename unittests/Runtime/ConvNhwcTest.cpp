@@ -148,6 +148,30 @@ const NhwcCase kCases[] = {
 
 class ConvNhwcTest : public ::testing::TestWithParam<int> {};
 
+/// The calls of a test that oneDNN ran against those it was given (each
+/// case is called twice); none when the plain loop was asked for.
+struct DnnlTally {
+  int64_t ran = 0, calls = 0;
+  void add(bool plain, int64_t r) {
+    if (plain) {
+      EXPECT_EQ(r, 0) << "the plain loop was asked for";
+    } else {
+      ran += r;
+      calls += 2;
+    }
+  }
+  /// Restores the plain-loop switch and the thread count, then checks that
+  /// oneDNN ran every call whenever it loads here (Debian's libdnnl2,
+  /// installed by scripts/install-deps.sh; DIST_RT_NO_DNNL leaves every
+  /// call to the plain loop).
+  void finish() const {
+    dist_rt::setForcePlainNhwcConv(false);
+    dist_rt_set_num_threads(0);
+    if (!std::getenv("DIST_RT_NO_DNNL"))
+      EXPECT_EQ(ran, calls) << "calls that oneDNN did not run";
+  }
+};
+
 TEST_P(ConvNhwcTest, MatchesNaiveLoop) {
   dist_rt_set_num_threads(GetParam());
   const int64_t flagSets[] = {
@@ -158,28 +182,15 @@ TEST_P(ConvNhwcTest, MatchesNaiveLoop) {
       DIST_RT_CONV_HARDSWISH,
       DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
   };
-  int64_t ran = 0, calls = 0;
+  DnnlTally tally;
   for (bool plain : {false, true}) {
     dist_rt::setForcePlainNhwcConv(plain);
     for (const NhwcCase &k : kCases)
       for (int64_t flags : flagSets)
-        for (bool constant : {false, true}) {
-          int64_t r = check(k, flags, /*withBias=*/flags != 0, constant);
-          if (plain) {
-            EXPECT_EQ(r, 0) << "the plain loop was asked for";
-          } else {
-            ran += r;
-            calls += 2;
-          }
-        }
+        for (bool constant : {false, true})
+          tally.add(plain, check(k, flags, /*withBias=*/flags != 0, constant));
   }
-  dist_rt::setForcePlainNhwcConv(false);
-  dist_rt_set_num_threads(0);
-  // On oneDNN whenever it loads here (Debian's libdnnl2, installed by
-  // scripts/install-deps.sh); DIST_RT_NO_DNNL leaves every call to the
-  // plain loop.
-  if (!std::getenv("DIST_RT_NO_DNNL"))
-    EXPECT_EQ(ran, calls) << "calls that oneDNN did not run";
+  tally.finish();
 }
 
 TEST_P(ConvNhwcTest, ConstantFiltersAreReorderedOnce) {
@@ -364,7 +375,7 @@ class ConvNhwcSpatialTest : public ::testing::TestWithParam<int> {};
 // planes in 3-D).
 TEST_P(ConvNhwcSpatialTest, MatchesNaiveLoop) {
   dist_rt_set_num_threads(GetParam());
-  int64_t ran = 0, calls = 0;
+  DnnlTally tally;
   for (bool plain : {false, true}) {
     dist_rt::setForcePlainNhwcConv(plain);
     for (const SpatialCase &k : kSpatialCases)
@@ -420,18 +431,10 @@ TEST_P(ConvNhwcSpatialTest, MatchesNaiveLoop) {
               << (k.transposed ? " transposed" : "") << " c" << k.c << " f"
               << k.f << " k" << k.k[0] << k.k[1] << k.k[2] << " s" << k.st[1]
               << (plain ? " plain" : "");
-          if (plain) {
-            EXPECT_EQ(r, 0);
-          } else {
-            ran += r;
-            calls += 2;
-          }
+          tally.add(plain, r);
         }
   }
-  dist_rt::setForcePlainNhwcConv(false);
-  dist_rt_set_num_threads(0);
-  if (!std::getenv("DIST_RT_NO_DNNL"))
-    EXPECT_EQ(ran, calls) << "calls that oneDNN did not run";
+  tally.finish();
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, ConvNhwcSpatialTest,
