@@ -438,6 +438,29 @@ def FuseProductEpiloguesPass
   ];
 }
 
+def FreeAfterLastUsePass
+    : Pass<"dist-free-after-last-use", "::mlir::func::FuncOp"> {
+  let summary = "move each buffer's dealloc right after its last use";
+  let description = [{
+    Ownership-based deallocation frees every buffer at the end of its block,
+    so a model's function holds all of its intermediate buffers until it
+    returns. This pass moves each `memref.dealloc` of a `memref.alloc` in the
+    same block right after the last op of that block that uses the buffer:
+    through any chain of results (views, casts, the pointer that
+    `memref.extract_aligned_pointer_as_index` takes out of it and the calls
+    that receive it, a handle that a call returns and a later call waits on),
+    through memory that such a value is stored into, and through the results
+    of a region op whose region yields it. A buffer that reaches a
+    terminator of its own block, another dealloc or a block outside its own
+    keeps its dealloc where it is. Runs after the passes that turn ops into
+    runtime calls, which read the deallocs at the end of the block.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numMoved", "num-moved", "Number of deallocs moved earlier">,
+  ];
+}
+
 def ParallelizeLoopsPass
     : Pass<"dist-parallelize-loops", "::mlir::ModuleOp"> {
   let summary = "run outermost scf.parallel loops on the runtime's thread pool";

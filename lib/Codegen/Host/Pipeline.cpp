@@ -103,6 +103,10 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   buildBufferizedLoopsPipeline(pm, options.convKernel, /*fuseRows=*/true);
   pm.addPass(createContractionsToRuntimePass());
   pm.addPass(createFuseProductEpiloguesPass());
+  // Each buffer freed after its last use (deallocation put them all at the
+  // end of the function), so that the caching allocator hands later layers
+  // blocks still in cache.
+  pm.addNestedPass<func::FuncOp>(createFreeAfterLastUsePass());
 
   // Parallel dimensions become scf.parallel, whose outermost loops run on
   // the runtime's thread pool: those of reductions go first.
