@@ -3,10 +3,17 @@
 //
 // Implements the allocator that MLIR's memref lowering calls from generated
 // code (_mlir_memref_to_llvm_alloc/_aligned_alloc/_free) and MLIR's
-// memrefCopy. Freed blocks are kept on per-size-class free lists so that a
-// model that runs repeatedly stops asking the system for memory after its
-// first run. Every block handed out is recorded, which lets the model
-// runner ask whether an output buffer came from here (dist_rt_alloc_owns).
+// memrefCopy. Freed small blocks are kept on per-size-class free lists so
+// that a model that runs repeatedly stops asking the system for memory
+// after its first run. Large blocks (a layer's activations) are carved from
+// an arena, lowest address first, and merge with their free neighbours when
+// freed: buffers freed after their last use (dist-free-after-last-use) are
+// then handed to later layers of any size, so that a model's activations
+// stay within about its peak live bytes, in cache, rather than one block
+// per size ever used (MobileNetV2's activations: 24.7 MB of size-class
+// blocks, 10.0 MB of arena). Every block handed out is recorded, which
+// lets the model runner ask whether an output buffer came from here
+// (dist_rt_alloc_owns).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,12 +21,17 @@
 
 #include "dist_rt/kernels.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include <sys/mman.h>
 
 static_assert(sizeof(void *) == sizeof(int64_t),
               "memref descriptors are read as 64-bit words");
@@ -68,12 +80,97 @@ unsigned alignmentLog2(size_t alignment) {
 }
 
 //===----------------------------------------------------------------------===//
+// Arena
+//===----------------------------------------------------------------------===//
+
+/// Blocks of at least this many bytes (with an alignment of at most a page)
+/// come from the arena; smaller ones from the size-class lists, which keep
+/// the arena from being cut into slivers by descriptors and scalars.
+constexpr size_t kArenaMinBytes = 256 * 1024;
+
+} // namespace
+
+namespace dist_rt {
+
+Arena::~Arena() {
+  for (auto &chunk : chunks)
+    munmap(chunk.first, chunk.second);
+}
+
+std::map<char *, size_t>::iterator Arena::chunkOf(char *at) {
+  auto chunk = chunks.upper_bound(at);
+  return chunk == chunks.begin() ? chunks.end() : std::prev(chunk);
+}
+
+char *Arena::allocate(size_t bytes) {
+  for (auto range = freeRanges.begin(); range != freeRanges.end(); ++range) {
+    if (range->second < bytes)
+      continue;
+    char *block = range->first;
+    size_t rest = range->second - bytes;
+    freeRanges.erase(range);
+    if (rest)
+      freeRanges.emplace(block + bytes, rest);
+    return block;
+  }
+  size_t bytesNew = std::max(bytes, chunkBytes);
+  void *base = mmap(nullptr, bytesNew, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    return nullptr;
+  auto *block = static_cast<char *>(base);
+  chunks.emplace(block, bytesNew);
+  if (bytesNew > bytes)
+    freeRanges.emplace(block + bytes, bytesNew - bytes);
+  return block;
+}
+
+void Arena::release(char *block, size_t bytes) {
+  auto chunk = chunkOf(block);
+  char *chunkEnd = chunk->first + chunk->second;
+  auto next = freeRanges.lower_bound(block);
+  if (next != freeRanges.end() && next->first == block + bytes &&
+      next->first < chunkEnd) {
+    bytes += next->second;
+    next = freeRanges.erase(next);
+  }
+  if (next != freeRanges.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == block && prev->first >= chunk->first) {
+      prev->second += bytes;
+      return;
+    }
+  }
+  freeRanges.emplace(block, bytes);
+}
+
+void Arena::trim() {
+  for (auto chunk = chunks.begin(); chunk != chunks.end();) {
+    auto range = freeRanges.find(chunk->first);
+    if (range == freeRanges.end() || range->second != chunk->second) {
+      ++chunk;
+      continue;
+    }
+    freeRanges.erase(range);
+    munmap(chunk->first, chunk->second);
+    chunk = chunks.erase(chunk);
+  }
+}
+
+} // namespace dist_rt
+
+namespace {
+
+using dist_rt::Arena;
+
+//===----------------------------------------------------------------------===//
 // CachingAllocator
 //===----------------------------------------------------------------------===//
 
-/// A thread-safe allocator that caches freed blocks per (size class,
-/// alignment). One global instance that is never destroyed, so blocks may
-/// still be freed from static destructors at exit.
+/// A thread-safe allocator that caches freed small blocks per (size class,
+/// alignment) and carves large ones from an Arena. One global instance that
+/// is never destroyed, so blocks may still be freed from static destructors
+/// at exit.
 class CachingAllocator {
 public:
   void *allocate(size_t size, size_t alignment);
@@ -85,10 +182,13 @@ private:
   /// What is known about a block handed out at least once.
   struct Block {
     /// The free-list key: the rounded size with the log2 of the alignment
-    /// in its low six bits (rounded sizes are multiples of 64).
+    /// in its low six bits (rounded sizes are multiples of 64); for an
+    /// arena block, its size in bytes (a multiple of kPageBytes).
     size_t key;
     /// False while the block waits on a free list.
     bool live;
+    /// Whether the block is the arena's.
+    bool arena;
   };
 
   std::mutex mutex;
@@ -96,6 +196,7 @@ private:
   std::unordered_map<const void *, Block> blocks;
   /// Free blocks by key.
   std::unordered_map<size_t, std::vector<void *>> freeLists;
+  Arena arena;
 };
 
 void *CachingAllocator::allocate(size_t size, size_t alignment) {
@@ -104,6 +205,31 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
   if (rounded == 0 || log2 == 0)
     return nullptr;
   size_t key = rounded | log2;
+  if (size >= kArenaMinBytes && log2 <= 12) {
+    size_t bytes = (size + Arena::kPageBytes - 1) & ~(Arena::kPageBytes - 1);
+    std::lock_guard<std::mutex> lock(mutex);
+#if DIST_RT_HAS_EXCEPTIONS
+    try {
+      char *block = arena.allocate(bytes);
+      if (block) {
+        try {
+          blocks.emplace(block, Block{bytes, true, true});
+        } catch (...) {
+          arena.release(block, bytes);
+          throw;
+        }
+      }
+      return block;
+    } catch (...) {
+      return nullptr;
+    }
+#else
+    char *block = arena.allocate(bytes);
+    if (block)
+      blocks.emplace(block, Block{bytes, true, true});
+    return block;
+#endif
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto list = freeLists.find(key);
@@ -121,13 +247,13 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
   std::lock_guard<std::mutex> lock(mutex);
 #if DIST_RT_HAS_EXCEPTIONS
   try {
-    blocks.emplace(ptr, Block{key, true});
+    blocks.emplace(ptr, Block{key, true, false});
   } catch (...) {
     std::free(ptr);
     return nullptr;
   }
 #else
-  blocks.emplace(ptr, Block{key, true});
+  blocks.emplace(ptr, Block{key, true, false});
 #endif
   return ptr;
 }
@@ -141,6 +267,20 @@ void CachingAllocator::release(void *ptr) {
   // the free lists.
   if (block == blocks.end() || !block->second.live)
     return;
+  if (block->second.arena) {
+    size_t bytes = block->second.key;
+    blocks.erase(block);
+#if DIST_RT_HAS_EXCEPTIONS
+    try {
+      arena.release(static_cast<char *>(ptr), bytes);
+    } catch (...) {
+      // Could not record the free range: its pages stay unused.
+    }
+#else
+    arena.release(static_cast<char *>(ptr), bytes);
+#endif
+    return;
+  }
   block->second.live = false;
 #if DIST_RT_HAS_EXCEPTIONS
   try {
@@ -172,6 +312,7 @@ void CachingAllocator::trim() {
     }
   }
   freeLists.clear();
+  arena.trim();
 }
 
 CachingAllocator &allocator() {

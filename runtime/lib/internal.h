@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -185,6 +186,46 @@ void copyStrided(size_t elemSize, uint32_t rank, const int64_t *sizes,
 /// `sizes` (dimensions of extent 1 may have any stride; an array without
 /// elements is contiguous).
 bool isContiguous(uint32_t rank, const int64_t *sizes, const int64_t *strides);
+
+//===----------------------------------------------------------------------===//
+// Allocator (alloc.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The large blocks of the allocator that generated code calls: address-
+/// ordered first fit over chunks obtained with mmap (address space, backed
+/// by pages only once written). A request takes the lowest free range that
+/// holds it, and a freed block merges with the free ranges next to it in
+/// its chunk. Not thread-safe (the allocator's mutex guards it).
+class Arena {
+public:
+  /// Arena blocks are whole pages.
+  static constexpr size_t kPageBytes = 4096;
+
+  /// Chunks of at least `chunkBytes` each.
+  explicit Arena(size_t chunkBytes = size_t{64} << 20)
+      : chunkBytes(chunkBytes) {}
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  /// Gives every chunk back, live blocks included.
+  ~Arena();
+
+  /// A page-aligned block of `bytes` (a multiple of kPageBytes), or null.
+  char *allocate(size_t bytes);
+  /// Returns a block that allocate(bytes) gave.
+  void release(char *block, size_t bytes);
+  /// Gives the chunks that are wholly free back to the system.
+  void trim();
+
+private:
+  /// The chunk holding `at`, by base address.
+  std::map<char *, size_t>::iterator chunkOf(char *at);
+
+  size_t chunkBytes;
+  /// Chunks by base address.
+  std::map<char *, size_t> chunks;
+  /// Free ranges by address; each lies in one chunk.
+  std::map<char *, size_t> freeRanges;
+};
 
 //===----------------------------------------------------------------------===//
 // Buffers and files (npy.cpp)

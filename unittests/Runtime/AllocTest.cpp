@@ -11,6 +11,7 @@
 #include "dist_rt/kernels.h"
 
 #include "RuntimeTestUtils.h"
+#include "internal.h"
 
 #include <gtest/gtest.h>
 
@@ -21,6 +22,8 @@
 #include <set>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 using namespace dist_rt_test;
 
@@ -168,6 +171,124 @@ TEST(AllocTest, TrimKeepsLiveBlocks) {
   EXPECT_NE(fresh, live);
   _mlir_memref_to_llvm_free(fresh);
   _mlir_memref_to_llvm_free(live);
+}
+
+TEST(AllocTest, LargeBlocksAreReusedAtAnySize) {
+  // Freed large blocks are the arena's again: a later block of another size
+  // may take their memory (size classes would never share it).
+  auto *a = static_cast<char *>(_mlir_memref_to_llvm_alloc(size_t{3} << 20));
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(isAligned(a, 4096));
+  _mlir_memref_to_llvm_free(a);
+  EXPECT_EQ(dist_rt_alloc_owns(a), 0);
+  auto *b = static_cast<char *>(_mlir_memref_to_llvm_alloc(size_t{2} << 20));
+  auto *c = static_cast<char *>(_mlir_memref_to_llvm_alloc(size_t{1} << 20));
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(c, nullptr);
+  // The lowest free range that held 3 MiB holds 2 MiB at or below it.
+  EXPECT_LE(b, a);
+  EXPECT_EQ(dist_rt_alloc_owns(b), 1);
+  _mlir_memref_to_llvm_free(b);
+  _mlir_memref_to_llvm_free(c);
+}
+
+TEST(AllocTest, ArenaTakesTheLowestFitAndMergesNeighbours) {
+  constexpr size_t kPage = dist_rt::Arena::kPageBytes;
+  dist_rt::Arena arena(16 * kPage);
+  char *a = arena.allocate(4 * kPage);
+  char *b = arena.allocate(4 * kPage);
+  char *c = arena.allocate(4 * kPage);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(isAligned(a, kPage));
+  // One chunk, carved in address order.
+  EXPECT_EQ(b, a + 4 * kPage);
+  EXPECT_EQ(c, b + 4 * kPage);
+  std::memset(a, 1, 12 * kPage);
+  // a and b freed in either order merge: 8 pages at a.
+  arena.release(b, 4 * kPage);
+  arena.release(a, 4 * kPage);
+  EXPECT_EQ(arena.allocate(8 * kPage), a);
+  arena.release(a, 8 * kPage);
+  arena.release(c, 4 * kPage);
+  // The whole chunk is one range again, from its start.
+  EXPECT_EQ(arena.allocate(16 * kPage), a);
+  arena.release(a, 16 * kPage);
+  // A hole of 2 pages below a larger one: 3 pages skip it, 2 take it.
+  char *p = arena.allocate(2 * kPage);
+  char *q = arena.allocate(kPage);
+  arena.release(p, 2 * kPage);
+  char *r = arena.allocate(3 * kPage);
+  EXPECT_EQ(r, q + kPage);
+  EXPECT_EQ(arena.allocate(2 * kPage), p);
+}
+
+TEST(AllocTest, ArenaKeepsChunksApartAndTrimsOnlyFreeOnes) {
+  constexpr size_t kPage = dist_rt::Arena::kPageBytes;
+  dist_rt::Arena arena(4 * kPage);
+  char *first = arena.allocate(4 * kPage);
+  char *second = arena.allocate(4 * kPage);
+  char *big = arena.allocate(10 * kPage); // A chunk of its own size.
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 3, 10 * kPage);
+  arena.release(first, 4 * kPage);
+  arena.release(second, 4 * kPage);
+  // Two free chunks never make one range, even where the system placed
+  // them next to each other: 8 pages need a chunk of their own.
+  char *eight = arena.allocate(8 * kPage);
+  ASSERT_NE(eight, nullptr);
+  EXPECT_NE(eight, first);
+  EXPECT_NE(eight, second);
+  arena.release(eight, 8 * kPage);
+  arena.trim();
+  unsigned char resident = 0;
+  // The free chunks are unmapped (mincore fails with ENOMEM), the live one
+  // keeps its contents.
+  EXPECT_EQ(mincore(first, kPage, &resident), -1);
+  EXPECT_EQ(mincore(second, kPage, &resident), -1);
+  EXPECT_EQ(mincore(big, kPage, &resident), 0);
+  EXPECT_EQ(big[10 * kPage - 1], 3);
+}
+
+TEST(AllocTest, LargeBlocksNeverOverlap) {
+  // A deterministic mix of sizes allocated and freed out of order, as a
+  // model's activations are: every live block keeps its own contents.
+  struct Live {
+    uint8_t *block;
+    size_t size;
+    uint8_t tag;
+  };
+  std::vector<Live> live;
+  uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1103515245u + 12345u;
+    return state >> 8;
+  };
+  int failures = 0;
+  for (int i = 0; i < 400; ++i) {
+    if (live.size() < 12 && (live.empty() || next() % 3 != 0)) {
+      size_t size = 200000 + next() % (size_t{6} << 20);
+      auto *block = static_cast<uint8_t *>(_mlir_memref_to_llvm_alloc(size));
+      ASSERT_NE(block, nullptr);
+      auto tag = static_cast<uint8_t>(i);
+      std::memset(block, tag, size);
+      live.push_back({block, size, tag});
+      continue;
+    }
+    size_t victim = next() % live.size();
+    const Live &old = live[victim];
+    for (size_t at : {size_t{0}, old.size / 2, old.size - 1})
+      failures += old.block[at] != old.tag;
+    _mlir_memref_to_llvm_free(old.block);
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(victim));
+  }
+  for (const Live &old : live) {
+    for (size_t at : {size_t{0}, old.size / 2, old.size - 1})
+      failures += old.block[at] != old.tag;
+    _mlir_memref_to_llvm_free(old.block);
+  }
+  EXPECT_EQ(failures, 0);
 }
 
 TEST(AllocTest, ConcurrentUseNeverSharesABlock) {
