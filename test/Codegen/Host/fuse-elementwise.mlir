@@ -233,3 +233,61 @@ func.func @written_and_read(%x: tensor<1x3x6x6xf32>, %b: tensor<8xf32>, %w: tens
       ins(%x, %w : tensor<1x3x6x6xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   return %c, %init : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
 }
+
+// -----
+
+// A squeeze-excitation gate: the sigmoid of 32 values stays a loop of its
+// own instead of being computed again at every pixel it scales; a cheap
+// broadcast producer (a shift of the same 32 values) still fuses.
+
+// CHECK-LABEL: func.func @gate_not_recomputed(
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: math.exp
+// CHECK: -> tensor<1x1x1x32xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[G]], %{{.*}} : tensor<1x1x1x32xf32>, tensor<1x56x56x32xf32>)
+// CHECK-NOT: math.exp
+// CHECK: arith.mulf
+// CHECK: -> tensor<1x56x56x32xf32>
+// CHECK-LABEL: func.func @cheap_broadcast_fuses(
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<1x1x1x32xf32>, tensor<1x56x56x32xf32>)
+// CHECK: arith.addf
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @gate_not_recomputed(%s: tensor<1x1x1x32xf32>, %x: tensor<1x56x56x32xf32>) -> tensor<1x56x56x32xf32> {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<1x1x1x32xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x1x1x32xf32>) outs(%e : tensor<1x1x1x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %x1 = math.exp %n : f32
+    %d = arith.addf %x1, %one : f32
+    %r = arith.divf %one, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x1x32xf32>
+  %e2 = tensor.empty() : tensor<1x56x56x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g, %x : tensor<1x1x1x32xf32>, tensor<1x56x56x32xf32>) outs(%e2 : tensor<1x56x56x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x56x56x32xf32>
+  return %y : tensor<1x56x56x32xf32>
+}
+
+func.func @cheap_broadcast_fuses(%s: tensor<1x1x1x32xf32>, %x: tensor<1x56x56x32xf32>) -> tensor<1x56x56x32xf32> {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<1x1x1x32xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x1x1x32xf32>) outs(%e : tensor<1x1x1x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.addf %a, %one : f32
+    linalg.yield %d : f32
+  } -> tensor<1x1x1x32xf32>
+  %e2 = tensor.empty() : tensor<1x56x56x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g, %x : tensor<1x1x1x32xf32>, tensor<1x56x56x32xf32>) outs(%e2 : tensor<1x56x56x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x56x56x32xf32>
+  return %y : tensor<1x56x56x32xf32>
+}
