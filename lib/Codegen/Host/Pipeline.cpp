@@ -103,6 +103,9 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   buildBufferizedLoopsPipeline(pm, options.convKernel, /*fuseRows=*/true);
   pm.addPass(createContractionsToRuntimePass());
   pm.addPass(createFuseProductEpiloguesPass());
+  // The sizes that the calls read from the buffers they made dead fold to
+  // constants, so those buffers go.
+  pm.addPass(createCanonicalizerPass());
   // Each buffer freed after its last use (deallocation put them all at the
   // end of the function), so that the caching allocator hands later layers
   // blocks still in cache.
