@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sanitizer/asan_interface.h>
 #include <sys/mman.h>
 
 static_assert(sizeof(void *) == sizeof(int64_t),
@@ -88,13 +89,34 @@ unsigned alignmentLog2(size_t alignment) {
 /// the arena from being cut into slivers by descriptors and scalars.
 constexpr size_t kArenaMinBytes = 256 * 1024;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define DIST_RT_ARENA_REDZONE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DIST_RT_ARENA_REDZONE 1
+#endif
+#endif
+/// Under AddressSanitizer every arena block is followed by a poisoned page,
+/// and freed blocks are poisoned, so that reads and writes past a block's
+/// end or after its free are reported as with malloc's blocks (the arena's
+/// memory comes from mmap, which ASan does not watch).
+#ifdef DIST_RT_ARENA_REDZONE
+constexpr size_t kArenaRedzone = 4096;
+#else
+constexpr size_t kArenaRedzone = 0;
+#endif
+
 } // namespace
 
 namespace dist_rt {
 
+// Chunks are unpoisoned before they go back: the system may map the same
+// addresses again later, for anyone.
 Arena::~Arena() {
-  for (auto &chunk : chunks)
+  for (auto &chunk : chunks) {
+    ASAN_UNPOISON_MEMORY_REGION(chunk.first, chunk.second);
     munmap(chunk.first, chunk.second);
+  }
 }
 
 std::map<char *, size_t>::iterator Arena::chunkOf(char *at) {
@@ -152,6 +174,7 @@ void Arena::trim() {
       continue;
     }
     freeRanges.erase(range);
+    ASAN_UNPOISON_MEMORY_REGION(chunk->first, chunk->second);
     munmap(chunk->first, chunk->second);
     chunk = chunks.erase(chunk);
   }
@@ -206,7 +229,8 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
     return nullptr;
   size_t key = rounded | log2;
   if (size >= kArenaMinBytes && log2 <= 12) {
-    size_t bytes = (size + Arena::kPageBytes - 1) & ~(Arena::kPageBytes - 1);
+    size_t bytes = ((size + Arena::kPageBytes - 1) & ~(Arena::kPageBytes - 1)) +
+                   kArenaRedzone;
     std::lock_guard<std::mutex> lock(mutex);
 #if DIST_RT_HAS_EXCEPTIONS
     try {
@@ -218,6 +242,8 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
           arena.release(block, bytes);
           throw;
         }
+        ASAN_UNPOISON_MEMORY_REGION(block, size);
+        ASAN_POISON_MEMORY_REGION(block + size, bytes - size);
       }
       return block;
     } catch (...) {
@@ -225,8 +251,11 @@ void *CachingAllocator::allocate(size_t size, size_t alignment) {
     }
 #else
     char *block = arena.allocate(bytes);
-    if (block)
+    if (block) {
       blocks.emplace(block, Block{bytes, true, true});
+      ASAN_UNPOISON_MEMORY_REGION(block, size);
+      ASAN_POISON_MEMORY_REGION(block + size, bytes - size);
+    }
     return block;
 #endif
   }
@@ -270,6 +299,7 @@ void CachingAllocator::release(void *ptr) {
   if (block->second.arena) {
     size_t bytes = block->second.key;
     blocks.erase(block);
+    ASAN_POISON_MEMORY_REGION(ptr, bytes);
 #if DIST_RT_HAS_EXCEPTIONS
     try {
       arena.release(static_cast<char *>(ptr), bytes);

@@ -291,6 +291,38 @@ TEST(AllocTest, LargeBlocksNeverOverlap) {
   EXPECT_EQ(failures, 0);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOC_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ALLOC_TEST_ASAN 1
+#endif
+#endif
+
+#ifdef ALLOC_TEST_ASAN
+// Arena blocks come from mmap, which AddressSanitizer does not watch: the
+// allocator poisons a page after each block and the blocks it frees.
+TEST(AllocTest, ArenaOverflowsAndStaleReadsAreReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto *block = static_cast<char *>(_mlir_memref_to_llvm_alloc(300000));
+  ASSERT_NE(block, nullptr);
+  block[299999] = 1;
+  EXPECT_DEATH(
+      {
+        volatile char *past = block + 300000;
+        *past = 1;
+      },
+      "AddressSanitizer");
+  _mlir_memref_to_llvm_free(block);
+  EXPECT_DEATH(
+      {
+        volatile char *stale = block;
+        (void)*stale;
+      },
+      "AddressSanitizer");
+}
+#endif
+
 TEST(AllocTest, ConcurrentUseNeverSharesABlock) {
   constexpr int kThreads = 4;
   constexpr int kIterations = 2000;
