@@ -55,8 +55,8 @@ Value storedInto(Operation *user, OpOperand &operand) {
   return Value();
 }
 
-/// Whether `user` reads the contents of the memref `operand` (the values
-/// it loads are data, not the buffer's address).
+/// Whether `user` loads elements of a memref: its results are data, not
+/// the buffer's address.
 bool loadsContents(Operation *user) {
   return isa<memref::LoadOp, vector::LoadOp, vector::TransferReadOp>(user);
 }

@@ -17,9 +17,10 @@
 //
 // A producer whose body has math functions or a division does not fuse
 // into a consumer that broadcasts it: the fused loop would compute it once
-// per element of the consumer. EfficientNet's squeeze-excitation gates
-// (a sigmoid of 32 to 1152 values scaling a whole image) ran their sigmoid
-// at every pixel, as much as 1.4% of an inference for the first gate.
+// per element of the consumer. EfficientNet-B0's squeeze-excitation gates
+// (a sigmoid of 8 to 1152 values scaling a whole image) ran their sigmoid
+// at every pixel: 821 us of its loops an inference at one thread, 457 us
+// with the gates computed once.
 //
 //===----------------------------------------------------------------------===//
 
