@@ -290,8 +290,28 @@ public:
     if (failed)
       return false;
     failed = true;
-    error = path.empty() ? what.str() : (path + ": " + what).str();
+    error = printable(path.empty() ? what.str() : (path + ": " + what).str());
     return false;
+  }
+
+  /// `text` with its control characters written as escapes (\n, \t,
+  /// \xNN), so that an error quoting a value from the file stays one line.
+  static std::string printable(StringRef text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+      auto u = static_cast<unsigned char>(c);
+      if (c == '\n')
+        out += "\\n";
+      else if (c == '\t')
+        out += "\\t";
+      else if (u < 0x20 || u == 0x7f)
+        out += {'\\', 'x', llvm::hexdigit(u >> 4, /*LowerCase=*/true),
+                llvm::hexdigit(u & 15, /*LowerCase=*/true)};
+      else
+        out += c;
+    }
+    return out;
   }
 
   /// `path.key`, or `key` at the top level.

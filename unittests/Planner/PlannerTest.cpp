@@ -968,4 +968,18 @@ TEST(Planner, PlanningTimeOfLargeInstances) {
   }
 }
 
+TEST(Planner, PlanFileErrorsQuoteValuesOnOneLine) {
+  // A value with control characters (found by dist-plan-fuzzer: a strategy
+  // "ex\nt") is quoted with escapes, so the error stays one line.
+  std::string error;
+  std::optional<Plan> plan =
+      planFromJson("{\"version\": 1, \"objective\": \"cost\", \"strategy\": "
+                   "\"ex\\nt\\u0001\"}",
+                   error);
+  EXPECT_FALSE(plan);
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_NE(error.find("strategy: expected"), std::string::npos) << error;
+  EXPECT_NE(error.find("got \"ex\\nt\\x01\""), std::string::npos) << error;
+}
+
 } // namespace
