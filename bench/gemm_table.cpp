@@ -6,7 +6,9 @@
 // beside OpenBLAS's cblas_sgemm and oneDNN's dnnl_sgemm called directly
 // with their own threads, at the shapes of real models' products:
 // ViT-B/16 (197 tokens per image) and a BERT-base encoder (sequence 128) at
-// batch 1 and 8, and ConvNeXt-T's channel-last linear layers at 224x224.
+// batch 1 and 8, ConvNeXt-T's channel-last linear layers at 224x224, and
+// (--models resnet) ResNet-50's pointwise convolutions on channels-last
+// images at batch 8.
 // Batched rows (the attention's heads) are one runtime call and one library
 // call per matrix. Prints, per thread count, GFLOP/s of each and dist-opt's
 // share of the best library; the libraries are the same ones the runtime
@@ -15,9 +17,8 @@
 // a method's figure is its best round (the machine's noise only slows).
 //
 //   dist-gemm-bench [--threads 1,2] [--rounds 3] [--min-time 0.15]
-//                   [--models vit,bert,convnext,heads,small] [--weight-copies
-//                   12]
-//                   [--constant-weights 1]
+//                   [--models vit,bert,convnext,heads,small,resnet]
+//                   [--weight-copies 12] [--constant-weights 1]
 //
 // A weight (the shared B) is read from one of WEIGHT_COPIES copies in
 // turn, one call after another, as a model reads each layer's own weights:
@@ -106,6 +107,18 @@ std::vector<Shape> shapesOf(const std::string &model) {
                                           : "stage 4 down",
                    1, t, d, 4 * d, true});
     }
+  } else if (model == "resnet") {
+    // ResNet-50's pointwise (1 x 1, stride 1) convolutions at batch 8 on
+    // channels-last images: every pixel a row.
+    const int64_t side[] = {56, 28, 14, 7}, width[] = {64, 128, 256, 512};
+    const char *up[] = {"stage 1 up", "stage 2 up", "stage 3 up", "stage 4 up"};
+    const char *down[] = {"stage 1 down", "stage 2 down", "stage 3 down",
+                          "stage 4 down"};
+    for (int i = 0; i < 4; ++i) {
+      int64_t t = 8 * side[i] * side[i], d = width[i];
+      s.push_back({"resnet-50 b8", up[i], 1, t, 4 * d, d, true});
+      s.push_back({"resnet-50 b8", down[i], 1, t, d, 4 * d, true});
+    }
   } else if (model == "heads") {
     // Classifier heads (ImageNet's 1000 classes) at batch 1 to 64: few rows
     // on a weight read once per call.
@@ -150,7 +163,7 @@ struct Libraries {
 void usage() {
   std::fprintf(stderr,
                "usage: dist-gemm-bench [--threads 1,2] [--rounds N] "
-               "[--min-time S] [--models vit,bert,convnext,heads,small] "
+               "[--min-time S] [--models vit,bert,convnext,heads,small,resnet] "
                "[--weight-copies N] [--constant-weights 0|1]\n");
   std::exit(2);
 }
@@ -206,7 +219,7 @@ int main(int argc, char **argv) {
     if (s.empty()) {
       std::fprintf(stderr,
                    "error: --models: unknown model '%s' (vit, bert, "
-                   "convnext, heads, small)\n",
+                   "convnext, heads, small, resnet)\n",
                    m.c_str());
       return 2;
     }
