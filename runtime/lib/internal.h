@@ -316,6 +316,12 @@ int64_t dnnlConvolutionCalls();
 /// Transposed channels-last convolutions run as one product and a copy
 /// (conv_nhwc.cpp's upsamplingProduct).
 int64_t upsamplingProductCalls();
+/// Channels-last convolutions whose sum ran apart from oneDNN's primitive
+/// (conv_nhwc.cpp's sumApartChunks).
+int64_t sumApartCalls();
+/// The L2 cache size sumApartChunks weighs calls against (0: the host's,
+/// as the C library reads it). For tests.
+void setSumApartCacheBytes(int64_t bytes);
 
 /// Declares [base, base + size) read-only until the matching
 /// unregisterConstantMemory (a parameter file's mapping): products whose

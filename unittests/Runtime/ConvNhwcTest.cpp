@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -191,6 +193,55 @@ TEST_P(ConvNhwcTest, MatchesNaiveLoop) {
           tally.add(plain, check(k, flags, /*withBias=*/flags != 0, constant));
   }
   tally.finish();
+}
+
+// A residual sum into an output larger than twice the L2 cache runs apart
+// from oneDNN's primitive: parts of whole rows written to a scratch image,
+// then added to the old output with the activation (sumApartChunks). With
+// the cache taken as 64 KiB, small calls take that way: images split into
+// rows (with the rows a 3 x 3 window reaches past them), a count of images
+// the threads do not divide, every flag the way takes, and calls it must
+// not take (another activation, a filter too large, a small output).
+TEST_P(ConvNhwcTest, SumsOfLargeOutputsRunApart) {
+  dist_rt_set_num_threads(GetParam());
+  dist_rt::setSumApartCacheBytes(64 * 1024);
+  const NhwcCase apart[] = {
+      // groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
+      {1, 3, 16, 20, 20, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // pointwise
+      {1, 1, 3, 48, 48, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // rows, s2
+      {1, 2, 7, 33, 17, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // odd rows
+  };
+  const int64_t taken[] = {
+      DIST_RT_CONV_ACCUMULATE,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_CLIP | DIST_RT_CONV_RELU,
+  };
+  bool dnnl = !std::getenv("DIST_RT_NO_DNNL");
+  for (const NhwcCase &k : apart)
+    for (int64_t flags : taken)
+      for (bool constant : {false, true}) {
+        int64_t before = dist_rt::sumApartCalls();
+        int64_t ran = check(k, flags, /*withBias=*/constant, constant);
+        if (dnnl && ran > 0)
+          EXPECT_EQ(dist_rt::sumApartCalls() - before, 2)
+              << caseName(k) << " flags " << flags;
+      }
+  const NhwcCase kept[] = {
+      {1, 3, 16, 20, 20, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // SiLU after
+      {1, 2, 64, 20, 20, 80, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // 20 KiB filters
+      {1, 1, 16, 10, 10, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // 25 KiB output
+      {1, 3, 16, 20, 20, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // 32 channels
+  };
+  for (size_t i = 0; i < std::size(kept); ++i) {
+    int64_t before = dist_rt::sumApartCalls();
+    int64_t flags = DIST_RT_CONV_ACCUMULATE |
+                    (i == 0 ? DIST_RT_CONV_SILU : DIST_RT_CONV_RELU);
+    check(kept[i], flags, /*withBias=*/true, /*constantWeights=*/true);
+    EXPECT_EQ(dist_rt::sumApartCalls(), before) << caseName(kept[i]);
+  }
+  dist_rt::setSumApartCacheBytes(0);
+  dist_rt_set_num_threads(0);
 }
 
 TEST_P(ConvNhwcTest, ConstantFiltersAreReorderedOnce) {
