@@ -373,6 +373,19 @@ DIST_RT_API void dist_rt_conv3d_nhwc_f32(
     int64_t ow, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
     int64_t out_ptr, float lo, float hi, int64_t flags);
 
+/// ONNX's 2-D MaxPool on a dense channels-last image `in` [n, h, w, c]
+/// into `out` [n, oh, ow, c]: out[b, y, x, ch] is the maximum of
+/// in[b, y*sh - pt + i*dh, x*sw - pl + j*dw, ch] over the taps i < kh,
+/// j < kw that lie in the image (the padding, before and after, never
+/// wins; a window of padding alone gives -inf), as arith.maximumf takes it:
+/// NaN if any tap is NaN, +0 above -0 (pool_nhwc.cpp).
+DIST_RT_API void dist_rt_maxpool2d_nhwc_f32(int64_t n, int64_t c, int64_t h,
+                                            int64_t w, int64_t kh, int64_t kw,
+                                            int64_t sh, int64_t sw, int64_t dh,
+                                            int64_t dw, int64_t pt, int64_t pl,
+                                            int64_t oh, int64_t ow,
+                                            int64_t in_ptr, int64_t out_ptr);
+
 /// The weight gradient of dist_rt_conv2d_f32 (same geometry): for every
 /// filter o, channel ci and kernel position (i, j),
 ///   dw[o, ci, i, j] = sum over b, y, x of dy[b, o, y, x] *
