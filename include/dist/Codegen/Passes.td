@@ -370,7 +370,12 @@ def ContractionsToRuntimePass
     the call. Other contractions stay loops. A
     contraction whose fresh output buffer was last filled with +0.0 calls
     `dist_rt_gemm_set_f32` / `dist_rt_gemm_set_f64` (C = A * B) instead, and
-    the fill goes.
+    the fill goes. Convolutions become calls of the runtime's convolution
+    entry points (see the file's comments), and a channels-last 2-D max
+    pooling (its window generic reading [n, y*sh + i*dh, x*sw + j*dw, c])
+    a call of `dist_rt_maxpool2d_nhwc_f32`, which clips each window to the
+    image: an input bordered with -inf becomes a dense image that the layer
+    before writes (a convolution's ReLU then goes into its call).
 
     Measured on this machine (one thread, 512x512x512 f32): OpenBLAS with
     the SkylakeX kernel 204-217 GFLOP/s against 160-204 for a transform-

@@ -80,6 +80,11 @@ inline constexpr int64_t kConvTransposed = 32;
 /// sh, sw, dd, dh, dw, pf, pt, pl, pk, pb, pr, od, oh, ow, in, weight,
 /// bias, out, lo, hi, flags) on [n, d, h, w, channels] images.
 inline constexpr llvm::StringLiteral kConv3dNhwcF32 = "dist_rt_conv3d_nhwc_f32";
+/// A channels-last 2-D max pooling (dist_rt/kernels.h): maxpool2d_nhwc(n,
+/// c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, in, out) on dense [n, h,
+/// w, c] and [n, oh, ow, c] images, each window clipped to the image.
+inline constexpr llvm::StringLiteral kMaxPool2dNhwcF32 =
+    "dist_rt_maxpool2d_nhwc_f32";
 /// The depth (channels x taps) up to which directConvApplies takes the
 /// direct kernels whatever the image's size.
 inline constexpr int64_t kMaxShallowConvDepth = 160;

@@ -403,6 +403,12 @@ struct ContractionsToRuntimePass
     // the call (MobileNetV2's ReLU6 before each depthwise layer: 12% of a
     // one-thread inference as loops of their own, EPYC). A rewrite erases
     // generics further on (activations) and before (inits): `erased`.
+    // Max poolings first: a padded input becomes a dense image that the
+    // layer before (the stem's ReLU after its convolution) then writes.
+    if (!cuda)
+      for (linalg::GenericOp op : candidates)
+        if (!erased.contains(op) && succeeded(rewriteChannelsLastMaxPool(op)))
+          ++numCalls;
     if (!cuda)
       for (linalg::GenericOp op : llvm::reverse(candidates))
         if (!erased.contains(op) && succeeded(rewriteChannelsLastConv(op)))
@@ -815,19 +821,22 @@ struct ContractionsToRuntimePass
   };
 
   /// Where the channels-last convolution `conv` reads `in`, a view
-  /// splitting the channels of a fresh buffer P [N, Hp, Wp, C] that
-  /// nothing but fills of +0.0 (its borders, dist-fill-borders') and one op
-  /// writing its interior without reading it (an elementwise linalg op: the
-  /// previous layer's activation, a transpose; or a copy) touches, that op
-  /// writes a dense buffer of the interior's shape instead, made here, and the
-  /// call reads it with P's borders as its padding: oneDNN pads by itself, and
-  /// an image inside a padded buffer would be strided (see denseF32).
-  /// Returns nothing (and changes nothing) when `in` is not such a view.
-  std::optional<OwnPadding> takePadding(linalg::GenericOp conv, Value in) {
+  /// splitting the channels of a fresh buffer P [N, Hp, Wp, C] (or where a
+  /// channels-last pooling reads P itself) that nothing but fills of
+  /// `border` (+0.0: a convolution's padding, dist-fill-borders'; -inf: a
+  /// max pooling's) and one op writing its interior without reading it (an
+  /// elementwise linalg op: the previous layer's activation, a transpose;
+  /// or a copy) touches, that op writes a dense buffer of the interior's
+  /// shape instead, made here, and the call reads it with P's borders as
+  /// its padding: oneDNN pads by itself, and an image inside a padded
+  /// buffer would be strided (see denseF32). Returns nothing (and changes
+  /// nothing) when `in` is not such a buffer.
+  std::optional<OwnPadding> takePadding(linalg::GenericOp conv, Value in,
+                                        double border = 0.0) {
     auto split = in.getDefiningOp<memref::ExpandShapeOp>();
     auto alloc = split ? split.getSrc().getDefiningOp<memref::AllocOp>()
-                       : memref::AllocOp();
-    if (!alloc || !split->hasOneUse() ||
+                       : in.getDefiningOp<memref::AllocOp>();
+    if (!alloc || (split && !split->hasOneUse()) ||
         alloc->getBlock() != conv->getBlock() ||
         !alloc.getType().getLayout().isIdentity() ||
         alloc.getType().getRank() < 3)
@@ -837,7 +846,7 @@ struct ContractionsToRuntimePass
     Operation *writer = nullptr;
     SmallVector<Operation *> deallocs;
     for (Operation *user : alloc->getUsers()) {
-      if (user == split)
+      if (split ? user == split : user == conv)
         continue;
       if (isa<memref::DeallocOp>(user)) {
         deallocs.push_back(user);
@@ -852,8 +861,8 @@ struct ContractionsToRuntimePass
         auto fill = dyn_cast<linalg::FillOp>(viewUser);
         std::optional<double> value =
             fill ? f32Constant(fill.getInputs()[0]) : std::nullopt;
-        zeroFills = zeroFills && value && *value == 0.0 &&
-                    !std::signbit(*value) &&
+        zeroFills = zeroFills && value && *value == border &&
+                    std::signbit(*value) == std::signbit(border) &&
                     fill.getOutputs()[0] == view.getResult();
       }
       if (zeroFills) {
@@ -923,7 +932,8 @@ struct ContractionsToRuntimePass
       own.dead.push_back(d);
     }
     own.dead.push_back(interior);
-    own.dead.push_back(split);
+    if (split)
+      own.dead.push_back(split);
     own.dead.push_back(alloc);
     own.image = image;
     return own;
@@ -1074,6 +1084,118 @@ struct ContractionsToRuntimePass
       eraseOp(ci.op);
     if (act)
       eraseOp(next);
+    return success();
+  }
+
+  /// A channels-last 2-D max pooling generic (LowerReduction's, turned
+  /// channels-last by dist-sink-transposes: loops (n, y, x, c, i, j), the
+  /// input read at [n, y*sh + i*dh, x*sw + j*dw, c], the window [i, j],
+  /// the output [n, y, x, c] filled with -inf just before, the body
+  /// arith.maximumf of the input and the output) becomes a call of
+  /// dist_rt_maxpool2d_nhwc_f32 on f32 images. When the input is a buffer
+  /// bordered with -inf (the padding), its interior becomes a dense image
+  /// (takePadding) whose writer, the previous layer's ReLU as a rule, a
+  /// convolution's call then takes in; the call clips each window to it.
+  LogicalResult rewriteChannelsLastMaxPool(linalg::GenericOp op) {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+        op.getNumDpsInits() != 1 || op.getNumLoops() != 6 ||
+        op.getNumReductionLoops() != 2)
+      return failure();
+    Value in = op.getDpsInputOperand(0)->get();
+    Value out = op.getDpsInitOperand(0)->get();
+    auto inType = cast<MemRefType>(in.getType());
+    auto outType = cast<MemRefType>(out.getType());
+    if (inType.getRank() != 4 || outType.getRank() != 4 ||
+        !inType.getElementType().isF32() || !denseF32(out) || in == out)
+      return failure();
+    // The body: yield maximumf(input, output).
+    Block &body = op.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    auto max = yield.getNumOperands() == 1
+                   ? yield.getOperand(0).getDefiningOp<arith::MaximumFOp>()
+                   : arith::MaximumFOp();
+    if (!max || body.getOperations().size() != 2)
+      return failure();
+    Value a0 = body.getArgument(0), a2 = body.getArgument(2);
+    if (!((max.getLhs() == a0 && max.getRhs() == a2) ||
+          (max.getLhs() == a2 && max.getRhs() == a0)))
+      return failure();
+    // The maps, their strides and dilations read off the input's: the
+    // coefficients of y and i along the rows, of x and j along the columns.
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    auto coefficient = [&](AffineExpr e, unsigned dim) -> int64_t {
+      SmallVector<AffineExpr> at;
+      for (unsigned i = 0; i < 6; ++i)
+        at.push_back(getAffineConstantExpr(i == dim ? 1 : 0, ctx));
+      auto c = dyn_cast<AffineConstantExpr>(e.replaceDims(at));
+      return c ? c.getValue() : 0;
+    };
+    AffineMap inMap = maps[0];
+    if (inMap.getNumResults() != 4)
+      return failure();
+    int64_t sh = coefficient(inMap.getResult(1), 1),
+            dh = coefficient(inMap.getResult(1), 4),
+            sw = coefficient(inMap.getResult(2), 2),
+            dw = coefficient(inMap.getResult(2), 5);
+    if (sh < 1 || dh < 1 || sw < 1 || dw < 1)
+      return failure();
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    if (inMap != AffineMap::get(
+                     6, 0,
+                     {d(0), d(1) * sh + d(4) * dh, d(2) * sw + d(5) * dw, d(3)},
+                     ctx) ||
+        maps[1] != AffineMap::get(6, 0, {d(4), d(5)}, ctx) ||
+        maps[2] != AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx))
+      return failure();
+    auto window = cast<MemRefType>(op.getDpsInputOperand(1)->get().getType());
+    if (!window.hasStaticShape())
+      return failure();
+    int64_t kh = window.getDimSize(0), kw = window.getDimSize(1);
+    // The output's init: a fill of -inf that only this op observes.
+    auto init = dyn_cast_or_null<linalg::FillOp>(lastUseBefore(op, out));
+    std::optional<double> lowest =
+        init ? f32Constant(init.getInputs()[0]) : std::nullopt;
+    if (!init || init.getOutputs()[0] != out || !lowest ||
+        !std::isinf(*lowest) || *lowest > 0)
+      return failure();
+    // The image: the padded buffer's interior, or the input itself when
+    // dense (no padding).
+    std::optional<OwnPadding> own = takePadding(op, in, -INFINITY);
+    if (!own && !denseF32(in))
+      return failure();
+    Value image = own ? own->image : in;
+
+    OpBuilder b(op);
+    CallArgs call{b, op.getLoc()};
+    SmallVector<Value> ignored;
+    Value inPtr = call.pointer(image, 4, ignored),
+          outPtr = call.pointer(out, 4, ignored);
+    auto pad = [&](int64_t i) { return call.constant(own ? own->lo[i] : 0); };
+    SmallVector<Value> args{call.dim(out, 0),
+                            call.dim(out, 3),
+                            call.dim(image, 1),
+                            call.dim(image, 2),
+                            call.constant(kh),
+                            call.constant(kw),
+                            call.constant(sh),
+                            call.constant(sw),
+                            call.constant(dh),
+                            call.constant(dw),
+                            pad(0),
+                            pad(1),
+                            call.dim(out, 1),
+                            call.dim(out, 2),
+                            inPtr,
+                            outPtr};
+    func::FuncOp callee =
+        runtimeFunction(op, dist::runtime_abi::kMaxPool2dNhwcF32, args);
+    func::CallOp::create(b, call.loc, callee, args);
+    eraseOp(op);
+    eraseOp(init);
+    if (own)
+      for (Operation *dead : own->dead)
+        eraseOp(dead);
     return success();
   }
 

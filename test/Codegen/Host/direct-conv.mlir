@@ -881,6 +881,155 @@ func.func @channels_last_activation_into_padding(%x: memref<1x4x4x8xf32>, %w1: m
 
 // -----
 
+// A channels-last max pooling (LowerReduction's window generic, made
+// channels-last by dist-sink-transposes) of a buffer bordered with -inf,
+// whose interior a ReLU of a convolution's output writes (ResNet-50's
+// stem): the pooling becomes a call of dist_rt_maxpool2d_nhwc_f32 on a
+// dense image with the borders as its padding (3x3 window, strides 2,
+// dilations 1, padding 1 before), the ReLU writes that image and then
+// goes into the convolution's call (flags 2); the padded buffer, its
+// fills and the output's fill of -inf go; no loop is left.
+#mp_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d5, d2 + d6, d3, d7)>
+#mp_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#mp_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#mp_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#mp_pin = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d3)>
+#mp_win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#mp_pout = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @channels_last_relu_then_max_pool(
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.fill
+// CHECK: memref.expand_shape %[[IMG:[a-z0-9_]+]] {{.*}} {dist.call_overwrites} : memref<1x4x4x8xf32> into
+// CHECK-NOT: linalg.generic
+// CHECK: call @dist_rt_conv2d_nhwc_f32({{.*}}, %c2_i64{{[_0-9]*}}) :
+// CHECK-NOT: linalg.generic
+// CHECK: memref.extract_aligned_pointer_as_index %[[IMG]] :
+// Batch, channels, image, kernel, strides, dilations, padding before,
+// output.
+// CHECK: call @dist_rt_maxpool2d_nhwc_f32(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c3_i64{{[_0-9]*}}, %c3_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK: memref.dealloc %[[IMG]]
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: memref.subview
+func.func @channels_last_relu_then_max_pool(%x: memref<1x4x4x8xf32>, %w: memref<8x8x1x1xf32>) -> memref<1x2x2x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4x4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<1x4x4x8xf32>)
+  %x5 = memref.expand_shape %x [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 8, 8, 1, 1] : memref<8x8x1x1xf32> into memref<1x8x8x1x1xf32>
+  %a5 = memref.expand_shape %a [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 8] : memref<1x4x4x8xf32> into memref<1x4x4x1x8xf32>
+  linalg.generic {indexing_maps = [#mp_in, #mp_w, #mp_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x4x4x1x8xf32>, memref<1x8x8x1x1xf32>) outs(%a5 : memref<1x4x4x1x8xf32>) attrs = {dist.channels_last_conv = array<i64: 1, 1, 1, 1>} {
+  ^bb0(%i: f32, %c: f32, %o: f32):
+    %m = arith.mulf %i, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  %p = memref.alloc() {alignment = 64 : i64} : memref<1x6x6x8xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [1, 1, 6, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x1x6x8xf32, strided<[288, 48, 8, 1]>>
+  linalg.fill ins(%ninf : f32) outs(%top : memref<1x1x6x8xf32, strided<[288, 48, 8, 1]>>)
+  %bottom = memref.subview %p[0, 5, 0, 0] [1, 1, 6, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x1x6x8xf32, strided<[288, 48, 8, 1], offset: 240>>
+  linalg.fill ins(%ninf : f32) outs(%bottom : memref<1x1x6x8xf32, strided<[288, 48, 8, 1], offset: 240>>)
+  %left = memref.subview %p[0, 1, 0, 0] [1, 4, 1, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 48>>
+  linalg.fill ins(%ninf : f32) outs(%left : memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 48>>)
+  %right = memref.subview %p[0, 1, 5, 0] [1, 4, 1, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 88>>
+  linalg.fill ins(%ninf : f32) outs(%right : memref<1x4x1x8xf32, strided<[288, 48, 8, 1], offset: 88>>)
+  %inner = memref.subview %p[0, 1, 1, 0] [1, 4, 4, 8] [1, 1, 1, 1] : memref<1x6x6x8xf32> to memref<1x4x4x8xf32, strided<[288, 48, 8, 1], offset: 56>>
+  linalg.generic {indexing_maps = [#mp_id, #mp_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<1x4x4x8xf32>) outs(%inner : memref<1x4x4x8xf32, strided<[288, 48, 8, 1], offset: 56>>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %a : memref<1x4x4x8xf32>
+  %win = memref.alloc() {alignment = 64 : i64} : memref<3x3xf32>
+  %out = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x8xf32>
+  linalg.fill ins(%ninf : f32) outs(%out : memref<1x2x2x8xf32>)
+  linalg.generic {indexing_maps = [#mp_pin, #mp_win, #mp_pout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %win : memref<1x6x6x8xf32>, memref<3x3xf32>) outs(%out : memref<1x2x2x8xf32>) {
+  ^bb0(%in: f32, %k: f32, %o: f32):
+    %r = arith.maximumf %in, %o : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %p : memref<1x6x6x8xf32>
+  return %out : memref<1x2x2x8xf32>
+}
+
+// -----
+
+// A channels-last max pooling without padding reads its input as it is
+// (padding 0; a 2x2 window at strides 2, dilations 1). One whose output
+// starts from +0.0 (not ONNX's MaxPool: the loop stays), one whose body
+// takes the minimum, and one in NCHW order (the window along the last two
+// dims) keep their loops.
+#mq_pin = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d4, d2 * 2 + d5, d3)>
+#mq_nchw = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+#mq_win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#mq_pout = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @max_pool_unpadded(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<2x4x6x8xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: memref.extract_aligned_pointer_as_index %[[X]] :
+// CHECK: call @dist_rt_maxpool2d_nhwc_f32(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @max_pool_zero_init(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @min_pool(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @max_pool_nchw(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+func.func @max_pool_unpadded(%x: memref<2x4x6x8xf32>) -> memref<2x2x3x8xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %win = memref.alloc() : memref<2x2xf32>
+  %out = memref.alloc() : memref<2x2x3x8xf32>
+  linalg.fill ins(%ninf : f32) outs(%out : memref<2x2x3x8xf32>)
+  linalg.generic {indexing_maps = [#mq_pin, #mq_win, #mq_pout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %win : memref<2x4x6x8xf32>, memref<2x2xf32>) outs(%out : memref<2x2x3x8xf32>) {
+  ^bb0(%in: f32, %k: f32, %o: f32):
+    %r = arith.maximumf %o, %in : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<2x2x3x8xf32>
+}
+func.func @max_pool_zero_init(%x: memref<2x4x6x8xf32>) -> memref<2x2x3x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %win = memref.alloc() : memref<2x2xf32>
+  %out = memref.alloc() : memref<2x2x3x8xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<2x2x3x8xf32>)
+  linalg.generic {indexing_maps = [#mq_pin, #mq_win, #mq_pout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %win : memref<2x4x6x8xf32>, memref<2x2xf32>) outs(%out : memref<2x2x3x8xf32>) {
+  ^bb0(%in: f32, %k: f32, %o: f32):
+    %r = arith.maximumf %in, %o : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<2x2x3x8xf32>
+}
+func.func @min_pool(%x: memref<2x4x6x8xf32>) -> memref<2x2x3x8xf32> {
+  %inf = arith.constant 0x7F800000 : f32
+  %win = memref.alloc() : memref<2x2xf32>
+  %out = memref.alloc() : memref<2x2x3x8xf32>
+  linalg.fill ins(%inf : f32) outs(%out : memref<2x2x3x8xf32>)
+  linalg.generic {indexing_maps = [#mq_pin, #mq_win, #mq_pout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %win : memref<2x4x6x8xf32>, memref<2x2xf32>) outs(%out : memref<2x2x3x8xf32>) {
+  ^bb0(%in: f32, %k: f32, %o: f32):
+    %r = arith.minimumf %in, %o : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<2x2x3x8xf32>
+}
+func.func @max_pool_nchw(%x: memref<2x8x4x6xf32>) -> memref<2x8x2x3xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %win = memref.alloc() : memref<2x2xf32>
+  %out = memref.alloc() : memref<2x8x2x3xf32>
+  linalg.fill ins(%ninf : f32) outs(%out : memref<2x8x2x3xf32>)
+  linalg.generic {indexing_maps = [#mq_nchw, #mq_win, #mq_pout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %win : memref<2x8x4x6xf32>, memref<2x2xf32>) outs(%out : memref<2x8x2x3xf32>) {
+  ^bb0(%in: f32, %k: f32, %o: f32):
+    %r = arith.maximumf %in, %o : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<2x8x2x3xf32>
+}
+
+// -----
+
 // The output's buffer is written whole (here a fill) after the ReLU6 and
 // before a view of it made earlier is read again (MobileNetV2's expansion
 // output, whose buffer the depthwise layer's ReLU6 reuses before the
