@@ -11,15 +11,19 @@
 // shape of the zoo's networks, where conv.cpp's kernels on NCHW planes do
 // not. Measured on an AMD EPYC (family 26, AVX-512), one thread, one image,
 // the layer alone (`dist-conv-bench`'s nhwc column, and a standalone
-// program over oneDNN's formats): ResNet-50's 3x3 and 1x1 layers 241-308 GFLOP/s against
-// 163-225 for dist_rt_conv2d_f32, MobileNetV2's 16 -> 96 pointwise layer on
-// 112 x 112 206-215 against 125-131, its stride-2 depthwise layer on
-// 96 x 113 x 113 77 us against 173 (286 in the model); oneDNN on NCHW
+// program over oneDNN's formats): ResNet-50's 3x3 and 1x1 layers 241-308
+// GFLOP/s against 163-225 for dist_rt_conv2d_f32, MobileNetV2's 16 -> 96
+// pointwise layer on 112 x 112 206-215 against 125-131, its stride-2 depthwise
+// layer on 96 x 113 x 113 77 us against 173 (286 in the model); oneDNN on NCHW
 // images instead runs its im2col products (150-200 GFLOP/s, depthwise 3.5);
 // on its blocked nChw16c layout as fast as channels-last. Strided images
 // (an interior of a padded buffer, a channel slice) make oneDNN fall back
 // to its reference loops (0.2-0.6 GFLOP/s), so images here are dense and
 // the padding is oneDNN's.
+//
+// dist_rt_conv2d_nhwc_pwdw_f32 runs a 1x1 convolution and the depthwise
+// one that reads its output in bands of rows, the wide image between them
+// kept in the cache (pwdwBands).
 //
 // Primitives are made once per shape, flags and part and cached;
 // filters in memory registered as constant (a parameter file's mapping)
@@ -101,9 +105,11 @@ std::atomic<bool> forcePlain{false};
 std::atomic<int64_t> dnnlConvCalls{0};
 /// Calls that upsamplingProduct ran.
 std::atomic<int64_t> upsamplingCalls{0};
-/// Calls whose sum ran apart (sumApartChunks), and the cache size it
-/// weighs them against when a test sets one.
+/// Calls whose sum ran apart (sumApartChunks), pointwise-depthwise pairs
+/// that ran in bands (pwdwBands), and the L2 cache size both weigh calls
+/// against when a test sets one.
 std::atomic<int64_t> sumApartRuns{0};
+std::atomic<int64_t> bandRuns{0};
 std::atomic<int64_t> forcedCacheBytes{0};
 
 void loadDnnl() {
@@ -554,6 +560,17 @@ void addApart(float *old, const float *part, int64_t count, int64_t flags,
   }
 }
 
+/// The L2 cache's bytes a core as the C library reads them (1 MiB where it
+/// reads none or less than 256 KiB), or a test's (setNhwcCacheBytes).
+int64_t l2CacheBytes() {
+  static const int64_t host = [] {
+    long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return bytes >= 256 * 1024 ? int64_t(bytes) : int64_t(1024 * 1024);
+  }();
+  int64_t forced = forcedCacheBytes.load(std::memory_order_relaxed);
+  return forced > 0 ? forced : host;
+}
+
 /// Parts a call is split into when its sum runs apart from oneDNN's
 /// primitive, 0 when it runs there. oneDNN's sum post-op reads the old
 /// output tile by tile (a block of filters of each pixel, the pixel's
@@ -572,12 +589,7 @@ void addApart(float *old, const float *part, int64_t count, int64_t flags,
 /// twice the L2 cache, their count a multiple of the threads where the
 /// rows allow.
 int64_t sumApartChunks(const Shape &s, int threads) {
-  static const int64_t host = [] {
-    long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return bytes >= 256 * 1024 ? int64_t(bytes) : int64_t(1024 * 1024);
-  }();
-  int64_t forced = forcedCacheBytes.load(std::memory_order_relaxed);
-  int64_t l2 = forced > 0 ? forced : host;
+  int64_t l2 = l2CacheBytes();
   const int64_t allowed =
       DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP;
   if (!(s.flags & DIST_RT_CONV_ACCUMULATE) || (s.flags & ~allowed) ||
@@ -1062,7 +1074,11 @@ int64_t upsamplingProductCalls() {
 
 int64_t sumApartCalls() { return sumApartRuns.load(std::memory_order_relaxed); }
 
-void setSumApartCacheBytes(int64_t bytes) {
+int64_t pointwiseDepthwiseBandCalls() {
+  return bandRuns.load(std::memory_order_relaxed);
+}
+
+void setNhwcCacheBytes(int64_t bytes) {
   forcedCacheBytes.store(bytes, std::memory_order_relaxed);
 }
 
@@ -1129,6 +1145,147 @@ void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
   dist_rt_parallel_for(s.n * s.out[3 - s.spatial], plainRows, &job);
 }
 
+/// One band of dist_rt_conv2d_nhwc_pwdw_f32: output rows of one image and
+/// the two primitives that make them. The depthwise half reads the band's
+/// rows of the wide image [first, last]; where the thread's previous band
+/// of the same image read rows from `first` on, those `kept` rows move to
+/// the front of its buffer and the pointwise half makes only the rows
+/// after them (the halo rows are not made twice).
+struct Band {
+  Shape pw, dw;
+  Primitive *pwPrim = nullptr, *dwPrim = nullptr;
+  int64_t inOffset = 0, outOffset = 0;
+  /// Rows kept from the previous band and where they start in its buffer.
+  int64_t kept = 0, keptFrom = 0;
+};
+
+struct BandsJob {
+  const DnnlApi *api;
+  std::vector<Band> bands;
+  const float *in, *w1, *b1, *w2, *b2;
+  float *out;
+  /// Floats in a row of the wide image.
+  int64_t rowFloats = 0;
+  std::atomic<bool> failed{false};
+};
+
+void runBands(void *ctx, int64_t begin, int64_t end) {
+  auto &job = *static_cast<BandsJob *>(ctx);
+  job.api->ompSetNumThreads(1);
+  // The band's rows of the wide image: at most half the L2 cache
+  // (pwdwBands).
+  thread_local std::vector<float> wide;
+  for (int64_t i = begin; i < end; ++i) {
+    if (job.failed.load(std::memory_order_relaxed))
+      return;
+    const Band &b = job.bands[size_t(i)];
+    // pwdwBands keeps rows only from a band of the same chunk; a chunk
+    // cut otherwise fails the call (it then runs unfused).
+    int64_t kept = i > begin ? b.kept : 0;
+    wide.resize(size_t(b.dw.in[1] * job.rowFloats));
+    if (kept > 0)
+      std::memmove(wide.data(), wide.data() + b.keptFrom * job.rowFloats,
+                   size_t(kept * job.rowFloats) * sizeof(float));
+    bool ok = kept == b.kept &&
+              runPrimitive(*job.api, *b.pwPrim, b.pw, job.in + b.inOffset,
+                           job.w1, job.b1, wide.data() + kept * job.rowFloats);
+    if (!ok || !runPrimitive(*job.api, *b.dwPrim, b.dw, wide.data(), job.w2,
+                             job.b2, job.out + b.outOffset))
+      job.failed.store(true, std::memory_order_relaxed);
+  }
+}
+
+/// Runs the pair `pw` then `dw` (whole calls, see
+/// dist_rt_conv2d_nhwc_pwdw_f32) in bands of output rows, each band's
+/// pointwise rows kept in the cache between the two; false where the
+/// intermediate image fits the cache anyway, oneDNN is missing or refuses
+/// a band's shape, or it failed (then `out` is to be written again).
+///
+/// The pointwise layers of inverted residual blocks (MobileNetV2,
+/// EfficientNet) widen the image six times, and the depthwise layer after
+/// reads the wide image once: written out and read back it costs both
+/// layers most of their time on large images. Measured on an AMD EPYC
+/// (family 26, 1 MiB of L2 a core), EfficientNet-B0's layers with SiLU on
+/// 8 images, the pair alone against its two calls: 16 -> 96 on 112 x 112
+/// and the stride-2 3x3 layer 8.0 against 12.3 ms at one thread, 4.0
+/// against 5.9 at two; 24 -> 144 on 56 x 56 and a 3x3 layer 5.4 against
+/// 6.9; 112 -> 672 on 14 x 14 and a 5x5 layer 3.2 against 3.6 (3.8 when
+/// each band made its halo rows again: hence the rows kept). Bands of
+/// half the L2 cache beat quarter and whole ones; where the wide image
+/// is at most four times the cache (EfficientNet's 7 x 7 layers, 1.8 MB
+/// on 8 images) the pair runs as its two calls through a scratch image.
+bool pwdwBands(const DnnlApi &api, const Shape &pw, const Shape &dw,
+               int threads, const float *in, const float *w1, const float *b1,
+               const float *w2, const float *b2, float *out) {
+  int64_t l2 = l2CacheBytes();
+  int64_t h = pw.in[1], w = pw.in[2], e = pw.f;
+  int64_t rowBytes = w * e * int64_t(sizeof(float));
+  if (pw.n * h * rowBytes <= 4 * l2)
+    return false;
+  // Output rows a band: as many as keep its pointwise rows within half
+  // the L2 cache, at least one.
+  int64_t reach = (dw.k[1] - 1) * dw.dil[1] + 1;
+  int64_t budget = std::max<int64_t>(1, l2 / 2 / rowBytes);
+  int64_t rows =
+      std::clamp<int64_t>((budget - reach) / dw.st[1] + 1, 1, dw.out[1]);
+  int64_t perImage = (dw.out[1] + rows - 1) / rows;
+  while ((pw.n * perImage) % threads != 0 && perImage < dw.out[1])
+    ++perImage;
+  int64_t count = pw.n * perImage;
+  int64_t slots = std::min<int64_t>(threads, count);
+  BandsJob job{&api, {}, in, w1, b1, w2, b2, out, w * e, {}};
+  job.bands.reserve(size_t(count));
+  // The thread that runs each band: dist_rt_parallel_for's chunks.
+  std::vector<int> slotOf(size_t(count), 0);
+  for (int64_t r = 0; r < slots; ++r) {
+    int64_t begin, end;
+    dist_rt::parallelChunkRange(count, slots, r, &begin, &end);
+    for (int64_t p = begin; p < end; ++p)
+      slotOf[size_t(p)] = int(r);
+  }
+  int64_t prevFirst = 0, prevLast = -1;
+  for (int64_t p = 0; p < count; ++p) {
+    int64_t image = p / perImage, c = p % perImage;
+    int64_t y0 = dw.out[1] * c / perImage, y1 = dw.out[1] * (c + 1) / perImage;
+    Band b{pw, dw};
+    int64_t first, last, padL, padR;
+    if (!partRows(dw, 1, y0, y1, first, last, padL, padR))
+      return false;
+    int slot = slotOf[size_t(p)];
+    bool follows = c > 0 && slotOf[size_t(p - 1)] == slot &&
+                   first >= prevFirst && first <= prevLast && last > prevLast;
+    b.kept = follows ? prevLast - first + 1 : 0;
+    b.keptFrom = follows ? first - prevFirst : 0;
+    prevFirst = first;
+    prevLast = last;
+    b.pw.n = b.dw.n = 1;
+    b.pw.in[1] = b.pw.out[1] = last - first + 1 - b.kept;
+    b.dw.in[1] = last - first + 1;
+    b.dw.padL[1] = padL;
+    b.dw.padR[1] = padR;
+    b.dw.out[1] = y1 - y0;
+    b.pw.part = b.dw.part = slot;
+    b.inOffset = (image * h + first + b.kept) * w * pw.c;
+    b.outOffset = (image * dw.out[1] + y0) * dw.out[2] * e;
+    b.pwPrim = primitiveFor(api, b.pw);
+    b.dwPrim = primitiveFor(api, b.dw);
+    if (!b.pwPrim || !b.dwPrim)
+      return false;
+    job.bands.push_back(b);
+  }
+  if (slots == 1) {
+    int before = api.ompGetMaxThreads();
+    runBands(&job, 0, count);
+    api.ompSetNumThreads(before);
+  } else {
+    dist_rt_parallel_for(count, runBands, &job);
+  }
+  if (job.failed.load(std::memory_order_relaxed))
+    return false;
+  bandRuns.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 } // namespace
 
 extern "C" void dist_rt_conv2d_nhwc_f32(
@@ -1179,4 +1336,86 @@ extern "C" void dist_rt_conv3d_nhwc_f32(
           false,
           0};
   runConv(s, in_ptr, w_ptr, bias_ptr, out_ptr);
+}
+
+extern "C" void dist_rt_conv2d_nhwc_pwdw_f32(
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t e, int64_t w1_ptr,
+    int64_t b1_ptr, float lo1, float hi1, int64_t flags1, int64_t kh,
+    int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
+    int64_t pl, int64_t pb, int64_t pr, int64_t oh, int64_t ow, int64_t w2_ptr,
+    int64_t b2_ptr, float lo2, float hi2, int64_t flags2, int64_t in_ptr,
+    int64_t out_ptr) {
+  if (n <= 0 || oh <= 0 || ow <= 0 || e <= 0)
+    return;
+  const int64_t kept =
+      ~int64_t(DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_TRANSPOSED);
+  auto clip = [](int64_t flags, float v) {
+    return (flags & DIST_RT_CONV_CLIP) ? v : 0.0f;
+  };
+  Shape pw{2,
+           false,
+           1,
+           n,
+           c,
+           e,
+           {1, h, w},
+           {1, h, w},
+           {1, 1, 1},
+           {1, 1, 1},
+           {1, 1, 1},
+           {0, 0, 0},
+           {0, 0, 0},
+           flags1 & kept,
+           clip(flags1, lo1),
+           clip(flags1, hi1),
+           b1_ptr != 0,
+           0};
+  Shape dwS{2,
+            false,
+            e,
+            n,
+            1,
+            1,
+            {1, h, w},
+            {1, oh, ow},
+            {1, kh, kw},
+            {1, sh, sw},
+            {1, dh, dw},
+            {0, pt, pl},
+            {0, pb, pr},
+            flags2 & kept,
+            clip(flags2, lo2),
+            clip(flags2, hi2),
+            b2_ptr != 0,
+            0};
+  dist_rt::ProfileScope prof("conv2d pointwise+depthwise channels-last");
+  if (prof.active())
+    prof.describe(2.0 * double(n) *
+                      (double(h * w * c * e) + double(oh * ow * e * kh * kw)),
+                  "n%lld, %lld -> %lld channels, %lldx%lld -> %lldx%lld, "
+                  "depthwise kernel %lldx%lld, strides %lldx%lld",
+                  (long long)n, (long long)c, (long long)e, (long long)h,
+                  (long long)w, (long long)oh, (long long)ow, (long long)kh,
+                  (long long)kw, (long long)sh, (long long)sw);
+  const auto *in = reinterpret_cast<const float *>(in_ptr);
+  auto *out = reinterpret_cast<float *>(out_ptr);
+  if (c > 0 && !forcePlain.load(std::memory_order_relaxed))
+    if (const DnnlApi *api = dnnl())
+      if (pwdwBands(*api, pw, dwS, int(dist_rt::parallelThreads()), in,
+                    reinterpret_cast<const float *>(w1_ptr),
+                    reinterpret_cast<const float *>(b1_ptr),
+                    reinterpret_cast<const float *>(w2_ptr),
+                    reinterpret_cast<const float *>(b2_ptr), out))
+        return;
+  // The two calls through the whole intermediate image (kept by the
+  // thread for the next call where it is small).
+  thread_local std::vector<float> small;
+  std::vector<float> large;
+  size_t count = size_t(n * h * w * e);
+  std::vector<float> &mid =
+      int64_t(count * sizeof(float)) <= 4 * l2CacheBytes() ? small : large;
+  if (mid.size() < count)
+    mid.resize(count);
+  runConv(pw, in_ptr, w1_ptr, b1_ptr, int64_t(mid.data()));
+  runConv(dwS, int64_t(mid.data()), w2_ptr, b2_ptr, out_ptr);
 }

@@ -319,9 +319,13 @@ int64_t upsamplingProductCalls();
 /// Channels-last convolutions whose sum ran apart from oneDNN's primitive
 /// (conv_nhwc.cpp's sumApartChunks).
 int64_t sumApartCalls();
-/// The L2 cache size sumApartChunks weighs calls against (0: the host's,
-/// as the C library reads it). For tests.
-void setSumApartCacheBytes(int64_t bytes);
+/// Pointwise-depthwise pairs that ran in bands
+/// (dist_rt_conv2d_nhwc_pwdw_f32).
+int64_t pointwiseDepthwiseBandCalls();
+/// The L2 cache size the channels-last convolutions weigh their ways
+/// against (sums apart, pointwise-depthwise bands; 0: the host's, as the C
+/// library reads it). For tests.
+void setNhwcCacheBytes(int64_t bytes);
 
 /// Declares [base, base + size) read-only until the matching
 /// unregisterConstantMemory (a parameter file's mapping): products whose

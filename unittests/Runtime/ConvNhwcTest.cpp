@@ -7,7 +7,8 @@
 // and on the plain loop, over 1x1 to 7x7 kernels, strides, dilations,
 // asymmetric padding, groups (depthwise and several channels a group),
 // batches, every epilogue flag, writable and constant filters, and 1 to 3
-// threads (a call split by images, by output rows or by filters).
+// threads (a call split by images, by output rows or by filters); and a
+// 1x1 convolution with the depthwise one after it as one call, in bands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,7 +205,7 @@ TEST_P(ConvNhwcTest, MatchesNaiveLoop) {
 // not take (another activation, a filter too large, a small output).
 TEST_P(ConvNhwcTest, SumsOfLargeOutputsRunApart) {
   dist_rt_set_num_threads(GetParam());
-  dist_rt::setSumApartCacheBytes(64 * 1024);
+  dist_rt::setNhwcCacheBytes(64 * 1024);
   const NhwcCase apart[] = {
       // groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
       {1, 3, 16, 20, 20, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // pointwise
@@ -240,7 +241,105 @@ TEST_P(ConvNhwcTest, SumsOfLargeOutputsRunApart) {
     check(kept[i], flags, /*withBias=*/true, /*constantWeights=*/true);
     EXPECT_EQ(dist_rt::sumApartCalls(), before) << caseName(kept[i]);
   }
-  dist_rt::setSumApartCacheBytes(0);
+  dist_rt::setNhwcCacheBytes(0);
+  dist_rt_set_num_threads(0);
+}
+
+/// A pointwise call and the depthwise one after it, as
+/// dist_rt_conv2d_nhwc_pwdw_f32 takes them.
+struct PwDwCase {
+  int64_t n, c, h, w, e, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  NhwcCase pw() const {
+    return {1, n, c, h, w, e, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  }
+  NhwcCase dwCase() const {
+    return {e, n, 1, h, w, 1, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr};
+  }
+};
+
+/// Runs `k` as one call (twice) against the naive loops of its two halves;
+/// returns the calls that ran in bands.
+int64_t checkPwDw(const PwDwCase &k, int64_t flags1, int64_t flags2,
+                  bool constant) {
+  NhwcCase pw = k.pw(), dw = k.dwCase();
+  std::vector<float> in = filled(pw.inputs(), 1);
+  std::vector<float> w1 = filled(pw.weights(), 2), w2 = filled(dw.weights(), 3);
+  std::vector<float> b1 = filled(k.e, 4), b2 = filled(k.e, 5);
+  std::vector<float> out(size_t(dw.outputs()), -7.0f);
+  float lo1 = -0.25f, hi1 = 0.5f, lo2 = -0.125f, hi2 = 0.25f;
+  if (constant) {
+    dist_rt::registerConstantMemory(w1.data(), w1.size() * sizeof(float));
+    dist_rt::registerConstantMemory(w2.data(), w2.size() * sizeof(float));
+  }
+  int64_t before = dist_rt::pointwiseDepthwiseBandCalls();
+  for (int rep = 0; rep < 2; ++rep)
+    dist_rt_conv2d_nhwc_pwdw_f32(
+        k.n, k.c, k.h, k.w, k.e, int64_t(intptr_t(w1.data())),
+        int64_t(intptr_t(b1.data())), lo1, hi1, flags1, k.kh, k.kw, k.sh, k.sw,
+        k.dh, k.dw, k.pt, k.pl, k.pb, k.pr, dw.oh(), dw.ow(),
+        int64_t(intptr_t(w2.data())),
+        rep == 0 ? 0 : int64_t(intptr_t(b2.data())), lo2, hi2, flags2,
+        int64_t(intptr_t(in.data())), int64_t(intptr_t(out.data())));
+  int64_t banded = dist_rt::pointwiseDepthwiseBandCalls() - before;
+  if (constant) {
+    dist_rt::unregisterConstantMemory(w1.data());
+    dist_rt::unregisterConstantMemory(w2.data());
+  }
+  std::vector<float> mid = naive(pw, in, w1, &b1, {}, flags1, lo1, hi1);
+  std::vector<float> want = naive(dw, mid, w2, &b2, {}, flags2, lo2, hi2);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::fmax(worst, std::fabs(double(out[i]) - double(want[i])));
+  EXPECT_LE(worst, 1e-4) << caseName(pw) << " then " << caseName(dw)
+                         << " flags " << flags1 << ", " << flags2;
+  return banded;
+}
+
+// A pointwise call and the depthwise one that reads its output, as one
+// call: with the cache taken as 16 KiB, wide images over 64 KiB run in
+// bands of output rows (one row a band where the rows are wide, rows kept
+// from the band before, strides, dilations, asymmetric padding, 5x5 and
+// 3x5 windows, counts of images and bands the threads do not divide), a
+// smaller one as the two calls; both against the naive loops, on oneDNN
+// and on the plain loop.
+TEST_P(ConvNhwcTest, PointwiseDepthwiseBands) {
+  dist_rt_set_num_threads(GetParam());
+  dist_rt::setNhwcCacheBytes(16 * 1024);
+  const PwDwCase banded[] = {
+      // n, c, h, w, e, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
+      {2, 8, 20, 20, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, // MobileNetV2's s2
+      {1, 8, 48, 17, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // s1, rows kept
+      {3, 4, 16, 16, 48, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}, // 5x5
+      {1, 6, 24, 12, 64, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}, // dilated
+      {2, 5, 21, 9, 96, 3, 5, 2, 1, 1, 1, 1, 2, 0, 2},  // 3x5, asymmetric
+      {1, 3, 30, 30, 24, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1}, // "same" s2, TF's
+  };
+  const int64_t pwFlags[] = {DIST_RT_CONV_CLIP | DIST_RT_CONV_RELU,
+                             DIST_RT_CONV_SILU, 0};
+  const int64_t dwFlags[] = {DIST_RT_CONV_CLIP, DIST_RT_CONV_RELU,
+                             DIST_RT_CONV_HARDSWISH};
+  bool dnnl = !std::getenv("DIST_RT_NO_DNNL");
+  for (bool plain : {false, true}) {
+    dist_rt::setForcePlainNhwcConv(plain);
+    for (const PwDwCase &k : banded)
+      for (size_t i = 0; i < std::size(pwFlags); ++i)
+        for (bool constant : {false, true}) {
+          int64_t runs = checkPwDw(k, pwFlags[i], dwFlags[i], constant);
+          EXPECT_EQ(runs, dnnl && !plain ? 2 : 0)
+              << caseName(k.pw()) << " then " << caseName(k.dwCase());
+        }
+  }
+  dist_rt::setForcePlainNhwcConv(false);
+  // 8 KiB wide: the two calls.
+  PwDwCase small{1, 4, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(checkPwDw(small, DIST_RT_CONV_SILU, DIST_RT_CONV_SILU, true), 0);
+  // Empty calls write nothing.
+  std::vector<float> out(4, 3.0f);
+  dist_rt_conv2d_nhwc_pwdw_f32(0, 1, 2, 2, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1,
+                               0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0, 0,
+                               int64_t(intptr_t(out.data())));
+  EXPECT_EQ(out[0], 3.0f);
+  dist_rt::setNhwcCacheBytes(0);
   dist_rt_set_num_threads(0);
 }
 

@@ -373,6 +373,27 @@ DIST_RT_API void dist_rt_conv3d_nhwc_f32(
     int64_t ow, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
     int64_t out_ptr, float lo, float hi, int64_t flags);
 
+/// A pointwise convolution and the depthwise one that reads its output,
+/// as one call: with `mid` the [n, h, w, e] image
+///   dist_rt_conv2d_nhwc_f32(1, n, c, h, w, e, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+///                           h, w, in_ptr, w1_ptr, b1_ptr, mid, lo1, hi1,
+///                           flags1);
+///   dist_rt_conv2d_nhwc_f32(e, n, 1, h, w, 1, kh, kw, sh, sw, dh, dw, pt,
+///                           pl, pb, pr, oh, ow, mid, w2_ptr, b2_ptr,
+///                           out_ptr, lo2, hi2, flags2);
+/// without `mid` in memory: where it is larger than the cache, bands of
+/// output rows run both halves in turn, the band's rows of `mid` kept in
+/// the cache. Neither flags may hold DIST_RT_CONV_ACCUMULATE or
+/// DIST_RT_CONV_TRANSPOSED (they are ignored); `out` must not overlap
+/// `in`.
+DIST_RT_API void dist_rt_conv2d_nhwc_pwdw_f32(
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t e, int64_t w1_ptr,
+    int64_t b1_ptr, float lo1, float hi1, int64_t flags1, int64_t kh,
+    int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
+    int64_t pl, int64_t pb, int64_t pr, int64_t oh, int64_t ow, int64_t w2_ptr,
+    int64_t b2_ptr, float lo2, float hi2, int64_t flags2, int64_t in_ptr,
+    int64_t out_ptr);
+
 /// ONNX's 2-D MaxPool on a dense channels-last image `in` [n, h, w, c]
 /// into `out` [n, oh, ow, c]: out[b, y, x, ch] is the maximum of
 /// in[b, y*sh - pt + i*dh, x*sw - pl + j*dw, ch] over the taps i < kh,
