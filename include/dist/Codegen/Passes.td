@@ -443,6 +443,34 @@ def FuseProductEpiloguesPass
   ];
 }
 
+def FusePointwiseDepthwisePass
+    : Pass<"dist-fuse-pointwise-depthwise", "::mlir::ModuleOp"> {
+  let summary = "make a 1x1 convolution call and the depthwise call that "
+                "reads its output one call";
+  let description = [{
+    After dist-contractions-to-runtime: where a `dist_rt_conv2d_nhwc_f32`
+    call P of one group, a 1x1 kernel, unit strides and no padding writes a
+    whole allocation M (through reshapes of identity layout), and the next
+    call to read M is a `dist_rt_conv2d_nhwc_f32` call D of one channel and
+    one filter a group, as many groups as P has filters, on M's images (the
+    same batch, rows and columns), neither accumulating nor transposed, and
+    no op uses M after P but D, M's views, sizes, addresses and dealloc,
+    the pair becomes one `dist_rt_conv2d_nhwc_pwdw_f32` call with both
+    calls' operands in D's place, where D's output is an allocation apart
+    from P's input and no op between them touches P's input, filters or
+    bias (P's batch is passed as what it is computed from, not M's size).
+    The runtime then runs both in bands of rows that keep M's rows
+    in the cache; M is left without uses for the canonicalizer.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+  let statistics = [
+    Statistic<"numFused", "num-fused", "Number of pointwise-depthwise call pairs made one call">,
+  ];
+}
+
 def FreeAfterLastUsePass
     : Pass<"dist-free-after-last-use", "::mlir::func::FuncOp"> {
   let summary = "move each buffer's dealloc right after its last use";

@@ -80,6 +80,13 @@ inline constexpr int64_t kConvTransposed = 32;
 /// sh, sw, dd, dh, dw, pf, pt, pl, pk, pb, pr, od, oh, ow, in, weight,
 /// bias, out, lo, hi, flags) on [n, d, h, w, channels] images.
 inline constexpr llvm::StringLiteral kConv3dNhwcF32 = "dist_rt_conv3d_nhwc_f32";
+/// A pointwise channels-last convolution and the depthwise one that reads
+/// its output, as one call (dist_rt/kernels.h): conv2d_nhwc_pwdw(n, c, h,
+/// w, e, weight1, bias1, lo1, hi1, flags1, kh, kw, sh, sw, dh, dw, pt, pl,
+/// pb, pr, oh, ow, weight2, bias2, lo2, hi2, flags2, in, out), the two
+/// calls' flags without kConvAccumulate or kConvTransposed.
+inline constexpr llvm::StringLiteral kConv2dNhwcPwDwF32 =
+    "dist_rt_conv2d_nhwc_pwdw_f32";
 /// A channels-last 2-D max pooling (dist_rt/kernels.h): maxpool2d_nhwc(n,
 /// c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, in, out) on dense [n, h,
 /// w, c] and [n, oh, ow, c] images, each window clipped to the image.

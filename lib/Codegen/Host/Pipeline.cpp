@@ -106,6 +106,7 @@ void dist::buildHostCodegenPipeline(OpPassManager &pm,
   // The sizes that the calls read from the buffers they made dead fold to
   // constants, so those buffers go.
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFusePointwiseDepthwisePass());
   // Each buffer freed after its last use (deallocation put them all at the
   // end of the function), so that the caching allocator hands later layers
   // blocks still in cache.
