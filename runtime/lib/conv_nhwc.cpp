@@ -1145,6 +1145,35 @@ void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
   dist_rt_parallel_for(s.n * s.out[3 - s.spatial], plainRows, &job);
 }
 
+/// A buffer of floats aligned to a page, grown on demand (not cleared,
+/// not kept when it grows); null when memory is out. The wide image
+/// between a pair's two halves lives in one, aligned as the arena's blocks
+/// are (std::vector's are aligned to 16 bytes only, and oneDNN's kernels
+/// load and store whole cache lines).
+class AlignedFloats {
+public:
+  AlignedFloats() = default;
+  AlignedFloats(const AlignedFloats &) = delete;
+  AlignedFloats &operator=(const AlignedFloats &) = delete;
+  ~AlignedFloats() { std::free(data_); }
+  float *get(int64_t count) {
+    size_t bytes = (size_t(count) * sizeof(float) + 4095) / 4096 * 4096;
+    if (bytes > bytes_) {
+      void *data = std::aligned_alloc(4096, bytes);
+      if (!data)
+        return nullptr;
+      std::free(data_);
+      data_ = static_cast<float *>(data);
+      bytes_ = bytes;
+    }
+    return data_;
+  }
+
+private:
+  float *data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 /// One band of dist_rt_conv2d_nhwc_pwdw_f32: output rows of one image and
 /// the two primitives that make them. The depthwise half reads the band's
 /// rows of the wide image [first, last]; where the thread's previous band
@@ -1164,8 +1193,8 @@ struct BandsJob {
   std::vector<Band> bands;
   const float *in, *w1, *b1, *w2, *b2;
   float *out;
-  /// Floats in a row of the wide image.
-  int64_t rowFloats = 0;
+  /// Floats in a row of the wide image, and the most rows a band reads.
+  int64_t rowFloats = 0, maxRows = 0;
   std::atomic<bool> failed{false};
 };
 
@@ -1174,7 +1203,13 @@ void runBands(void *ctx, int64_t begin, int64_t end) {
   job.api->ompSetNumThreads(1);
   // The band's rows of the wide image: at most half the L2 cache
   // (pwdwBands).
-  thread_local std::vector<float> wide;
+  thread_local AlignedFloats buffer;
+  // Sized once for the largest band: the rows a band keeps stay put.
+  float *wide = buffer.get(job.maxRows * job.rowFloats);
+  if (!wide) {
+    job.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
   for (int64_t i = begin; i < end; ++i) {
     if (job.failed.load(std::memory_order_relaxed))
       return;
@@ -1182,15 +1217,14 @@ void runBands(void *ctx, int64_t begin, int64_t end) {
     // pwdwBands keeps rows only from a band of the same chunk; a chunk
     // cut otherwise fails the call (it then runs unfused).
     int64_t kept = i > begin ? b.kept : 0;
-    wide.resize(size_t(b.dw.in[1] * job.rowFloats));
     if (kept > 0)
-      std::memmove(wide.data(), wide.data() + b.keptFrom * job.rowFloats,
+      std::memmove(wide, wide + b.keptFrom * job.rowFloats,
                    size_t(kept * job.rowFloats) * sizeof(float));
     bool ok = kept == b.kept &&
               runPrimitive(*job.api, *b.pwPrim, b.pw, job.in + b.inOffset,
-                           job.w1, job.b1, wide.data() + kept * job.rowFloats);
-    if (!ok || !runPrimitive(*job.api, *b.dwPrim, b.dw, wide.data(), job.w2,
-                             job.b2, job.out + b.outOffset))
+                           job.w1, job.b1, wide + kept * job.rowFloats);
+    if (!ok || !runPrimitive(*job.api, *b.dwPrim, b.dw, wide, job.w2, job.b2,
+                             job.out + b.outOffset))
       job.failed.store(true, std::memory_order_relaxed);
   }
 }
@@ -1261,6 +1295,7 @@ bool pwdwBands(const DnnlApi &api, const Shape &pw, const Shape &dw,
     b.pw.n = b.dw.n = 1;
     b.pw.in[1] = b.pw.out[1] = last - first + 1 - b.kept;
     b.dw.in[1] = last - first + 1;
+    job.maxRows = std::max(job.maxRows, b.dw.in[1]);
     b.dw.padL[1] = padL;
     b.dw.padR[1] = padR;
     b.dw.out[1] = y1 - y0;
@@ -1409,13 +1444,14 @@ extern "C" void dist_rt_conv2d_nhwc_pwdw_f32(
         return;
   // The two calls through the whole intermediate image (kept by the
   // thread for the next call where it is small).
-  thread_local std::vector<float> small;
-  std::vector<float> large;
-  size_t count = size_t(n * h * w * e);
-  std::vector<float> &mid =
-      int64_t(count * sizeof(float)) <= 4 * l2CacheBytes() ? small : large;
-  if (mid.size() < count)
-    mid.resize(count);
-  runConv(pw, in_ptr, w1_ptr, b1_ptr, int64_t(mid.data()));
-  runConv(dwS, int64_t(mid.data()), w2_ptr, b2_ptr, out_ptr);
+  thread_local AlignedFloats small;
+  AlignedFloats large;
+  int64_t count = n * h * w * e;
+  float *mid = count * int64_t(sizeof(float)) <= 4 * l2CacheBytes()
+                   ? small.get(count)
+                   : large.get(count);
+  if (!mid)
+    throw std::bad_alloc(); // dist_rt_main reports it.
+  runConv(pw, in_ptr, w1_ptr, b1_ptr, int64_t(intptr_t(mid)));
+  runConv(dwS, int64_t(intptr_t(mid)), w2_ptr, b2_ptr, out_ptr);
 }
