@@ -38,6 +38,7 @@ namespace mlir::dist {
 } // namespace mlir::dist
 
 using namespace mlir;
+using mlir::dist::codegen::runtimeFunction;
 
 namespace {
 
@@ -345,20 +346,6 @@ struct CallArgs {
     return i64(arith::AddIOp::create(b, loc, base, off));
   }
 };
-
-/// The declaration of runtime function `name` taking `args`' types, added
-/// to `op`'s module on first use.
-func::FuncOp runtimeFunction(Operation *op, StringRef name, ValueRange args) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
-    return callee;
-  OpBuilder mb(module.getBodyRegion());
-  mb.setInsertionPointToStart(module.getBody());
-  auto callee = func::FuncOp::create(mb, op->getLoc(), name,
-                                     mb.getFunctionType(TypeRange(args), {}));
-  callee.setPrivate();
-  return callee;
-}
 
 struct ContractionsToRuntimePass
     : public dist::impl::ContractionsToRuntimePassBase<

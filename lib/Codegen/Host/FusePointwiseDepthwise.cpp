@@ -36,6 +36,9 @@ namespace mlir::dist {
 } // namespace mlir::dist
 
 using namespace mlir;
+using mlir::dist::codegen::addressEnds;
+using mlir::dist::codegen::pointerSource;
+using mlir::dist::codegen::runtimeFunction;
 namespace abi = mlir::dist::runtime_abi;
 
 namespace {
@@ -76,25 +79,6 @@ std::optional<int64_t> constantI64(Value v) {
     if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
       return i.getInt();
   return std::nullopt;
-}
-
-/// The memref whose aligned pointer (plus its offset, folded away where
-/// it is 0) `v` is, as dist-contractions-to-runtime builds a pointer
-/// argument; null otherwise.
-Value pointerSource(Value v) {
-  auto cast = v.getDefiningOp<arith::IndexCastOp>();
-  if (!cast)
-    return {};
-  if (auto p =
-          cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>())
-    return p.getSource();
-  auto add = cast.getIn().getDefiningOp<arith::AddIOp>();
-  if (!add)
-    return {};
-  for (Value side : {add.getLhs(), add.getRhs()})
-    if (auto p = side.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>())
-      return p.getSource();
-  return {};
 }
 
 /// The allocation whose whole (a view of identity layout of it, made by
@@ -193,22 +177,6 @@ bool allEqual(func::CallOp call, ArrayRef<int> operands, int64_t value) {
 bool plainFlags(func::CallOp call) {
   std::optional<int64_t> flags = constantI64(call.getOperand(kFlags));
   return flags && !(*flags & (abi::kConvAccumulate | abi::kConvTransposed));
-}
-
-/// The ops that the uses of `op`'s results end in through index
-/// arithmetic (a pointer, stride or size given to calls).
-SmallVector<Operation *> addressEnds(Operation *op) {
-  SmallVector<Operation *> ends, work{op};
-  while (!work.empty()) {
-    Operation *at = work.pop_back_val();
-    for (Operation *user : at->getUsers()) {
-      if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user))
-        work.push_back(user);
-      else
-        ends.push_back(user);
-    }
-  }
-  return ends;
 }
 
 /// Whether the value `pw` writes into `mid` is read by `dw` alone: every op
@@ -328,20 +296,6 @@ func::CallOp pointwiseFor(func::CallOp dw) {
     if (!untouchedBetween(pw.getOperand(i), pw, dw))
       return nullptr;
   return pw;
-}
-
-/// The declaration of runtime function `name` taking `args`' types, added
-/// to `op`'s module on first use.
-func::FuncOp runtimeFunction(Operation *op, StringRef name, ValueRange args) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
-    return callee;
-  OpBuilder mb(module.getBodyRegion());
-  mb.setInsertionPointToStart(module.getBody());
-  auto callee = func::FuncOp::create(mb, op->getLoc(), name,
-                                     mb.getFunctionType(TypeRange(args), {}));
-  callee.setPrivate();
-  return callee;
 }
 
 /// Erases the ops that computed `operands` and have no use left, then

@@ -69,6 +69,8 @@ namespace mlir::dist {
 } // namespace mlir::dist
 
 using namespace mlir;
+using mlir::dist::codegen::addressEnds;
+using mlir::dist::codegen::pointerSource;
 
 namespace {
 
@@ -96,19 +98,6 @@ enum ConvOperand {
   kConvArgs = 26
 };
 
-/// The memref whose aligned pointer (plus its offset) `v` is, as
-/// dist-contractions-to-runtime builds a pointer argument; null otherwise.
-Value pointerSource(Value v) {
-  auto cast = v.getDefiningOp<arith::IndexCastOp>();
-  auto add = cast ? cast.getIn().getDefiningOp<arith::AddIOp>() : nullptr;
-  if (!add)
-    return {};
-  for (Value side : {add.getLhs(), add.getRhs()})
-    if (auto p = side.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>())
-      return p.getSource();
-  return {};
-}
-
 /// The buffer under the views whose pointer `v` is (pointerSource); null
 /// if `v` is not such a pointer.
 Value rootOf(Value v) {
@@ -129,22 +118,6 @@ int64_t strideDim(Value v, Value buffer) {
   auto rank = static_cast<int64_t>(md.getStrides().size());
   int64_t index = static_cast<int64_t>(result.getResultNumber()) - 2 - rank;
   return index >= 0 && index < rank ? index : -1;
-}
-
-/// The ops that the uses of `op`'s results end in through index
-/// arithmetic (a pointer, stride or size given to calls).
-SmallVector<Operation *> addressEnds(Operation *op) {
-  SmallVector<Operation *> ends, work{op};
-  while (!work.empty()) {
-    Operation *at = work.pop_back_val();
-    for (Operation *user : at->getUsers()) {
-      if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user))
-        work.push_back(user);
-      else
-        ends.push_back(user);
-    }
-  }
-  return ends;
 }
 
 /// Whether every use of `op`'s results ends, through index arithmetic,

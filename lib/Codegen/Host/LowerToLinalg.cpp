@@ -108,6 +108,49 @@ Value codegen::rootBuffer(Value v) {
   return v;
 }
 
+Value codegen::pointerSource(Value v) {
+  auto cast = v.getDefiningOp<arith::IndexCastOp>();
+  if (!cast)
+    return {};
+  if (auto p =
+          cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>())
+    return p.getSource();
+  auto add = cast.getIn().getDefiningOp<arith::AddIOp>();
+  if (!add)
+    return {};
+  for (Value side : {add.getLhs(), add.getRhs()})
+    if (auto p = side.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>())
+      return p.getSource();
+  return {};
+}
+
+SmallVector<Operation *> codegen::addressEnds(Operation *op) {
+  SmallVector<Operation *> ends, work{op};
+  while (!work.empty()) {
+    Operation *at = work.pop_back_val();
+    for (Operation *user : at->getUsers()) {
+      if (isa<arith::IndexCastOp, arith::AddIOp, arith::MulIOp>(user))
+        work.push_back(user);
+      else
+        ends.push_back(user);
+    }
+  }
+  return ends;
+}
+
+func::FuncOp codegen::runtimeFunction(Operation *op, StringRef name,
+                                      ValueRange args) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+    return callee;
+  OpBuilder mb(module.getBodyRegion());
+  mb.setInsertionPointToStart(module.getBody());
+  auto callee = func::FuncOp::create(mb, op->getLoc(), name,
+                                     mb.getFunctionType(TypeRange(args), {}));
+  callee.setPrivate();
+  return callee;
+}
+
 arith::MulFOp codegen::siluOf(Value v, SmallVectorImpl<Operation *> *chain) {
   auto one = [](Value c) {
     auto cst = c.getDefiningOp<arith::ConstantOp>();

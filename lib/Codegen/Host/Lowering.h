@@ -65,6 +65,17 @@ Value ofrToValue(OpBuilder &b, Location loc, OpFoldResult ofr);
 /// The buffer `v` is a view of: through subviews, casts and reshapes (any
 /// chain of view ops) to the allocation, global or argument.
 Value rootBuffer(Value v);
+/// The memref whose aligned pointer, plus its offset (folded away where it
+/// is 0), the i64 `v` is, as dist-contractions-to-runtime builds a runtime
+/// call's pointer operand; null otherwise.
+Value pointerSource(Value v);
+/// The ops that the uses of `op`'s results end in through index arithmetic
+/// (index_cast, addi, muli): the calls that take a pointer, stride or size
+/// made from them, or other users.
+SmallVector<Operation *> addressEnds(Operation *op);
+/// The declaration of runtime function `name` taking `args`' types and
+/// returning nothing, added to `op`'s module on first use.
+func::FuncOp runtimeFunction(Operation *op, StringRef name, ValueRange args);
 /// Whether the body of `op` (two inputs, one init) is `yield out + a * b`
 /// with float ops, in either operand order: a contraction that
 /// dist-contractions-to-runtime turns into a GEMM call.
