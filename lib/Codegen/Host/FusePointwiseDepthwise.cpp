@@ -107,7 +107,8 @@ Value firstDimRoot(Value view) {
   for (;;) {
     if (view.getDefiningOp<memref::AllocOp>())
       return view;
-    ArrayRef<ReassociationIndices> groups;
+    // Owned: the ops return their groups by value.
+    SmallVector<ReassociationIndices> groups;
     Value source;
     if (auto e = view.getDefiningOp<memref::ExpandShapeOp>()) {
       groups = e.getReassociationIndices();
