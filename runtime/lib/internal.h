@@ -316,6 +316,9 @@ int64_t dnnlConvolutionCalls();
 /// Transposed channels-last convolutions run as one product and a copy
 /// (conv_nhwc.cpp's upsamplingProduct).
 int64_t upsamplingProductCalls();
+/// Channels-last 1x1 convolutions of one-pixel images run as products
+/// (conv_nhwc.cpp's onePixelProduct).
+int64_t onePixelProductCalls();
 /// Channels-last convolutions whose sum ran apart from oneDNN's primitive
 /// (conv_nhwc.cpp's sumApartChunks).
 int64_t sumApartCalls();

@@ -343,6 +343,57 @@ TEST_P(ConvNhwcTest, PointwiseDepthwiseBands) {
   dist_rt_set_num_threads(0);
 }
 
+// 1x1 convolutions of one-pixel images (squeeze-excitation layers) run as
+// products with every epilogue flag, on one image and several, writable and
+// constant filters, with and without bias; a 3x3 window or padding on a
+// one-pixel image, and a 1x1 convolution of a 2 x 2 image, do not.
+TEST_P(ConvNhwcTest, OnePixelImagesRunAsProducts) {
+  dist_rt_set_num_threads(GetParam());
+  const NhwcCase products[] = {
+      // groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
+      {1, 1, 96, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  // squeeze
+      {1, 1, 4, 1, 1, 96, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  // excite
+      {1, 3, 37, 1, 1, 21, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // odd counts
+      {1, 8, 64, 1, 1, 80, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0}, // 8 images, s2
+  };
+  const int64_t flagSets[] = {
+      0,
+      DIST_RT_CONV_RELU,
+      DIST_RT_CONV_CLIP | DIST_RT_CONV_RELU,
+      DIST_RT_CONV_SILU,
+      DIST_RT_CONV_HARDSWISH | DIST_RT_CONV_CLIP,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_SILU,
+  };
+  for (const NhwcCase &k : products)
+    for (int64_t flags : flagSets)
+      for (bool constant : {false, true})
+        for (bool withBias : {false, true}) {
+          int64_t before = dist_rt::onePixelProductCalls();
+          EXPECT_EQ(check(k, flags, withBias, constant), 0) << caseName(k);
+          EXPECT_EQ(dist_rt::onePixelProductCalls() - before, 2)
+              << caseName(k) << " flags " << flags;
+        }
+  const NhwcCase kept[] = {
+      {1, 1, 8, 1, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // 3x3, padded
+      {1, 1, 8, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, // padded
+      {1, 2, 8, 2, 2, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, // 2 x 2 pixels
+      {4, 1, 8, 1, 1, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  // grouped
+  };
+  for (const NhwcCase &k : kept) {
+    int64_t before = dist_rt::onePixelProductCalls();
+    check(k, DIST_RT_CONV_RELU, /*withBias=*/true, /*constantWeights=*/false);
+    EXPECT_EQ(dist_rt::onePixelProductCalls(), before) << caseName(k);
+  }
+  // The plain loop, when asked for, runs them all.
+  dist_rt::setForcePlainNhwcConv(true);
+  int64_t before = dist_rt::onePixelProductCalls();
+  check(products[0], DIST_RT_CONV_RELU, true, false);
+  EXPECT_EQ(dist_rt::onePixelProductCalls(), before);
+  dist_rt::setForcePlainNhwcConv(false);
+  dist_rt_set_num_threads(0);
+}
+
 TEST_P(ConvNhwcTest, ConstantFiltersAreReorderedOnce) {
   dist_rt_set_num_threads(GetParam());
   NhwcCase k{1, 1, 32, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
