@@ -15,7 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace dist_rt_test;
@@ -75,6 +78,37 @@ TEST_F(ProfileTest, CountsCallsByShape) {
   EXPECT_NEAR(totalMs * 1e3, firstUs + 2 * meanUs, 1.0) << set;
   EXPECT_FALSE(lineOf(report, "gemm 1 x [2 x 3] * [3 x 4]").empty()) << report;
   EXPECT_EQ(report.find("outside runtime calls"), std::string::npos);
+}
+
+// The median of the later calls stands for the typical call where a few
+// are slow (another layer's first call, its filters packed): here 8 quick
+// calls and 2 that each take 30 ms.
+TEST_F(ProfileTest, MedianLeavesOutTheSlowCalls) {
+  for (int i = 0; i < 11; ++i) {
+    dist_rt::ProfileScope call("call");
+    call.describe(1e6, "shape %d", 7);
+    if (i == 0 || i == 3 || i == 8)
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  std::string report = dist_rt::profileReport();
+  std::string line = lineOf(report, "call shape 7");
+  ASSERT_FALSE(line.empty()) << report;
+  char share[16];
+  double totalMs = 0, firstUs = -1, meanUs = -1, medianUs = -1, gflops = -1;
+  long long calls = 0;
+  ASSERT_EQ(std::sscanf(line.c_str(), "%15s %lf %lld %lf %lf %lf %lf", share,
+                        &totalMs, &calls, &firstUs, &meanUs, &medianUs,
+                        &gflops),
+            7)
+      << line;
+  EXPECT_EQ(calls, 11);
+  EXPECT_GE(firstUs, 30000.0);
+  // The mean of the 10 later calls holds the two slow ones: 6 ms or more.
+  EXPECT_GE(meanUs, 6000.0) << line;
+  EXPECT_LT(medianUs, 5000.0) << line;
+  // The rate is the call's flops at the median time.
+  EXPECT_NEAR(gflops, 1e6 / (medianUs * 1e-6) * 1e-9, 0.05 * gflops + 0.1)
+      << line;
 }
 
 TEST_F(ProfileTest, NestedCallsCountOnce) {
