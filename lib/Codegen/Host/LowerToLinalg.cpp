@@ -91,6 +91,9 @@ bool codegen::overwritesWithoutReading(Operation *op, Value v) {
     return copy.getTarget() == v && copy.getSource() != v;
   if (auto view = dyn_cast<memref::ExpandShapeOp>(op))
     return view.getSrc() == v && view->hasAttr(kCallOverwritesAttr);
+  // A model's input image transposed into a padded buffer's interior.
+  if (auto t = dyn_cast<linalg::TransposeOp>(op))
+    return t.getInit() == v && t.getInput() != v;
   auto g = dyn_cast<linalg::GenericOp>(op);
   if (!g || g.getNumDpsInits() != 1 || g.getDpsInitOperand(0)->get() != v ||
       g.getNumParallelLoops() != g.getNumLoops() ||

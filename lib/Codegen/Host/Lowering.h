@@ -94,10 +94,10 @@ arith::MulFOp siluOf(Value v, SmallVectorImpl<Operation *> *chain = nullptr);
 /// otherwise. `chain`, when given, receives its five ops.
 arith::MulFOp hardSwishOf(Value v,
                           SmallVectorImpl<Operation *> *chain = nullptr);
-/// Whether `op` writes all of `v` without reading it: a fill, a copy into
-/// it, a parallel generic whose only output is `v` through an identity
-/// map, not also an input, and whose body ignores the output's old value,
-/// or a view of all of `v` marked kCallOverwritesAttr.
+/// Whether `op` writes all of `v` without reading it: a fill, a copy or a
+/// transpose into it, a parallel generic whose only output is `v` through an
+/// identity map, not also an input, and whose body ignores the output's old
+/// value, or a view of all of `v` marked kCallOverwritesAttr.
 bool overwritesWithoutReading(Operation *op, Value v);
 /// Marks a reshape view that dist-contractions-to-runtime made as the
 /// output of one runtime call that writes all of it without reading it

@@ -72,8 +72,27 @@ struct FoldTransposes : OpRewritePattern<linalg::TransposeOp> {
   }
 };
 
+/// Whether every use of `v` is a channels-last convolution's, directly or
+/// through a reshape of it (the convolution's view of its channels by
+/// groups).
+bool onlyConvolutionsRead(Value v) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user)) {
+      if (!onlyConvolutionsRead(user->getResult(0)))
+        return false;
+    } else if (!dist::codegen::isChannelsLastConv(user)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// pad(transpose(x, p), c) = transpose(pad'(x, c), p), the pad amounts
-/// permuted (static amounts, a constant padding value).
+/// permuted (static amounts, a constant padding value). Not where x is an
+/// argument of the function (a model's input image: no transpose above it
+/// to cancel) and only convolutions read the pad: there the pad stays the
+/// convolution's own, which the runtime call does without a padded copy
+/// (a stem's image otherwise was padded, then transposed, both copies).
 struct SinkThroughPad : OpRewritePattern<tensor::PadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tensor::PadOp op,
@@ -82,6 +101,9 @@ struct SinkThroughPad : OpRewritePattern<tensor::PadOp> {
     Value pad = op.getConstantPaddingValue();
     if (!t || !pad || !t.hasPureTensorSemantics() || !op.getLow().empty() ||
         !op.getHigh().empty())
+      return failure();
+    if (isa<BlockArgument>(t.getInput()) &&
+        onlyConvolutionsRead(op.getResult()))
       return failure();
     ArrayRef<int64_t> perm = t.getPermutation();
     ArrayRef<int64_t> low = op.getStaticLow(), high = op.getStaticHigh();

@@ -810,6 +810,49 @@ func.func @channels_last_own_padding(%x: memref<?x4x4x8xf32>, %w: memref<16x8x3x
 
 // -----
 
+// A stem: the model's NCHW image transposed into the interior of a buffer
+// padded at the top and left only (dist-fill-borders' two low slabs): the
+// transpose writes a dense channels-last image, which the call pads (1, 1,
+// 0, 0).
+#cs_in = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 * 2 + d5, d2 * 2 + d6, d3, d7)>
+#cs_w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cs_out = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @channels_last_transposed_stem(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<1x3x8x8xf32>
+// CHECK-NOT: memref.subview
+// CHECK-NOT: linalg.fill
+// CHECK: %[[IMG:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x8x8x3xf32>
+// CHECK: linalg.transpose ins(%[[X]] : memref<1x3x8x8xf32>) outs(%[[IMG]] : memref<1x8x8x3xf32>)
+// Strides 2, dilations 1, then the paddings 1, 1, 0, 0.
+// CHECK: call @dist_rt_conv2d_nhwc_f32(%{{[0-9]+}}, %{{[0-9]+}}, %c3_i64, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c2_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %
+// CHECK: memref.dealloc %[[IMG]]
+// CHECK-NOT: linalg.fill
+func.func @channels_last_transposed_stem(%x: memref<1x3x8x8xf32>, %w: memref<4x3x3x3xf32>) -> memref<1x4x4x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %p = memref.alloc() {alignment = 64 : i64} : memref<1x9x9x3xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [1, 1, 9, 3] [1, 1, 1, 1] : memref<1x9x9x3xf32> to memref<1x1x9x3xf32, strided<[243, 27, 3, 1]>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<1x1x9x3xf32, strided<[243, 27, 3, 1]>>)
+  %left = memref.subview %p[0, 1, 0, 0] [1, 8, 1, 3] [1, 1, 1, 1] : memref<1x9x9x3xf32> to memref<1x8x1x3xf32, strided<[243, 27, 3, 1], offset: 27>>
+  linalg.fill ins(%zero : f32) outs(%left : memref<1x8x1x3xf32, strided<[243, 27, 3, 1], offset: 27>>)
+  %inner = memref.subview %p[0, 1, 1, 0] [1, 8, 8, 3] [1, 1, 1, 1] : memref<1x9x9x3xf32> to memref<1x8x8x3xf32, strided<[243, 27, 3, 1], offset: 30>>
+  linalg.transpose ins(%x : memref<1x3x8x8xf32>) outs(%inner : memref<1x8x8x3xf32, strided<[243, 27, 3, 1], offset: 30>>) permutation = [0, 2, 3, 1]
+  %out = memref.alloc() : memref<1x4x4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<1x4x4x4xf32>)
+  %x5 = memref.expand_shape %p [[0], [1], [2], [3, 4]] output_shape [1, 9, 9, 1, 3] : memref<1x9x9x3xf32> into memref<1x9x9x1x3xf32>
+  %w5 = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 4, 3, 3, 3] : memref<4x3x3x3xf32> into memref<1x4x3x3x3xf32>
+  %o5 = memref.expand_shape %out [[0], [1], [2], [3, 4]] output_shape [1, 4, 4, 1, 4] : memref<1x4x4x4xf32> into memref<1x4x4x1x4xf32>
+  linalg.generic {indexing_maps = [#cs_in, #cs_w, #cs_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x5, %w5 : memref<1x9x9x1x3xf32>, memref<1x4x3x3x3xf32>) outs(%o5 : memref<1x4x4x1x4xf32>) attrs = {dist.channels_last_conv = array<i64: 2, 2, 1, 1>} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %p : memref<1x9x9x3xf32>
+  return %out : memref<1x4x4x4xf32>
+}
+
+// -----
+
 // A channels-last layer whose ReLU6 writes the next layer's padded input
 // (MobileNetV2's 1x1 expansion before each depthwise layer): the next
 // layer's call pads a dense image that the ReLU6 writes, and then the

@@ -57,6 +57,28 @@ func.func @copied_high_pad(%x: memref<2x3x4x4xf32>, %o: memref<2x3x5x5xf32>) {
 
 // -----
 
+// A transpose into the interior (a model's NCHW input image made
+// channels-last for a stem whose padding is low only): the two low slabs.
+// CHECK-LABEL: func.func @transposed_low_pad(
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<1x5x5x3xf32>
+// CHECK: %[[TOP:.*]] = memref.subview %[[BUF]][0, 0, 0, 0] [1, 1, 5, 3] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[TOP]] :
+// CHECK: %[[LEFT:.*]] = memref.subview %[[BUF]][0, 1, 0, 0] [1, 4, 1, 3] [1, 1, 1, 1]
+// CHECK: linalg.fill {{.*}} outs(%[[LEFT]] :
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.transpose
+func.func @transposed_low_pad(%x: memref<1x3x4x4xf32>, %o: memref<1x5x5x3xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %buf = memref.alloc() : memref<1x5x5x3xf32>
+  linalg.fill ins(%zero : f32) outs(%buf : memref<1x5x5x3xf32>)
+  %in = memref.subview %buf[0, 1, 1, 0] [1, 4, 4, 3] [1, 1, 1, 1] : memref<1x5x5x3xf32> to memref<1x4x4x3xf32, strided<[75, 15, 3, 1], offset: 18>>
+  linalg.transpose ins(%x : memref<1x3x4x4xf32>) outs(%in : memref<1x4x4x3xf32, strided<[75, 15, 3, 1], offset: 18>>) permutation = [0, 2, 3, 1]
+  memref.copy %buf, %o : memref<1x5x5x3xf32> to memref<1x5x5x3xf32>
+  return
+}
+
+// -----
+
 // The whole fill stays when the interior's writer reads its old value (an
 // accumulation), when the buffer is read between the fill and the write,
 // when the interior is written through a strided view, and when the buffer

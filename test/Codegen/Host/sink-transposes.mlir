@@ -476,3 +476,60 @@ func.func @average_pool_nchw(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x2x2xf32> {
   } -> tensor<1x4x2x2xf32>
   return %d : tensor<1x4x2x2xf32>
 }
+
+// -----
+
+// A model's input image transposed to channels-last and padded for a
+// stem: nothing above the transpose to cancel, so the pad stays the
+// convolution's own (the runtime call pads it without a copy) instead of
+// padding the NCHW image before the transpose. The same transposed input
+// padded for an elementwise generic still moves its pad up (and the
+// transpose down past the generic).
+// CHECK-LABEL: func.func @stem_keeps_its_pad
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<1x3x8x8xf32>) outs(%{{.*}} : tensor<1x8x8x3xf32>) permutation = [0, 2, 3, 1]
+// CHECK: %[[P:.*]] = tensor.pad %[[T]] low[0, 1, 1, 0] high[0, 0, 0, 0]
+// CHECK: tensor.expand_shape %[[P]]
+// CHECK: dist.channels_last_conv
+// CHECK-LABEL: func.func @input_pad_for_elementwise
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 0, 0]
+// CHECK: arith.negf
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<1x3x9x9xf32>)
+#cin = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 * 2 + d5, d2 * 2 + d6, d3, d7)>
+#cw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d7, d5, d6)>
+#cout = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @stem_keeps_its_pad(%x: tensor<1x3x8x8xf32>, %w: tensor<1x4x3x3x3xf32>) -> tensor<1x4x4x1x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x8x3xf32>
+  %t = linalg.transpose ins(%x : tensor<1x3x8x8xf32>) outs(%e : tensor<1x8x8x3xf32>) permutation = [0, 2, 3, 1]
+  %p = tensor.pad %t low[0, 1, 1, 0] high[0, 0, 0, 0] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zero : f32
+  } : tensor<1x8x8x3xf32> to tensor<1x9x9x3xf32>
+  %v = tensor.expand_shape %p [[0], [1], [2], [3, 4]] output_shape [1, 9, 9, 1, 3] : tensor<1x9x9x3xf32> into tensor<1x9x9x1x3xf32>
+  %o = tensor.empty() : tensor<1x4x4x1x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%o : tensor<1x4x4x1x4xf32>) -> tensor<1x4x4x1x4xf32>
+  %c = linalg.generic {indexing_maps = [#cin, #cw, #cout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%v, %w : tensor<1x9x9x1x3xf32>, tensor<1x4x3x3x3xf32>) outs(%f : tensor<1x4x4x1x4xf32>) attrs = {dist.channels_last_conv = array<i64: 2, 2, 1, 1>} {
+  ^bb0(%in: f32, %win: f32, %out: f32):
+    %m = arith.mulf %in, %win : f32
+    %s = arith.addf %out, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x4x1x4xf32>
+  return %c : tensor<1x4x4x1x4xf32>
+}
+func.func @input_pad_for_elementwise(%x: tensor<1x3x8x8xf32>) -> tensor<1x9x9x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x8x8x3xf32>
+  %t = linalg.transpose ins(%x : tensor<1x3x8x8xf32>) outs(%e : tensor<1x8x8x3xf32>) permutation = [0, 2, 3, 1]
+  %p = tensor.pad %t low[0, 1, 1, 0] high[0, 0, 0, 0] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zero : f32
+  } : tensor<1x8x8x3xf32> to tensor<1x9x9x3xf32>
+  %e2 = tensor.empty() : tensor<1x9x9x3xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p : tensor<1x9x9x3xf32>) outs(%e2 : tensor<1x9x9x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x9x9x3xf32>
+  return %n : tensor<1x9x9x3xf32>
+}
