@@ -1122,10 +1122,6 @@ void onePixelProduct(const Shape &s, const float *in, const float *w,
   int64_t flags = 0;
   if (s.flags & DIST_RT_CONV_ACCUMULATE)
     flags |= DIST_RT_GEMM_ACCUMULATE;
-  if (s.flags & DIST_RT_CONV_RELU)
-    flags |= DIST_RT_GEMM_RELU;
-  if (s.flags & DIST_RT_CONV_CLIP)
-    flags |= DIST_RT_GEMM_CLIP;
   if (s.flags & DIST_RT_CONV_SILU)
     flags |= DIST_RT_GEMM_SILU;
   if (s.flags & DIST_RT_CONV_HARDSWISH)
@@ -1134,7 +1130,14 @@ void onePixelProduct(const Shape &s, const float *in, const float *w,
   dist_rt_gemm_set_act_f32(1, s.n, s.f, s.c, int64_t(intptr_t(in)), 0, s.c, 1,
                            int64_t(intptr_t(w)), 1, s.c, int64_t(intptr_t(out)),
                            0, s.f, 1, 0, int64_t(intptr_t(bias)), 0, 1, flags,
-                           s.lo, s.hi, 0, 0);
+                           0.0f, 0.0f, 0, 0);
+  // ReLU and Clip as oneDNN's post-ops apply them (NaN becomes 0 and the
+  // lower bound; the product's epilogue keeps NaN): n * f values.
+  if (s.flags & (DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP)) {
+    int64_t bounds = s.flags & (DIST_RT_CONV_RELU | DIST_RT_CONV_CLIP);
+    for (int64_t i = 0, count = s.n * s.f; i < count; ++i)
+      out[i] = epilogue(out[i], 0.0f, bounds, s.lo, s.hi);
+  }
   onePixelProducts.fetch_add(1, std::memory_order_relaxed);
 }
 

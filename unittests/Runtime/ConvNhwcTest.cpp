@@ -449,6 +449,23 @@ TEST(ConvNhwc, NaNBecomesTheBoundAndEmptyCallsWriteNothing) {
     }
   }
   dist_rt::setForcePlainNhwcConv(false);
+  // Likewise a 1x1 convolution of a one-pixel image (run as a product).
+  int64_t products = dist_rt::onePixelProductCalls();
+  for (int64_t flags :
+       {int64_t(0), int64_t(DIST_RT_CONV_RELU), int64_t(DIST_RT_CONV_CLIP)}) {
+    std::vector<float> out(2, 7.0f);
+    dist_rt_conv2d_nhwc_f32(1, 1, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+                            1, int64_t(intptr_t(in.data())),
+                            int64_t(intptr_t(w.data())), 0,
+                            int64_t(intptr_t(out.data())), -1.0f, 1.5f, flags);
+    for (float v : out) {
+      if (flags == 0)
+        EXPECT_TRUE(std::isnan(v));
+      else
+        EXPECT_EQ(v, flags == DIST_RT_CONV_RELU ? 0.0f : -1.0f);
+    }
+  }
+  EXPECT_EQ(dist_rt::onePixelProductCalls() - products, 3);
   std::vector<float> untouched(size_t(k.outputs()), 7.0f);
   dist_rt_conv2d_nhwc_f32(1, 0, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3,
                           int64_t(intptr_t(in.data())),
