@@ -21,6 +21,10 @@
 // to its reference loops (0.2-0.6 GFLOP/s), so images here are dense and
 // the padding is oneDNN's.
 //
+// A 1x1 convolution of one-pixel images (a squeeze-excitation layer) runs
+// as one product instead (onePixelProduct), and an upsampling whose kernel
+// is its stride as a product and a copy (upsamplingProduct).
+//
 // dist_rt_conv2d_nhwc_pwdw_f32 runs a 1x1 convolution and the depthwise
 // one that reads its output in bands of rows, the wide image between them
 // kept in the cache (pwdwBands).

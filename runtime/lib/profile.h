@@ -5,10 +5,11 @@
 // that name), every model run and every runtime call it makes (products,
 // convolutions) is timed, and the process prints at exit a table of the
 // calls by kind and shape: calls, total time, the first call's (loading
-// libraries, packing weights) and the later calls' mean time and GFLOP/s,
-// share of the runs' time, and the time the runs spent outside them (the
-// generated loops). Off by default: a relaxed atomic load per call. Internal to
-// the runtime library; tests switch it on with setProfiling.
+// libraries, packing weights), the later calls' mean and median time and
+// GFLOP/s at the median, share of the runs' time, and the time the runs
+// spent outside them (the generated loops). Off by default: a relaxed atomic
+// load per call. Internal to the runtime library; tests switch it on with
+// setProfiling.
 //
 //===----------------------------------------------------------------------===//
 
