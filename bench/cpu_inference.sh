@@ -20,7 +20,13 @@
 # This machine is shared and noisy (one run can be 20% off), so each model is
 # timed in ROUNDS rounds (default 3) that alternate dist-opt and
 # onnxruntime, each of ITERATIONS / ROUNDS timed runs; the table shows the
-# median of the rounds' medians (and of their p90s) for each.
+# median of the rounds' medians (and of their p90s) for each. With
+# ROUND_MS set (milliseconds, default 0), the rounds after the first make
+# as many timed runs as fill ROUND_MS on each side at the first round's
+# median latency (the slower side's), at least ITERATIONS / ROUNDS and at
+# most 1000: a model of a few milliseconds is then timed over a stretch of
+# the machine's time, not over a few runs that one burst of another
+# tenant's work can take whole.
 #
 #   bench/cpu_inference.sh [ITERATIONS [WORK_DIR]]
 #
@@ -28,7 +34,7 @@
 # DIST_OPT (default build/bin/dist-opt), THREADS (default "1 2"), ROUNDS
 # (default 3), WARMUP (onnxruntime's warm-up runs per round, default 10;
 # the executables always make 3), MODELS
-# (default "mlp gpt resnet dlrm"), DYNAMIC_BATCH (1: export every model
+# (default "mlp gpt resnet dlrm"), ROUND_MS (above), DYNAMIC_BATCH (1: export every model
 # with its batch dimension left open, bench/export_bench_models.py
 # --dynamic-batch; use another WORK_DIR). Installs onnxruntime-node into
 # bench/node_modules (the version bench/package.json pins) when it is missing.
@@ -46,6 +52,7 @@ read -ra models <<<"${MODELS:-mlp gpt resnet dlrm}"
 warmup=${WARMUP:-10}
 step_timeout=600
 rounds=${ROUNDS:-3}
+round_ms=${ROUND_MS:-0}
 
 die() {
   echo "error: $*" >&2
@@ -54,6 +61,7 @@ die() {
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "ITERATIONS must be a positive integer, not '$iters'"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$rounds'"
 [[ $warmup =~ ^[0-9]+$ ]] || die "WARMUP must be a count, not '$warmup'"
+[[ $round_ms =~ ^[0-9]+$ ]] || die "ROUND_MS must be a whole number of milliseconds, not '$round_ms'"
 per_round=$(((iters + rounds - 1) / rounds))
 command -v node >/dev/null || die "node is missing (apt-get install nodejs npm)"
 mkdir -p "$work" || die "cannot create $work"
@@ -84,6 +92,16 @@ latency() { grep -o "latency_ms_$1=[0-9.eE+-]*" "$2" | head -1 | cut -d= -f2; }
 median() {
   printf '%s\n' "$@" | sort -g |
     awk '{a[NR] = $1} END {if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+# runs_for BUDGET_MS LEAST MS...: the timed runs that fill BUDGET_MS at the
+# largest of the latencies MS (LEAST at least, 1000 at most).
+runs_for() {
+  local budget=$1 least=$2
+  shift 2
+  printf '%s\n' "$@" | sort -g | tail -1 |
+    awk -v b="$budget" -v l="$least" '{n = ($1 > 0) ? int(b / $1 + 0.999) : l;
+      if (n < l) n = l; if (n > 1000) n = 1000; print n}
+      END {if (!NR) print l}'
 }
 
 #===----------------------------------------------------------------------===#
@@ -156,10 +174,14 @@ for t in "${threads[@]}"; do
     fi
     exe=$work/build/$m/$m
     dist_meds=() dist_p90s=() ort_meds=() ort_p90s=()
+    n=$per_round
     for ((round = 1; round <= rounds; round++)); do
+      if ((round == 2 && round_ms > 0)); then
+        n=$(runs_for "$round_ms" "$per_round" "${dist_meds[@]}" "${ort_meds[@]}")
+      fi
       if [[ $dist_status == ok ]]; then
         timeout "$step_timeout" "$exe" "${dist_args[@]}" --output-dir "$dist_res" \
-          --threads "$t" --bench "$per_round" >"$dist_res.log" 2>"$dist_res.err"
+          --threads "$t" --bench "$n" >"$dist_res.log" 2>"$dist_res.err"
         rc=$?
         med=$(latency median "$dist_res.log")
         if [[ $rc -ne 0 || -z $med ]]; then
@@ -173,7 +195,7 @@ for t in "${threads[@]}"; do
       fi
       if [[ $ort_status == ok ]]; then
         timeout "$step_timeout" node bench/ort_bench.js "$work/models/$m.onnx" \
-          "$work/inputs/$m" "$ort_res" --threads "$t" --iters "$per_round" \
+          "$work/inputs/$m" "$ort_res" --threads "$t" --iters "$n" \
           --warmup "$warmup" >"$ort_res.log" 2>"$ort_res.err"
         rc=$?
         med=$(latency median "$ort_res.log")

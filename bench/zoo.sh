@@ -21,11 +21,15 @@
 # 1.1 (fire modules) and AlexNet (a 234 MB classifier) are exported too
 # when MODELS names them (mobilenet_v3_large, googlenet, squeezenet1_1,
 # alexnet, each also with _b8).
-# ITERATIONS (timed runs per model, thread count and side) defaults to 6 in
-# 2 rounds, so the whole run stays near 15 minutes on 2 cores; WORK_DIR to
-# /tmp/dist-zoo. MODELS, THREADS, ROUNDS, WARMUP (default 3, as many
-# warm-up runs as the executables make) and DYNAMIC_BATCH (1: every model
-# exported with its batch dimension open) are cpu_inference.sh's.
+# ITERATIONS (timed runs per model, thread count and side) defaults to 9 in
+# 3 rounds, and the second and third rounds of a model make as many runs as
+# fill 300 ms a side (ROUND_MS, cpu_inference.sh): a model of a few
+# milliseconds is timed over the machine's mood of a second, not over three
+# runs a burst of another tenant's work can spoil. The whole run stays near
+# 12 minutes on 2 cores; WORK_DIR defaults to /tmp/dist-zoo. MODELS,
+# THREADS, ROUNDS, ROUND_MS, WARMUP (default 3, as many warm-up runs as the
+# executables make) and DYNAMIC_BATCH (1: every model exported with its
+# batch dimension open) are cpu_inference.sh's.
 # Exits as cpu_inference.sh does: 0 when every model compiled, ran and
 # matched onnxruntime, 1 if not, 2 on a usage or setup error.
 set -uo pipefail
@@ -37,5 +41,5 @@ for m in ${MODELS:-$default_models}; do
   models+=("$m")
   [[ -z ${MODELS:-} ]] && models+=("${m}_b8")
 done
-MODELS="${models[*]}" ROUNDS=${ROUNDS:-2} WARMUP=${WARMUP:-3} \
-  exec bench/cpu_inference.sh "${1:-6}" "${2:-/tmp/dist-zoo}"
+MODELS="${models[*]}" ROUNDS=${ROUNDS:-3} ROUND_MS=${ROUND_MS:-300} \
+  WARMUP=${WARMUP:-3} exec bench/cpu_inference.sh "${1:-9}" "${2:-/tmp/dist-zoo}"
