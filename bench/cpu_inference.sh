@@ -34,9 +34,9 @@
 # DIST_OPT (default build/bin/dist-opt), THREADS (default "1 2"), ROUNDS
 # (default 3), WARMUP (onnxruntime's warm-up runs per round, default 10;
 # the executables always make 3), MODELS
-# (default "mlp gpt resnet dlrm"), ROUND_MS (above), DYNAMIC_BATCH (1: export every model
-# with its batch dimension left open, bench/export_bench_models.py
-# --dynamic-batch; use another WORK_DIR). Installs onnxruntime-node into
+# (default "mlp gpt resnet dlrm"), ROUND_MS (above), DYNAMIC_BATCH (1:
+# export every model with its batch dimension left open,
+# bench/export_bench_models.py --dynamic-batch; use another WORK_DIR). Installs onnxruntime-node into
 # bench/node_modules (the version bench/package.json pins) when it is missing.
 # Exits with 0 if every model compiled, ran and matched onnxruntime, 1 if not
 # and 2 on a usage or setup error.
