@@ -1304,6 +1304,15 @@ const float *dist_rt::packedConstantA(const float *a, int64_t m, int64_t n,
       &args));
 }
 
+bool dist_rt::isConstantMemory(const void *src, size_t bytes) {
+  ConstantMemory &memory = constantMemory();
+  if (!memory.any.load(std::memory_order_acquire))
+    return false;
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  const char *first = static_cast<const char *>(src);
+  return inConstantMemory(memory, first, first + bytes);
+}
+
 size_t dist_rt::constantCopyBytes() {
   ConstantMemory &memory = constantMemory();
   std::lock_guard<std::mutex> lock(memory.mutex);

@@ -25,6 +25,11 @@
 // as one product instead (onePixelProduct), and an upsampling whose kernel
 // is its stride as a product and a copy (upsamplingProduct).
 //
+// A 3x3 convolution at unit strides may run on oneDNN's Winograd
+// primitive instead of its direct one, on blocked images reordered in and
+// out, where timing both once says it is faster (winogradFaster;
+// DIST_RT_WINOGRAD=0 or 1 decides instead).
+//
 // dist_rt_conv2d_nhwc_pwdw_f32 runs a 1x1 convolution and the depthwise
 // one that reads its output in bands of rows, the wide image between them
 // kept in the cache (pwdwBands).
@@ -49,6 +54,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +67,7 @@
 #include <new>
 #include <tuple>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -93,7 +100,9 @@ struct DnnlApi {
   X(dnnl_memory_desc_equal)                                                    \
   X(dnnl_primitive_execute)                                                    \
   X(dnnl_stream_wait)                                                          \
-  X(dnnl_reorder_primitive_desc_create)
+  X(dnnl_reorder_primitive_desc_create)                                        \
+  X(dnnl_primitive_destroy)                                                    \
+  X(dnnl_memory_destroy)
   DIST_DNNL_FNS(DIST_DNNL_FN)
 #undef DIST_DNNL_FN
   void (*ompSetNumThreads)(int) = nullptr;
@@ -117,6 +126,8 @@ std::atomic<int64_t> bandRuns{0};
 /// 1x1 convolutions of one-pixel images run as products (onePixelProduct).
 std::atomic<int64_t> onePixelProducts{0};
 std::atomic<int64_t> forcedCacheBytes{0};
+/// Calls that a Winograd primitive ran (a part of them at least).
+std::atomic<int64_t> winogradRuns{0};
 
 void loadDnnl() {
   if (std::getenv("DIST_RT_NO_DNNL"))
@@ -165,12 +176,19 @@ struct Shape {
   /// Which of a call's parts (see convDnnl) this is: parts of one shape
   /// run at once, each on a primitive of its own.
   int part;
+  /// How a 3x3 convolution that Winograd's algorithm can run chooses it
+  /// (winogradSetting; 0 for every other shape): primitives made under
+  /// one setting are not run under another.
+  int winograd = 0;
+  /// Filters outside constant memory (reordered on every call), for such a
+  /// 3x3 convolution only: winogradFaster times their reorder too.
+  bool varyingFilters = false;
   auto tie() const {
     auto arr = [](const int64_t (&a)[3]) { return std::tie(a[0], a[1], a[2]); };
-    return std::tuple_cat(std::tie(spatial, transposed, groups, n, c, f),
-                          arr(in), arr(out), arr(k), arr(st), arr(dil),
-                          arr(padL), arr(padR),
-                          std::tie(flags, lo, hi, bias, part));
+    return std::tuple_cat(
+        std::tie(spatial, transposed, groups, n, c, f), arr(in), arr(out),
+        arr(k), arr(st), arr(dil), arr(padL), arr(padR),
+        std::tie(flags, lo, hi, bias, part, winograd, varyingFilters));
   }
   bool operator<(const Shape &o) const { return tie() < o.tie(); }
   int64_t inPositions() const { return in[0] * in[1] * in[2]; }
@@ -198,6 +216,17 @@ struct Primitive {
   /// The bytes of the primitive's scratchpad (dnnl_scratchpad_mode_user;
   /// 0: none), which it finds in its running thread's (threadScratchpad).
   size_t scratchpadBytes = 0;
+  /// A Winograd primitive (dnnl_convolution_winograd), which runs on
+  /// images in oneDNN's blocked nChw16c layout only: `src` and `dst` are
+  /// blocked images in the thread's scratch after its scratchpad, the
+  /// call's image is reordered into `src` (toBlockedSrc, from `plainSrc`),
+  /// the old output into `dst` when accumulating (toBlockedDst), and the
+  /// result out of it (fromBlockedDst, to `plainDst`).
+  bool winograd = false;
+  dnnl_primitive_t toBlockedSrc = nullptr, toBlockedDst = nullptr,
+                   fromBlockedDst = nullptr;
+  dnnl_memory_t plainSrc = nullptr, plainDst = nullptr;
+  size_t blockedSrcBytes = 0, blockedDstBytes = 0;
   std::mutex run;
 };
 
@@ -206,8 +235,10 @@ std::mutex cacheMutex;
 /// reachable for leak checkers).
 auto &cache = *new std::map<Shape, std::unique_ptr<Primitive>>;
 
-/// Makes the primitive for `s`, or returns null when oneDNN refuses it.
-std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
+/// Makes the primitive for `s` (with Winograd's algorithm on blocked
+/// images when `winograd`), or returns null when oneDNN refuses it.
+std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s,
+                                         bool winograd) {
   bool grouped = s.groups > 1;
   int sp = s.spatial, first = 3 - sp;
   // [n, channels, spatial...] and filters [g?, o, i, spatial...] with the
@@ -230,19 +261,25 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
     padR[d] = s.padR[first + d];
   }
   dnnl_dims_t biasDims = {s.groups * s.f};
-  dnnl_format_tag_t image = sp == 3 ? dnnl_ndhwc : dnnl_nhwc;
+  dnnl_format_tag_t plainImage = sp == 3 ? dnnl_ndhwc : dnnl_nhwc;
+  dnnl_format_tag_t image = winograd ? dnnl_nChw16c : plainImage;
   dnnl_format_tag_t plainW =
       s.transposed ? (sp == 3 ? (grouped ? dnnl_giodhw : dnnl_iodhw)
                               : (grouped ? dnnl_giohw : dnnl_iohw))
                    : (sp == 3 ? (grouped ? dnnl_goidhw : dnnl_oidhw)
                               : (grouped ? dnnl_goihw : dnnl_oihw));
   int wRank = 2 + sp + (grouped ? 1 : 0);
-  dnnl_memory_desc_t srcMd, dstMd, wMd, plainWMd, biasMd;
+  dnnl_memory_desc_t srcMd, dstMd, plainSrcMd, plainDstMd, wMd, plainWMd,
+      biasMd;
   bool ok =
       api.dnnl_memory_desc_init_by_tag(&srcMd, 2 + sp, srcDims, dnnl_f32,
                                        image) == dnnl_success &&
       api.dnnl_memory_desc_init_by_tag(&dstMd, 2 + sp, dstDims, dnnl_f32,
                                        image) == dnnl_success &&
+      api.dnnl_memory_desc_init_by_tag(&plainSrcMd, 2 + sp, srcDims, dnnl_f32,
+                                       plainImage) == dnnl_success &&
+      api.dnnl_memory_desc_init_by_tag(&plainDstMd, 2 + sp, dstDims, dnnl_f32,
+                                       plainImage) == dnnl_success &&
       api.dnnl_memory_desc_init_by_tag(&wMd, wRank, grouped ? wDims : wDimsFlat,
                                        dnnl_f32,
                                        dnnl_format_tag_any) == dnnl_success &&
@@ -266,9 +303,10 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
     desc = &deconvDesc;
   } else {
     if (api.dnnl_dilated_convolution_forward_desc_init(
-            &convDesc, dnnl_forward_inference, dnnl_convolution_direct, &srcMd,
-            &wMd, s.bias ? &biasMd : nullptr, &dstMd, strides, dilates, padL,
-            padR) != dnnl_success)
+            &convDesc, dnnl_forward_inference,
+            winograd ? dnnl_convolution_winograd : dnnl_convolution_direct,
+            &srcMd, &wMd, s.bias ? &biasMd : nullptr, &dstMd, strides, dilates,
+            padL, padR) != dnnl_success)
       return nullptr;
     desc = &convDesc;
   }
@@ -341,6 +379,15 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
     };
     mix(pdW->ndims);
     mix(pdW->format_kind);
+    if (pdW->format_kind == dnnl_format_kind_wino) {
+      const dnnl_wino_desc_t &wino = pdW->format_desc.wino_desc;
+      for (int64_t v :
+           {int64_t(wino.wino_format), int64_t(wino.r), int64_t(wino.alpha),
+            int64_t(wino.ic), int64_t(wino.oc), int64_t(wino.ic_block),
+            int64_t(wino.oc_block), int64_t(wino.ic2_block),
+            int64_t(wino.oc2_block), int64_t(wino.size)})
+        mix(v);
+    }
     for (int i = 0; i < pdW->ndims; ++i) {
       mix(pdW->dims[i]);
       mix(pdW->padded_dims[i]);
@@ -369,10 +416,47 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s) {
     if (rpd)
       api.dnnl_primitive_desc_destroy(rpd);
   }
+  // A Winograd primitive's images in and out of their blocked layout.
+  auto reorder = [&](const dnnl_memory_desc_t &from,
+                     const dnnl_memory_desc_t &to, dnnl_primitive_t &made) {
+    dnnl_primitive_desc_t rpd = nullptr;
+    bool done = api.dnnl_reorder_primitive_desc_create(
+                    &rpd, &from, api.engine, &to, api.engine, nullptr) ==
+                    dnnl_success &&
+                api.dnnl_primitive_create(&made, rpd) == dnnl_success;
+    if (rpd)
+      api.dnnl_primitive_desc_destroy(rpd);
+    return done;
+  };
+  if (ok && winograd) {
+    p->winograd = true;
+    p->blockedSrcBytes = api.dnnl_memory_desc_get_size(&srcMd);
+    p->blockedDstBytes = api.dnnl_memory_desc_get_size(&dstMd);
+    ok = api.dnnl_memory_create(&p->plainSrc, &plainSrcMd, api.engine,
+                                DNNL_MEMORY_NONE) == dnnl_success &&
+         api.dnnl_memory_create(&p->plainDst, &plainDstMd, api.engine,
+                                DNNL_MEMORY_NONE) == dnnl_success &&
+         reorder(plainSrcMd, srcMd, p->toBlockedSrc) &&
+         reorder(dstMd, plainDstMd, p->fromBlockedDst) &&
+         (!(s.flags & DIST_RT_CONV_ACCUMULATE) ||
+          reorder(plainDstMd, dstMd, p->toBlockedDst));
+  }
   api.dnnl_primitive_desc_destroy(pd);
   // A primitive half made is dropped whole; its objects stay allocated
   // (oneDNN refuses a shape once, not on every call).
   return ok ? std::move(p) : nullptr;
+}
+
+/// Frees `p`'s oneDNN objects (a primitive that lost to another).
+void destroyPrimitive(const DnnlApi &api, Primitive &p) {
+  for (dnnl_primitive_t *prim : {&p.conv, &p.reorder, &p.toBlockedSrc,
+                                 &p.toBlockedDst, &p.fromBlockedDst})
+    if (*prim)
+      api.dnnl_primitive_destroy(std::exchange(*prim, nullptr));
+  for (dnnl_memory_t *mem : {&p.src, &p.wts, &p.plainWts, &p.bias, &p.dst,
+                             &p.scratchpad, &p.plainSrc, &p.plainDst})
+    if (*mem)
+      api.dnnl_memory_destroy(std::exchange(*mem, nullptr));
 }
 
 /// Runs `prim` (single-threaded use: the caller holds prim.run).
@@ -414,22 +498,6 @@ void reorderInto(void *dst, const void *ctx) {
   job->ok = execute(api, p.reorder, 2, args);
 }
 
-/// The cached primitive of `s` (made on first use, on one OpenMP thread:
-/// the runtime's threads run the parts of a call), or null when oneDNN
-/// refuses the shape.
-Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
-  std::lock_guard<std::mutex> lock(cacheMutex);
-  auto it = cache.find(s);
-  if (it == cache.end()) {
-    int before = api.ompGetMaxThreads();
-    api.ompSetNumThreads(1);
-    auto made = makePrimitive(api, s);
-    api.ompSetNumThreads(before);
-    it = cache.emplace(s, std::move(made)).first;
-  }
-  return it->second.get();
-}
-
 /// The calling thread's scratchpad for oneDNN's primitives, at least
 /// `bytes` long (null when memory is out). One buffer a thread, shared by
 /// the primitives that run there in turn, as oneDNN's own scratchpad is,
@@ -453,6 +521,60 @@ void *threadScratchpad(size_t bytes) {
     buffer.size = size;
   }
   return buffer.data;
+}
+
+/// Bytes rounded up to whole pages (the parts of a thread's scratch).
+size_t pages(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
+/// Runs `p` on `in` and `out` with its filters in its layout already
+/// (`weights`), on one thread; false when oneDNN fails. The caller holds
+/// p.run.
+bool runPrepared(const DnnlApi &api, Primitive &p, const float *in,
+                 const void *weights, const float *bias, float *out) {
+  size_t padBytes = pages(p.scratchpadBytes),
+         srcBytes = pages(p.blockedSrcBytes),
+         total = padBytes + srcBytes + pages(p.blockedDstBytes);
+  char *scratch = nullptr;
+  if (total > 0) {
+    scratch = static_cast<char *>(threadScratchpad(total));
+    if (!scratch)
+      return false;
+  }
+  if (p.winograd) {
+    api.dnnl_memory_set_data_handle(p.plainSrc, const_cast<float *>(in));
+    api.dnnl_memory_set_data_handle(p.plainDst, out);
+    api.dnnl_memory_set_data_handle(p.src, scratch + padBytes);
+    api.dnnl_memory_set_data_handle(p.dst, scratch + padBytes + srcBytes);
+    dnnl_exec_arg_t toSrc[2] = {{DNNL_ARG_FROM, p.plainSrc},
+                                {DNNL_ARG_TO, p.src}};
+    dnnl_exec_arg_t toDst[2] = {{DNNL_ARG_FROM, p.plainDst},
+                                {DNNL_ARG_TO, p.dst}};
+    if (!execute(api, p.toBlockedSrc, 2, toSrc) ||
+        (p.toBlockedDst && !execute(api, p.toBlockedDst, 2, toDst)))
+      return false;
+  } else {
+    api.dnnl_memory_set_data_handle(p.src, const_cast<float *>(in));
+    api.dnnl_memory_set_data_handle(p.dst, out);
+  }
+  api.dnnl_memory_set_data_handle(p.wts, const_cast<void *>(weights));
+  dnnl_exec_arg_t args[5] = {
+      {DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.wts}, {DNNL_ARG_DST, p.dst}};
+  int nargs = 3;
+  if (bias) {
+    api.dnnl_memory_set_data_handle(p.bias, const_cast<float *>(bias));
+    args[nargs++] = {DNNL_ARG_BIAS, p.bias};
+  }
+  if (p.scratchpad) {
+    api.dnnl_memory_set_data_handle(p.scratchpad, scratch);
+    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratchpad};
+  }
+  if (!execute(api, p.conv, nargs, args))
+    return false;
+  if (!p.winograd)
+    return true;
+  dnnl_exec_arg_t fromDst[2] = {{DNNL_ARG_FROM, p.dst},
+                                {DNNL_ARG_TO, p.plainDst}};
+  return execute(api, p.fromBlockedDst, 2, fromDst);
 }
 
 /// Runs `p` (made for `s`) on one thread; false when oneDNN fails.
@@ -483,24 +605,148 @@ bool runPrimitive(const DnnlApi &api, Primitive &p, const Shape &s,
       weights = p.scratchWts.get();
     }
   }
-  api.dnnl_memory_set_data_handle(p.src, const_cast<float *>(in));
-  api.dnnl_memory_set_data_handle(p.wts, const_cast<void *>(weights));
-  api.dnnl_memory_set_data_handle(p.dst, out);
-  dnnl_exec_arg_t args[5] = {
-      {DNNL_ARG_SRC, p.src}, {DNNL_ARG_WEIGHTS, p.wts}, {DNNL_ARG_DST, p.dst}};
-  int nargs = 3;
-  if (bias) {
-    api.dnnl_memory_set_data_handle(p.bias, const_cast<float *>(bias));
-    args[nargs++] = {DNNL_ARG_BIAS, p.bias};
+  return runPrepared(api, p, in, weights, bias, out);
+}
+
+/// DIST_RT_WINOGRAD, read once: how a 3x3 convolution that oneDNN can run
+/// with Winograd's algorithm chooses it (winogradCandidate). "0": never;
+/// "1": wherever oneDNN offers it; unset or "auto": by measurement
+/// (winogradFaster). A test's setting (setNhwcWinograd) overrides it.
+enum WinogradSetting { kWinogradNever = 1, kWinogradAlways, kWinogradMeasured };
+std::atomic<int> forcedWinograd{0};
+
+int winogradSetting() {
+  static const int fromEnv = [] {
+    const char *v = std::getenv("DIST_RT_WINOGRAD");
+    if (!v || !*v || std::strcmp(v, "auto") == 0)
+      return int(kWinogradMeasured);
+    if (std::strcmp(v, "0") == 0)
+      return int(kWinogradNever);
+    if (std::strcmp(v, "1") == 0)
+      return int(kWinogradAlways);
+    std::fprintf(stderr,
+                 "dist_rt: warning: DIST_RT_WINOGRAD=%s ignored (0, 1 or "
+                 "auto)\n",
+                 v);
+    return int(kWinogradMeasured);
+  }();
+  int forced = forcedWinograd.load(std::memory_order_relaxed);
+  return forced ? forced : fromEnv;
+}
+
+/// A convolution Winograd's algorithm computes: 2-D, one group, 3x3 taps
+/// at unit strides and dilations (oneDNN decides the rest: it runs them
+/// on AVX-512 only).
+bool winogradCandidate(const Shape &s) {
+  return s.spatial == 2 && !s.transposed && s.groups == 1 && s.k[1] == 3 &&
+         s.k[2] == 3 && s.st[1] == 1 && s.st[2] == 1 && s.dil[1] == 1 &&
+         s.dil[2] == 1;
+}
+
+/// Whether `wino` runs `s` faster than `direct`, each timed on scratch
+/// images and filters in its own layout (the reorders of a Winograd
+/// primitive's images included, and of its filters where they vary from
+/// call to call: 32 -> 32 channels on 2 images of 14 x 14, filters
+/// reordered on every call, took 361 us on Winograd's primitive against
+/// 22 on the direct one): the fastest of three runs each, taken in
+/// turn after one untimed run, and Winograd's at least 5% faster. oneDNN's
+/// Winograd convolutions do 2.25 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)) times
+/// fewer products than the direct ones but read filters 1.8 or 4 times as
+/// large and transform tiles, so which wins depends on the shape and the
+/// host: ResNet-50's 3x3 layers at one thread, each from a cold cache,
+/// took 0.85 ms against 1.00 (64 channels on 56 x 56, one image), 4.9
+/// against 7.6 (128 on 28 x 28, 8 images) and 8.7 against 8.0 (512 on 7 x
+/// 7, 8 images: 37.7 MB of transformed filters) on an AMD EPYC (family
+/// 26, AVX-512). False when a run fails or memory is out.
+bool winogradFaster(const DnnlApi &api, const Shape &s, Primitive &direct,
+                    Primitive &wino) {
+  int64_t C = s.groups * s.c, F = s.groups * s.f;
+  std::vector<float> in(size_t(s.n * s.inPositions() * C), 0.25f),
+      out(size_t(s.n * s.outPositions() * F)), bias(size_t(F), 0.5f),
+      w(size_t(F * s.c * s.taps()), 0.125f);
+  auto prepare =
+      [&](Primitive &p,
+          std::unique_ptr<void, Primitive::Free> &buf) -> const void * {
+    if (!p.reorderWeights)
+      return w.data();
+    buf.reset(std::aligned_alloc(64, (p.wtsBytes + 63) / 64 * 64));
+    if (!buf)
+      return nullptr;
+    ReorderJob job{&api, &p, w.data()};
+    reorderInto(buf.get(), &job);
+    return job.ok ? buf.get() : nullptr;
+  };
+  std::unique_ptr<void, Primitive::Free> directW, winoW;
+  const void *dw = prepare(direct, directW), *ww = prepare(wino, winoW);
+  if (!dw || !ww)
+    return false;
+  const float *b = s.bias ? bias.data() : nullptr;
+  double best[2] = {1e30, 1e30};
+  for (int round = 0; round < 4; ++round)
+    for (int which = 0; which < 2; ++which) {
+      Primitive &p = which ? wino : direct;
+      auto start = std::chrono::steady_clock::now();
+      bool ran = true;
+      {
+        std::lock_guard<std::mutex> lock(p.run);
+        if (s.varyingFilters && p.reorderWeights) {
+          ReorderJob job{&api, &p, w.data()};
+          reorderInto(const_cast<void *>(which ? ww : dw), &job);
+          ran = job.ok;
+        }
+        ran = ran &&
+              runPrepared(api, p, in.data(), which ? ww : dw, b, out.data());
+      }
+      double took = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+      if (!ran)
+        return false;
+      if (round > 0)
+        best[which] = std::min(best[which], took);
+    }
+  return best[1] < 0.95 * best[0];
+}
+
+/// Shapes whose Winograd primitive won or lost (winogradFaster), with
+/// `part` 0: a call's parts of one geometry are timed once.
+auto &winogradWins = *new std::map<Shape, bool>;
+
+/// The cached primitive of `s` (made on first use, on one OpenMP thread:
+/// the runtime's threads run the parts of a call), or null when oneDNN
+/// refuses the shape.
+Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  auto it = cache.find(s);
+  if (it == cache.end()) {
+    int before = api.ompGetMaxThreads();
+    api.ompSetNumThreads(1);
+    auto made = makePrimitive(api, s, /*winograd=*/false);
+    if (s.winograd != 0 && s.winograd != kWinogradNever)
+      if (auto wino = makePrimitive(api, s, /*winograd=*/true)) {
+        bool use = !made || s.winograd == kWinogradAlways;
+        if (!use) {
+          Shape key = s;
+          key.part = 0;
+          auto known = winogradWins.find(key);
+          if (known == winogradWins.end())
+            known =
+                winogradWins.emplace(key, winogradFaster(api, s, *made, *wino))
+                    .first;
+          use = known->second;
+        }
+        if (!use) {
+          destroyPrimitive(api, *wino);
+        } else {
+          if (made)
+            destroyPrimitive(api, *made);
+          made = std::move(wino);
+        }
+      }
+    api.ompSetNumThreads(before);
+    it = cache.emplace(s, std::move(made)).first;
   }
-  if (p.scratchpad) {
-    void *scratch = threadScratchpad(p.scratchpadBytes);
-    if (!scratch)
-      return false;
-    api.dnnl_memory_set_data_handle(p.scratchpad, scratch);
-    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratchpad};
-  }
-  return execute(api, p.conv, nargs, args);
+  return it->second.get();
 }
 
 void plainRows(void *ctx, int64_t begin, int64_t end);
@@ -707,7 +953,8 @@ bool partRows(const Shape &s, int d, int64_t y0, int64_t y1, int64_t &first,
 /// 8.8-9.7 with OMP_WAIT_POLICY=passive) against 4.6-5.0 for the NCHW
 /// kernels.
 bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
-              const float *w, const float *bias, float *out) {
+              const float *w, const float *bias, float *out,
+              bool *winograd = nullptr) {
   int64_t C = s.groups * s.c, F = s.groups * s.f;
   // The outermost spatial dimension, along which one image splits.
   int d = 3 - s.spatial;
@@ -855,6 +1102,12 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
   }
   if (!job.fellBack.load(std::memory_order_relaxed))
     dnnlConvCalls.fetch_add(1, std::memory_order_relaxed);
+  bool wino = std::any_of(job.parts.begin(), job.parts.end(),
+                          [](const Part &part) { return part.prim->winograd; });
+  if (wino)
+    winogradRuns.fetch_add(1, std::memory_order_relaxed);
+  if (winograd)
+    *winograd = wino;
   return true;
 }
 
@@ -1092,6 +1345,18 @@ void setNhwcCacheBytes(int64_t bytes) {
   forcedCacheBytes.store(bytes, std::memory_order_relaxed);
 }
 
+int64_t winogradConvolutionCalls() {
+  return winogradRuns.load(std::memory_order_relaxed);
+}
+
+void setNhwcWinograd(int mode) {
+  forcedWinograd.store(mode < 0    ? 0
+                       : mode == 0 ? int(kWinogradNever)
+                       : mode == 1 ? int(kWinogradAlways)
+                                   : int(kWinogradMeasured),
+                       std::memory_order_relaxed);
+}
+
 } // namespace dist_rt
 
 namespace {
@@ -1152,11 +1417,19 @@ void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
   s.hi = (s.flags & DIST_RT_CONV_CLIP) ? s.hi : 0.0f;
   s.bias = bias_ptr != 0;
   s.part = 0;
+  s.winograd = winogradCandidate(s) ? winogradSetting() : 0;
+  s.varyingFilters =
+      s.winograd != 0 &&
+      !dist_rt::isConstantMemory(reinterpret_cast<const void *>(w_ptr),
+                                 size_t(s.groups * s.f * s.c * s.taps()) *
+                                     sizeof(float));
   int threads = int(dist_rt::parallelThreads());
   dist_rt::ProfileScope prof(s.transposed     ? "transposed conv channels-last"
                              : s.spatial == 3 ? "conv3d channels-last"
                                               : "conv2d channels-last");
-  if (prof.active()) {
+  // The profile's name of the call (`how`: the algorithm where it is not
+  // the direct one).
+  auto describe = [&](const char *how) {
     // A transposed convolution does the work of the convolution that it
     // transposes: every input position by every tap.
     double positions =
@@ -1176,11 +1449,13 @@ void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
     prof.describe(2.0 * double(s.n * s.groups * s.f) * positions *
                       double(s.c * s.taps()),
                   "n%lld, %lld -> %lld channels%s, %s -> %s, kernel %s, "
-                  "strides %s",
+                  "strides %s%s",
                   (long long)s.n, (long long)(s.groups * s.c),
                   (long long)(s.groups * s.f), s.groups > 1 ? " grouped" : "",
-                  in, out, k, st);
-  }
+                  in, out, k, st, how);
+  };
+  if (prof.active())
+    describe("");
   const auto *in = reinterpret_cast<const float *>(in_ptr);
   const auto *wt = reinterpret_cast<const float *>(w_ptr);
   const auto *bias = reinterpret_cast<const float *>(bias_ptr);
@@ -1195,9 +1470,14 @@ void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
     return;
   }
   if (s.c > 0 && s.taps() > 0)
-    if (const DnnlApi *api = dnnl())
-      if (convDnnl(*api, s, threads, in, wt, bias, out))
+    if (const DnnlApi *api = dnnl()) {
+      bool winograd = false;
+      if (convDnnl(*api, s, threads, in, wt, bias, out, &winograd)) {
+        if (winograd && prof.active())
+          describe(", Winograd");
         return;
+      }
+    }
   static std::once_flag warned;
   if (!forcePlain.load(std::memory_order_relaxed))
     std::call_once(warned, [] {

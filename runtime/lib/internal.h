@@ -329,6 +329,12 @@ int64_t pointwiseDepthwiseBandCalls();
 /// against (sums apart, pointwise-depthwise bands; 0: the host's, as the C
 /// library reads it). For tests.
 void setNhwcCacheBytes(int64_t bytes);
+/// Channels-last convolutions that a Winograd primitive ran (conv_nhwc.cpp).
+int64_t winogradConvolutionCalls();
+/// How 3x3 convolutions choose Winograd's algorithm: 0 never, 1 wherever
+/// oneDNN offers it, 2 by measurement, -1 as DIST_RT_WINOGRAD says. For
+/// tests.
+void setNhwcWinograd(int mode);
 
 /// Declares [base, base + size) read-only until the matching
 /// unregisterConstantMemory (a parameter file's mapping): products whose
@@ -347,6 +353,9 @@ const void *derivedConstant(const void *src, size_t srcBytes,
                             const int64_t (&key)[3], size_t bytes,
                             void (*make)(void *dst, const void *ctx),
                             const void *ctx);
+/// Whether [src, src + bytes) lies in memory registered with
+/// registerConstantMemory.
+bool isConstantMemory(const void *src, size_t bytes);
 /// Bytes held by cached copies (for tests).
 size_t constantCopyBytes();
 /// OpenBLAS's kernel set for this process ("SkylakeX", ...; loads it), or

@@ -423,6 +423,73 @@ TEST_P(ConvNhwcTest, ConstantFiltersAreReorderedOnce) {
   dist_rt_set_num_threads(0);
 }
 
+/// Whether oneDNN 2.6 offers its Winograd convolutions here: AVX-512
+/// (avx512_core: F, BW, VL and DQ) not capped by DNNL_MAX_CPU_ISA, and
+/// oneDNN not turned off.
+bool winogradOffered() {
+  if (std::getenv("DIST_RT_NO_DNNL"))
+    return false;
+  if (const char *isa = std::getenv("DNNL_MAX_CPU_ISA"))
+    if (std::string(isa).rfind("AVX512", 0) != 0 && std::string(isa) != "ALL")
+      return false;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+}
+
+// 3x3 convolutions at unit strides on Winograd's primitives (blocked
+// images reordered in and out, filters in its layout): always where
+// oneDNN offers them (and then some calls ran there), and chosen by
+// timing; both match the naive loop with every epilogue, residual sums
+// (the old output reordered in), asymmetric padding, channel counts that
+// are not multiples of 16, odd image sizes, and constant filters.
+TEST_P(ConvNhwcTest, WinogradMatchesNaiveLoop) {
+  dist_rt_set_num_threads(GetParam());
+  const NhwcCase cases[] = {
+      // groups, n, c, h, w, f, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr
+      {1, 1, 32, 8, 8, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 2, 16, 12, 10, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 3, 20, 9, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 1, 32, 9, 9, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 0},
+      {1, 2, 32, 6, 6, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},
+  };
+  const int64_t flagSets[] = {
+      0,
+      DIST_RT_CONV_RELU,
+      DIST_RT_CONV_CLIP | DIST_RT_CONV_RELU,
+      DIST_RT_CONV_SILU,
+      DIST_RT_CONV_ACCUMULATE,
+      DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
+  };
+  for (int mode : {1, 2}) {
+    // DnnlTally::finish sets the threads back.
+    dist_rt_set_num_threads(GetParam());
+    dist_rt::setNhwcWinograd(mode);
+    int64_t before = dist_rt::winogradConvolutionCalls();
+    DnnlTally tally;
+    for (const NhwcCase &k : cases)
+      for (int64_t flags : flagSets)
+        for (bool constant : {false, true})
+          tally.add(false, check(k, flags, /*withBias=*/flags != 0, constant));
+    tally.finish();
+    int64_t ran = dist_rt::winogradConvolutionCalls() - before;
+    if (mode == 1 && winogradOffered())
+      EXPECT_GT(ran, 0) << "no call ran on a Winograd primitive";
+    if (!winogradOffered())
+      EXPECT_EQ(ran, 0);
+  }
+  // Never: every call on the direct primitives.
+  dist_rt::setNhwcWinograd(0);
+  int64_t before = dist_rt::winogradConvolutionCalls();
+  check(cases[0], DIST_RT_CONV_RELU, true, false);
+  EXPECT_EQ(dist_rt::winogradConvolutionCalls(), before);
+  dist_rt::setNhwcWinograd(-1);
+  dist_rt_set_num_threads(0);
+}
+
 TEST(ConvNhwc, NaNBecomesTheBoundAndEmptyCallsWriteNothing) {
   NhwcCase k{1, 1, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
   std::vector<float> in(size_t(k.inputs()), 1.0f), w(size_t(k.weights()), 1);
