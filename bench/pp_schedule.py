@@ -256,6 +256,8 @@ def bubbles(name, args, simulate, failed):
 
     def compile_(tag, extra):
         out = os.path.join(d, f"{name}_{tag}")
+        if args.pp_split and "pp=2" in extra:
+            extra = extra + ["--pp-split", args.pp_split]
         run([args.dist_opt, onnx_path] + flags + extra +
             ["-o", out, "--name", name])
         return os.path.join(out, name)
@@ -334,6 +336,9 @@ def main():
     p.add_argument("--micro-batches", type=int, nargs="+", default=[4, 8, 16])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--work", default="/tmp/dist-pp-bench")
+    p.add_argument("--pp-split", default="",
+                   help="dist-opt's --pp-split for the pipelined runs (the "
+                   "stage boundary by hand; default: the planner's)")
     p.add_argument("--dist-opt",
                    default=os.path.join(REPO_ROOT, "build", "bin", "dist-opt"))
     args = p.parse_args()
