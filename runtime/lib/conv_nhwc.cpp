@@ -126,8 +126,10 @@ std::atomic<int64_t> bandRuns{0};
 /// 1x1 convolutions of one-pixel images run as products (onePixelProduct).
 std::atomic<int64_t> onePixelProducts{0};
 std::atomic<int64_t> forcedCacheBytes{0};
-/// Calls that a Winograd primitive ran (a part of them at least).
+/// Calls that a Winograd primitive ran (a part of them at least), and
+/// calls run one image a part (imagesApart).
 std::atomic<int64_t> winogradRuns{0};
+std::atomic<int64_t> imageApartRuns{0};
 
 void loadDnnl() {
   if (std::getenv("DIST_RT_NO_DNNL"))
@@ -216,6 +218,9 @@ struct Primitive {
   /// The bytes of the primitive's scratchpad (dnnl_scratchpad_mode_user;
   /// 0: none), which it finds in its running thread's (threadScratchpad).
   size_t scratchpadBytes = 0;
+  /// A run's seconds where winogradFaster timed this primitive against the
+  /// other (0: not timed).
+  double seconds = 0;
   /// A Winograd primitive (dnnl_convolution_winograd), which runs on
   /// images in oneDNN's blocked nChw16c layout only: `src` and `dst` are
   /// blocked images in the thread's scratch after its scratchpad, the
@@ -612,7 +617,13 @@ bool runPrimitive(const DnnlApi &api, Primitive &p, const Shape &s,
 /// with Winograd's algorithm chooses it (winogradCandidate). "0": never;
 /// "1": wherever oneDNN offers it; unset or "auto": by measurement
 /// (winogradFaster). A test's setting (setNhwcWinograd) overrides it.
-enum WinogradSetting { kWinogradNever = 1, kWinogradAlways, kWinogradMeasured };
+enum WinogradSetting {
+  kWinogradNever = 1,
+  kWinogradAlways,
+  kWinogradMeasured,
+  /// A test's: always, and one image a part (imagesApart).
+  kWinogradImagesApart
+};
 std::atomic<int> forcedWinograd{0};
 
 int winogradSetting() {
@@ -658,7 +669,8 @@ bool winogradCandidate(const Shape &s) {
 /// took 0.85 ms against 1.00 (64 channels on 56 x 56, one image), 4.9
 /// against 7.6 (128 on 28 x 28, 8 images) and 8.7 against 8.0 (512 on 7 x
 /// 7, 8 images: 37.7 MB of transformed filters) on an AMD EPYC (family
-/// 26, AVX-512). False when a run fails or memory is out.
+/// 26, AVX-512). False when a run fails or memory is out; otherwise sets
+/// each primitive's `seconds`.
 bool winogradFaster(const DnnlApi &api, const Shape &s, Primitive &direct,
                     Primitive &wino) {
   int64_t C = s.groups * s.c, F = s.groups * s.f;
@@ -711,6 +723,8 @@ bool winogradFaster(const DnnlApi &api, const Shape &s, Primitive &direct,
     if (round > 0 && best[0] + best[1] > 0.02)
       break;
   }
+  direct.seconds = best[0];
+  wino.seconds = best[1];
   return best[1] < 0.95 * best[0];
 }
 
@@ -730,7 +744,8 @@ Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
     auto made = makePrimitive(api, s, /*winograd=*/false);
     if (s.winograd != 0 && s.winograd != kWinogradNever)
       if (auto wino = makePrimitive(api, s, /*winograd=*/true)) {
-        bool use = !made || s.winograd == kWinogradAlways;
+        bool use = !made || s.winograd == kWinogradAlways ||
+                   s.winograd == kWinogradImagesApart;
         if (!use) {
           Shape key = s;
           key.part = 0;
@@ -753,6 +768,31 @@ Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
     it = cache.emplace(s, std::move(made)).first;
   }
   return it->second.get();
+}
+
+/// Whether the `n` images of each thread's part of `s` (split by images)
+/// run faster one at a time: oneDNN's Winograd primitive for one image
+/// (F(2x2, 3x3) where it picks F(4x4, 3x3) for more) won on layers where
+/// the one for the whole part lost. Alone, one thread, DenseNet's 128 ->
+/// 32 channels on 8 images of 28 x 28 took 1.78 ms direct, 1.88 on
+/// Winograd's primitive for 8 images and 8 x 0.14 on the one for one
+/// image; 14 x 14 0.42, 0.40 and 8 x 0.039 (AMD EPYC, family 26). Taken
+/// by the times winogradFaster measured for both shapes, where it timed
+/// them, with a 5% margin.
+bool imagesApart(const DnnlApi &api, const Shape &s, int64_t n) {
+  if (n < 2)
+    return false;
+  if (s.winograd == kWinogradImagesApart)
+    return true;
+  if (s.winograd != kWinogradMeasured)
+    return false;
+  Shape whole = s, one = s;
+  whole.n = n;
+  one.n = 1;
+  whole.part = one.part = 0;
+  Primitive *w = primitiveFor(api, whole), *o = primitiveFor(api, one);
+  return w && o && w->seconds > 0 && o->seconds > 0 &&
+         double(n) * o->seconds < 0.95 * w->seconds;
 }
 
 void plainRows(void *ctx, int64_t begin, int64_t end);
@@ -948,7 +988,9 @@ bool partRows(const Shape &s, int d, int64_t y0, int64_t y1, int64_t &first,
 }
 
 /// Runs the call on oneDNN; false when oneDNN refuses its shape (nothing
-/// written: the caller then runs the plain loop). With several threads
+/// written: the caller then runs the plain loop). `how`, where given,
+/// names what ran other than one direct primitive a part (the profile's
+/// ", Winograd" and ", one image a part", else ""). With several threads
 /// the call is split on the runtime's thread pool, each part a
 /// single-threaded primitive: by images when there are several, else by
 /// output rows (depth planes in 3-D: a part reads the input rows its
@@ -960,7 +1002,7 @@ bool partRows(const Shape &s, int d, int64_t y0, int64_t y1, int64_t &first,
 /// kernels.
 bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
               const float *w, const float *bias, float *out,
-              bool *winograd = nullptr) {
+              const char **how = nullptr) {
   int64_t C = s.groups * s.c, F = s.groups * s.f;
   // The outermost spatial dimension, along which one image splits.
   int d = 3 - s.spatial;
@@ -1028,6 +1070,26 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
       parts = 0;
       sumApartRuns.fetch_add(1, std::memory_order_relaxed);
     }
+  }
+  // Every image a part of its own where that is faster (imagesApart),
+  // each thread's in a row.
+  bool apart = false;
+  if (parts > 0 && (byImages || threads == 1) && s.n % parts == 0 &&
+      imagesApart(api, s, s.n / parts)) {
+    for (int64_t i = 0; i < s.n; ++i) {
+      Part part{s, 0, 0, nullptr};
+      part.shape.n = 1;
+      part.shape.part = int(i * parts / s.n);
+      part.inOffset = i * s.inPositions() * C;
+      part.outOffset = i * s.outPositions() * F;
+      part.prim = primitiveFor(api, part.shape);
+      if (!part.prim)
+        return false;
+      job.parts.push_back(part);
+    }
+    parts = 0;
+    apart = true;
+    imageApartRuns.fetch_add(1, std::memory_order_relaxed);
   }
   // Images that do not split evenly over the threads: each thread takes as
   // many whole images as the others, then its share of the rows of each
@@ -1112,8 +1174,9 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
                           [](const Part &part) { return part.prim->winograd; });
   if (wino)
     winogradRuns.fetch_add(1, std::memory_order_relaxed);
-  if (winograd)
-    *winograd = wino;
+  if (how)
+    *how = wino ? (apart ? ", Winograd, one image a part" : ", Winograd")
+                : (apart ? ", one image a part" : "");
   return true;
 }
 
@@ -1355,11 +1418,16 @@ int64_t winogradConvolutionCalls() {
   return winogradRuns.load(std::memory_order_relaxed);
 }
 
+int64_t imagesApartCalls() {
+  return imageApartRuns.load(std::memory_order_relaxed);
+}
+
 void setNhwcWinograd(int mode) {
   forcedWinograd.store(mode < 0    ? 0
                        : mode == 0 ? int(kWinogradNever)
                        : mode == 1 ? int(kWinogradAlways)
-                                   : int(kWinogradMeasured),
+                       : mode == 2 ? int(kWinogradMeasured)
+                                   : int(kWinogradImagesApart),
                        std::memory_order_relaxed);
 }
 
@@ -1477,10 +1545,10 @@ void runConv(Shape &s, int64_t in_ptr, int64_t w_ptr, int64_t bias_ptr,
   }
   if (s.c > 0 && s.taps() > 0)
     if (const DnnlApi *api = dnnl()) {
-      bool winograd = false;
-      if (convDnnl(*api, s, threads, in, wt, bias, out, &winograd)) {
-        if (winograd && prof.active())
-          describe(", Winograd");
+      const char *how = "";
+      if (convDnnl(*api, s, threads, in, wt, bias, out, &how)) {
+        if (*how && prof.active())
+          describe(how);
         return;
       }
     }

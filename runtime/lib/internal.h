@@ -331,9 +331,12 @@ int64_t pointwiseDepthwiseBandCalls();
 void setNhwcCacheBytes(int64_t bytes);
 /// Channels-last convolutions that a Winograd primitive ran (conv_nhwc.cpp).
 int64_t winogradConvolutionCalls();
+/// Channels-last convolutions run one image a part (conv_nhwc.cpp's
+/// imagesApart).
+int64_t imagesApartCalls();
 /// How 3x3 convolutions choose Winograd's algorithm: 0 never, 1 wherever
-/// oneDNN offers it, 2 by measurement, -1 as DIST_RT_WINOGRAD says. For
-/// tests.
+/// oneDNN offers it, 2 by measurement, 3 wherever offered and one image a
+/// part (imagesApart), -1 as DIST_RT_WINOGRAD says. For tests.
 void setNhwcWinograd(int mode);
 
 /// Declares [base, base + size) read-only until the matching

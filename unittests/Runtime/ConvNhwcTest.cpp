@@ -441,10 +441,11 @@ bool winogradOffered() {
 
 // 3x3 convolutions at unit strides on Winograd's primitives (blocked
 // images reordered in and out, filters in its layout): always where
-// oneDNN offers them (and then some calls ran there), and chosen by
-// timing; both match the naive loop with every epilogue, residual sums
-// (the old output reordered in), asymmetric padding, channel counts that
-// are not multiples of 16, odd image sizes, and constant filters.
+// oneDNN offers them (and then some calls ran there), chosen by timing,
+// and always with every image a part of its own; all match the naive loop with
+// every epilogue, residual sums (the old output reordered in), asymmetric
+// padding, channel counts that are not multiples of 16, odd image sizes, and
+// constant filters.
 TEST_P(ConvNhwcTest, WinogradMatchesNaiveLoop) {
   dist_rt_set_num_threads(GetParam());
   const NhwcCase cases[] = {
@@ -455,6 +456,8 @@ TEST_P(ConvNhwcTest, WinogradMatchesNaiveLoop) {
       {1, 3, 20, 9, 11, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
       {1, 1, 32, 9, 9, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 0},
       {1, 2, 32, 6, 6, 16, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},
+      // 6 images: 6, 3 and 2 a thread on 1-3 threads.
+      {1, 6, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
   };
   const int64_t flagSets[] = {
       0,
@@ -464,11 +467,12 @@ TEST_P(ConvNhwcTest, WinogradMatchesNaiveLoop) {
       DIST_RT_CONV_ACCUMULATE,
       DIST_RT_CONV_ACCUMULATE | DIST_RT_CONV_RELU,
   };
-  for (int mode : {1, 2}) {
+  for (int mode : {1, 2, 3}) {
     // DnnlTally::finish sets the threads back.
     dist_rt_set_num_threads(GetParam());
     dist_rt::setNhwcWinograd(mode);
-    int64_t before = dist_rt::winogradConvolutionCalls();
+    int64_t before = dist_rt::winogradConvolutionCalls(),
+            apartBefore = dist_rt::imagesApartCalls();
     DnnlTally tally;
     for (const NhwcCase &k : cases)
       for (int64_t flags : flagSets)
@@ -476,8 +480,11 @@ TEST_P(ConvNhwcTest, WinogradMatchesNaiveLoop) {
           tally.add(false, check(k, flags, /*withBias=*/flags != 0, constant));
     tally.finish();
     int64_t ran = dist_rt::winogradConvolutionCalls() - before;
-    if (mode == 1 && winogradOffered())
+    if (mode != 2 && winogradOffered())
       EXPECT_GT(ran, 0) << "no call ran on a Winograd primitive";
+    if (mode == 3 && !std::getenv("DIST_RT_NO_DNNL"))
+      EXPECT_GT(dist_rt::imagesApartCalls(), apartBefore)
+          << "no call ran one image a part";
     if (!winogradOffered())
       EXPECT_EQ(ran, 0);
   }
