@@ -183,7 +183,9 @@ struct Shape {
   /// one setting are not run under another.
   int winograd = 0;
   /// Filters outside constant memory (reordered on every call), for such a
-  /// 3x3 convolution only: winogradFaster times their reorder too.
+  /// 3x3 convolution only: winogradFaster times their reorder too. (Filters
+  /// in constant memory are also reordered on every call once the cache of
+  /// copies is full: not counted.)
   bool varyingFilters = false;
   auto tie() const {
     auto arr = [](const int64_t (&a)[3]) { return std::tie(a[0], a[1], a[2]); };
@@ -239,6 +241,8 @@ std::mutex cacheMutex;
 /// Never freed: oneDNN's objects live as long as the process (and stay
 /// reachable for leak checkers).
 auto &cache = *new std::map<Shape, std::unique_ptr<Primitive>>;
+
+void destroyPrimitive(const DnnlApi &api, Primitive &p);
 
 /// Makes the primitive for `s` (with Winograd's algorithm on blocked
 /// images when `winograd`), or returns null when oneDNN refuses it.
@@ -447,9 +451,13 @@ std::unique_ptr<Primitive> makePrimitive(const DnnlApi &api, const Shape &s,
           reorder(plainDstMd, dstMd, p->toBlockedDst));
   }
   api.dnnl_primitive_desc_destroy(pd);
-  // A primitive half made is dropped whole; its objects stay allocated
-  // (oneDNN refuses a shape once, not on every call).
-  return ok ? std::move(p) : nullptr;
+  // A primitive half made is dropped whole (oneDNN refuses a shape once,
+  // not on every call: the cache keeps the null).
+  if (!ok) {
+    destroyPrimitive(api, *p);
+    return nullptr;
+  }
+  return p;
 }
 
 /// Frees `p`'s oneDNN objects (a primitive that lost to another).
@@ -748,19 +756,24 @@ Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
   if (it == cache.end()) {
     int before = api.ompGetMaxThreads();
     api.ompSetNumThreads(1);
-    auto made = makePrimitive(api, s, /*winograd=*/false);
-    if (s.winograd != 0 && s.winograd != kWinogradNever)
+    // A geometry timed before (another part of a call) makes its winner
+    // alone.
+    bool candidate = s.winograd != 0 && s.winograd != kWinogradNever;
+    Shape key = s;
+    key.part = 0;
+    auto known = s.winograd == kWinogradMeasured ? winogradWins.find(key)
+                                                 : winogradWins.end();
+    bool decided = known != winogradWins.end();
+    std::unique_ptr<Primitive> made;
+    if (!decided || !known->second)
+      made = makePrimitive(api, s, /*winograd=*/false);
+    if (candidate && (!decided || known->second))
       if (auto wino = makePrimitive(api, s, /*winograd=*/true)) {
-        bool use = !made || s.winograd == kWinogradAlways ||
-                   s.winograd == kWinogradImagesApart;
+        bool use = !made || s.winograd != kWinogradMeasured;
         if (!use) {
-          Shape key = s;
-          key.part = 0;
-          auto known = winogradWins.find(key);
-          if (known == winogradWins.end())
-            known =
-                winogradWins.emplace(key, winogradFaster(api, s, *made, *wino))
-                    .first;
+          known =
+              winogradWins.emplace(key, winogradFaster(api, s, *made, *wino))
+                  .first;
           use = known->second;
         }
         if (!use) {
@@ -771,6 +784,8 @@ Primitive *primitiveFor(const DnnlApi &api, const Shape &s) {
           made = std::move(wino);
         }
       }
+    if (!made && decided)
+      made = makePrimitive(api, s, /*winograd=*/false);
     api.ompSetNumThreads(before);
     it = cache.emplace(s, std::move(made)).first;
   }
@@ -797,9 +812,11 @@ bool imagesApart(const DnnlApi &api, const Shape &s, int64_t n) {
   whole.n = n;
   one.n = 1;
   whole.part = one.part = 0;
-  Primitive *w = primitiveFor(api, whole), *o = primitiveFor(api, one);
-  return w && o && w->seconds > 0 && o->seconds > 0 &&
-         double(n) * o->seconds < 0.95 * w->seconds;
+  Primitive *w = primitiveFor(api, whole);
+  if (!w || w->seconds <= 0)
+    return false;
+  Primitive *o = primitiveFor(api, one);
+  return o && o->seconds > 0 && double(n) * o->seconds < 0.95 * w->seconds;
 }
 
 void plainRows(void *ctx, int64_t begin, int64_t end);
@@ -1168,13 +1185,14 @@ bool convDnnl(const DnnlApi &api, const Shape &s, int threads, const float *in,
       return false;
     job.parts.push_back(part);
   }
-  if (job.parts.size() == 1) {
-    int before = api.ompGetMaxThreads();
+  // runPart sets its thread's OpenMP team to one; the caller's (which runs
+  // parts too) is set back after.
+  int before = api.ompGetMaxThreads();
+  if (job.parts.size() == 1)
     runPart(&job, 0, 1);
-    api.ompSetNumThreads(before);
-  } else {
+  else
     dist_rt_parallel_for(int64_t(job.parts.size()), runPart, &job);
-  }
+  api.ompSetNumThreads(before);
   if (!job.fellBack.load(std::memory_order_relaxed))
     dnnlConvCalls.fetch_add(1, std::memory_order_relaxed);
   bool wino = std::any_of(job.parts.begin(), job.parts.end(),
@@ -1423,6 +1441,27 @@ void setNhwcCacheBytes(int64_t bytes) {
 
 int64_t winogradConvolutionCalls() {
   return winogradRuns.load(std::memory_order_relaxed);
+}
+
+bool nhwcWinogradOffered() {
+  const DnnlApi *api = dnnl();
+  if (!api)
+    return false;
+  Shape s{};
+  s.spatial = 2;
+  s.groups = s.n = 1;
+  s.c = s.f = 16;
+  for (int d = 0; d < 3; ++d) {
+    s.in[d] = s.out[d] = d == 0 ? 1 : 8;
+    s.k[d] = d == 0 ? 1 : 3;
+    s.st[d] = s.dil[d] = 1;
+    s.padL[d] = s.padR[d] = d == 0 ? 0 : 1;
+  }
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  auto made = makePrimitive(*api, s, /*winograd=*/true);
+  if (made)
+    destroyPrimitive(*api, *made);
+  return made != nullptr;
 }
 
 int64_t imagesApartCalls() {

@@ -334,6 +334,9 @@ int64_t winogradConvolutionCalls();
 /// Channels-last convolutions run one image a part (conv_nhwc.cpp's
 /// imagesApart).
 int64_t imagesApartCalls();
+/// Whether oneDNN loads here and makes a Winograd primitive for a 3x3
+/// convolution of 16 channels (AVX-512, not capped by DNNL_MAX_CPU_ISA).
+bool nhwcWinogradOffered();
 /// How 3x3 convolutions choose Winograd's algorithm: 0 never, 1 wherever
 /// oneDNN offers it, 2 by measurement, 3 wherever offered and one image a
 /// part (imagesApart), -1 as DIST_RT_WINOGRAD says. For tests.
